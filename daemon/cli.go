@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// Version is the npud version; release builds set it with -ldflags.
+var Version = "0.1.0-dev"
+
+const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-compatible)
+
+Usage:
+  npud serve [flags]   run the server (npud serve -h lists flags)
+  npud version         print the version
+`
+
+// Main runs the npud command line and returns the process exit code.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "npud %s\n", Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "npud: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	cfg, err := ParseServe(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "npud serve: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+	srv, err := New(cfg, log)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := srv.Serve(ctx); err != nil {
+		log.Error("stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

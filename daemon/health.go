@@ -1,0 +1,51 @@
+package daemon
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+type healthModel struct {
+	ID            string `json:"id"`
+	ContextLength int    `json:"context_length"`
+}
+
+type healthReport struct {
+	Status        string        `json:"status"` // "ok" or "draining"
+	Engine        string        `json:"engine"`
+	Simulated     bool          `json:"simulated"`
+	Models        []healthModel `json:"models"`
+	ActiveStreams int           `json:"active_streams"` // generations the engine is running
+	Queued        int           `json:"queued"`         // requests waiting for the engine
+	UptimeSeconds int64         `json:"uptime_seconds"`
+	Version       string        `json:"version"`
+}
+
+func (s *Server) health(c *gin.Context) {
+	engine := s.runner.Engine()
+	report := healthReport{
+		Status:        "ok",
+		Engine:        engine.Name(),
+		Simulated:     engine.Simulated(),
+		Models:        []healthModel{},
+		ActiveStreams: s.runner.Running(),
+		Queued:        s.runner.Waiting(),
+		UptimeSeconds: int64(time.Since(s.started) / time.Second),
+		Version:       Version,
+	}
+	if report.Simulated {
+		report.Engine += " (simulated: no inference)"
+	}
+	for _, m := range s.runner.Models() {
+		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength})
+	}
+	status := http.StatusOK
+	select {
+	case <-s.draining:
+		report.Status, status = "draining", http.StatusServiceUnavailable
+	default:
+	}
+	c.JSON(status, report)
+}

@@ -1,0 +1,111 @@
+package daemon
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/openaiapi"
+)
+
+// requestInfo gives every request an id (the client's X-Request-ID when it
+// is sane), echoes it, and writes one access-log line when the request ends.
+func (s *Server) requestInfo(c *gin.Context) {
+	info := &reqinfo.Info{ID: requestID(c.GetHeader("X-Request-ID")), Start: time.Now()}
+	c.Header("X-Request-ID", info.ID)
+	c.Request = c.Request.WithContext(reqinfo.With(c.Request.Context(), info))
+	c.Next()
+
+	status := c.Writer.Status()
+	if info.Status != 0 {
+		status = info.Status
+	}
+	route := c.FullPath()
+	if route == "" {
+		route = c.Request.URL.Path
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", info.ID),
+		slog.String("method", c.Request.Method),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.String("model", info.Model),
+		slog.Float64("ttft_ms", float64(info.TTFT)/float64(time.Millisecond)),
+		slog.Int("tokens_out", info.TokensOut),
+		slog.String("finish_reason", info.FinishReason),
+		slog.Float64("duration_ms", float64(time.Since(info.Start))/float64(time.Millisecond)),
+	}
+	level := slog.LevelInfo
+	if info.Error != "" {
+		attrs = append(attrs, slog.String("error", info.Error))
+		if status >= 500 || status < 300 { // a server fault, or a stream that failed after its 200
+			level = slog.LevelWarn
+		}
+	}
+	s.log.LogAttrs(c.Request.Context(), level, "request", attrs...)
+}
+
+// requestID returns the client's id when it is 1–128 characters of
+// [A-Za-z0-9._:-] (it ends up in JSON, logs and headers), else a new one.
+func requestID(client string) string {
+	if n := len(client); n > 0 && n <= 128 && strings.Trim(client,
+		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == "" {
+		return client
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// limitBody caps request bodies; readers see *http.MaxBytesError past it.
+func (s *Server) limitBody(c *gin.Context) {
+	if c.Request.Body != nil {
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+	}
+	c.Next()
+}
+
+// recoverPanics turns a handler panic into a 500 in the protocol's shape
+// (when nothing was written yet) instead of a dropped connection.
+func (s *Server) recoverPanics(c *gin.Context) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		if p == http.ErrAbortHandler {
+			panic(p) // net/http's own signal to drop the connection
+		}
+		s.log.Error("handler panicked", "panic", p, "path", c.Request.URL.Path)
+		if !c.Writer.Written() {
+			writeRouteError(c, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
+		}
+		c.Abort()
+	}()
+	c.Next()
+}
+
+// writeRouteError answers errors that no API handler owns (unknown path,
+// wrong method, panics) in the shape of the API the path belongs to:
+// Ollama's {"error": "..."} under /api, OpenAI's everywhere else.
+func writeRouteError(c *gin.Context, status int, msg string) {
+	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+		c.JSON(status, gin.H{"error": msg})
+		return
+	}
+	typ, code := "invalid_request_error", "not_found"
+	switch status {
+	case http.StatusMethodNotAllowed:
+		code = "method_not_allowed"
+	case http.StatusInternalServerError:
+		typ, code = "server_error", "internal_error"
+	}
+	openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: status, Type: typ, Code: code, Message: msg})
+}

@@ -1,0 +1,47 @@
+// Package reqinfo carries what a handler learns about one request (model,
+// time to first token, tokens, finish reason) to the access log that the
+// daemon writes when the request ends.
+package reqinfo
+
+import (
+	"context"
+	"time"
+)
+
+// Info describes one request. The handler's goroutine writes it; the access
+// log reads it after the handler returned.
+type Info struct {
+	ID           string
+	Start        time.Time
+	Model        string
+	TTFT         time.Duration // zero until the first non-empty text was written
+	TokensOut    int
+	FinishReason string
+	// Status, when set, overrides the HTTP status in the log: 499 for a
+	// client that left before its response began.
+	Status int
+	Error  string
+}
+
+type key struct{}
+
+// With returns ctx carrying info.
+func With(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, key{}, info)
+}
+
+// From returns the Info on ctx; without one it returns a fresh Info so that
+// handlers never need to check.
+func From(ctx context.Context) *Info {
+	if info, ok := ctx.Value(key{}).(*Info); ok {
+		return info
+	}
+	return &Info{Start: time.Now()}
+}
+
+// MarkFirstToken records the time to first token once.
+func (i *Info) MarkFirstToken() {
+	if i.TTFT == 0 {
+		i.TTFT = max(time.Since(i.Start), time.Nanosecond)
+	}
+}

@@ -1,0 +1,167 @@
+// Package daemon runs npud: configuration, the HTTP server and its
+// middleware, health, and the lifecycle from listening to a graceful drain.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/openaiapi"
+)
+
+// Server is one running npud: a listener, an HTTP server and the runner
+// that feeds it.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	runner  *npu.Runner
+	ln      net.Listener
+	http    *http.Server
+	started time.Time
+	// handlers is the parent of every request context. It is not the
+	// shutdown signal: a drain lets requests finish, and only an expired
+	// drain cancels them.
+	handlers       context.Context
+	cancelHandlers context.CancelFunc
+	draining       chan struct{}
+}
+
+// Option adjusts a Server; tests use it to inject an engine.
+type Option func(*options)
+
+type options struct{ engine npu.Engine }
+
+// WithEngine serves engine instead of the one cfg.Engine names.
+func WithEngine(e npu.Engine) Option { return func(o *options) { o.engine = e } }
+
+// New builds a server and binds its listener, so Addr is known at once.
+func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	engine := o.engine
+	if engine == nil {
+		var err error
+		if engine, err = newEngine(cfg); err != nil {
+			return nil, err
+		}
+	}
+	runner := npu.NewRunner(engine, npu.RunnerConfig{
+		MaxQueue:     cfg.MaxQueue,
+		QueueTimeout: cfg.QueueTimeout,
+		Stream: npu.StreamLimits{
+			MaxPendingBytes: cfg.MaxPendingBytes,
+			TokenTimeout:    cfg.TokenTimeout,
+			Heartbeat:       cfg.Heartbeat,
+		},
+	}, log)
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	handlers, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg: cfg, log: log, runner: runner, ln: ln, started: time.Now(),
+		handlers: handlers, cancelHandlers: cancel, draining: make(chan struct{}),
+	}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return handlers },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+func newEngine(cfg Config) (npu.Engine, error) {
+	switch cfg.Engine {
+	case "sim":
+		return sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, PromptTokenCost: cfg.SimPromptTokenCost}), nil
+	}
+	return nil, fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+func (s *Server) routes() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(s.recoverPanics, s.requestInfo, s.limitBody)
+	r.NoRoute(func(c *gin.Context) {
+		writeRouteError(c, http.StatusNotFound, fmt.Sprintf("no route for %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		writeRouteError(c, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
+	})
+	r.GET("/health", s.health)
+	openaiapi.New(s.runner, openaiapi.Config{
+		DefaultTimeout: s.cfg.RequestTimeout,
+		WriteTimeout:   s.cfg.TokenTimeout,
+	}, s.log).Register(r)
+	return r
+}
+
+// Serve serves until ctx ends, then drains: it stops accepting, lets
+// in-flight streams finish within the drain timeout, ends the rest with an
+// error event, and waits for the engine. It returns nil after a clean drain.
+func (s *Server) Serve(ctx context.Context) error {
+	engine := s.runner.Engine()
+	s.log.Info("npud listening", "addr", s.Addr().String(), "engine", engine.Name(),
+		"simulated", engine.Simulated(), "config", s.cfg)
+	if engine.Simulated() {
+		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name())
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.http.Serve(s.ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving http: %w", err)
+	case <-ctx.Done():
+	}
+	return s.drain()
+}
+
+func (s *Server) drain() error {
+	close(s.draining)
+	s.runner.StopAccepting()
+	s.log.Info("draining", "timeout", s.cfg.DrainTimeout, "running", s.runner.Running(), "queued", s.runner.Waiting())
+	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	err := s.http.Shutdown(drainCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Streams still open get an error event (not a silent close) and
+		// the engine gets Cancel at its next callback.
+		s.log.Warn("drain timeout passed; ending open streams", "running", s.runner.Running(), "queued", s.runner.Waiting())
+		s.runner.Abort()
+		graceCtx, cancelGrace := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancelGrace()
+		if err = s.http.Shutdown(graceCtx); err != nil {
+			s.cancelHandlers()
+			err = s.http.Close()
+		}
+	}
+	s.cancelHandlers()
+	if err != nil {
+		return fmt.Errorf("shutting down http: %w", err)
+	}
+	waitCtx, cancelWait := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelWait()
+	if err := s.runner.Wait(waitCtx); err != nil {
+		return err
+	}
+	s.log.Info("stopped")
+	return nil
+}

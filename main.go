@@ -1,0 +1,25 @@
+// Command npud is a streaming LLM server for Intel NPUs: it runs models
+// through OpenVINO GenAI and serves OpenAI and Ollama clients.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/npud/npud/daemon"
+)
+
+func main() {
+	// SIGTERM and SIGINT start a graceful drain; a second one is not
+	// caught, so it stops the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	code := daemon.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,287 @@
+package npu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// StreamLimits bound one stream.
+type StreamLimits struct {
+	// MaxPendingBytes is the hard limit on text the reader has not taken
+	// yet; past it the engine is cancelled and the stream ends with
+	// ErrSlowConsumer.
+	MaxPendingBytes int
+	// TokenTimeout is the longest the engine may go without producing text
+	// once it started; then the stream ends with ErrTokenTimeout.
+	TokenTimeout time.Duration
+	// Heartbeat, when positive, makes Next return a heartbeat event after
+	// that long without any other event, also while queued.
+	Heartbeat time.Duration
+}
+
+// Event is one step of a stream as the protocol writer sees it. Exactly one
+// of Text, Heartbeat and Done is set.
+type Event struct {
+	// Text is valid UTF-8 never containing any prefix of a stop string.
+	// While the reader is behind, consecutive chunks are coalesced.
+	Text      string
+	Heartbeat bool
+	Done      bool
+	// Result is set with Done.
+	Result Result
+}
+
+// Stream is the bridge between one generation's engine callbacks (the
+// producer, any thread) and its protocol writer (the consumer, the HTTP
+// handler). The producer never waits for the consumer: text is appended to a
+// pending buffer that the consumer takes whole, so a slow reader gets larger
+// chunks rather than slowing the engine, up to MaxPendingBytes.
+type Stream struct {
+	req     *Request
+	limits  StreamLimits
+	created time.Time
+	ctx     context.Context // ends when the stream is abandoned; its cause says why
+	cancel  context.CancelCauseFunc
+	notify  chan struct{} // capacity 1: "something changed"
+	timer   *time.Timer   // consumer-side wake-ups, reused
+
+	mu           sync.Mutex
+	pending      []byte
+	utf8         utf8Assembler
+	stops        stopMatcher
+	stopReason   FinishReason // set when the bridge answered Stop: FinishStop or FinishLength
+	started      time.Time    // engine start; zero while queued
+	lastActivity time.Time    // last engine callback, or engine start
+	firstToken   time.Time
+	lastEvent    time.Time // last event handed to the consumer
+	finished     bool
+	result       Result
+	err          error
+}
+
+func newStream(parent context.Context, req *Request, limits StreamLimits) *Stream {
+	ctx, cancel := context.WithCancelCause(parent)
+	now := time.Now()
+	return &Stream{
+		req:       req,
+		limits:    limits,
+		created:   now,
+		ctx:       ctx,
+		cancel:    cancel,
+		notify:    make(chan struct{}, 1),
+		stops:     stopMatcher{stops: req.Stop},
+		lastEvent: now,
+	}
+}
+
+// signal wakes the consumer; it never blocks.
+func (s *Stream) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// begin marks the moment the engine starts on this request.
+func (s *Stream) begin() {
+	s.mu.Lock()
+	s.started = time.Now()
+	s.lastActivity = s.started
+	s.mu.Unlock()
+	s.signal() // the consumer re-arms its timers for the running phase
+}
+
+// sink is the engine's Sink. It must stay cheap: it runs on the engine's
+// thread, between tokens.
+func (s *Stream) sink(text string) Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.lastActivity = now
+	if s.ctx.Err() != nil {
+		return Cancel
+	}
+	if s.stopReason == FinishStop || s.finished {
+		return Stop // a stop string ended the output; later text is not part of it
+	}
+	if s.firstToken.IsZero() && text != "" {
+		s.firstToken = now
+	}
+	release, stopped := s.stops.push(s.utf8.push(text))
+	if len(release) > 0 {
+		s.pending = append(s.pending, release...)
+		s.signal()
+	}
+	if stopped {
+		s.stopReason = FinishStop
+		s.signal()
+		return Stop
+	}
+	if len(s.pending) > s.limits.MaxPendingBytes {
+		s.cancel(ErrSlowConsumer)
+		s.signal()
+		return Cancel
+	}
+	if s.stopReason == FinishLength {
+		return Stop // the deadline passed; this was the flush
+	}
+	return Running
+}
+
+// finish records the engine's return. Text still held back (an incomplete
+// code point, a possible stop-string prefix) is released now.
+func (s *Stream) finish(res Result, err error) {
+	s.mu.Lock()
+	defer s.signal()
+	defer s.mu.Unlock()
+	if cause := context.Cause(s.ctx); cause != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		err = cause // the bridge cancelled the engine: say why, not just "canceled"
+	}
+	if err == nil && s.stopReason != FinishStop {
+		release, stopped := s.stops.push(s.utf8.flush())
+		s.pending = append(s.pending, release...)
+		if stopped {
+			s.stopReason = FinishStop
+		} else {
+			s.pending = append(s.pending, s.stops.flush()...)
+		}
+	}
+	if s.stopReason != "" {
+		res.FinishReason = s.stopReason
+	}
+	if !s.started.IsZero() {
+		res.Timings.Queue = s.started.Sub(s.created)
+	}
+	s.finished, s.result, s.err = true, res, err
+}
+
+// Next returns the next event: text, a heartbeat, or the final result.
+// After the text produced so far has been returned, a failure comes back as
+// an error; the error of a client that went away (ctx done) wraps
+// ErrClientGone. Next must be called from one goroutine at a time.
+func (s *Stream) Next(ctx context.Context) (Event, error) {
+	for {
+		s.mu.Lock()
+		now := time.Now()
+		if len(s.pending) > 0 {
+			ev := Event{Text: string(s.pending)}
+			s.pending = s.pending[:0]
+			s.lastEvent = now
+			s.mu.Unlock()
+			return ev, nil
+		}
+		if s.finished {
+			res, err := s.result, s.err
+			s.mu.Unlock()
+			if err != nil {
+				return Event{}, err
+			}
+			return Event{Done: true, Result: res}, nil
+		}
+		if err := context.Cause(s.ctx); err != nil {
+			s.mu.Unlock()
+			return Event{}, err // abandoned; the engine stops at its next callback
+		}
+		wake, expired := s.nextWakeLocked(now)
+		s.mu.Unlock()
+
+		switch expired {
+		case wakeHeartbeat:
+			s.mu.Lock()
+			s.lastEvent = now
+			s.mu.Unlock()
+			return Event{Heartbeat: true}, nil
+		case wakeTokenTimeout:
+			err := fmt.Errorf("no output for %s: %w", s.limits.TokenTimeout, ErrTokenTimeout)
+			s.cancel(err)
+			return Event{}, err
+		case wakeDeadline:
+			s.mu.Lock()
+			if s.stopReason == "" {
+				s.stopReason = FinishLength // the engine gets Stop at its next callback
+			}
+			s.mu.Unlock()
+			continue
+		}
+
+		var timerC <-chan time.Time
+		if !wake.IsZero() {
+			if s.timer == nil {
+				s.timer = time.NewTimer(wake.Sub(now))
+			} else {
+				s.timer.Reset(wake.Sub(now))
+			}
+			timerC = s.timer.C
+		}
+		select {
+		case <-s.notify:
+		case <-timerC:
+		case <-s.ctx.Done():
+		case <-ctx.Done():
+			err := fmt.Errorf("%w: %w", ErrClientGone, context.Cause(ctx))
+			s.cancel(err)
+			return Event{}, err
+		}
+	}
+}
+
+type wakeKind int
+
+const (
+	wakeNone wakeKind = iota
+	wakeHeartbeat
+	wakeTokenTimeout
+	wakeDeadline
+)
+
+// nextWakeLocked returns the earliest future moment Next must wake up for,
+// or the kind of wake-up that is already due.
+func (s *Stream) nextWakeLocked(now time.Time) (time.Time, wakeKind) {
+	var earliest time.Time
+	consider := func(at time.Time, kind wakeKind) wakeKind {
+		if !now.Before(at) {
+			return kind
+		}
+		if earliest.IsZero() || at.Before(earliest) {
+			earliest = at
+		}
+		return wakeNone
+	}
+	if s.limits.Heartbeat > 0 {
+		if k := consider(s.lastEvent.Add(s.limits.Heartbeat), wakeHeartbeat); k != wakeNone {
+			return time.Time{}, k
+		}
+	}
+	if !s.started.IsZero() {
+		if s.limits.TokenTimeout > 0 {
+			if k := consider(s.lastActivity.Add(s.limits.TokenTimeout), wakeTokenTimeout); k != wakeNone {
+				return time.Time{}, k
+			}
+		}
+		if s.req.Timeout > 0 && s.stopReason == "" {
+			if k := consider(s.started.Add(s.req.Timeout), wakeDeadline); k != wakeNone {
+				return time.Time{}, k
+			}
+		}
+	}
+	return earliest, wakeNone
+}
+
+// FirstTokenAt is when the engine produced its first non-empty text, or zero.
+func (s *Stream) FirstTokenAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstToken
+}
+
+// Close abandons the stream if it has not finished. Always call it: it is
+// how a writer that stops reading frees the engine.
+func (s *Stream) Close() {
+	s.cancel(ErrClientGone)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}

@@ -1,0 +1,134 @@
+// Package npu owns everything between an accepted request and the protocol
+// writer: the engine contract, the scheduler that serialises access to an
+// engine, and the bridge that turns engine callbacks into a bounded,
+// cancellable stream of text.
+//
+// Data flows one way: request → Scheduler → Engine → bridge → writer.
+// Cancellation flows back the same path: the writer cancels the Stream, the
+// bridge answers Cancel at the engine's next callback, the engine returns and
+// frees its scheduler slot.
+package npu
+
+import (
+	"context"
+	"time"
+)
+
+// Status is what a Sink answers to an engine after each chunk of text. The
+// values match OpenVINO GenAI's ov_genai_streaming_status_e so that the cgo
+// engine can return them to native code unchanged.
+type Status int
+
+const (
+	// Running asks the engine to keep generating.
+	Running Status = 0
+	// Stop asks the engine to finish normally; what was generated is kept.
+	Stop Status = 1
+	// Cancel asks the engine to abandon the generation.
+	Cancel Status = 2
+)
+
+func (s Status) String() string {
+	switch s {
+	case Running:
+		return "RUNNING"
+	case Stop:
+		return "STOP"
+	case Cancel:
+		return "CANCEL"
+	}
+	return "UNKNOWN"
+}
+
+// Sink receives decoded text from an engine. It may be called from any
+// goroutine or native thread, and may be called once more after it answered
+// Stop or Cancel (OpenVINO flushes its detokenizer then); both are safe.
+// The engine must not call it concurrently with itself.
+type Sink func(text string) Status
+
+// Engine runs generations. An engine instance runs one generation at a time;
+// the Scheduler guarantees that callers never overlap.
+type Engine interface {
+	// Name describes the engine for logs and /health ("sim", "openvino").
+	Name() string
+	// Simulated reports whether the engine makes up its text.
+	Simulated() bool
+	// Models lists the models this engine serves.
+	Models() []ModelInfo
+	// Generate runs one generation, calling sink with each decoded chunk.
+	// It returns when generation ended: by finishing, by a Stop or Cancel
+	// from the sink, by ctx ending, or by an error. Errors returned before
+	// the first sink call are request errors (see ErrContextLength).
+	Generate(ctx context.Context, req *Request, sink Sink) (Result, error)
+}
+
+// ModelInfo describes a model an engine serves.
+type ModelInfo struct {
+	ID            string
+	OwnedBy       string
+	Created       time.Time
+	ContextLength int
+}
+
+// Message is one chat turn.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Sampling holds the sampling parameters of a request. Nil pointers mean
+// "the model's default".
+type Sampling struct {
+	Temperature       *float64
+	TopP              *float64
+	TopK              *int
+	MinP              *float64
+	Seed              *int64
+	RepetitionPenalty *float64
+	PresencePenalty   *float64
+	FrequencyPenalty  *float64
+}
+
+// Request is one generation request, already validated by the API layer.
+// Exactly one of Messages and Prompt is set.
+type Request struct {
+	Model    string
+	Messages []Message
+	Prompt   string
+	Sampling Sampling
+	// MaxTokens bounds the completion; 0 means up to the context length.
+	MaxTokens int
+	// Stop strings end the completion; they are matched by the bridge across
+	// chunk boundaries and never appear in the output.
+	Stop []string
+	// Timeout, when positive, bounds the whole generation: at the deadline the
+	// engine is stopped and the stream finishes with FinishLength.
+	Timeout time.Duration
+}
+
+// FinishReason says why a generation ended.
+type FinishReason string
+
+const (
+	FinishStop      FinishReason = "stop"
+	FinishLength    FinishReason = "length"
+	FinishCancelled FinishReason = "cancelled"
+)
+
+// Timings are the durations of a generation's phases.
+type Timings struct {
+	// Queue is the time spent waiting for the engine (filled by the Runner).
+	Queue time.Duration
+	// Prefill is from the start of Generate to the first token.
+	Prefill time.Duration
+	// Decode is from the first token to the end of generation.
+	Decode time.Duration
+}
+
+// Result is what an engine reports when a generation ends.
+type Result struct {
+	FinishReason     FinishReason
+	PromptTokens     int
+	CompletionTokens int
+	Timings          Timings
+}

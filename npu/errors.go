@@ -1,0 +1,48 @@
+package npu
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Each is returned wrapped; classify with errors.Is.
+var (
+	// ErrModelNotFound is returned by Runner.Start for a model no engine serves.
+	ErrModelNotFound = errors.New("model not found")
+	// ErrQueueFull is returned by Runner.Start when the wait queue is at its
+	// maximum depth. It is retryable.
+	ErrQueueFull = errors.New("queue full")
+	// ErrQueueTimeout ends a stream whose request waited longer than the
+	// maximum queue wait. It is retryable.
+	ErrQueueTimeout = errors.New("timed out waiting in queue")
+	// ErrTokenTimeout ends a stream when the engine produced nothing for the
+	// inter-token timeout.
+	ErrTokenTimeout = errors.New("timed out waiting for the next token")
+	// ErrSlowConsumer ends a stream whose reader fell so far behind that the
+	// pending text passed the hard limit. It is retryable.
+	ErrSlowConsumer = errors.New("client is reading too slowly: pending output exceeded the limit")
+	// ErrClientGone ends a stream whose client went away.
+	ErrClientGone = errors.New("client went away")
+	// ErrShuttingDown refuses new requests while the daemon drains, and ends
+	// streams still running when the drain timeout passes. It is retryable.
+	ErrShuttingDown = errors.New("server is shutting down")
+	// ErrContextLength is returned (wrapped) by engines when the prompt plus
+	// the requested completion does not fit the model's context.
+	ErrContextLength = errors.New("context length exceeded")
+)
+
+// EngineError is a failure inside an engine. The API layers report it as a
+// server error; Cause says what failed.
+type EngineError struct {
+	Engine string
+	Cause  error
+}
+
+func (e *EngineError) Error() string { return fmt.Sprintf("engine %s: %v", e.Engine, e.Cause) }
+func (e *EngineError) Unwrap() error { return e.Cause }
+
+// Retryable reports whether a client may retry the request unchanged.
+func Retryable(err error) bool {
+	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueTimeout) ||
+		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown)
+}

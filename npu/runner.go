@@ -1,0 +1,145 @@
+package npu
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RunnerConfig sets the limits of a Runner.
+type RunnerConfig struct {
+	MaxQueue     int           // waiting requests beyond the running one; default 64
+	QueueTimeout time.Duration // longest wait for the engine; 0 = no limit
+	Stream       StreamLimits
+}
+
+// Runner admits requests to one engine: it queues them in a Scheduler, runs
+// the engine for each in its own goroutine, and hands the caller a Stream.
+type Runner struct {
+	engine Engine
+	models map[string]ModelInfo
+	sched  *Scheduler
+	cfg    RunnerConfig
+	log    *slog.Logger
+
+	base     context.Context // parent of every stream; cancelled by Abort
+	abort    context.CancelCauseFunc
+	closing  atomic.Bool
+	inflight sync.WaitGroup // engine goroutines
+}
+
+// NewRunner returns a runner for engine.
+func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
+	if cfg.MaxQueue == 0 {
+		cfg.MaxQueue = 64
+	}
+	models := make(map[string]ModelInfo)
+	for _, m := range engine.Models() {
+		models[m.ID] = m
+	}
+	base, abort := context.WithCancelCause(context.Background())
+	return &Runner{
+		engine: engine,
+		models: models,
+		sched:  NewScheduler(1, cfg.MaxQueue),
+		cfg:    cfg,
+		log:    log,
+		base:   base,
+		abort:  abort,
+	}
+}
+
+// Engine is the engine this runner drives.
+func (r *Runner) Engine() Engine { return r.engine }
+
+// Model looks a model up by id; the error wraps ErrModelNotFound.
+func (r *Runner) Model(id string) (ModelInfo, error) {
+	m, ok := r.models[id]
+	if !ok {
+		return ModelInfo{}, fmt.Errorf("model %q: %w", id, ErrModelNotFound)
+	}
+	return m, nil
+}
+
+// Models lists the models served, in the engine's order.
+func (r *Runner) Models() []ModelInfo { return r.engine.Models() }
+
+// Start admits req and returns its stream at once; the stream's first events
+// may be heartbeats while the request waits its turn. Errors: the model is
+// unknown (ErrModelNotFound), the queue is full (ErrQueueFull), or the runner
+// is draining (ErrShuttingDown). The caller must Close the stream.
+func (r *Runner) Start(req *Request) (*Stream, error) {
+	if r.closing.Load() {
+		return nil, ErrShuttingDown
+	}
+	if _, err := r.Model(req.Model); err != nil {
+		return nil, err
+	}
+	ticket, err := r.sched.Enqueue()
+	if err != nil {
+		return nil, err
+	}
+	s := newStream(r.base, req, r.cfg.Stream)
+	r.inflight.Add(1)
+	go r.run(s, ticket)
+	return s, nil
+}
+
+// run waits for the engine, generates, and reports the end to the stream.
+func (r *Runner) run(s *Stream, ticket *Ticket) {
+	defer r.inflight.Done()
+	if err := ticket.Wait(s.ctx, r.cfg.QueueTimeout); err != nil {
+		s.finish(Result{}, err)
+		return
+	}
+	s.begin()
+	res, err := r.generate(s)
+	ticket.Release()
+	s.finish(res, err)
+}
+
+// generate calls the engine, turning a panic into an error so one bad
+// request cannot take the daemon down.
+func (r *Runner) generate(s *Stream) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("engine panicked", "engine", r.engine.Name(), "panic", p)
+			err = &EngineError{Engine: r.engine.Name(), Cause: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	return r.engine.Generate(s.ctx, s.req, s.sink)
+}
+
+// Waiting is the number of requests queued for the engine.
+func (r *Runner) Waiting() int { return r.sched.Waiting() }
+
+// Running is the number of generations the engine is running.
+func (r *Runner) Running() int { return r.sched.Running() }
+
+// RetryAfter estimates how long a refused client should wait.
+func (r *Runner) RetryAfter() time.Duration { return r.sched.RetryAfter() }
+
+// StopAccepting makes Start refuse new requests with ErrShuttingDown.
+func (r *Runner) StopAccepting() { r.closing.Store(true) }
+
+// Abort ends every stream with ErrShuttingDown; engines see Cancel at their
+// next callback.
+func (r *Runner) Abort() { r.abort(ErrShuttingDown) }
+
+// Wait blocks until every engine call has returned, or ctx ends.
+func (r *Runner) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		r.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for engine calls to return: %w", context.Cause(ctx))
+	}
+}

@@ -1,0 +1,254 @@
+// Package sim is a simulated engine: it makes up deterministic text so that
+// npud runs, and can be tested, anywhere. It does no inference. Everything it
+// describes about itself says it is simulated.
+//
+// The text depends only on the request's seed and prompt; max tokens, stop
+// strings and deadlines only cut it short. It emits from its own goroutine,
+// as OpenVINO does from a native thread, and calls the sink once more after
+// a Stop or Cancel, as OpenVINO's final flush does.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/npud/npud/npu"
+)
+
+// ModelID is the one model the simulated engine serves.
+const ModelID = "sim"
+
+// OwnedBy is what /v1/models reports as the owner of the simulated model.
+const OwnedBy = "npud-simulated"
+
+// Config sets the simulated timings and test hooks.
+type Config struct {
+	// TTFT is the fixed time to the first token.
+	TTFT time.Duration
+	// PromptTokenCost is added to TTFT per prompt token (prefill cost).
+	PromptTokenCost time.Duration
+	// ITL is the time between tokens.
+	ITL time.Duration
+	// ContextLength of the simulated model; default 32768.
+	ContextLength int
+	// Faults, when set, chooses faults to inject into a request (tests).
+	Faults func(*npu.Request) Fault
+}
+
+// Fault is a failure to inject into one generation.
+type Fault struct {
+	// ErrorAtToken > 0 fails the generation instead of emitting that token
+	// (1-based), after the tokens before it were emitted.
+	ErrorAtToken int
+	// StallAtToken > 0 stops producing before that token (1-based) for
+	// StallFor, or until the request is abandoned when StallFor is 0.
+	StallAtToken int
+	StallFor     time.Duration
+	// SplitRunes delivers every multi-byte character split across two
+	// callbacks, as a byte-level detokenizer can.
+	SplitRunes bool
+}
+
+// Engine is the simulated engine.
+type Engine struct {
+	cfg     Config
+	created time.Time
+}
+
+// New returns a simulated engine.
+func New(cfg Config) *Engine {
+	if cfg.ContextLength == 0 {
+		cfg.ContextLength = 32768
+	}
+	return &Engine{cfg: cfg, created: time.Now()}
+}
+
+func (e *Engine) Name() string    { return "sim" }
+func (e *Engine) Simulated() bool { return true }
+
+func (e *Engine) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: ModelID, OwnedBy: OwnedBy, Created: e.created, ContextLength: e.cfg.ContextLength}}
+}
+
+// Generate implements npu.Engine.
+func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	prompt := PromptText(req)
+	promptTokens := CountTokens(prompt)
+	if need := promptTokens + req.MaxTokens; need > e.cfg.ContextLength {
+		return npu.Result{}, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the context of %d tokens: %w",
+			promptTokens, req.MaxTokens, e.cfg.ContextLength, npu.ErrContextLength)
+	}
+	tokens := Tokens(seedOf(req), prompt)
+	res := npu.Result{FinishReason: npu.FinishStop, PromptTokens: promptTokens}
+	limit := e.cfg.ContextLength - promptTokens
+	if req.MaxTokens > 0 {
+		limit = req.MaxTokens
+	}
+	if len(tokens) > limit {
+		tokens, res.FinishReason = tokens[:limit], npu.FinishLength
+	}
+	var fault Fault
+	if e.cfg.Faults != nil {
+		fault = e.cfg.Faults(req)
+	}
+
+	type outcome struct {
+		res npu.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() { // a "native" thread, as OpenVINO's streamer worker
+		r, err := e.emit(ctx, tokens, fault, sink, res, time.Duration(promptTokens)*e.cfg.PromptTokenCost)
+		done <- outcome{r, err}
+	}()
+	o := <-done
+	return o.res, o.err
+}
+
+func (e *Engine) emit(ctx context.Context, tokens []string, fault Fault, sink npu.Sink, res npu.Result, prefillCost time.Duration) (npu.Result, error) {
+	start := time.Now()
+	time.Sleep(e.cfg.TTFT + prefillCost) // prefill cannot be interrupted, as on real engines
+	var first time.Time
+	finish := func() npu.Result {
+		if !first.IsZero() {
+			res.Timings.Prefill = first.Sub(start)
+			res.Timings.Decode = time.Since(first)
+		} else {
+			res.Timings.Prefill = time.Since(start)
+		}
+		return res
+	}
+	for i, tok := range tokens {
+		n := i + 1
+		if i > 0 {
+			time.Sleep(e.cfg.ITL)
+		}
+		if n == fault.StallAtToken {
+			stall(ctx, fault.StallFor)
+		}
+		if n == fault.ErrorAtToken {
+			return finish(), &npu.EngineError{Engine: "sim", Cause: fmt.Errorf("simulated fault at token %d", n)}
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		res.CompletionTokens = n
+		status := deliver(sink, tok, fault.SplitRunes)
+		if status == npu.Running {
+			continue
+		}
+		// OpenVINO flushes its detokenizer after Stop/Cancel and ignores the
+		// answer; so do we, with the text of the token it was holding.
+		if i+1 < len(tokens) {
+			sink(tokens[i+1])
+			res.CompletionTokens++
+		}
+		if status == npu.Cancel {
+			res.FinishReason = npu.FinishCancelled
+		} else {
+			res.FinishReason = npu.FinishStop
+		}
+		return finish(), nil
+	}
+	return finish(), nil
+}
+
+// deliver sends one token, split inside its first multi-byte character when
+// split is set; it returns the first non-Running answer.
+func deliver(sink npu.Sink, tok string, split bool) npu.Status {
+	if split {
+		for i, r := range tok {
+			if size := utf8.RuneLen(r); size > 1 {
+				cut := i + size/2
+				if st := sink(tok[:cut]); st != npu.Running {
+					return st
+				}
+				return sink(tok[cut:])
+			}
+		}
+	}
+	return sink(tok)
+}
+
+func stall(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		<-ctx.Done()
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func seedOf(req *npu.Request) int64 {
+	if req.Sampling.Seed != nil {
+		return *req.Sampling.Seed
+	}
+	return 0
+}
+
+// PromptText renders a request as the text the simulated model "reads": the
+// prompt, or each chat message as "role: content" on its own line.
+func PromptText(req *npu.Request) string {
+	if len(req.Messages) == 0 {
+		return req.Prompt
+	}
+	var b strings.Builder
+	for _, m := range req.Messages {
+		b.WriteString(m.Role)
+		b.WriteString(": ")
+		b.WriteString(m.Content)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// CountTokens is the simulated tokenizer: one token per four characters,
+// rounded up, at least one.
+func CountTokens(text string) int {
+	return max(1, (utf8.RuneCountInString(text)+3)/4)
+}
+
+// vocabulary mixes ASCII with two-, three- and four-byte characters so that
+// every UTF-8 path of the bridge is exercised by ordinary output.
+var vocabulary = [...]string{
+	"the", "neural", "processing", "unit", "streams", "tokens", "quickly", "and",
+	"quietly", "while", "a", "model", "thinks", "about", "café", "naïve",
+	"Zürich", "日本語", "データ", "🙂", "🚀", "edge", "device", "latency",
+	"is", "low", "every", "answer", "arrives", "in", "order", "niño",
+}
+
+// Tokens returns the simulated model's complete answer to prompt with seed,
+// one string per token: between 32 and 127 tokens of words and punctuation.
+func Tokens(seed int64, prompt string) []string {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d\x00%s", seed, prompt)
+	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(seed)))
+	n := 32 + rng.IntN(96)
+	out := make([]string, n)
+	for i := range out {
+		w := vocabulary[rng.IntN(len(vocabulary))]
+		switch {
+		case i == 0 && w[0] >= 'a' && w[0] <= 'z':
+			w = strings.ToUpper(w[:1]) + w[1:]
+		case i == 0:
+		case rng.IntN(8) == 0:
+			w = "."
+		default:
+			w = " " + w
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// Text is the simulated model's complete answer as one string.
+func Text(seed int64, prompt string) string { return strings.Join(Tokens(seed, prompt), "") }

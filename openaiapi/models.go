@@ -1,0 +1,39 @@
+package openaiapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/npu"
+)
+
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func toModel(m npu.ModelInfo) model {
+	return model{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: m.OwnedBy}
+}
+
+func (a *API) listModels(c *gin.Context) {
+	data := []model{} // [] on the wire, never null
+	for _, m := range a.runner.Models() {
+		data = append(data, toModel(m))
+	}
+	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
+}
+
+func (a *API) getModel(c *gin.Context) {
+	id := strings.TrimPrefix(c.Param("id"), "/") // ids may contain slashes
+	m, err := a.runner.Model(id)
+	if err != nil {
+		WriteError(c.Writer, toError(err, a.runner.RetryAfter))
+		return
+	}
+	c.JSON(http.StatusOK, toModel(m))
+}

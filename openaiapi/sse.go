@@ -1,0 +1,186 @@
+package openaiapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// sseWriter writes an OpenAI event stream: `data: <json>\n\n` frames, no
+// event/id/retry lines, a flush per event, and nothing after [DONE].
+type sseWriter struct {
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+	committed    bool
+}
+
+func newSSEWriter(w http.ResponseWriter, writeTimeout time.Duration) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout}
+}
+
+// commit sends the 200 and the stream headers. Until then, a failure can
+// still be a real HTTP error.
+func (s *sseWriter) commit() {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx would otherwise hold the stream
+	h.Del("Content-Length")
+	s.w.WriteHeader(http.StatusOK)
+	s.committed = true
+}
+
+// write sends frame, flushing when asked. A client that stops reading is
+// caught by the write deadline instead of blocking the handler forever.
+func (s *sseWriter) write(frame []byte, flush bool) error {
+	if s.writeTimeout > 0 {
+		if err := s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+	}
+	if _, err := s.w.Write(frame); err != nil {
+		return err
+	}
+	if flush {
+		return s.rc.Flush()
+	}
+	return nil
+}
+
+var (
+	heartbeatFrame = []byte(": ping\n\n")
+	doneFrame      = []byte("data: [DONE]\n\n")
+)
+
+// done ends the stream. It is not flushed here: the handler returns at once
+// and net/http sends [DONE] together with the chunked-encoding terminator,
+// so clients that read to EOF see the end in the same packet.
+func (s *sseWriter) done() error { return s.write(doneFrame, false) }
+
+// appendJSONString appends s as a JSON string. s must be valid UTF-8 (the
+// bridge guarantees it); U+2028 and U+2029 are escaped so the JSON is also
+// safe to embed in JavaScript.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default: // control characters and <, >, & as encoding/json writes them
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// chunkEncoder writes the chunks of one completion. Every chunk carries the
+// same id, object, created and model, so that prefix is encoded once.
+type chunkEncoder struct {
+	chat   bool
+	head   []byte // {"id":…,"object":…,"created":…,"model":…
+	choice []byte // head + ,"choices":[{"index":0,
+	buf    []byte
+}
+
+func newChunkEncoder(ep endpoint, id string, created int64, model string) *chunkEncoder {
+	object := "text_completion" // also for stream chunks, as OpenAI sends it
+	if ep == chatEndpoint {
+		object = "chat.completion.chunk"
+	}
+	head := []byte(`{"id":`)
+	head = appendJSONString(head, id)
+	head = append(head, `,"object":"`+object+`","created":`...)
+	head = strconv.AppendInt(head, created, 10)
+	head = append(head, `,"model":`...)
+	head = appendJSONString(head, model)
+	choice := append(append([]byte(nil), head...), `,"choices":[{"index":0,`...)
+	return &chunkEncoder{chat: ep == chatEndpoint, head: head, choice: choice}
+}
+
+// role is the first chunk of a chat stream.
+func (e *chunkEncoder) role() []byte {
+	e.buf = append(append(e.buf[:0], "data: "...), e.choice...)
+	e.buf = append(e.buf, `"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	return e.buf
+}
+
+// text is a content chunk; it is the hot path and allocates nothing once
+// the buffer has grown.
+func (e *chunkEncoder) text(s string) []byte {
+	e.buf = append(append(e.buf[:0], "data: "...), e.choice...)
+	if e.chat {
+		e.buf = append(e.buf, `"delta":{"content":`...)
+		e.buf = appendJSONString(e.buf, s)
+		e.buf = append(e.buf, '}')
+	} else {
+		e.buf = append(e.buf, `"text":`...)
+		e.buf = appendJSONString(e.buf, s)
+	}
+	e.buf = append(e.buf, `,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	return e.buf
+}
+
+// finish is the one chunk with a finish_reason.
+func (e *chunkEncoder) finish(reason string) []byte {
+	e.buf = append(append(e.buf[:0], "data: "...), e.choice...)
+	if e.chat {
+		e.buf = append(e.buf, `"delta":{}`...)
+	} else {
+		e.buf = append(e.buf, `"text":""`...)
+	}
+	e.buf = append(e.buf, `,"logprobs":null,"finish_reason":`...)
+	e.buf = appendJSONString(e.buf, reason)
+	e.buf = append(e.buf, "}]}\n\n"...)
+	return e.buf
+}
+
+// usage is the chunk sent when the request asked for include_usage.
+func (e *chunkEncoder) usage(u usage) []byte {
+	e.buf = append(append(e.buf[:0], "data: "...), e.head...)
+	e.buf = append(e.buf, `,"choices":[],"usage":{"prompt_tokens":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(u.PromptTokens), 10)
+	e.buf = append(e.buf, `,"completion_tokens":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(u.CompletionTokens), 10)
+	e.buf = append(e.buf, `,"total_tokens":`...)
+	e.buf = strconv.AppendInt(e.buf, int64(u.TotalTokens), 10)
+	e.buf = append(e.buf, "}}\n\n"...)
+	return e.buf
+}
+
+// errorFrame is the in-band error of a stream that already began.
+func errorFrame(apiErr *Error) []byte {
+	b, _ := apiErr.MarshalJSON() // a struct of strings cannot fail to encode
+	return append(append([]byte("data: "), b...), "\n\n"...)
+}
