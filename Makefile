@@ -22,8 +22,11 @@ check: ## gofmt and go vet
 	$(GO) vet ./...
 
 test: check ## vet, then every test under the race detector
-	@# The race detector needs a C compiler; a fresh Debian may lack one.
-	@command -v gcc >/dev/null || { echo "installing gcc (needed by -race)"; apt-get update -qq && apt-get install -y -qq gcc libc6-dev; }
+	@# -race needs a C compiler, and the proxy test needs nginx: a fresh Debian may lack both.
+	@missing=""; command -v gcc >/dev/null || missing="gcc libc6-dev"; \
+	[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing="$$missing nginx-light"; \
+	if [ -n "$$missing" ]; then echo "installing $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk

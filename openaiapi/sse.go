@@ -28,6 +28,9 @@ func (s *sseWriter) commit() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx would otherwise hold the stream
+	// A proxy's gzip would hold events in its compressor; nginx leaves a
+	// response alone when it already names an encoding.
+	h.Set("Content-Encoding", "identity")
 	h.Del("Content-Length")
 	s.w.WriteHeader(http.StatusOK)
 	s.committed = true
