@@ -11,7 +11,7 @@ import (
 
 // RunnerConfig sets the limits of a Runner.
 type RunnerConfig struct {
-	MaxQueue     int           // waiting requests beyond the running one; default 64
+	MaxQueue     int           // waiting requests beyond the running one; 0 = none wait
 	QueueTimeout time.Duration // longest wait for the engine; 0 = no limit
 	Stream       StreamLimits
 }
@@ -33,9 +33,6 @@ type Runner struct {
 
 // NewRunner returns a runner for engine.
 func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
-	if cfg.MaxQueue == 0 {
-		cfg.MaxQueue = 64
-	}
 	models := make(map[string]ModelInfo)
 	for _, m := range engine.Models() {
 		models[m.ID] = m
