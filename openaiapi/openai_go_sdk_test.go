@@ -297,7 +297,9 @@ func TestSDKErrorDuringStream(t *testing.T) {
 }
 
 func TestSDKQueueFullIs503WithRetryAfter(t *testing.T) {
-	f := newSDKFixture(t, func(c *daemon.Config) { c.MaxQueue = 0 },
+	// A short heartbeat commits the stalled stream's headers, which is when
+	// the SDK's NewStreaming returns.
+	f := newSDKFixture(t, func(c *daemon.Config) { c.MaxQueue, c.Heartbeat = 0, 50*time.Millisecond },
 		func(r *npu.Request) sim.Fault {
 			if r.Messages[0].Content == "hog" {
 				return sim.Fault{StallAtToken: 1}
