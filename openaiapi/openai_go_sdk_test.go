@@ -166,8 +166,7 @@ func TestSDKStopString(t *testing.T) {
 	full := strings.Join(tokens, "")
 	// A stop string that spans two tokens: the end of token 4 and the start
 	// of token 5, so it is split across engine callbacks.
-	prefix := strings.Join(tokens[:4], "")
-	stop := prefix[len(prefix)-2:] + tokens[4][:2]
+	stop := spanningStop(tokens, 4)
 	want := full[:strings.Index(full, stop)]
 
 	t.Run("streaming", func(t *testing.T) {
