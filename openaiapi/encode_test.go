@@ -12,7 +12,7 @@ import (
 
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 	for _, s := range []string{
-		"", "plain", `quote " and \ backslash`, "new\nline\ttab\rcr", "\x00\x01\x1f control",
+		"", "plain", `quote " and \ backslash`, "new\nline\ttab\rcr", "\x00\x01\x1f control", "\b backspace \f formfeed",
 		"<script>&amp;</script>", "line\u2028sep\u2029para", "emoji 🙂 and 日本語", "\u007f del",
 	} {
 		want, err := json.Marshal(s)

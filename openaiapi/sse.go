@@ -87,6 +87,10 @@ func appendJSONString(dst []byte, s string) []byte {
 				dst = append(dst, '\\', 'r')
 			case '\t':
 				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			default: // control characters and <, >, & as encoding/json writes them
 				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 			}
