@@ -96,23 +96,10 @@ func startServer(t *testing.T, mutate func(*daemon.Config), engine npu.Engine) *
 }
 
 func (r *running) health(t *testing.T) map[string]any {
-	t.Helper()
-	resp, err := r.client.Get(r.url + "/health")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var h map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
-	return h
+	return daemontest.Health(t, r.client, r.url)
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "condition not met within 10s")
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var waitFor = daemontest.Eventually
 
 // stallFor makes requests whose only message is "stall" stall before their
 // second token until cancelled.

@@ -56,18 +56,20 @@ func TestChunkEncoderFramesParse(t *testing.T) {
 
 // benchChunk is the same content chunk built with encoding/json, to compare.
 type benchChunk struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content string `json:"content"`
-		} `json:"delta"`
-		Logprobs     *struct{} `json:"logprobs"`
-		FinishReason *string   `json:"finish_reason"`
-	} `json:"choices"`
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []benchChoice `json:"choices"`
+}
+
+type benchChoice struct {
+	Index int `json:"index"`
+	Delta struct {
+		Content string `json:"content"`
+	} `json:"delta"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
 }
 
 const benchToken = " processing"
@@ -82,14 +84,7 @@ func BenchmarkSSEChunkEncode(b *testing.B) {
 
 func BenchmarkSSEChunkJSONMarshal(b *testing.B) {
 	c := benchChunk{ID: "chatcmpl-0123456789abcdef01234567", Object: "chat.completion.chunk", Created: 1700000000, Model: "sim"}
-	c.Choices = make([]struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content string `json:"content"`
-		} `json:"delta"`
-		Logprobs     *struct{} `json:"logprobs"`
-		FinishReason *string   `json:"finish_reason"`
-	}, 1)
+	c.Choices = make([]benchChoice, 1)
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Choices[0].Delta.Content = benchToken

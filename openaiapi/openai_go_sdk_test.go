@@ -28,12 +28,7 @@ type sdkFixture struct {
 
 func newSDKFixture(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *sdkFixture {
 	t.Helper()
-	cfg := daemontest.Defaults(t)
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	engine := sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, Faults: faults})
-	srv := daemontest.Start(t, cfg, engine)
+	srv := daemontest.StartSim(t, mutate, faults)
 	transport := &http.Transport{}
 	t.Cleanup(transport.CloseIdleConnections)
 	hc := &http.Client{Transport: transport}
@@ -309,7 +304,7 @@ func TestSDKQueueFullIs503WithRetryAfter(t *testing.T) {
 	defer stopHog()
 	hog := f.client.Chat.Completions.NewStreaming(hogCtx, chatParams("hog", 1))
 	defer hog.Close()
-	waitFor(t, func() bool { return health(t, f.http, f.srv.URL).ActiveStreams == 1 })
+	waitFor(t, func() bool { return activeStreams(t, f.http, f.srv.URL) == 1 })
 
 	var resp *http.Response
 	_, err := f.client.Chat.Completions.New(sdkContext(t), chatParams("hi", 1), option.WithResponseInto(&resp))
@@ -321,7 +316,7 @@ func TestSDKQueueFullIs503WithRetryAfter(t *testing.T) {
 	assert.NotEmpty(t, apiErr.Response.Header.Get("Retry-After"))
 
 	stopHog()
-	waitFor(t, func() bool { return health(t, f.http, f.srv.URL).ActiveStreams == 0 })
+	waitFor(t, func() bool { return activeStreams(t, f.http, f.srv.URL) == 0 })
 	_, err = f.client.Chat.Completions.New(sdkContext(t), chatParams("hi", 1))
 	require.NoError(t, err, "the slot serves the next request once the stalled one is cancelled")
 }

@@ -28,11 +28,7 @@ type wireFixture struct {
 
 func newWireFixture(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *wireFixture {
 	t.Helper()
-	cfg := daemontest.Defaults(t)
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	srv := daemontest.Start(t, cfg, sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, Faults: faults}))
+	srv := daemontest.StartSim(t, mutate, faults)
 	transport := &http.Transport{DisableCompression: true}
 	t.Cleanup(transport.CloseIdleConnections)
 	return &wireFixture{url: srv.URL, hc: &http.Client{Transport: transport, Timeout: 30 * time.Second}}
@@ -358,7 +354,7 @@ func TestWireHeartbeatsCommitWhileQueued(t *testing.T) {
 		_, raw := f.post(t, "/v1/chat/completions", `{"model":"sim","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"hog"}]}`)
 		hogDone <- raw
 	}()
-	waitFor(t, func() bool { return health(t, f.hc, f.url).ActiveStreams == 1 })
+	waitFor(t, func() bool { return activeStreams(t, f.hc, f.url) == 1 })
 
 	// The second request waits behind the stalled one; its headers and
 	// keep-alive comments must arrive while it waits.
@@ -393,7 +389,7 @@ func TestWireTokenTimeoutIsAnInBandError(t *testing.T) {
 	require.NotNil(t, s.errorEvent)
 	assert.Equal(t, "token_timeout", s.errorEvent["error"].(map[string]any)["code"])
 	assert.Equal(t, strings.Join(sim.Tokens(9, userPrompt("wire"))[:2], ""), s.text)
-	waitFor(t, func() bool { return health(t, f.hc, f.url).ActiveStreams == 0 })
+	waitFor(t, func() bool { return activeStreams(t, f.hc, f.url) == 0 })
 }
 
 func TestWireDeadlineFinishesWithLength(t *testing.T) {

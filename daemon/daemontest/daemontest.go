@@ -3,10 +3,14 @@ package daemontest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu"
@@ -32,6 +36,34 @@ func Defaults(t testing.TB) daemon.Config {
 		t.Fatalf("default config: %v", err)
 	}
 	return cfg
+}
+
+// StartSim serves the default test configuration, adjusted by mutate, with
+// a simulated engine that injects faults (both may be nil).
+func StartSim(t testing.TB, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *Server {
+	t.Helper()
+	cfg := Defaults(t)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return Start(t, cfg, sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, PromptTokenCost: cfg.SimPromptTokenCost, Faults: faults}))
+}
+
+// Health fetches and decodes GET /health from base.
+func Health(t testing.TB, hc *http.Client, base string) map[string]any {
+	t.Helper()
+	resp, err := hc.Get(base + "/health")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var h map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+	return h
+}
+
+// Eventually waits up to 10 s for cond, polling every 5 ms.
+func Eventually(t testing.TB, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond)
 }
 
 // Start serves cfg with engine (nil: the simulated engine cfg describes,
