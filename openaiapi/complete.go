@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
 )
@@ -36,14 +37,9 @@ func finishReason(r npu.FinishReason) string {
 func (a *API) complete(c *gin.Context, ep endpoint) {
 	ctx := c.Request.Context()
 	info := reqinfo.From(ctx)
-	body, apiErr := readBody(c.Request)
-	if apiErr != nil {
-		a.fail(c.Writer, info, apiErr)
-		return
-	}
-	req, apiErr := decode(body)
-	if apiErr != nil {
-		a.fail(c.Writer, info, apiErr)
+	var req request
+	if err := jsonbody.Decode(c.Request, &req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
 		return
 	}
 	info.Model = req.Model

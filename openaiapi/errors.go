@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/npu"
 )
 
@@ -28,6 +29,11 @@ func (e *Error) Error() string { return e.Message }
 func invalid(param, code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code,
 		Message: fmt.Sprintf(format, args...)}
+}
+
+// bodyError renders a request body that could not be decoded.
+func bodyError(e *jsonbody.Error) *Error {
+	return &Error{Status: e.Status, Type: "invalid_request_error", Param: e.Field, Code: e.Code, Message: e.Message}
 }
 
 // errorBody is the wire shape; param and code are null when unknown, as

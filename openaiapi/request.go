@@ -3,14 +3,11 @@ package openaiapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"reflect"
 	"time"
-	"unicode/utf8"
 
+	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/npu"
 )
 
@@ -96,8 +93,7 @@ func (c *contentText) UnmarshalJSON(b []byte) error {
 		c.Text = buf.String()
 		return nil
 	}
-	// The decoder fills in Field with the path to this value.
-	return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[string]()}
+	return jsonbody.TypeError(b, reflect.TypeFor[string]())
 }
 
 // stopList is `stop`: a string or an array of strings.
@@ -123,84 +119,7 @@ func (s *stopList) UnmarshalJSON(b []byte) error {
 		*s = many
 		return nil
 	}
-	return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[[]string]()}
-}
-
-func jsonKind(b []byte) string {
-	switch {
-	case len(b) == 0:
-		return "nothing"
-	case b[0] == '{':
-		return "object"
-	case b[0] == '[':
-		return "array"
-	case b[0] == '"':
-		return "string"
-	case b[0] == 't' || b[0] == 'f':
-		return "bool"
-	case b[0] == 'n':
-		return "null"
-	}
-	return "number"
-}
-
-// readBody reads the body whole; the daemon has already capped its size.
-func readBody(r *http.Request) ([]byte, *Error) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-				Code: "request_too_large", Message: fmt.Sprintf("request body is larger than the limit of %d bytes", tooBig.Limit)}
-		}
-		return nil, invalid("", "invalid_body", "reading request body: %v", err)
-	}
-	return body, nil
-}
-
-// decode parses a request body, naming the field at fault.
-func decode(body []byte) (*request, *Error) {
-	if !utf8.Valid(body) {
-		return nil, invalid("", "invalid_utf8", "request body is not valid UTF-8")
-	}
-	var req request
-	if err := json.Unmarshal(body, &req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return nil, invalid(typeErr.Field, "invalid_type", "invalid type for field '%s': expected %s, got %s",
-				typeErr.Field, describeType(typeErr.Type), typeErr.Value)
-		case errors.As(err, &syntaxErr):
-			return nil, invalid("", "invalid_json", "invalid JSON at byte %d: %v", syntaxErr.Offset, err)
-		}
-		return nil, invalid("", "invalid_json", "invalid JSON: %v", err)
-	}
-	return &req, nil
-}
-
-func describeType(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int64:
-		return "an integer"
-	case reflect.Float64:
-		return "a number"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.String {
-			return "a string or an array of strings"
-		}
-		return "an array"
-	case reflect.Struct:
-		return "an object"
-	}
-	return t.String()
+	return jsonbody.TypeError(b, reflect.TypeFor[[]string]())
 }
 
 // endpoint says which of the two completion endpoints a request came to.
