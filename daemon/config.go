@@ -28,6 +28,7 @@ type Config struct {
 	MaxPendingBytes int           // unread output per stream before it fails
 	MaxBodyBytes    int64         // largest request body
 	DrainTimeout    time.Duration // grace for in-flight streams on shutdown
+	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
 
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
@@ -69,6 +70,7 @@ func (c *Config) options() []option {
 		{"max-pending-bytes", "unread output a stream may hold for a slow client before it fails", num(&c.MaxPendingBytes, 1<<20)},
 		{"max-body-bytes", "largest request body accepted", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 4<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
+		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
 		{"log-level", "debug, info, warn or error", func(fs *flag.FlagSet, n, u string) { fs.TextVar(&c.LogLevel, n, slog.LevelInfo, u) }},
 		{"log-format", "text or json", str(&c.LogFormat, "text")},
 	}
@@ -133,5 +135,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("queue_timeout", c.QueueTimeout), slog.Duration("token_timeout", c.TokenTimeout),
 		slog.Duration("request_timeout", c.RequestTimeout), slog.Int("max_pending_bytes", c.MaxPendingBytes),
 		slog.Int64("max_body_bytes", c.MaxBodyBytes), slog.Duration("drain_timeout", c.DrainTimeout),
+		slog.Duration("keep_alive", c.KeepAlive),
 	)
 }

@@ -54,6 +54,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"max-pending-bytes", "2048", func(c Config) any { return c.MaxPendingBytes }, 2048},
 		{"max-body-bytes", "4096", func(c Config) any { return c.MaxBodyBytes }, int64(4096)},
 		{"drain-timeout", "2s", func(c Config) any { return c.DrainTimeout }, 2 * time.Second},
+		{"keep-alive", "-1s", func(c Config) any { return c.KeepAlive }, -time.Second},
 		{"log-level", "debug", func(c Config) any { return c.LogLevel }, slog.LevelDebug},
 		{"log-format", "json", func(c Config) any { return c.LogFormat }, "json"},
 	}

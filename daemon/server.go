@@ -57,8 +57,9 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		}
 	}
 	runner := npu.NewRunner(engine, npu.RunnerConfig{
-		MaxQueue:     cfg.MaxQueue,
-		QueueTimeout: cfg.QueueTimeout,
+		MaxQueue:         cfg.MaxQueue,
+		QueueTimeout:     cfg.QueueTimeout,
+		DefaultKeepAlive: cfg.KeepAlive,
 		Stream: npu.StreamLimits{
 			MaxPendingBytes: cfg.MaxPendingBytes,
 			TokenTimeout:    cfg.TokenTimeout,

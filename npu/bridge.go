@@ -153,7 +153,7 @@ func (s *Stream) finish(res Result, err error) {
 		res.FinishReason = s.stopReason
 	}
 	if !s.started.IsZero() {
-		res.Timings.Queue = s.started.Sub(s.created)
+		res.Timings.Queue = s.started.Sub(s.created) - res.Timings.Load
 	}
 	s.finished, s.result, s.err = true, res, err
 }

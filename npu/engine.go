@@ -104,6 +104,9 @@ type Request struct {
 	// Timeout, when positive, bounds the whole generation: at the deadline the
 	// engine is stopped and the stream finishes with FinishLength.
 	Timeout time.Duration
+	// KeepAlive is how long the model stays loaded after this request: nil
+	// means the runner's default, negative forever, zero unload at once.
+	KeepAlive *time.Duration
 }
 
 // FinishReason says why a generation ended.
@@ -119,6 +122,9 @@ const (
 type Timings struct {
 	// Queue is the time spent waiting for the engine (filled by the Runner).
 	Queue time.Duration
+	// Load is the time spent loading the model for this request (filled by
+	// the Runner; zero when it was loaded already).
+	Load time.Duration
 	// Prefill is from the start of Generate to the first token.
 	Prefill time.Duration
 	// Decode is from the first token to the end of generation.

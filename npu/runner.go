@@ -14,6 +14,9 @@ type RunnerConfig struct {
 	MaxQueue     int           // waiting requests beyond the running one; 0 = none wait
 	QueueTimeout time.Duration // longest wait for the engine; 0 = no limit
 	Stream       StreamLimits
+	// DefaultKeepAlive is how long a model stays loaded after its last
+	// request when the request does not say; negative = forever.
+	DefaultKeepAlive time.Duration
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -22,6 +25,7 @@ type Runner struct {
 	engine Engine
 	models map[string]ModelInfo
 	sched  *Scheduler
+	life   *lifecycle
 	cfg    RunnerConfig
 	log    *slog.Logger
 
@@ -42,6 +46,7 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 		engine: engine,
 		models: models,
 		sched:  NewScheduler(1, cfg.MaxQueue),
+		life:   newLifecycle(engine, cfg.DefaultKeepAlive, log),
 		cfg:    cfg,
 		log:    log,
 		base:   base,
@@ -92,11 +97,68 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		s.finish(Result{}, err)
 		return
 	}
+	model, _ := r.Model(s.req.Model) // checked by Start
+	loadTime, err := r.life.acquire(s.ctx, model)
+	if err != nil {
+		ticket.Release()
+		s.finish(Result{}, err)
+		return
+	}
 	s.begin()
 	res, err := r.generate(s)
+	r.life.release(model.ID, s.req.KeepAlive)
 	ticket.Release()
+	res.Timings.Load = loadTime
 	s.finish(res, err)
 }
+
+// LoadModel loads model (waiting for the engine like any request) and
+// starts its keep-alive: nil means the default, negative forever, zero
+// unloads it at once. It returns how long loading took.
+func (r *Runner) LoadModel(ctx context.Context, id string, keepAlive *time.Duration) (time.Duration, error) {
+	var took time.Duration
+	err := r.withSlot(ctx, id, func(m ModelInfo) error {
+		var err error
+		took, err = r.life.acquire(ctx, m)
+		if err == nil {
+			r.life.release(m.ID, keepAlive)
+		}
+		return err
+	})
+	return took, err
+}
+
+// UnloadModel unloads model once the engine is free.
+func (r *Runner) UnloadModel(ctx context.Context, id string) error {
+	return r.withSlot(ctx, id, func(m ModelInfo) error {
+		r.life.unload(m.ID)
+		return nil
+	})
+}
+
+// withSlot runs fn while holding the engine's slot, so loads and unloads
+// never overlap a generation.
+func (r *Runner) withSlot(ctx context.Context, id string, fn func(ModelInfo) error) error {
+	if r.closing.Load() {
+		return ErrShuttingDown
+	}
+	m, err := r.Model(id)
+	if err != nil {
+		return err
+	}
+	ticket, err := r.sched.Enqueue()
+	if err != nil {
+		return err
+	}
+	if err := ticket.Wait(ctx, r.cfg.QueueTimeout); err != nil {
+		return err
+	}
+	defer ticket.Release()
+	return fn(m)
+}
+
+// Loaded lists the models in memory.
+func (r *Runner) Loaded() []LoadedModel { return r.life.list() }
 
 // generate calls the engine, turning a panic into an error so one bad
 // request cannot take the daemon down.
@@ -126,8 +188,10 @@ func (r *Runner) StopAccepting() { r.closing.Store(true) }
 // next callback.
 func (r *Runner) Abort() { r.abort(ErrShuttingDown) }
 
-// Wait blocks until every engine call has returned, or ctx ends.
+// Wait blocks until every engine call has returned, or ctx ends; then it
+// stops the keep-alive timers.
 func (r *Runner) Wait(ctx context.Context) error {
+	defer r.life.close()
 	done := make(chan struct{})
 	go func() {
 		r.inflight.Wait()

@@ -1,0 +1,160 @@
+package npu
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ModelLoader is implemented by engines that load weights onto a device
+// (OpenVINO compiles a model for the NPU). Engines without it serve their
+// models at any time; the lifecycle still tracks them as loaded or not, so
+// clients see the same keep-alive behaviour.
+type ModelLoader interface {
+	Load(ctx context.Context, model string) error
+	Unload(model string) error
+}
+
+// LoadedModel is a model in memory and when it will be unloaded.
+type LoadedModel struct {
+	Model     ModelInfo
+	LoadedAt  time.Time
+	ExpiresAt time.Time // zero: kept until unloaded explicitly
+}
+
+// lifecycle loads models on first use and unloads them when their
+// keep-alive passes without a request.
+type lifecycle struct {
+	engine           Engine
+	defaultKeepAlive time.Duration
+	log              *slog.Logger
+
+	mu     sync.Mutex
+	loaded map[string]*loadedEntry
+}
+
+type loadedEntry struct {
+	LoadedModel
+	inUse int
+	timer *time.Timer
+}
+
+func newLifecycle(engine Engine, defaultKeepAlive time.Duration, log *slog.Logger) *lifecycle {
+	return &lifecycle{engine: engine, defaultKeepAlive: defaultKeepAlive, log: log, loaded: map[string]*loadedEntry{}}
+}
+
+// acquire makes sure model is loaded and marks it in use; it returns how
+// long loading took (zero when it was loaded already).
+func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.loaded[info.ID]; ok {
+		e.inUse++
+		if e.timer != nil {
+			e.timer.Stop()
+			e.timer = nil
+		}
+		return 0, nil
+	}
+	start := time.Now()
+	if loader, ok := l.engine.(ModelLoader); ok {
+		// Callers hold the engine's scheduler slot, so loads never overlap
+		// generations.
+		if err := loader.Load(ctx, info.ID); err != nil {
+			return 0, fmt.Errorf("loading model %q: %w", info.ID, err)
+		}
+	}
+	l.loaded[info.ID] = &loadedEntry{LoadedModel: LoadedModel{Model: info, LoadedAt: time.Now()}, inUse: 1}
+	l.log.Info("model loaded", "model", info.ID, "load_ms", time.Since(start).Milliseconds())
+	return time.Since(start), nil
+}
+
+// release ends a use of model and starts its keep-alive: nil means the
+// default, negative keeps it loaded, zero unloads it now.
+func (l *lifecycle) release(model string, keepAlive *time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.loaded[model]
+	if !ok {
+		return
+	}
+	e.inUse = max(e.inUse-1, 0)
+	ka := l.defaultKeepAlive
+	if keepAlive != nil {
+		ka = *keepAlive
+	}
+	if e.inUse > 0 {
+		return
+	}
+	switch {
+	case ka < 0:
+		e.ExpiresAt = time.Time{}
+	case ka == 0:
+		l.unloadLocked(model, "keep_alive 0")
+	default:
+		e.ExpiresAt = time.Now().Add(ka)
+		e.timer = time.AfterFunc(ka, func() { l.expire(model, e) })
+	}
+}
+
+// expire unloads model if entry is still the loaded one and idle.
+func (l *lifecycle) expire(model string, entry *loadedEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loaded[model] == entry && entry.inUse == 0 && !entry.ExpiresAt.IsZero() && !time.Now().Before(entry.ExpiresAt) {
+		l.unloadLocked(model, "keep_alive expired")
+	}
+}
+
+// unload removes model now unless it is in use; it reports whether the
+// model was loaded.
+func (l *lifecycle) unload(model string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.loaded[model]
+	if !ok || e.inUse > 0 {
+		return ok
+	}
+	l.unloadLocked(model, "requested")
+	return true
+}
+
+func (l *lifecycle) unloadLocked(model, why string) {
+	e := l.loaded[model]
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	delete(l.loaded, model)
+	if loader, ok := l.engine.(ModelLoader); ok {
+		if err := loader.Unload(model); err != nil {
+			l.log.Warn("unloading model failed", "model", model, "err", err)
+		}
+	}
+	l.log.Info("model unloaded", "model", model, "reason", why)
+}
+
+// list returns the loaded models by name.
+func (l *lifecycle) list() []LoadedModel {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]LoadedModel, 0, len(l.loaded))
+	for _, e := range l.loaded {
+		out = append(out, e.LoadedModel)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model.ID < out[j].Model.ID })
+	return out
+}
+
+// close stops every keep-alive timer.
+func (l *lifecycle) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.loaded {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package npu
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// loadingEngine is a scripted engine that also loads and unloads.
+type loadingEngine struct {
+	scriptedEngine
+	loadErr error
+
+	mu      sync.Mutex
+	loads   int
+	unloads int
+}
+
+func (e *loadingEngine) Load(ctx context.Context, model string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.loads++
+	return e.loadErr
+}
+
+func (e *loadingEngine) Unload(model string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.unloads++
+	return nil
+}
+
+func (e *loadingEngine) counts() (int, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.loads, e.unloads
+}
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+func generateOnce(t *testing.T, r *Runner, req *Request) Event {
+	t.Helper()
+	s, err := r.Start(req)
+	require.NoError(t, err)
+	defer s.Close()
+	_, final, err := drain(t, s)
+	require.NoError(t, err)
+	return final
+}
+
+func TestLifecycleKeepAlive(t *testing.T) {
+	tests := []struct {
+		name        string
+		keepAlive   *time.Duration
+		wantLoaded  bool
+		wantForever bool
+	}{
+		{"default keep-alive", nil, true, false},
+		{"keep_alive 0 unloads", dur(0), false, false},
+		{"negative keeps forever", dur(-1), true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}
+			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+			final := generateOnce(t, r, &Request{Model: "m", KeepAlive: tc.keepAlive})
+			assert.GreaterOrEqual(t, final.Result.Timings.Load, time.Duration(0))
+			loaded := r.Loaded()
+			if !tc.wantLoaded {
+				assert.Empty(t, loaded)
+				loads, unloads := e.counts()
+				assert.Equal(t, 1, loads)
+				assert.Equal(t, 1, unloads)
+				return
+			}
+			require.Len(t, loaded, 1)
+			assert.Equal(t, "m", loaded[0].Model.ID)
+			if tc.wantForever {
+				assert.True(t, loaded[0].ExpiresAt.IsZero())
+			} else {
+				assert.WithinDuration(t, time.Now().Add(time.Hour), loaded[0].ExpiresAt, time.Minute)
+			}
+			generateOnce(t, r, &Request{Model: "m"})
+			loads, _ := e.counts()
+			assert.Equal(t, 1, loads, "a loaded model is not loaded again")
+		})
+	}
+}
+
+func TestLifecycleIdleModelsUnload(t *testing.T) {
+	e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: 20 * time.Millisecond})
+	generateOnce(t, r, &Request{Model: "m"})
+	require.Len(t, r.Loaded(), 1)
+	waitUntil(t, func() bool { return len(r.Loaded()) == 0 })
+	_, unloads := e.counts()
+	assert.Equal(t, 1, unloads)
+}
+
+func TestLoadAndUnloadModel(t *testing.T) {
+	e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+	_, err := r.LoadModel(context.Background(), "m", nil)
+	require.NoError(t, err)
+	require.Len(t, r.Loaded(), 1)
+	require.NoError(t, r.UnloadModel(context.Background(), "m"))
+	assert.Empty(t, r.Loaded())
+	_, err = r.LoadModel(context.Background(), "nope", nil)
+	require.ErrorIs(t, err, ErrModelNotFound)
+}
+
+func TestLoadFailureFailsTheRequest(t *testing.T) {
+	e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}, loadErr: errors.New("no device")}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	s, err := r.Start(&Request{Model: "m"})
+	require.NoError(t, err)
+	defer s.Close()
+	_, _, err = drain(t, s)
+	require.ErrorContains(t, err, "no device")
+	assert.Zero(t, r.Running(), "the slot was released")
+	assert.Empty(t, r.Loaded())
+}
