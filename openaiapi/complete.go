@@ -89,11 +89,11 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *req
 			a.endWithError(w, rw, info, toError(err, a.runner.RetryAfter))
 			return
 		}
-		if !w.committed {
-			w.commit()
+		if !w.Committed() {
+			w.Commit("text/event-stream")
 			if enc.chat {
 				// The role chunk rides in the same flush as the first event.
-				if err := w.write(enc.role(), false); err != nil {
+				if err := w.Write(enc.role(), false); err != nil {
 					a.clientGone(info, stream, err)
 					return
 				}
@@ -102,13 +102,13 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *req
 		var werr error
 		switch {
 		case ev.Heartbeat:
-			werr = w.write(heartbeatFrame, true)
+			werr = w.Write(heartbeatFrame, true)
 		case ev.Done:
 			info.TokensOut = ev.Result.CompletionTokens
 			info.FinishReason = finishReason(ev.Result.FinishReason)
-			werr = w.write(enc.finish(info.FinishReason), !includeUsage)
+			werr = w.Write(enc.finish(info.FinishReason), !includeUsage)
 			if werr == nil && includeUsage {
-				werr = w.write(enc.usage(usageOf(ev.Result)), true)
+				werr = w.Write(enc.usage(usageOf(ev.Result)), true)
 			}
 			if werr == nil {
 				werr = w.done()
@@ -119,7 +119,7 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *req
 			return
 		default:
 			info.MarkFirstToken()
-			werr = w.write(enc.text(ev.Text), true)
+			werr = w.Write(enc.text(ev.Text), true)
 		}
 		if werr != nil {
 			a.clientGone(info, stream, werr)
@@ -130,8 +130,8 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *req
 
 // endWithError ends a stream that failed: before the 200 as an HTTP error,
 // after it in-band followed by [DONE], so no client mistakes it for success.
-func (a *API) endWithError(w *sseWriter, rw http.ResponseWriter, info *reqinfo.Info, apiErr *Error) {
-	if !w.committed {
+func (a *API) endWithError(w sseWriter, rw http.ResponseWriter, info *reqinfo.Info, apiErr *Error) {
+	if !w.Committed() {
 		a.fail(rw, info, apiErr)
 		return
 	}
@@ -139,7 +139,7 @@ func (a *API) endWithError(w *sseWriter, rw http.ResponseWriter, info *reqinfo.I
 	if apiErr.Status == statusClientClosed {
 		return
 	}
-	if err := w.write(errorFrame(apiErr), false); err == nil {
+	if err := w.Write(errorFrame(apiErr), false); err == nil {
 		_ = w.done() // the client may be gone; nothing more to do
 	}
 }

@@ -1,56 +1,20 @@
 package openaiapi
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/npud/npud/daemon/streamwriter"
 )
 
 // sseWriter writes an OpenAI event stream: `data: <json>\n\n` frames, no
 // event/id/retry lines, a flush per event, and nothing after [DONE].
-type sseWriter struct {
-	w            http.ResponseWriter
-	rc           *http.ResponseController
-	writeTimeout time.Duration
-	committed    bool
-}
+type sseWriter struct{ *streamwriter.Writer }
 
-func newSSEWriter(w http.ResponseWriter, writeTimeout time.Duration) *sseWriter {
-	return &sseWriter{w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout}
-}
-
-// commit sends the 200 and the stream headers. Until then, a failure can
-// still be a real HTTP error.
-func (s *sseWriter) commit() {
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // nginx would otherwise hold the stream
-	// A proxy's gzip would hold events in its compressor; nginx leaves a
-	// response alone when it already names an encoding.
-	h.Set("Content-Encoding", "identity")
-	h.Del("Content-Length")
-	s.w.WriteHeader(http.StatusOK)
-	s.committed = true
-}
-
-// write sends frame, flushing when asked. A client that stops reading is
-// caught by the write deadline instead of blocking the handler forever.
-func (s *sseWriter) write(frame []byte, flush bool) error {
-	if s.writeTimeout > 0 {
-		if err := s.rc.SetWriteDeadline(time.Now().Add(s.writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-	}
-	if _, err := s.w.Write(frame); err != nil {
-		return err
-	}
-	if flush {
-		return s.rc.Flush()
-	}
-	return nil
+func newSSEWriter(w http.ResponseWriter, writeTimeout time.Duration) sseWriter {
+	return sseWriter{streamwriter.New(w, writeTimeout)}
 }
 
 var (
@@ -61,7 +25,7 @@ var (
 // done ends the stream. It is not flushed here: the handler returns at once
 // and net/http sends [DONE] together with the chunked-encoding terminator,
 // so clients that read to EOF see the end in the same packet.
-func (s *sseWriter) done() error { return s.write(doneFrame, false) }
+func (s sseWriter) done() error { return s.Write(doneFrame, false) }
 
 // appendJSONString appends s as a JSON string. s must be valid UTF-8 (the
 // bridge guarantees it); U+2028 and U+2029 are escaped so the JSON is also
