@@ -15,6 +15,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
 )
 
@@ -111,6 +112,11 @@ func (s *Server) routes() http.Handler {
 	openaiapi.New(s.runner, openaiapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
+	}, s.log).Register(r)
+	ollamaapi.New(s.runner, ollamaapi.Config{
+		DefaultTimeout: s.cfg.RequestTimeout,
+		WriteTimeout:   s.cfg.TokenTimeout,
+		Version:        Version,
 	}, s.log).Register(r)
 	return r
 }

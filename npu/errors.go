@@ -29,6 +29,9 @@ var (
 	// ErrContextLength is returned (wrapped) by engines when the prompt plus
 	// the requested completion does not fit the model's context.
 	ErrContextLength = errors.New("context length exceeded")
+	// ErrNotSupported is returned (wrapped) for an operation the engine or
+	// model cannot do, such as embeddings or pulling models.
+	ErrNotSupported = errors.New("not supported")
 )
 
 // EngineError is a failure inside an engine. The API layers report it as a

@@ -1,0 +1,84 @@
+package npu
+
+import (
+	"context"
+	"fmt"
+)
+
+// Embedder is implemented by engines that can embed text.
+type Embedder interface {
+	// Embed returns one vector per input and the number of input tokens.
+	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+}
+
+// Registry is implemented by engines whose models can be fetched, removed
+// and copied (OpenVINO's model directory). Engines without it serve a fixed
+// set of models.
+type Registry interface {
+	Pull(ctx context.Context, name string, progress func(status string)) error
+	Delete(ctx context.Context, name string) error
+	Copy(ctx context.Context, source, destination string) error
+}
+
+// Embed embeds inputs with model while holding the engine's slot, so it
+// never overlaps a generation. Engines that cannot embed give an error
+// wrapping ErrNotSupported.
+func (r *Runner) Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error) {
+	embedder, ok := r.engine.(Embedder)
+	if !ok {
+		if _, err := r.Model(model); err != nil {
+			return nil, 0, err
+		}
+		return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", model, ErrNotSupported)
+	}
+	err = r.withSlot(ctx, model, func(m ModelInfo) error {
+		vectors, promptTokens, err = embedder.Embed(ctx, m.ID, inputs)
+		return err
+	})
+	return vectors, promptTokens, err
+}
+
+// Pull fetches a model through the engine's registry. A model the engine
+// already serves needs nothing; others need a registry.
+func (r *Runner) Pull(ctx context.Context, name string, progress func(status string)) error {
+	if reg, ok := r.engine.(Registry); ok {
+		return reg.Pull(ctx, name, progress)
+	}
+	if _, err := r.Model(name); err == nil {
+		return nil
+	}
+	return fmt.Errorf("cannot pull %q: engine %s serves a fixed set of models (%s): %w", name, r.engine.Name(), r.modelNames(), ErrNotSupported)
+}
+
+// Delete removes a model through the engine's registry.
+func (r *Runner) Delete(ctx context.Context, name string) error {
+	if reg, ok := r.engine.(Registry); ok {
+		return reg.Delete(ctx, name)
+	}
+	if _, err := r.Model(name); err != nil {
+		return err
+	}
+	return fmt.Errorf("cannot delete %q: engine %s serves a fixed set of models: %w", name, r.engine.Name(), ErrNotSupported)
+}
+
+// Copy copies a model through the engine's registry.
+func (r *Runner) Copy(ctx context.Context, source, destination string) error {
+	if reg, ok := r.engine.(Registry); ok {
+		return reg.Copy(ctx, source, destination)
+	}
+	if _, err := r.Model(source); err != nil {
+		return err
+	}
+	return fmt.Errorf("cannot copy %q to %q: engine %s serves a fixed set of models: %w", source, destination, r.engine.Name(), ErrNotSupported)
+}
+
+func (r *Runner) modelNames() string {
+	var names string
+	for i, m := range r.engine.Models() {
+		if i > 0 {
+			names += ", "
+		}
+		names += m.ID
+	}
+	return names
+}

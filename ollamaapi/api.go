@@ -1,0 +1,71 @@
+// Package ollamaapi serves the Ollama-compatible API: generate and chat
+// streamed as NDJSON (or SSE for clients that ask), model listing, load and
+// unload through keep_alive, and embeddings. It reads from the same
+// npu.Runner streams as the OpenAI API.
+package ollamaapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/npu"
+)
+
+// CompatVersion is the Ollama API version npud implements and reports at
+// /api/version: clients compare it to decide which features to use.
+const CompatVersion = "0.17.4"
+
+// Config holds the API's settings.
+type Config struct {
+	// DefaultTimeout bounds generation time; 0 = none.
+	DefaultTimeout time.Duration
+	// WriteTimeout bounds each write to a client; 0 = none.
+	WriteTimeout time.Duration
+	// Version is npud's own version, reported beside CompatVersion.
+	Version string
+}
+
+// API serves the Ollama-compatible routes.
+type API struct {
+	runner *npu.Runner
+	cfg    Config
+	log    *slog.Logger
+}
+
+// New returns the API for runner.
+func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
+	return &API{runner: runner, cfg: cfg, log: log}
+}
+
+// Register adds the routes to r.
+func (a *API) Register(r gin.IRouter) {
+	r.GET("/", a.root)
+	r.HEAD("/", a.root)
+	api := r.Group("/api")
+	api.GET("/version", a.version)
+	api.GET("/tags", a.tags)
+	api.POST("/show", a.show)
+	api.GET("/ps", a.ps)
+	api.POST("/generate", func(c *gin.Context) { a.complete(c, generateEndpoint) })
+	api.POST("/chat", func(c *gin.Context) { a.complete(c, chatEndpoint) })
+	api.POST("/embed", a.embed)
+	api.POST("/embeddings", a.embeddings)
+	api.POST("/pull", a.pull)
+	api.DELETE("/delete", a.deleteModel)
+	api.POST("/copy", a.copyModel)
+}
+
+func (a *API) root(c *gin.Context) {
+	c.Header("Content-Type", "text/plain; charset=utf-8")
+	c.Status(http.StatusOK)
+	if c.Request.Method != http.MethodHead {
+		_, _ = c.Writer.WriteString("Ollama is running") // as clients probe for it; npud answers for Ollama
+	}
+}
+
+func (a *API) version(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"version": CompatVersion, "npud_version": a.cfg.Version})
+}

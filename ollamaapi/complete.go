@@ -1,0 +1,261 @@
+package ollamaapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/daemon/jsonbody"
+	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/daemon/streamwriter"
+	"github.com/npud/npud/npu"
+)
+
+type endpoint int
+
+const (
+	generateEndpoint endpoint = iota
+	chatEndpoint
+)
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// metrics are the figures of a final object: integers, durations in ns.
+type metrics struct {
+	TotalDuration      int64 `json:"total_duration"`
+	LoadDuration       int64 `json:"load_duration"`
+	PromptEvalCount    int   `json:"prompt_eval_count"`
+	PromptEvalDuration int64 `json:"prompt_eval_duration"`
+	EvalCount          int   `json:"eval_count"`
+	EvalDuration       int64 `json:"eval_duration"`
+}
+
+// chunk is one object of a generate or chat answer. Generate objects
+// always carry response, chat objects always carry message, and neither
+// ever has an error key.
+type chunk struct {
+	Model      string       `json:"model"`
+	CreatedAt  string       `json:"created_at"`
+	Response   *string      `json:"response,omitempty"`
+	Message    *chatMessage `json:"message,omitempty"`
+	Done       bool         `json:"done"`
+	DoneReason string       `json:"done_reason,omitempty"`
+	*metrics
+}
+
+func newChunk(ep endpoint, model, text string) chunk {
+	c := chunk{Model: model, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	if ep == chatEndpoint {
+		c.Message = &chatMessage{Role: "assistant", Content: text}
+	} else {
+		c.Response = &text
+	}
+	return c
+}
+
+// final is the done object with the engine's real figures.
+func final(ep endpoint, model, text string, res npu.Result, start time.Time) chunk {
+	c := newChunk(ep, model, text)
+	c.Done = true
+	c.DoneReason = string(res.FinishReason)
+	if res.FinishReason != npu.FinishLength {
+		c.DoneReason = "stop"
+	}
+	c.metrics = &metrics{
+		TotalDuration:      time.Since(start).Nanoseconds(),
+		LoadDuration:       (res.Timings.Queue + res.Timings.Load).Nanoseconds(), // as Ollama counts it
+		PromptEvalCount:    res.PromptTokens,
+		PromptEvalDuration: res.Timings.Prefill.Nanoseconds(),
+		EvalCount:          res.CompletionTokens,
+		EvalDuration:       res.Timings.Decode.Nanoseconds(),
+	}
+	return c
+}
+
+// complete serves /api/generate and /api/chat.
+func (a *API) complete(c *gin.Context, ep endpoint) {
+	ctx := c.Request.Context()
+	info := reqinfo.From(ctx)
+	var req request
+	if err := jsonbody.Decode(c.Request, &req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return
+	}
+	model := req.model()
+	info.Model = model
+	if model == "" {
+		a.fail(c.Writer, info, badRequest("model is required"))
+		return
+	}
+	m, err := a.runner.Model(model)
+	if err != nil {
+		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		return
+	}
+	if apiErr := req.checkUnsupported(model); apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	engineReq := &npu.Request{Model: model, Timeout: a.cfg.DefaultTimeout, KeepAlive: req.KeepAlive.duration()}
+	if apiErr := applyOptions(req.Options, engineReq, m, a.log); apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	if ep == generateEndpoint {
+		if req.Prompt == "" && req.System == "" {
+			a.loadOrUnload(c, ep, model, req.KeepAlive.duration())
+			return
+		}
+		engineReq.Prompt, engineReq.Messages = req.generateMessages()
+	} else {
+		if len(req.Messages) == 0 {
+			a.loadOrUnload(c, ep, model, req.KeepAlive.duration())
+			return
+		}
+		engineReq.Messages = chatMessages(req.Messages)
+	}
+	stream, err := a.runner.Start(engineReq)
+	if err != nil {
+		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		return
+	}
+	defer stream.Close()
+	if req.stream() {
+		a.writeStream(ctx, c.Writer, wantsSSE(c.Request), info, stream, ep, model)
+		return
+	}
+	a.writeWhole(ctx, c.Writer, info, stream, ep, model)
+}
+
+// wantsSSE: Ollama streams NDJSON only; some web clients ask for SSE.
+func wantsSSE(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// loadOrUnload answers an empty prompt or message list: it loads the
+// model, or unloads it with keep_alive 0, and says which.
+func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive *time.Duration) {
+	info := reqinfo.From(c.Request.Context())
+	reason := "load"
+	var err error
+	if keepAlive != nil && *keepAlive == 0 {
+		reason = "unload"
+		err = a.runner.UnloadModel(c.Request.Context(), model)
+	} else {
+		_, err = a.runner.LoadModel(c.Request.Context(), model, keepAlive)
+	}
+	if err != nil {
+		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		return
+	}
+	info.FinishReason = reason
+	out := newChunk(ep, model, "")
+	out.Done, out.DoneReason = true, reason
+	c.JSON(http.StatusOK, out)
+}
+
+// fail answers an error before the response began.
+func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
+	info.Error = e.Message
+	if e.Status == statusClientClosed {
+		info.Status = statusClientClosed // nobody to answer
+		return
+	}
+	WriteError(rw, e)
+}
+
+// writeStream relays a stream as NDJSON (or SSE), committing the 200 at the
+// first event so that early failures stay real HTTP errors.
+func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
+	w := streamwriter.New(rw, a.cfg.WriteTimeout)
+	contentType := "application/x-ndjson"
+	if sse {
+		contentType = "text/event-stream"
+	}
+	frame := func(v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if sse {
+			b = append(append([]byte("data: "), b...), "\n\n"...)
+		} else {
+			b = append(b, '\n')
+		}
+		return w.Write(b, true)
+	}
+	for {
+		ev, err := stream.Next(ctx)
+		if err != nil {
+			apiErr := toError(err, a.runner.RetryAfter)
+			if !w.Committed() {
+				a.fail(rw, info, apiErr)
+				return
+			}
+			info.Error = apiErr.Message
+			if apiErr.Status != statusClientClosed {
+				// The last line: an error and no done object.
+				_ = frame(map[string]string{"error": apiErr.Message})
+			}
+			return
+		}
+		if !w.Committed() {
+			w.Commit(contentType)
+		}
+		var out chunk
+		switch {
+		case ev.Heartbeat:
+			out = newChunk(ep, model, "") // an ordinary empty chunk: every client accepts it
+		case ev.Done:
+			info.TokensOut = ev.Result.CompletionTokens
+			out = final(ep, model, "", ev.Result, info.Start)
+			info.FinishReason = out.DoneReason
+		default:
+			info.MarkFirstToken()
+			out = newChunk(ep, model, ev.Text)
+		}
+		if err := frame(out); err != nil {
+			info.Error = "writing to client: " + err.Error()
+			stream.Close()
+			return
+		}
+		if ev.Done {
+			return
+		}
+	}
+}
+
+// writeWhole answers stream: false with one object.
+func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
+	var text strings.Builder
+	for {
+		ev, err := stream.Next(ctx)
+		if err != nil {
+			a.fail(rw, info, toError(err, a.runner.RetryAfter))
+			return
+		}
+		if ev.Text != "" {
+			info.MarkFirstToken()
+			text.WriteString(ev.Text)
+		}
+		if !ev.Done {
+			continue
+		}
+		info.TokensOut = ev.Result.CompletionTokens
+		out := final(ep, model, text.String(), ev.Result, info.Start)
+		info.FinishReason = out.DoneReason
+		rw.Header().Set("Content-Type", "application/json; charset=utf-8")
+		rw.WriteHeader(http.StatusOK)
+		if err := json.NewEncoder(rw).Encode(out); err != nil {
+			info.Error = "writing to client: " + err.Error()
+		}
+		return
+	}
+}

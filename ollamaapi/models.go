@@ -1,0 +1,306 @@
+package ollamaapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"reflect"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/daemon/jsonbody"
+	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/npu"
+)
+
+type details struct {
+	ParentModel       string   `json:"parent_model"`
+	Format            string   `json:"format"`
+	Family            string   `json:"family"`
+	Families          []string `json:"families"`
+	ParameterSize     string   `json:"parameter_size"`
+	QuantizationLevel string   `json:"quantization_level"`
+}
+
+type listedModel struct {
+	Name       string  `json:"name"`
+	Model      string  `json:"model"`
+	ModifiedAt string  `json:"modified_at,omitempty"`
+	Size       int64   `json:"size"`
+	Digest     string  `json:"digest"`
+	Details    details `json:"details"`
+	ExpiresAt  string  `json:"expires_at,omitempty"`
+	SizeVRAM   *int64  `json:"size_vram,omitempty"`
+}
+
+func (a *API) describe(m npu.ModelInfo) listedModel {
+	sum := sha256.Sum256([]byte(a.runner.Engine().Name() + "/" + m.ID))
+	d := details{Format: a.runner.Engine().Name(), Family: a.runner.Engine().Name(),
+		Families: []string{a.runner.Engine().Name()}, ParameterSize: "unknown", QuantizationLevel: "unknown"}
+	if a.runner.Engine().Simulated() {
+		d.Format, d.ParameterSize, d.QuantizationLevel = "simulated", "0", "none"
+	}
+	return listedModel{Name: m.ID, Model: m.ID, ModifiedAt: m.Created.UTC().Format(time.RFC3339Nano),
+		Digest: hex.EncodeToString(sum[:]), Details: d}
+}
+
+func (a *API) tags(c *gin.Context) {
+	models := []listedModel{} // [] on the wire, never null
+	for _, m := range a.runner.Models() {
+		models = append(models, a.describe(m))
+	}
+	c.JSON(http.StatusOK, gin.H{"models": models})
+}
+
+// forever is the expires_at of a model kept loaded without limit.
+var forever = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+func (a *API) ps(c *gin.Context) {
+	models := []listedModel{}
+	for _, lm := range a.runner.Loaded() {
+		m := a.describe(lm.Model)
+		m.ModifiedAt = ""
+		expires := lm.ExpiresAt
+		if expires.IsZero() {
+			expires = forever
+		}
+		m.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
+		zero := int64(0)
+		m.SizeVRAM = &zero
+		models = append(models, m)
+	}
+	c.JSON(http.StatusOK, gin.H{"models": models})
+}
+
+// nameRequest is the body of show, pull and delete: model, or name.
+type nameRequest struct {
+	Model  string `json:"model"`
+	Name   string `json:"name"`
+	Stream *bool  `json:"stream"`
+}
+
+func (r *nameRequest) model() string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return r.Name
+}
+
+// decodeModel decodes a body naming a model; it answers the error itself.
+func (a *API) decodeModel(c *gin.Context, into any, name func() string) (npu.ModelInfo, string, bool) {
+	info := reqinfo.From(c.Request.Context())
+	if err := jsonbody.Decode(c.Request, into); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return npu.ModelInfo{}, "", false
+	}
+	id := name()
+	info.Model = id
+	if id == "" {
+		a.fail(c.Writer, info, badRequest("model is required"))
+		return npu.ModelInfo{}, "", false
+	}
+	m, err := a.runner.Model(id)
+	if err != nil {
+		return npu.ModelInfo{}, id, true // the caller decides: pull may still work
+	}
+	return m, id, true
+}
+
+func (a *API) show(c *gin.Context) {
+	var req nameRequest
+	m, id, ok := a.decodeModel(c, &req, req.model)
+	if !ok {
+		return
+	}
+	if m.ID == "" {
+		_, err := a.runner.Model(id)
+		a.fail(c.Writer, reqinfo.From(c.Request.Context()), toError(err, a.runner.RetryAfter))
+		return
+	}
+	d := a.describe(m)
+	capabilities := []string{"completion"}
+	if _, ok := a.runner.Engine().(npu.Embedder); ok {
+		capabilities = append(capabilities, "embedding")
+	}
+	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.runner.Engine().Name())
+	if a.runner.Engine().Simulated() {
+		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)
+	}
+	c.JSON(http.StatusOK, gin.H{
+		"modelfile":    modelfile,
+		"parameters":   "",
+		"template":     "",
+		"details":      d.Details,
+		"model_info":   gin.H{"general.architecture": d.Details.Family, d.Details.Family + ".context_length": m.ContextLength},
+		"capabilities": capabilities,
+		"modified_at":  d.ModifiedAt,
+	})
+}
+
+// embedInput is `input`: a string or an array of strings.
+type embedInput []string
+
+func (e *embedInput) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*e = embedInput{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return jsonbody.TypeError(b, reflect.TypeFor[[]string]())
+	}
+	*e = many
+	return nil
+}
+
+type embedRequest struct {
+	Model      string     `json:"model"`
+	Name       string     `json:"name"`
+	Input      embedInput `json:"input"`
+	Prompt     string     `json:"prompt"` // /api/embeddings
+	Dimensions int        `json:"dimensions"`
+	KeepAlive  *keepAlive `json:"keep_alive"`
+}
+
+func (r *embedRequest) model() string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return r.Name
+}
+
+// embedWith runs the embedding and answers errors itself.
+func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][]float32, int, time.Duration, bool) {
+	info := reqinfo.From(c.Request.Context())
+	start := time.Now()
+	vectors, tokens, err := a.runner.Embed(c.Request.Context(), req.model(), inputs)
+	if err != nil {
+		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		return nil, 0, 0, false
+	}
+	if req.Dimensions < 0 || (len(vectors) > 0 && req.Dimensions > len(vectors[0])) {
+		a.fail(c.Writer, info, badRequest("dimensions %d is outside what model %q gives (1 to %d)", req.Dimensions, req.model(), len(vectors[0])))
+		return nil, 0, 0, false
+	}
+	if req.Dimensions > 0 {
+		for i, v := range vectors {
+			vectors[i] = normalize(v[:req.Dimensions])
+		}
+	}
+	if a.runner.Engine().Simulated() {
+		a.log.Debug("embeddings are simulated: the vectors carry no meaning", "model", req.model())
+	}
+	return vectors, tokens, time.Since(start), true
+}
+
+func normalize(v []float32) []float32 {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	n := math.Sqrt(sum)
+	if n == 0 {
+		return v
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / n)
+	}
+	return v
+}
+
+func (a *API) embed(c *gin.Context) {
+	var req embedRequest
+	if _, _, ok := a.decodeModel(c, &req, req.model); !ok {
+		return
+	}
+	vectors, tokens, took, ok := a.embedWith(c, &req, req.Input)
+	if !ok {
+		return
+	}
+	if vectors == nil {
+		vectors = [][]float32{}
+	}
+	c.JSON(http.StatusOK, gin.H{"model": req.model(), "embeddings": vectors,
+		"total_duration": took.Nanoseconds(), "load_duration": 0, "prompt_eval_count": tokens})
+}
+
+// embeddings is the legacy single-prompt endpoint.
+func (a *API) embeddings(c *gin.Context) {
+	var req embedRequest
+	if _, _, ok := a.decodeModel(c, &req, req.model); !ok {
+		return
+	}
+	if req.Prompt == "" {
+		c.JSON(http.StatusOK, gin.H{"embedding": []float32{}})
+		return
+	}
+	vectors, _, _, ok := a.embedWith(c, &req, []string{req.Prompt})
+	if !ok {
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"embedding": vectors[0]})
+}
+
+func (a *API) pull(c *gin.Context) {
+	var req nameRequest
+	_, id, ok := a.decodeModel(c, &req, req.model)
+	if !ok {
+		return
+	}
+	var statuses []string
+	if err := a.runner.Pull(c.Request.Context(), id, func(s string) { statuses = append(statuses, s) }); err != nil {
+		a.fail(c.Writer, reqinfo.From(c.Request.Context()), toError(err, a.runner.RetryAfter))
+		return
+	}
+	statuses = append(statuses, "success")
+	if req.Stream != nil && !*req.Stream {
+		c.JSON(http.StatusOK, gin.H{"status": "success"})
+		return
+	}
+	c.Header("Content-Type", "application/x-ndjson")
+	c.Status(http.StatusOK)
+	enc := json.NewEncoder(c.Writer)
+	for _, s := range statuses {
+		_ = enc.Encode(gin.H{"status": s}) // the client may be gone
+	}
+}
+
+func (a *API) deleteModel(c *gin.Context) {
+	var req nameRequest
+	_, id, ok := a.decodeModel(c, &req, req.model)
+	if !ok {
+		return
+	}
+	if err := a.runner.Delete(c.Request.Context(), id); err != nil {
+		a.fail(c.Writer, reqinfo.From(c.Request.Context()), toError(err, a.runner.RetryAfter))
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+func (a *API) copyModel(c *gin.Context) {
+	var req struct {
+		Source      string `json:"source"`
+		Destination string `json:"destination"`
+	}
+	info := reqinfo.From(c.Request.Context())
+	if err := jsonbody.Decode(c.Request, &req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return
+	}
+	if req.Source == "" || req.Destination == "" {
+		a.fail(c.Writer, info, badRequest("source and destination are required"))
+		return
+	}
+	info.Model = req.Source
+	if err := a.runner.Copy(c.Request.Context(), req.Source, req.Destination); err != nil {
+		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		return
+	}
+	c.Status(http.StatusOK)
+}

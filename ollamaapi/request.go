@@ -1,0 +1,276 @@
+package ollamaapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/npud/npud/daemon/jsonbody"
+	"github.com/npud/npud/npu"
+)
+
+// message is one chat turn as Ollama sends it.
+type message struct {
+	Role      string          `json:"role"`
+	Content   string          `json:"content"`
+	Images    []string        `json:"images"`
+	ToolCalls json.RawMessage `json:"tool_calls"`
+}
+
+// request holds the fields of /api/generate and /api/chat.
+type request struct {
+	Model     string                     `json:"model"`
+	Name      string                     `json:"name"` // alias of model, as ollama-js sends it for some calls
+	Prompt    string                     `json:"prompt"`
+	System    string                     `json:"system"`
+	Suffix    string                     `json:"suffix"`
+	Template  string                     `json:"template"`
+	Raw       bool                       `json:"raw"`
+	Images    []string                   `json:"images"`
+	Context   []int                      `json:"context"`
+	Messages  []message                  `json:"messages"`
+	Tools     json.RawMessage            `json:"tools"`
+	Format    json.RawMessage            `json:"format"`
+	Think     json.RawMessage            `json:"think"`
+	Stream    *bool                      `json:"stream"`
+	KeepAlive *keepAlive                 `json:"keep_alive"`
+	Options   map[string]json.RawMessage `json:"options"`
+}
+
+func (r *request) model() string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return r.Name
+}
+
+// stream reports whether to stream; Ollama streams unless told not to.
+func (r *request) stream() bool { return r.Stream == nil || *r.Stream }
+
+// keepAlive is a duration given as a Go duration string ("5m", "-1s"), a
+// number of seconds (300, -1) or a string of one ("300").
+type keepAlive struct{ d time.Duration }
+
+func (k *keepAlive) UnmarshalJSON(b []byte) error {
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err == nil {
+		k.d = time.Duration(secs * float64(time.Second))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return jsonbody.TypeError(b, reflect.TypeFor[string]())
+	}
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		k.d = time.Duration(n * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("keep_alive %q is not a duration (like \"5m\", \"-1\" or 300): %w", s, err)
+	}
+	k.d = d
+	return nil
+}
+
+func (k *keepAlive) duration() *time.Duration {
+	if k == nil {
+		return nil
+	}
+	d := k.d
+	return &d
+}
+
+func badRequest(format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+func isSet(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte(`""`)) && !bytes.Equal(t, []byte("false"))
+}
+
+// checkUnsupported refuses fields the engine cannot honour, saying so.
+func (r *request) checkUnsupported(model string) *Error {
+	refuse := func(field, why string) *Error {
+		return badRequest("%q is not supported by model %q: %s", field, model, why)
+	}
+	switch {
+	case len(r.Images) > 0:
+		return refuse("images", "it takes no images")
+	case isSet(r.Format):
+		return refuse("format", "structured output is not available")
+	case isSet(r.Tools) && !bytes.Equal(bytes.TrimSpace(r.Tools), []byte("[]")):
+		return refuse("tools", "tool calling is not available")
+	case isSet(r.Think):
+		return refuse("think", "it does not support thinking")
+	case r.Suffix != "":
+		return refuse("suffix", "fill-in-the-middle is not available")
+	case r.Raw:
+		return refuse("raw", "the engine always applies the model's chat template")
+	case r.Template != "":
+		return refuse("template", "the model's own chat template is always used")
+	case len(r.Context) > 0:
+		return refuse("context", "conversation context arrays are not kept; send messages to /api/chat")
+	}
+	for i, m := range r.Messages {
+		switch {
+		case len(m.Images) > 0:
+			return refuse(fmt.Sprintf("messages[%d].images", i), "it takes no images")
+		case isSet(m.ToolCalls):
+			return refuse(fmt.Sprintf("messages[%d].tool_calls", i), "tool calling is not available")
+		case m.Role != "system" && m.Role != "user" && m.Role != "assistant":
+			return badRequest("messages[%d].role %q is not supported: use system, user or assistant", i, m.Role)
+		}
+	}
+	return nil
+}
+
+// applyOptions maps Ollama's options onto the engine request. Unknown keys
+// are ignored (clients still send retired ones); a known key of the wrong
+// type is a 400 naming it.
+func applyOptions(opts map[string]json.RawMessage, out *npu.Request, info npu.ModelInfo, log *slog.Logger) *Error {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // report the first bad option deterministically
+	for _, key := range keys {
+		raw := opts[key]
+		if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			continue
+		}
+		if err := applyOption(key, raw, out, info); err != nil {
+			return err
+		}
+		if !knownOptions[key] {
+			log.Debug("ignoring unknown option", "option", key)
+		}
+	}
+	return nil
+}
+
+var knownOptions = map[string]bool{
+	"num_predict": true, "temperature": true, "top_k": true, "top_p": true, "min_p": true, "seed": true,
+	"stop": true, "repeat_penalty": true, "presence_penalty": true, "frequency_penalty": true, "num_ctx": true,
+}
+
+func applyOption(key string, raw json.RawMessage, out *npu.Request, info npu.ModelInfo) *Error {
+	num := func() (*float64, *Error) {
+		var v float64
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, badRequest("option %q must be a number, got %s", key, jsonbody.Kind(raw))
+		}
+		return &v, nil
+	}
+	integer := func() (int, *Error) {
+		var v int
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return 0, badRequest("option %q must be an integer, got %s", key, jsonbody.Kind(raw))
+		}
+		return v, nil
+	}
+	ranged := func(lo, hi float64, dst **float64) *Error {
+		v, err := num()
+		if err != nil {
+			return err
+		}
+		if *v < lo || *v > hi {
+			return badRequest("option %q must be between %g and %g, got %g", key, lo, hi, *v)
+		}
+		*dst = v
+		return nil
+	}
+	s := &out.Sampling
+	switch key {
+	case "temperature":
+		return ranged(0, 2, &s.Temperature)
+	case "top_p":
+		return ranged(0, 1, &s.TopP)
+	case "min_p":
+		return ranged(0, 1, &s.MinP)
+	case "presence_penalty":
+		return ranged(-2, 2, &s.PresencePenalty)
+	case "frequency_penalty":
+		return ranged(-2, 2, &s.FrequencyPenalty)
+	case "repeat_penalty":
+		return ranged(0, 100, &s.RepetitionPenalty)
+	case "top_k":
+		v, err := integer()
+		if err != nil {
+			return err
+		}
+		if v < 0 {
+			return badRequest("option \"top_k\" must be 0 or more, got %d", v)
+		}
+		s.TopK = &v
+	case "seed":
+		v, err := integer()
+		if err != nil {
+			return err
+		}
+		seed := int64(v)
+		s.Seed = &seed
+	case "num_predict":
+		v, err := integer()
+		if err != nil {
+			return err
+		}
+		switch {
+		case v == -1 || v == -2: // no limit; fill the context
+			out.MaxTokens = 0
+		case v > 0:
+			out.MaxTokens = v
+		default:
+			return badRequest("option \"num_predict\" must be positive, -1 (no limit) or -2 (fill the context), got %d", v)
+		}
+	case "num_ctx":
+		v, err := integer()
+		if err != nil {
+			return err
+		}
+		if v <= 0 || v > info.ContextLength {
+			return badRequest("option \"num_ctx\" %d is outside what model %q allows (1 to %d)", v, info.ID, info.ContextLength)
+		}
+	case "stop":
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			out.Stop = []string{one}
+			break
+		}
+		var many []string
+		if err := json.Unmarshal(raw, &many); err != nil {
+			return badRequest("option \"stop\" must be a string or an array of strings, got %s", jsonbody.Kind(raw))
+		}
+		out.Stop = many
+	}
+	for i, st := range out.Stop {
+		if st == "" {
+			return badRequest("option \"stop\"[%d] is empty: stop strings must not be empty", i)
+		}
+	}
+	return nil
+}
+
+// generateMessages turns a generate request into a plain prompt, or into
+// chat messages when it has a system prompt.
+func (r *request) generateMessages() (prompt string, messages []npu.Message) {
+	if r.System == "" {
+		return r.Prompt, nil
+	}
+	return "", []npu.Message{{Role: "system", Content: r.System}, {Role: "user", Content: r.Prompt}}
+}
+
+func chatMessages(in []message) []npu.Message {
+	out := make([]npu.Message, len(in))
+	for i, m := range in {
+		out[i] = npu.Message{Role: m.Role, Content: m.Content}
+	}
+	return out
+}
