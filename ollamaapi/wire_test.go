@@ -1,0 +1,290 @@
+package ollamaapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
+)
+
+type wireFixture struct {
+	url string
+	hc  *http.Client
+}
+
+func newWire(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *wireFixture {
+	t.Helper()
+	srv := daemontest.StartSim(t, mutate, faults)
+	transport := &http.Transport{DisableCompression: true}
+	t.Cleanup(transport.CloseIdleConnections)
+	return &wireFixture{url: srv.URL, hc: &http.Client{Transport: transport, Timeout: 30 * time.Second}}
+}
+
+func (f *wireFixture) do(t *testing.T, method, path, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := f.hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, raw
+}
+
+// ndjson checks the framing (one JSON object per line, no blank lines, a
+// final newline) and decodes every line.
+func ndjson(t *testing.T, raw []byte) []map[string]any {
+	t.Helper()
+	require.True(t, bytes.HasSuffix(raw, []byte("\n")), "the last object ends with a newline")
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		require.NotEmpty(t, line, "no blank lines")
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &obj), "line %q", line)
+		out = append(out, obj)
+	}
+	return out
+}
+
+// checkObjects applies the rules every generate or chat line follows and
+// returns the text and the final object (nil when the stream failed).
+func checkObjects(t *testing.T, objs []map[string]any, chat bool) (text string, final, errObj map[string]any) {
+	t.Helper()
+	for i, o := range objs {
+		if e, ok := o["error"]; ok {
+			require.Equal(t, len(objs)-1, i, "an error line is the last line")
+			assert.IsType(t, "", e)
+			return text, nil, o
+		}
+		assert.Equal(t, "sim", o["model"])
+		created, _ := o["created_at"].(string)
+		_, err := time.Parse(time.RFC3339Nano, created)
+		assert.NoError(t, err, "created_at is RFC 3339")
+		assert.True(t, strings.HasSuffix(created, "Z"), "created_at is UTC")
+		if chat {
+			msg, ok := o["message"].(map[string]any)
+			require.True(t, ok, "every chat line carries message")
+			assert.Equal(t, "assistant", msg["role"])
+			text += msg["content"].(string)
+		} else {
+			resp, ok := o["response"].(string)
+			require.True(t, ok, "every generate line carries response")
+			text += resp
+		}
+		if o["done"] == true {
+			require.Equal(t, len(objs)-1, i, "the done object is the last line")
+			final = o
+		} else {
+			assert.Equal(t, false, o["done"])
+		}
+	}
+	require.NotNil(t, final, "a stream ends with done: true")
+	for _, k := range []string{"total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration", "eval_count", "eval_duration"} {
+		v, ok := final[k].(float64)
+		require.True(t, ok, "%s is present", k)
+		assert.Equal(t, v, float64(int64(v)), "%s is an integer", k)
+	}
+	return text, final, nil
+}
+
+func TestWireNDJSONStreams(t *testing.T) {
+	f := newWire(t, nil, nil)
+	tests := []struct {
+		name, path, body, prompt string
+		chat                     bool
+	}{
+		{"generate", "/api/generate", `{"model":"sim","prompt":"hello","options":{"seed":3,"num_predict":5}}`, "hello", false},
+		{"chat", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"hello"}],"options":{"seed":3,"num_predict":5}}`, "user: hello\n", true},
+		{"name alias", "/api/generate", `{"name":"sim","prompt":"hello","options":{"seed":3,"num_predict":5}}`, "hello", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, raw := f.do(t, http.MethodPost, tc.path, tc.body)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+			assert.Equal(t, "application/x-ndjson", resp.Header.Get("Content-Type"))
+			assert.Equal(t, "no", resp.Header.Get("X-Accel-Buffering"))
+			objs := ndjson(t, raw)
+			assert.Greater(t, len(objs), 2, "streams by default")
+			text, final, _ := checkObjects(t, objs, tc.chat)
+			assert.Equal(t, strings.Join(sim.Tokens(3, tc.prompt)[:5], ""), text)
+			assert.Equal(t, "length", final["done_reason"])
+			assert.EqualValues(t, 5, final["eval_count"])
+			assert.EqualValues(t, sim.CountTokens(tc.prompt), final["prompt_eval_count"])
+			for _, o := range objs {
+				assert.NotContains(t, o, "error", "no error key on normal lines")
+			}
+		})
+	}
+}
+
+func TestWireMidStreamErrorLine(t *testing.T) {
+	f := newWire(t, nil, func(*npu.Request) sim.Fault { return sim.Fault{ErrorAtToken: 3} })
+	for _, path := range []string{"/api/generate", "/api/chat"} {
+		body := `{"model":"sim","prompt":"p"}`
+		if path == "/api/chat" {
+			body = `{"model":"sim","messages":[{"role":"user","content":"p"}]}`
+		}
+		resp, raw := f.do(t, http.MethodPost, path, body)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		objs := ndjson(t, raw)
+		_, final, errObj := checkObjects(t, objs, path == "/api/chat")
+		assert.Nil(t, final, "no done line after an error")
+		require.NotNil(t, errObj)
+		assert.Contains(t, errObj["error"], "simulated fault")
+		assert.Len(t, errObj, 1, "the error line is only {\"error\": ...}")
+	}
+}
+
+func TestWireSSEWhenAsked(t *testing.T) {
+	f := newWire(t, nil, nil)
+	resp, raw := f.do(t, http.MethodPost, "/api/generate", `{"model":"sim","prompt":"x","options":{"num_predict":3}}`,
+		"Accept", "text/event-stream")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	var objs []map[string]any
+	for _, block := range strings.Split(strings.TrimSuffix(string(raw), "\n\n"), "\n\n") {
+		require.True(t, strings.HasPrefix(block, "data: "), "block %q", block)
+		var o map[string]any
+		require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(block, "data: ")), &o))
+		objs = append(objs, o)
+	}
+	text, final, _ := checkObjects(t, objs, false)
+	assert.Equal(t, strings.Join(sim.Tokens(0, "x")[:3], ""), text)
+	assert.Equal(t, true, final["done"])
+}
+
+func TestWireHeartbeatsAreEmptyChunksWhileQueued(t *testing.T) {
+	f := newWire(t, func(c *daemon.Config) { c.Heartbeat = 20 * time.Millisecond },
+		func(r *npu.Request) sim.Fault {
+			if r.Prompt == "hog" {
+				return sim.Fault{StallAtToken: 2, StallFor: 300 * time.Millisecond}
+			}
+			return sim.Fault{}
+		})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = f.do(t, http.MethodPost, "/api/generate", `{"model":"sim","prompt":"hog","options":{"num_predict":3}}`)
+	}()
+	require.Eventually(t, func() bool { return daemontest.Health(t, f.hc, f.url)["active_streams"] == float64(1) },
+		10*time.Second, 5*time.Millisecond)
+	_, raw := f.do(t, http.MethodPost, "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"q"}],"options":{"num_predict":2}}`)
+	objs := ndjson(t, raw)
+	text, _, _ := checkObjects(t, objs, true)
+	empty := 0
+	for _, o := range objs[:len(objs)-1] {
+		if o["message"].(map[string]any)["content"] == "" {
+			empty++
+		}
+	}
+	assert.GreaterOrEqual(t, empty, 2, "empty chunks kept the stream alive while queued")
+	assert.Equal(t, strings.Join(sim.Tokens(0, "user: q\n")[:2], ""), text)
+	<-done
+}
+
+func TestWireQueueFullIs503(t *testing.T) {
+	f := newWire(t, func(c *daemon.Config) { c.MaxQueue, c.Heartbeat = 0, 20*time.Millisecond },
+		func(r *npu.Request) sim.Fault {
+			if r.Prompt == "hog" {
+				return sim.Fault{StallAtToken: 2}
+			}
+			return sim.Fault{}
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.url+"/api/generate", strings.NewReader(`{"model":"sim","prompt":"hog"}`))
+	hog, err := f.hc.Do(req)
+	require.NoError(t, err)
+	defer hog.Body.Close()
+
+	resp, raw := f.do(t, http.MethodPost, "/api/generate", `{"model":"sim","prompt":"x"}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	var e map[string]any
+	require.NoError(t, json.Unmarshal(raw, &e))
+	assert.Contains(t, e["error"], "queue full")
+	cancel()
+}
+
+func TestWireOtherEndpoints(t *testing.T) {
+	f := newWire(t, nil, nil)
+	resp, raw := f.do(t, http.MethodGet, "/", "")
+	assert.Equal(t, "Ollama is running", string(raw))
+	resp, raw = f.do(t, http.MethodHead, "/", "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Empty(t, raw)
+
+	resp, raw = f.do(t, http.MethodPost, "/api/pull", `{"name":"sim"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	objs := ndjson(t, raw)
+	assert.Equal(t, "success", objs[len(objs)-1]["status"])
+
+	resp, raw = f.do(t, http.MethodGet, "/api/ps", "")
+	assert.JSONEq(t, `{"models":[]}`, string(raw))
+	_ = resp
+}
+
+func TestWireBadInput(t *testing.T) {
+	f := newWire(t, func(c *daemon.Config) { c.MaxBodyBytes = 4096 }, nil)
+	tests := []struct {
+		name, path, body string
+		status           int
+		has              string
+	}{
+		{"invalid JSON", "/api/generate", `{"model":"sim",`, 400, "unexpected end of JSON input"},
+		{"body over the limit", "/api/generate", `{"model":"sim","prompt":"` + strings.Repeat("p", 5000) + `"}`, 413, "4096"},
+		{"missing model", "/api/generate", `{"prompt":"x"}`, 400, "model is required"},
+		{"unknown model", "/api/chat", `{"model":"gpt-9","messages":[{"role":"user","content":"x"}]}`, 404, "gpt-9"},
+		{"prompt of the wrong type", "/api/generate", `{"model":"sim","prompt":5}`, 400, "prompt"},
+		{"messages of the wrong type", "/api/chat", `{"model":"sim","messages":"hi"}`, 400, "messages"},
+		{"option of the wrong type", "/api/generate", `{"model":"sim","prompt":"x","options":{"temperature":"hot"}}`, 400, `"temperature"`},
+		{"temperature out of range", "/api/generate", `{"model":"sim","prompt":"x","options":{"temperature":3}}`, 400, `"temperature"`},
+		{"num_predict 0", "/api/generate", `{"model":"sim","prompt":"x","options":{"num_predict":0}}`, 400, "num_predict"},
+		{"num_ctx too large", "/api/generate", `{"model":"sim","prompt":"x","options":{"num_ctx":999999}}`, 400, "num_ctx"},
+		{"invalid UTF-8", "/api/generate", "{\"model\":\"sim\",\"prompt\":\"\xff\"}", 400, "UTF-8"},
+		{"images in chat", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x","images":["aGk="]}]}`, 400, "images"},
+		{"tools", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools"},
+		{"tool role", "/api/chat", `{"model":"sim","messages":[{"role":"tool","content":"x"}]}`, 400, "tool"},
+		{"think", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"think":true}`, 400, "thinking"},
+		{"bad keep_alive", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":"soon"}`, 400, "keep_alive"},
+		{"embed for an unknown model", "/api/embed", `{"model":"nope","input":"x"}`, 404, "nope"},
+		{"embed input of the wrong type", "/api/embed", `{"model":"sim","input":5}`, 400, "input"},
+		{"copy without destination", "/api/copy", `{"source":"sim"}`, 400, "destination"},
+		{"unknown path", "/api/nothing", `{}`, 404, "no route"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, raw := f.do(t, http.MethodPost, tc.path, tc.body)
+			require.Equal(t, tc.status, resp.StatusCode, "%s", raw)
+			assert.Contains(t, resp.Header.Get("Content-Type"), "application/json")
+			var e map[string]any
+			require.NoError(t, json.Unmarshal(raw, &e), "%s", raw)
+			assert.Len(t, e, 1, "Ollama's error shape is {\"error\": \"...\"}")
+			msg, _ := e["error"].(string)
+			assert.Contains(t, msg, tc.has)
+		})
+	}
+	resp, raw := f.do(t, http.MethodGet, "/api/generate", "")
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	assert.Contains(t, string(raw), `"error"`)
+
+	// Unknown options are ignored, as clients still send retired ones.
+	resp, raw = f.do(t, http.MethodPost, "/api/generate", `{"model":"sim","prompt":"x","stream":false,"options":{"num_gpu":1,"mirostat":2,"num_predict":2}}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+}
