@@ -22,11 +22,15 @@ check: ## gofmt and go vet
 	$(GO) vet ./...
 
 test: check ## vet, then every test under the race detector
-	@# -race needs a C compiler, and the proxy test needs nginx: a fresh Debian may lack both.
+	@# -race needs a C compiler, the proxy test nginx, the JS client tests Node:
+	@# a fresh Debian may lack them.
 	@missing=""; command -v gcc >/dev/null || missing="gcc libc6-dev"; \
 	[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing="$$missing nginx-light"; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	@# The official JS clients, pinned by testdata/js/package-lock.json.
+	@[ -d testdata/js/node_modules/ollama ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk

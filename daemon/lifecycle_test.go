@@ -228,32 +228,9 @@ func TestClientGoneWhileQueuedIsLogged499(t *testing.T) {
 	stopHog()
 }
 
-// recordingEngine wraps an engine and records what its sink answered.
-type recordingEngine struct {
-	npu.Engine
-	mu       sync.Mutex
-	statuses []npu.Status
-}
-
-func (e *recordingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
-	return e.Engine.Generate(ctx, req, func(text string) npu.Status {
-		st := sink(text)
-		e.mu.Lock()
-		e.statuses = append(e.statuses, st)
-		e.mu.Unlock()
-		return st
-	})
-}
-
-func (e *recordingEngine) seen() []npu.Status {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]npu.Status(nil), e.statuses...)
-}
-
 func TestClientDisconnectMidStreamCancelsTheEngine(t *testing.T) {
 	const itl = 20 * time.Millisecond
-	engine := &recordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: itl})}
+	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: itl})}
 	r := startServer(t, nil, engine)
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := openStream(t, ctx, r.client, r.url, chat("long answer", ""))
@@ -265,9 +242,9 @@ func TestClientDisconnectMidStreamCancelsTheEngine(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	cancelledAt := len(engine.seen())
+	cancelledAt := len(engine.Statuses())
 	waitFor(t, func() bool { return r.health(t)["active_streams"] == float64(0) })
-	statuses := engine.seen()
+	statuses := engine.Statuses()
 	require.NotEmpty(t, statuses)
 	assert.Equal(t, npu.Cancel, statuses[len(statuses)-1], "the engine was told to cancel")
 	// The sim calls the sink once more after Cancel (the flush), so at most

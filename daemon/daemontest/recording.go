@@ -1,0 +1,34 @@
+package daemontest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/npud/npud/npu"
+)
+
+// RecordingEngine wraps an engine and records every answer its sink gave,
+// so tests can see when the engine was told to stop or cancel.
+type RecordingEngine struct {
+	npu.Engine
+	mu       sync.Mutex
+	statuses []npu.Status
+}
+
+// Generate implements npu.Engine.
+func (e *RecordingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	return e.Engine.Generate(ctx, req, func(text string) npu.Status {
+		st := sink(text)
+		e.mu.Lock()
+		e.statuses = append(e.statuses, st)
+		e.mu.Unlock()
+		return st
+	})
+}
+
+// Statuses returns the answers so far, oldest first.
+func (e *RecordingEngine) Statuses() []npu.Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]npu.Status(nil), e.statuses...)
+}

@@ -1,0 +1,96 @@
+package ollamaapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
+)
+
+// jsClientDir holds the pinned ollama-js install (`make test` runs npm ci).
+var jsClientDir = filepath.Join("..", "testdata", "js")
+
+// runJS runs one scenario of testdata/js/ollama_e2e.mjs against base and
+// decodes what it printed.
+func runJS(t *testing.T, base, scenario string) map[string]any {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(jsClientDir, "node_modules", "ollama"))
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("ollama-js is not installed (make test runs npm ci in testdata/js): %v", err)
+		}
+		t.Skipf("ollama-js is not installed: run npm ci in testdata/js (%v)", err)
+	}
+	cmd := exec.Command(node, "ollama_e2e.mjs", base, scenario)
+	cmd.Dir = jsClientDir
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	var stderr string
+	if exitErr, ok := err.(*exec.ExitError); ok {
+		stderr = string(exitErr.Stderr)
+	}
+	require.NoError(t, err, "node: %s", stderr)
+	var result map[string]any
+	require.NoError(t, json.Unmarshal(out, &result), "output: %s", out)
+	return result
+}
+
+func TestOllamaJSChatStreaming(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	r := runJS(t, srv.URL, "chatStream")
+	assert.Equal(t, strings.Join(sim.Tokens(5, "user: hello from js\n")[:7], ""), r["text"])
+	assert.Equal(t, true, r["done"])
+	assert.Equal(t, "length", r["done_reason"])
+	assert.EqualValues(t, 7, r["eval_count"])
+	assert.Greater(t, r["parts"], 2.0)
+}
+
+func TestOllamaJSGenerateWhole(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	r := runJS(t, srv.URL, "generateWhole")
+	assert.Equal(t, strings.Join(sim.Tokens(6, "js prompt")[:4], ""), r["text"])
+	assert.Equal(t, true, r["done"])
+	assert.EqualValues(t, 4, r["eval_count"])
+}
+
+func TestOllamaJSAbortCancelsTheEngine(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.SimITL = 20 * time.Millisecond
+	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
+	srv := daemontest.Start(t, cfg, engine)
+	r := runJS(t, srv.URL, "abortMidStream")
+	assert.Equal(t, true, r["aborted"], "abort() ends the iteration with an AbortError")
+	assert.EqualValues(t, 3, r["parts"])
+
+	hc := &http.Client{}
+	require.Eventually(t, func() bool {
+		return daemontest.Health(t, hc, srv.URL)["active_streams"] == float64(0)
+	}, 10*time.Second, 5*time.Millisecond)
+	statuses := engine.Statuses()
+	require.NotEmpty(t, statuses)
+	assert.Equal(t, npu.Cancel, statuses[len(statuses)-1], "the engine was cancelled")
+	// Three parts were read; the engine may have produced a token or two
+	// more before the abort reached it (one token interval), and the flush.
+	assert.LessOrEqual(t, len(statuses), 3+3, "the engine stopped within about one token interval of the abort")
+}
+
+func TestOllamaJSMidStreamErrorThrows(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, func(*npu.Request) sim.Fault { return sim.Fault{ErrorAtToken: 3} })
+	r := runJS(t, srv.URL, "midStreamError")
+	assert.Equal(t, true, r["thrown"], "ollama-js surfaces the error line as an exception")
+	assert.Contains(t, r["message"], "simulated fault")
+}
