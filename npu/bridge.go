@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -268,6 +269,22 @@ func (s *Stream) nextWakeLocked(now time.Time) (time.Time, wakeKind) {
 		}
 	}
 	return earliest, wakeNone
+}
+
+// Collect reads the stream to its end and returns all of its text, for
+// clients that want the whole answer at once. Heartbeats are skipped.
+func (s *Stream) Collect(ctx context.Context) (string, Result, error) {
+	var b strings.Builder
+	for {
+		ev, err := s.Next(ctx)
+		if err != nil {
+			return b.String(), Result{}, err
+		}
+		b.WriteString(ev.Text)
+		if ev.Done {
+			return b.String(), ev.Result, nil
+		}
+	}
 }
 
 // FirstTokenAt is when the engine produced its first non-empty text, or zero.

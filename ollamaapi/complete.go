@@ -234,28 +234,18 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool,
 
 // writeWhole answers stream: false with one object.
 func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
-	var text strings.Builder
-	for {
-		ev, err := stream.Next(ctx)
-		if err != nil {
-			a.fail(rw, info, toError(err, a.runner.RetryAfter))
-			return
-		}
-		if ev.Text != "" {
-			info.MarkFirstToken()
-			text.WriteString(ev.Text)
-		}
-		if !ev.Done {
-			continue
-		}
-		info.TokensOut = ev.Result.CompletionTokens
-		out := final(ep, model, text.String(), ev.Result, info.Start)
-		info.FinishReason = out.DoneReason
-		rw.Header().Set("Content-Type", "application/json; charset=utf-8")
-		rw.WriteHeader(http.StatusOK)
-		if err := json.NewEncoder(rw).Encode(out); err != nil {
-			info.Error = "writing to client: " + err.Error()
-		}
+	text, res, err := stream.Collect(ctx)
+	info.MarkFirstTokenAt(stream.FirstTokenAt())
+	if err != nil {
+		a.fail(rw, info, toError(err, a.runner.RetryAfter))
 		return
+	}
+	info.TokensOut = res.CompletionTokens
+	out := final(ep, model, text, res, info.Start)
+	info.FinishReason = out.DoneReason
+	rw.Header().Set("Content-Type", "application/json; charset=utf-8")
+	rw.WriteHeader(http.StatusOK)
+	if err := json.NewEncoder(rw).Encode(out); err != nil {
+		info.Error = "writing to client: " + err.Error()
 	}
 }

@@ -3,9 +3,7 @@ package openaiapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -152,28 +150,18 @@ func (a *API) clientGone(info *reqinfo.Info, stream *npu.Stream, err error) {
 
 // writeWhole collects the stream into one chat.completion or text_completion.
 func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, stream *npu.Stream, ep endpoint, id, model string) {
-	var text strings.Builder
-	for {
-		ev, err := stream.Next(ctx)
-		if err != nil {
-			a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
-			return
-		}
-		if ev.Text != "" {
-			info.MarkFirstToken()
-			text.WriteString(ev.Text)
-		}
-		if !ev.Done {
-			continue
-		}
-		info.TokensOut = ev.Result.CompletionTokens
-		info.FinishReason = finishReason(ev.Result.FinishReason)
-		c.Header("Content-Type", "application/json")
-		c.Status(http.StatusOK)
-		if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, info.Start.Unix(), model, text.String(), info.FinishReason, usageOf(ev.Result))); err != nil && !errors.Is(err, context.Canceled) {
-			info.Error = "writing to client: " + err.Error()
-		}
+	text, res, err := stream.Collect(ctx)
+	info.MarkFirstTokenAt(stream.FirstTokenAt())
+	if err != nil {
+		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
 		return
+	}
+	info.TokensOut = res.CompletionTokens
+	info.FinishReason = finishReason(res.FinishReason)
+	c.Header("Content-Type", "application/json")
+	c.Status(http.StatusOK)
+	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, info.Start.Unix(), model, text, info.FinishReason, usageOf(res))); err != nil {
+		info.Error = "writing to client: " + err.Error()
 	}
 }
 

@@ -39,9 +39,13 @@ func From(ctx context.Context) *Info {
 	return &Info{Start: time.Now()}
 }
 
-// MarkFirstToken records the time to first token once.
-func (i *Info) MarkFirstToken() {
-	if i.TTFT == 0 {
-		i.TTFT = max(time.Since(i.Start), time.Nanosecond)
+// MarkFirstToken records the time to first token once: now.
+func (i *Info) MarkFirstToken() { i.MarkFirstTokenAt(time.Now()) }
+
+// MarkFirstTokenAt records the time to first token once: at (ignored when
+// zero, as for an answer without text).
+func (i *Info) MarkFirstTokenAt(at time.Time) {
+	if i.TTFT == 0 && !at.IsZero() {
+		i.TTFT = max(at.Sub(i.Start), time.Nanosecond)
 	}
 }
