@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,32 +18,22 @@ import (
 	"github.com/npud/npud/npu/sim"
 )
 
+// wireFixture is a real server and a raw client for byte-level checks.
 type wireFixture struct {
+	*daemontest.Client
 	url string
 	hc  *http.Client
 }
 
 func newWire(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *wireFixture {
 	t.Helper()
-	srv := daemontest.StartSim(t, mutate, faults)
-	transport := &http.Transport{DisableCompression: true}
-	t.Cleanup(transport.CloseIdleConnections)
-	return &wireFixture{url: srv.URL, hc: &http.Client{Transport: transport, Timeout: 30 * time.Second}}
+	c := daemontest.NewClient(t, daemontest.StartSim(t, mutate, faults).URL)
+	return &wireFixture{Client: c, url: c.URL, hc: c.HTTP}
 }
 
 func (f *wireFixture) do(t *testing.T, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
-	require.NoError(t, err)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := f.hc.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, raw
+	return f.Do(t, method, path, body, header...)
 }
 
 // ndjson checks the framing (one JSON object per line, no blank lines, a

@@ -20,35 +20,23 @@ import (
 	"github.com/npud/npud/npu/sim"
 )
 
-// wireFixture is a real server and a raw HTTP client, for byte-level checks.
+// wireFixture is a real server and a raw client, for byte-level checks.
 type wireFixture struct {
+	*daemontest.Client
 	url string
 	hc  *http.Client
 }
 
 func newWireFixture(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *wireFixture {
 	t.Helper()
-	srv := daemontest.StartSim(t, mutate, faults)
-	transport := &http.Transport{DisableCompression: true}
-	t.Cleanup(transport.CloseIdleConnections)
-	return &wireFixture{url: srv.URL, hc: &http.Client{Transport: transport, Timeout: 30 * time.Second}}
+	c := daemontest.NewClient(t, daemontest.StartSim(t, mutate, faults).URL)
+	return &wireFixture{Client: c, url: c.URL, hc: c.HTTP}
 }
 
 // post sends body and returns the response with its whole body.
 func (f *wireFixture) post(t *testing.T, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := f.hc.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, raw
+	return f.Do(t, http.MethodPost, path, body, header...)
 }
 
 // sseEvent is one event of a stream: a data payload or a comment.
