@@ -5,13 +5,26 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/npud/npud/daemon.Version=$(VERSION)
 export GOTOOLCHAIN ?= local
 
-.PHONY: help build run test check bench clean
+# npud's OpenVINO GenAI test library (testdata/ovgenai), for the cgo binding.
+OVTEST     := $(CURDIR)/testdata/ovgenai
+OVTEST_ENV := CGO_ENABLED=1 CGO_CFLAGS="-I$(OVTEST)/include -I$(OVTEST)" \
+              CGO_LDFLAGS="-L$(OVTEST)/build" LD_LIBRARY_PATH="$(OVTEST)/build"
+# A real OpenVINO GenAI install: OpenVINO_DIR is the archive's root
+# (runtime/include, runtime/lib/intel64).
+OpenVINO_DIR ?= /opt/intel/openvino
+OV_ENV := CGO_ENABLED=1 CGO_CFLAGS="-I$(OpenVINO_DIR)/runtime/include" \
+          CGO_LDFLAGS="-L$(OpenVINO_DIR)/runtime/lib/intel64 -Wl,-rpath,$(OpenVINO_DIR)/runtime/lib/intel64"
+
+.PHONY: help build build-openvino run test test-openvino check bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 build: ## build the npud binary (simulated engine)
 	$(GO) build -tags nomsgpack -ldflags '$(LDFLAGS)' -o $(BINARY) .
+
+build-openvino: ## build npud with the OpenVINO GenAI engine (needs OpenVINO_DIR)
+	$(OV_ENV) $(GO) build -tags nomsgpack,openvino -ldflags '$(LDFLAGS)' -o $(BINARY) .
 
 run: build ## start the daemon on 127.0.0.1:11434 with the simulated engine
 	./$(BINARY) serve
@@ -32,9 +45,16 @@ test: check ## vet, then every test under the race detector
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
 	@[ -d testdata/js/node_modules/ollama ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory test-openvino
+
+test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI test library
+	$(MAKE) --no-print-directory -C testdata/ovgenai
+	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/
+	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./npu/openvino/
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/
 
 clean: ## remove build output
 	rm -f $(BINARY)
+	$(MAKE) -C testdata/ovgenai clean

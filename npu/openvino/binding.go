@@ -1,0 +1,330 @@
+//go:build openvino && cgo
+
+package openvino
+
+/*
+#cgo LDFLAGS: -lopenvino_genai_c -lopenvino_genai -lopenvino_c -lopenvino
+#include <stdint.h>
+#include <stdlib.h>
+#include "openvino/c/openvino.h"
+#include "openvino/genai/c/llm_pipeline.h"
+
+// Implemented in Go (callback.go).
+extern int npudStreamChunk(uintptr_t handle, char* text);
+
+// The streamer callback GenAI calls, from its own thread on CPU/GPU and from
+// the generate caller's thread on NPU. args carries a runtime/cgo.Handle.
+static ov_genai_streaming_status_e npud_trampoline(const char* str, void* args) {
+	return (ov_genai_streaming_status_e)npudStreamChunk((uintptr_t)args, (char*)str);
+}
+
+// cgo cannot call variadic functions: fixed-arity shims for the pipeline
+// constructor, with properties as parallel key and value arrays.
+static ov_status_e npud_pipeline_create(const char* path, const char* device, const char** k, const char** v,
+                                        size_t n, ov_genai_llm_pipeline** pipe) {
+	switch (n) {
+	case 0: return ov_genai_llm_pipeline_create(path, device, 0, pipe);
+	case 1: return ov_genai_llm_pipeline_create(path, device, 2, pipe, k[0], v[0]);
+	case 2: return ov_genai_llm_pipeline_create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);
+	case 3: return ov_genai_llm_pipeline_create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);
+	case 4: return ov_genai_llm_pipeline_create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);
+	case 5: return ov_genai_llm_pipeline_create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3],
+	                                            k[4], v[4]);
+	case 6: return ov_genai_llm_pipeline_create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3],
+	                                            k[4], v[4], k[5], v[5]);
+	}
+	return INVALID_C_PARAM;
+}
+
+// The streamer struct lives on this C frame for the whole synchronous call.
+static ov_status_e npud_generate(ov_genai_llm_pipeline* pipe, const char* input, const ov_genai_chat_history* history,
+                                 const ov_genai_generation_config* config, uintptr_t handle,
+                                 ov_genai_decoded_results** results) {
+	streamer_callback streamer = {npud_trampoline, (void*)handle};
+	if (history) return ov_genai_llm_pipeline_generate_with_history(pipe, history, config, &streamer, results);
+	return ov_genai_llm_pipeline_generate(pipe, input, config, &streamer, results);
+}
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/cgo"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/npud/npud/npu"
+)
+
+// maxProperties is what the constructor shim accepts.
+const maxProperties = 6
+
+// StatusError is a failed C call. GenAI reports every failure as
+// UNKNOW_EXCEPTION (-17) without a message, so the error names the call and
+// its input.
+type StatusError struct {
+	Call   string
+	Input  string
+	Status int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s(%s): OpenVINO status %d (%s)", e.Call, e.Input, e.Status,
+		C.GoString(C.ov_get_error_info(C.ov_status_e(e.Status))))
+}
+
+func check(call, input string, status C.ov_status_e) error {
+	if status == C.OK {
+		return nil
+	}
+	return &StatusError{Call: call, Input: input, Status: int(status)}
+}
+
+// property is one pipeline property, such as MAX_PROMPT_LEN.
+type property struct{ key, value string }
+
+// pipeline is one GenAI LLMPipeline: one model compiled for one device.
+type pipeline struct {
+	ptr    *C.ov_genai_llm_pipeline
+	model  string
+	device string
+	busy   atomic.Bool // GenAI pipelines are not safe for concurrent generate
+}
+
+// newPipeline compiles the model in dir for device.
+func newPipeline(dir, device string, props []property) (*pipeline, error) {
+	if len(props) > maxProperties {
+		return nil, fmt.Errorf("%d pipeline properties: at most %d are supported", len(props), maxProperties)
+	}
+	cdir, cdev := C.CString(dir), C.CString(device)
+	defer C.free(unsafe.Pointer(cdir))
+	defer C.free(unsafe.Pointer(cdev))
+	keys := (**C.char)(C.calloc(maxProperties, C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	vals := (**C.char)(C.calloc(maxProperties, C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	defer C.free(unsafe.Pointer(keys))
+	defer C.free(unsafe.Pointer(vals))
+	ks, vs := unsafe.Slice(keys, maxProperties), unsafe.Slice(vals, maxProperties)
+	input := fmt.Sprintf("model %q, device %q", dir, device)
+	for i, p := range props {
+		ks[i], vs[i] = C.CString(p.key), C.CString(p.value)
+		defer C.free(unsafe.Pointer(ks[i]))
+		defer C.free(unsafe.Pointer(vs[i]))
+		input += fmt.Sprintf(", %s=%s", p.key, p.value)
+	}
+	var ptr *C.ov_genai_llm_pipeline
+	if err := check("ov_genai_llm_pipeline_create", input,
+		C.npud_pipeline_create(cdir, cdev, keys, vals, C.size_t(len(props)), &ptr)); err != nil {
+		return nil, err
+	}
+	return &pipeline{ptr: ptr, model: dir, device: device}, nil
+}
+
+func (p *pipeline) free() {
+	C.ov_genai_llm_pipeline_free(p.ptr)
+	p.ptr = nil
+}
+
+// streamState is what a cgo.Handle carries to the callback.
+type streamState struct {
+	sink  npu.Sink
+	calls atomic.Int64
+}
+
+// generate runs one generation, streaming into sink. It holds the calling
+// goroutine's OS thread for the whole native call; on NPU the callbacks
+// arrive on that same thread, on CPU/GPU on GenAI's streamer thread.
+func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	if !p.busy.CompareAndSwap(false, true) {
+		return npu.Result{}, errors.New("openvino: concurrent generate on one pipeline (the scheduler must serialise them)")
+	}
+	defer p.busy.Store(false)
+
+	config, maxNew, err := p.config(req)
+	if err != nil {
+		return npu.Result{}, err
+	}
+	defer C.ov_genai_generation_config_free(config)
+
+	var history *C.ov_genai_chat_history
+	var input *C.char
+	if len(req.Messages) > 0 {
+		if history, err = chatHistory(req.Messages); err != nil {
+			return npu.Result{}, err
+		}
+		defer C.ov_genai_chat_history_free(history)
+	} else {
+		input = C.CString(req.Prompt)
+		defer C.free(unsafe.Pointer(input))
+	}
+
+	state := &streamState{sink: sink}
+	handle := cgo.NewHandle(state)
+	defer handle.Delete() // owned by this call; the native call has returned by then
+
+	var results *C.ov_genai_decoded_results
+	start := time.Now()
+	status := C.npud_generate(p.ptr, input, history, config, C.uintptr_t(handle), &results)
+	elapsed := time.Since(start)
+	if err := check("ov_genai_llm_pipeline_generate", fmt.Sprintf("model %q, device %q", p.model, p.device), status); err != nil {
+		return npu.Result{}, err
+	}
+	defer C.ov_genai_decoded_results_free(results)
+	return resultOf(results, maxNew, elapsed)
+}
+
+// config starts from the pipeline's own defaults (the model's
+// generation_config.json) and applies the request.
+func (p *pipeline) config(req *npu.Request) (*C.ov_genai_generation_config, int, error) {
+	var cfg *C.ov_genai_generation_config
+	if err := check("ov_genai_llm_pipeline_get_generation_config", p.model,
+		C.ov_genai_llm_pipeline_get_generation_config(p.ptr, &cfg)); err != nil {
+		return nil, 0, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			C.ov_genai_generation_config_free(cfg)
+		}
+	}()
+	s := req.Sampling
+	set := func(name string, status C.ov_status_e) error {
+		return check("ov_genai_generation_config_set_"+name, p.model, status)
+	}
+	var errs []error
+	if req.MaxTokens > 0 {
+		errs = append(errs, set("max_new_tokens", C.ov_genai_generation_config_set_max_new_tokens(cfg, C.size_t(req.MaxTokens))))
+	}
+	// Temperature 0 means greedy; sampling parameters only matter when
+	// do_sample is on.
+	sampling := s.Temperature == nil || *s.Temperature > 0
+	if s.Temperature != nil || s.TopP != nil || s.TopK != nil || s.MinP != nil {
+		errs = append(errs, set("do_sample", C.ov_genai_generation_config_set_do_sample(cfg, C.bool(sampling))))
+	}
+	if sampling {
+		if s.Temperature != nil {
+			errs = append(errs, set("temperature", C.ov_genai_generation_config_set_temperature(cfg, C.float(*s.Temperature))))
+		}
+		if s.TopP != nil {
+			errs = append(errs, set("top_p", C.ov_genai_generation_config_set_top_p(cfg, C.float(*s.TopP))))
+		}
+		if s.TopK != nil && *s.TopK > 0 {
+			errs = append(errs, set("top_k", C.ov_genai_generation_config_set_top_k(cfg, C.size_t(*s.TopK))))
+		}
+		if s.MinP != nil {
+			errs = append(errs, set("min_p", C.ov_genai_generation_config_set_min_p(cfg, C.float(*s.MinP))))
+		}
+	}
+	if s.RepetitionPenalty != nil {
+		errs = append(errs, set("repetition_penalty", C.ov_genai_generation_config_set_repetition_penalty(cfg, C.float(*s.RepetitionPenalty))))
+	}
+	if s.PresencePenalty != nil {
+		errs = append(errs, set("presence_penalty", C.ov_genai_generation_config_set_presence_penalty(cfg, C.float(*s.PresencePenalty))))
+	}
+	if s.FrequencyPenalty != nil {
+		errs = append(errs, set("frequency_penalty", C.ov_genai_generation_config_set_frequency_penalty(cfg, C.float(*s.FrequencyPenalty))))
+	}
+	if s.Seed != nil {
+		errs = append(errs, set("rng_seed", C.ov_genai_generation_config_set_rng_seed(cfg, C.size_t(uint64(*s.Seed)))))
+	}
+	if len(req.Stop) > 0 {
+		errs = append(errs, setStopStrings(cfg, req.Stop, p.model))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	var maxNew C.size_t
+	if err := check("ov_genai_generation_config_get_max_new_tokens", p.model,
+		C.ov_genai_generation_config_get_max_new_tokens(cfg, &maxNew)); err != nil {
+		return nil, 0, err
+	}
+	ok = true
+	return cfg, int(min(uint64(maxNew), 1<<31)), nil
+}
+
+func setStopStrings(cfg *C.ov_genai_generation_config, stops []string, model string) error {
+	arr := (**C.char)(C.calloc(C.size_t(len(stops)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	defer C.free(unsafe.Pointer(arr))
+	items := unsafe.Slice(arr, len(stops))
+	for i, s := range stops {
+		items[i] = C.CString(s)
+		defer C.free(unsafe.Pointer(items[i]))
+	}
+	return check("ov_genai_generation_config_set_stop_strings", model,
+		C.ov_genai_generation_config_set_stop_strings(cfg, arr, C.size_t(len(stops))))
+}
+
+// chatHistory builds a ChatHistory from messages, each a properly escaped
+// JSON object.
+func chatHistory(msgs []npu.Message) (*C.ov_genai_chat_history, error) {
+	var h *C.ov_genai_chat_history
+	if st := C.ov_genai_chat_history_create(&h); st != C.OV_GENAI_CHAT_HISTORY_OK {
+		return nil, fmt.Errorf("ov_genai_chat_history_create: status %d", int(st))
+	}
+	for i, m := range msgs {
+		b, err := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+		if err != nil {
+			C.ov_genai_chat_history_free(h)
+			return nil, fmt.Errorf("encoding message %d: %w", i, err)
+		}
+		if err := pushMessage(h, b); err != nil {
+			C.ov_genai_chat_history_free(h)
+			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
+		}
+	}
+	return h, nil
+}
+
+func pushMessage(h *C.ov_genai_chat_history, msg []byte) error {
+	cs := C.CString(string(msg))
+	defer C.free(unsafe.Pointer(cs))
+	var js *C.ov_genai_json_container
+	if st := C.ov_genai_json_container_create_from_json_string(&js, cs); st != C.OV_GENAI_JSON_CONTAINER_OK {
+		return fmt.Errorf("ov_genai_json_container_create_from_json_string: status %d", int(st))
+	}
+	defer C.ov_genai_json_container_free(js) // push_back copied it
+	if st := C.ov_genai_chat_history_push_back(h, js); st != C.OV_GENAI_CHAT_HISTORY_OK {
+		return fmt.Errorf("ov_genai_chat_history_push_back: status %d", int(st))
+	}
+	return nil
+}
+
+// resultOf reads the perf metrics into the engine result.
+func resultOf(results *C.ov_genai_decoded_results, maxNew int, elapsed time.Duration) (npu.Result, error) {
+	var m *C.ov_genai_perf_metrics
+	if err := check("ov_genai_decoded_results_get_perf_metrics", "", C.ov_genai_decoded_results_get_perf_metrics(results, &m)); err != nil {
+		return npu.Result{}, err
+	}
+	defer C.ov_genai_decoded_results_perf_metrics_free(m)
+	var in, out C.size_t
+	var ttft, ttftStd, gen, genStd C.float
+	err := errors.Join(
+		check("ov_genai_perf_metrics_get_num_input_tokens", "", C.ov_genai_perf_metrics_get_num_input_tokens(m, &in)),
+		check("ov_genai_perf_metrics_get_num_generation_tokens", "", C.ov_genai_perf_metrics_get_num_generation_tokens(m, &out)),
+		check("ov_genai_perf_metrics_get_ttft", "", C.ov_genai_perf_metrics_get_ttft(m, &ttft, &ttftStd)),
+		check("ov_genai_perf_metrics_get_generate_duration", "", C.ov_genai_perf_metrics_get_generate_duration(m, &gen, &genStd)),
+	)
+	if err != nil {
+		return npu.Result{}, err
+	}
+	prefill := msDuration(float64(ttft))
+	total := msDuration(float64(gen))
+	if total <= 0 {
+		total = elapsed
+	}
+	res := npu.Result{
+		FinishReason:     npu.FinishStop,
+		PromptTokens:     int(in),
+		CompletionTokens: int(out),
+		Timings:          npu.Timings{Prefill: prefill, Decode: max(total-prefill, 0)},
+	}
+	if maxNew > 0 && int(out) >= maxNew {
+		res.FinishReason = npu.FinishLength
+	}
+	return res, nil
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

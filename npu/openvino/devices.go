@@ -1,0 +1,92 @@
+//go:build openvino && cgo
+
+package openvino
+
+/*
+#include <stdlib.h>
+#include "openvino/c/openvino.h"
+
+static const char* npud_device_at(ov_available_devices_t* d, size_t i) { return d->devices[i]; }
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Device is an inference device OpenVINO sees.
+type Device struct {
+	Name     string // NPU, GPU, GPU.1, CPU
+	FullName string // FULL_DEVICE_NAME, for people
+}
+
+// Devices lists the devices OpenVINO's core finds on this machine.
+func Devices() ([]Device, error) {
+	var core *C.ov_core_t
+	if err := check("ov_core_create", "", C.ov_core_create(&core)); err != nil {
+		return nil, err
+	}
+	defer C.ov_core_free(core)
+	var list C.ov_available_devices_t
+	if err := check("ov_core_get_available_devices", "", C.ov_core_get_available_devices(core, &list)); err != nil {
+		return nil, err
+	}
+	defer C.ov_available_devices_free(&list)
+	out := make([]Device, 0, int(list.size))
+	for i := range C.size_t(list.size) {
+		name := C.npud_device_at(&list, i)
+		d := Device{Name: C.GoString(name)}
+		key := C.CString("FULL_DEVICE_NAME")
+		var value *C.char
+		if C.ov_core_get_property(core, name, key, &value) == C.OK {
+			d.FullName = C.GoString(value)
+			C.ov_free(value)
+		}
+		C.free(unsafe.Pointer(key))
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// autoOrder is the AUTO preference: the NPU first, then the GPUs, then CPU.
+var autoOrder = []string{"NPU", "GPU", "CPU"}
+
+// candidates returns the devices to try for the configured device: the
+// named one, or for AUTO every available device in autoOrder.
+func candidates(configured string, available []Device) ([]string, error) {
+	has := func(name string) bool {
+		for _, d := range available {
+			if d.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if configured != "" && configured != "AUTO" {
+		if !has(configured) {
+			return nil, fmt.Errorf("device %q is not available (OpenVINO sees %v)", configured, names(available))
+		}
+		return []string{configured}, nil
+	}
+	var out []string
+	for _, kind := range autoOrder {
+		for _, d := range available {
+			if d.Name == kind || (len(d.Name) > len(kind) && d.Name[:len(kind)+1] == kind+".") {
+				out = append(out, d.Name)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no NPU, GPU or CPU device available (OpenVINO sees %v)", names(available))
+	}
+	return out, nil
+}
+
+func names(ds []Device) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Name
+	}
+	return out
+}

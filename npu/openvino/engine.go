@@ -1,0 +1,193 @@
+//go:build openvino && cgo
+
+package openvino
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/npud/npud/npu"
+)
+
+// Config sets up the engine.
+type Config struct {
+	// ModelsDir holds one OpenVINO IR export per subfolder; the folder's
+	// name is the model's name.
+	ModelsDir string
+	// Device is AUTO (NPU, then GPU, then CPU, falling back when a model
+	// fails to compile) or a device name: NPU, GPU, GPU.1, CPU.
+	Device string
+	// ContextLength is reported for every model (GenAI's C API cannot read
+	// it from the model).
+	ContextLength int
+	// NPU properties, passed to pipelines compiled for the NPU.
+	MaxPromptLen   int    // MAX_PROMPT_LEN; 0 = GenAI's default (1024)
+	MinResponseLen int    // MIN_RESPONSE_LEN; 0 = GenAI's default (128)
+	CacheDir       string // CACHE_DIR, so the slow first NPU compile happens once
+}
+
+// Engine runs OpenVINO GenAI pipelines, one per loaded model.
+type Engine struct {
+	cfg     Config
+	log     *slog.Logger
+	devices []Device
+	models  []npu.ModelInfo
+
+	mu        sync.Mutex
+	pipelines map[string]*pipeline
+}
+
+// New discovers the devices and the models directory.
+func New(cfg Config, log *slog.Logger) (*Engine, error) {
+	if cfg.ContextLength == 0 {
+		cfg.ContextLength = 4096
+	}
+	devices, err := Devices()
+	if err != nil {
+		return nil, fmt.Errorf("listing OpenVINO devices: %w", err)
+	}
+	if _, err := candidates(cfg.Device, devices); err != nil {
+		return nil, err
+	}
+	models, err := scanModels(cfg.ModelsDir, cfg.ContextLength)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("openvino engine ready", "devices", names(devices), "device", cfg.Device, "models", len(models))
+	return &Engine{cfg: cfg, log: log, devices: devices, models: models, pipelines: map[string]*pipeline{}}, nil
+}
+
+// scanModels lists the subfolders of dir that hold an OpenVINO IR model.
+func scanModels(dir string, contextLength int) ([]npu.ModelInfo, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading models directory: %w", err)
+	}
+	var out []npu.ModelInfo
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		st, err := os.Stat(filepath.Join(dir, e.Name(), "openvino_model.xml"))
+		if err != nil {
+			continue // not a model folder
+		}
+		out = append(out, npu.ModelInfo{ID: e.Name(), OwnedBy: "openvino", Created: st.ModTime(), ContextLength: contextLength})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (e *Engine) Name() string               { return "openvino" }
+func (e *Engine) Simulated() bool            { return false }
+func (e *Engine) Models() []npu.ModelInfo    { return e.models }
+func (e *Engine) AvailableDevices() []Device { return e.devices }
+
+// DeviceOf is the device model is loaded on, or "".
+func (e *Engine) DeviceOf(model string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p, ok := e.pipelines[model]; ok {
+		return p.device
+	}
+	return ""
+}
+
+func (e *Engine) properties(device string) []property {
+	var props []property
+	if device == "NPU" {
+		if e.cfg.MaxPromptLen > 0 {
+			props = append(props, property{"MAX_PROMPT_LEN", strconv.Itoa(e.cfg.MaxPromptLen)})
+		}
+		if e.cfg.MinResponseLen > 0 {
+			props = append(props, property{"MIN_RESPONSE_LEN", strconv.Itoa(e.cfg.MinResponseLen)})
+		}
+	}
+	if e.cfg.CacheDir != "" {
+		props = append(props, property{"CACHE_DIR", e.cfg.CacheDir})
+	}
+	return props
+}
+
+// Load implements npu.ModelLoader: it compiles the model for the configured
+// device, or under AUTO for the first device that takes it.
+func (e *Engine) Load(ctx context.Context, model string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.pipelines[model]; ok {
+		return nil
+	}
+	devices, err := candidates(e.cfg.Device, e.devices)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(e.cfg.ModelsDir, model)
+	var errs []error
+	for _, device := range devices {
+		p, err := newPipeline(dir, device, e.properties(device))
+		if err == nil {
+			e.pipelines[model] = p
+			e.log.Info("model compiled", "model", model, "device", device)
+			return nil
+		}
+		errs = append(errs, err)
+		e.log.Warn("model failed to compile; trying the next device", "model", model, "device", device, "err", err)
+	}
+	return fmt.Errorf("no device could load model %q: %w", model, errors.Join(errs...))
+}
+
+// Unload implements npu.ModelLoader.
+func (e *Engine) Unload(model string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p, ok := e.pipelines[model]; ok {
+		p.free()
+		delete(e.pipelines, model)
+	}
+	return nil
+}
+
+func (e *Engine) maxPromptLen() int {
+	if e.cfg.MaxPromptLen > 0 {
+		return e.cfg.MaxPromptLen
+	}
+	return 1024 // GenAI's default
+}
+
+// Close frees every pipeline.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, p := range e.pipelines {
+		p.free()
+		delete(e.pipelines, name)
+	}
+}
+
+// Generate implements npu.Engine. The runner has loaded the model.
+func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	e.mu.Lock()
+	p, ok := e.pipelines[req.Model]
+	e.mu.Unlock()
+	if !ok {
+		return npu.Result{}, fmt.Errorf("model %q is not loaded: %w", req.Model, npu.ErrModelNotFound)
+	}
+	res, err := p.generate(ctx, req, sink)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && p.device == "NPU" {
+			// GenAI gives no message; the likeliest NPU failure is a prompt
+			// over MAX_PROMPT_LEN, so say what the limit is.
+			err = fmt.Errorf("%w (on the NPU the prompt must fit MAX_PROMPT_LEN=%d tokens; raise it in the engine configuration)", err, e.maxPromptLen())
+		}
+		return res, &npu.EngineError{Engine: "openvino", Cause: err}
+	}
+	return res, nil
+}

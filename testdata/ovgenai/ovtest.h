@@ -1,0 +1,17 @@
+/* Test-only hooks of npud's OpenVINO GenAI test library. */
+#ifndef NPUD_OVTEST_H
+#define NPUD_OVTEST_H
+
+#include <stdint.h>
+
+/* Objects created and not yet freed (pipelines, configs, results, metrics,
+ * histories, JSON containers, core objects, device lists, strings). */
+int64_t ovtest_live_objects(void);
+/* 1 when the last generate ran its callbacks on a thread of its own. */
+int ovtest_last_callbacks_foreign(void);
+/* Callback calls of the last generate after it answered STOP or CANCEL. */
+int ovtest_last_calls_after_stop(void);
+/* Tokens the last generate produced (flush included). */
+int ovtest_last_generated(void);
+
+#endif
