@@ -16,6 +16,7 @@ const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-c
 
 Usage:
   npud serve [flags]   run the server (npud serve -h lists flags)
+  npud devices         list the devices OpenVINO sees (openvino builds)
   npud version         print the version
 `
 
@@ -28,6 +29,12 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
+	case "devices":
+		if err := printDevices(stdout); err != nil {
+			fmt.Fprintf(stderr, "npud devices: %v\n", err)
+			return 1
+		}
+		return 0
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "npud %s\n", Version)
 		return 0

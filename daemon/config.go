@@ -14,7 +14,13 @@ import (
 // NPUD_* environment variable; flags win over the environment.
 type Config struct {
 	Listen string // address to listen on; default 127.0.0.1:11434 (Ollama's)
-	Engine string // "sim" (simulated) in the default build
+	Engine string // "sim" (simulated), or "openvino" in a build with the openvino tag
+
+	ModelsDir         string // OpenVINO: one IR export per subfolder
+	Device            string // OpenVINO: AUTO, NPU, GPU, GPU.1, CPU
+	NPUMaxPromptLen   int    // OpenVINO on NPU: MAX_PROMPT_LEN (0 = GenAI's 1024)
+	NPUMinResponseLen int    // OpenVINO on NPU: MIN_RESPONSE_LEN (0 = GenAI's 128)
+	CacheDir          string // OpenVINO: compiled-model cache
 
 	SimTTFT            time.Duration // simulated time to first token
 	SimITL             time.Duration // simulated inter-token latency
@@ -58,7 +64,12 @@ func (c *Config) options() []option {
 	}
 	return []option{
 		{"listen", "address to listen on", str(&c.Listen, "127.0.0.1:11434")},
-		{"engine", "inference engine: sim (simulated, no inference)", str(&c.Engine, "sim")},
+		{"engine", "inference engine: sim (simulated, no inference) or openvino (builds with the openvino tag)", str(&c.Engine, "sim")},
+		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, "/var/lib/npud/models")},
+		{"device", "openvino: AUTO (NPU, then GPU, then CPU) or a device name", str(&c.Device, "AUTO")},
+		{"npu-max-prompt-len", "openvino on NPU: longest prompt in tokens (0 = GenAI's 1024)", num(&c.NPUMaxPromptLen, 0)},
+		{"npu-min-response-len", "openvino on NPU: tokens reserved for the answer (0 = GenAI's 128)", num(&c.NPUMinResponseLen, 0)},
+		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, "/var/cache/npud")},
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
 		{"sim-prompt-token-cost", "simulated engine: extra prefill time per prompt token", dur(&c.SimPromptTokenCost, 100*time.Microsecond)},
@@ -112,7 +123,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.Engine == "sim", "--engine %q: this build has only the simulated engine \"sim\"", c.Engine)
+	check(c.Engine == "sim" || (c.Engine == "openvino" && openvinoBuilt), "--engine %q: %s", c.Engine, engineChoices())
+	check(c.NPUMaxPromptLen >= 0 && c.NPUMinResponseLen >= 0, "--npu-max-prompt-len and --npu-min-response-len must not be negative")
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
@@ -127,10 +139,18 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+func engineChoices() string {
+	if openvinoBuilt {
+		return `use "sim" (simulated) or "openvino"`
+	}
+	return `this build has only the simulated engine "sim" (make build-openvino adds "openvino")`
+}
+
 // LogValue lists the configuration in logs.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("listen", c.Listen), slog.String("engine", c.Engine),
+		slog.String("models_dir", c.ModelsDir), slog.String("device", c.Device),
 		slog.Duration("heartbeat", c.Heartbeat), slog.Int("max_queue", c.MaxQueue),
 		slog.Duration("queue_timeout", c.QueueTimeout), slog.Duration("token_timeout", c.TokenTimeout),
 		slog.Duration("request_timeout", c.RequestTimeout), slog.Int("max_pending_bytes", c.MaxPendingBytes),

@@ -387,3 +387,19 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 	code, logs = wait2()
 	assert.Equal(t, 0, code, "idle SIGINT exits 0; logs:\n%s", logs)
 }
+
+// TestServeReturnsWithTheListenerClosed: even when the drain starts before
+// the HTTP server did, Serve returns only once the listener is closed.
+func TestServeReturnsWithTheListenerClosed(t *testing.T) {
+	for range 50 {
+		srv, err := daemon.New(daemontest.Defaults(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, srv.Serve(ctx))
+		if c, err := net.DialTimeout("tcp", srv.Addr().String(), time.Second); err == nil {
+			c.Close()
+			t.Fatal("the listener is still open after Serve returned")
+		}
+	}
+}

@@ -53,7 +53,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	engine := o.engine
 	if engine == nil {
 		var err error
-		if engine, err = newEngine(cfg); err != nil {
+		if engine, err = newEngine(cfg, log); err != nil {
 			return nil, err
 		}
 	}
@@ -86,10 +86,12 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-func newEngine(cfg Config) (npu.Engine, error) {
+func newEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
 	switch cfg.Engine {
 	case "sim":
 		return sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, PromptTokenCost: cfg.SimPromptTokenCost}), nil
+	case "openvino":
+		return newOpenVINOEngine(cfg, log)
 	}
 	return nil, fmt.Errorf("engine %q is not available in this build", cfg.Engine)
 }
@@ -138,7 +140,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		return fmt.Errorf("serving http: %w", err)
 	case <-ctx.Done():
 	}
-	return s.drain()
+	err := s.drain()
+	<-served // http.Serve has returned, so the listener is closed
+	return err
 }
 
 func (s *Server) drain() error {
