@@ -51,6 +51,7 @@ test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI te
 	$(MAKE) --no-print-directory -C testdata/ovgenai
 	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./npu/openvino/
+	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest -run OpenVINO ./daemon/
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/

@@ -66,15 +66,17 @@ func Eventually(t testing.TB, cond func() bool) {
 	require.Eventually(t, cond, 10*time.Second, 5*time.Millisecond)
 }
 
-// Start serves cfg with engine (nil: the simulated engine cfg describes,
-// with faults when given) until the test ends; the drain is checked then.
+// Start serves cfg with engine (nil: the engine cfg.Engine names) until
+// the test ends; the drain is checked then. Server.Engine is nil when the
+// daemon built the engine.
 func Start(t testing.TB, cfg daemon.Config, engine npu.Engine) *Server {
 	t.Helper()
-	if engine == nil {
-		engine = sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, PromptTokenCost: cfg.SimPromptTokenCost})
-	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := daemon.New(cfg, log, daemon.WithEngine(engine))
+	var opts []daemon.Option
+	if engine != nil {
+		opts = append(opts, daemon.WithEngine(engine))
+	}
+	srv, err := daemon.New(cfg, log, opts...)
 	if err != nil {
 		t.Fatalf("starting server: %v", err)
 	}

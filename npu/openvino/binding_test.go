@@ -136,7 +136,43 @@ func TestStopAndCancelStopTheNativeLoop(t *testing.T) {
 	assert.Equal(t, 1, testLastCallsAfterStop(), "the flush after STOP reached the callback and was accepted")
 	assert.Less(t, testLastGenerated(), len(words), "the native loop stopped early")
 
-	// CANCEL: the client leaves after the first chunk.
+}
+
+// recordingEngine records what the bridge answered to each callback.
+type recordingEngine struct {
+	*Engine
+	mu       sync.Mutex
+	statuses []npu.Status
+}
+
+func (e *recordingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	return e.Engine.Generate(ctx, req, func(text string) npu.Status {
+		st := sink(text)
+		e.mu.Lock()
+		e.statuses = append(e.statuses, st)
+		e.mu.Unlock()
+		return st
+	})
+}
+
+func (e *recordingEngine) seen() []npu.Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]npu.Status(nil), e.statuses...)
+}
+
+func TestCancelStopsTheNativeLoopWithinAToken(t *testing.T) {
+	e, _ := newTestEngine(t, "CPU", Config{Device: "CPU"})
+	t.Setenv("OVTEST_TOKEN_DELAY_US", "2000")
+	rec := &recordingEngine{Engine: e}
+	r := npu.NewRunner(rec, npu.RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
+		Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, r.Wait(ctx))
+	}()
+
 	s, err := r.Start(&npu.Request{Model: "tiny", Prompt: "cancel test"})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -144,13 +180,18 @@ func TestStopAndCancelStopTheNativeLoop(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, ev.Text)
 	cancel()
-	_, err = s.Next(ctx)
+	_, err = s.Next(ctx) // the client is gone: the stream is abandoned now
 	require.ErrorIs(t, err, npu.ErrClientGone)
+	atCancel := len(rec.seen())
 	s.Close()
 	require.Eventually(t, func() bool { return r.Running() == 0 }, 5*time.Second, time.Millisecond)
-	// One chunk read; at most one more token before the callback answered
-	// CANCEL, plus the flush.
-	assert.LessOrEqual(t, testLastGenerated(), 4, "the native loop stopped within a token of the cancel")
+
+	statuses := rec.seen()
+	require.Contains(t, statuses, npu.Cancel)
+	// After the abandon: the token in flight answered Cancel, then the flush.
+	assert.LessOrEqual(t, len(statuses)-atCancel, 2, "the native loop stopped within a token of the cancel")
+	assert.Less(t, testLastGenerated(), 16, "far fewer tokens than the shortest answer")
+	require.NoError(t, e.Unload("tiny"))
 }
 
 func TestErrorPaths(t *testing.T) {

@@ -1,0 +1,54 @@
+//go:build openvino && cgo && ovtest
+
+package daemon_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon/daemontest"
+)
+
+// TestOpenVINOEngineServesBothAPIs runs `--engine openvino` against npud's
+// GenAI test library: the real cgo path, end to end.
+func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
+	models := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(models, "tiny"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(models, "tiny", "openvino_model.xml"), []byte("<net/>"), 0o644))
+	t.Setenv("OVTEST_DEVICES", "CPU,NPU")
+
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "AUTO", ""
+	srv := daemontest.Start(t, cfg, nil)
+	c := daemontest.NewClient(t, srv.URL)
+
+	_, raw := c.Do(t, http.MethodGet, "/v1/models", "")
+	assert.Contains(t, string(raw), `"id":"tiny"`)
+
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions",
+		`{"model":"tiny","stream":true,"max_tokens":5,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	body := string(raw)
+	assert.True(t, strings.HasSuffix(body, "data: [DONE]\n\n"))
+	assert.Contains(t, body, `"finish_reason":"length"`)
+	assert.Contains(t, body, `"completion_tokens":5`)
+
+	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"hello","stream":false,"options":{"num_predict":4}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.Equal(t, true, out["done"])
+	assert.EqualValues(t, 4, out["eval_count"])
+	assert.EqualValues(t, 1, out["prompt_eval_count"])
+	assert.NotEmpty(t, out["response"])
+
+	resp, _ = c.Do(t, http.MethodPost, "/api/generate", `{"model":"nope","prompt":"x"}`)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+}
