@@ -5,11 +5,14 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/npu"
 )
 
 type healthModel struct {
 	ID            string `json:"id"`
 	ContextLength int    `json:"context_length"`
+	Device        string `json:"device,omitempty"` // where it is loaded, for engines that place models
 }
 
 type healthReport struct {
@@ -38,8 +41,13 @@ func (s *Server) health(c *gin.Context) {
 	if report.Simulated {
 		report.Engine += " (simulated: no inference)"
 	}
+	devices, _ := engine.(npu.DeviceReporter)
 	for _, m := range s.runner.Models() {
-		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength})
+		hm := healthModel{ID: m.ID, ContextLength: m.ContextLength}
+		if devices != nil {
+			hm.Device = devices.DeviceOf(m.ID)
+		}
+		report.Models = append(report.Models, hm)
 	}
 	status := http.StatusOK
 	select {

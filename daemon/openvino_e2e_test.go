@@ -51,4 +51,10 @@ func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
 
 	resp, _ = c.Do(t, http.MethodPost, "/api/generate", `{"model":"nope","prompt":"x"}`)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// AUTO placed the model on the NPU; health and ps say so.
+	_, raw = c.Do(t, http.MethodGet, "/health", "")
+	assert.Contains(t, string(raw), `"device":"NPU"`)
+	_, raw = c.Do(t, http.MethodGet, "/api/ps", "")
+	assert.Contains(t, string(raw), `"device":"NPU"`)
 }

@@ -103,7 +103,9 @@ func (s *Server) routes() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(s.recoverPanics, s.requestInfo, s.limitBody)
+	// requestInfo is outermost so that a request whose handler panicked
+	// still gets its access-log line, with the 500 recoverPanics wrote.
+	r.Use(s.requestInfo, s.recoverPanics, s.limitBody)
 	r.NoRoute(func(c *gin.Context) {
 		writeRouteError(c, http.StatusNotFound, fmt.Sprintf("no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -172,6 +174,9 @@ func (s *Server) drain() error {
 	defer cancelWait()
 	if err := s.runner.Wait(waitCtx); err != nil {
 		return err
+	}
+	if c, ok := s.runner.Engine().(npu.Closer); ok {
+		c.Close() // every generate has returned: free the native pipelines
 	}
 	s.log.Info("stopped")
 	return nil

@@ -62,6 +62,16 @@ type Engine interface {
 	Generate(ctx context.Context, req *Request, sink Sink) (Result, error)
 }
 
+// Closer is implemented by engines that hold native resources (pipelines);
+// the daemon closes the engine after every generation has returned.
+type Closer interface{ Close() }
+
+// DeviceReporter is implemented by engines that place models on devices.
+type DeviceReporter interface {
+	// DeviceOf is the device model is loaded on, or "" when it is not.
+	DeviceOf(model string) string
+}
+
 // ModelInfo describes a model an engine serves.
 type ModelInfo struct {
 	ID            string

@@ -35,6 +35,7 @@ type listedModel struct {
 	Details    details `json:"details"`
 	ExpiresAt  string  `json:"expires_at,omitempty"`
 	SizeVRAM   *int64  `json:"size_vram,omitempty"`
+	Device     string  `json:"device,omitempty"` // npud's addition: where a loaded model runs
 }
 
 func (a *API) describe(m npu.ModelInfo) listedModel {
@@ -71,6 +72,9 @@ func (a *API) ps(c *gin.Context) {
 		m.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
 		zero := int64(0)
 		m.SizeVRAM = &zero
+		if d, ok := a.runner.Engine().(npu.DeviceReporter); ok {
+			m.Device = d.DeviceOf(lm.Model.ID)
+		}
 		models = append(models, m)
 	}
 	c.JSON(http.StatusOK, gin.H{"models": models})
