@@ -30,6 +30,7 @@ type LoadedModel struct {
 type lifecycle struct {
 	engine           Engine
 	defaultKeepAlive time.Duration
+	maxLoaded        int // 0 = no cap; past it the least recently used idle model goes
 	log              *slog.Logger
 
 	mu     sync.Mutex
@@ -38,12 +39,32 @@ type lifecycle struct {
 
 type loadedEntry struct {
 	LoadedModel
-	inUse int
-	timer *time.Timer
+	inUse    int
+	lastUsed time.Time
+	timer    *time.Timer
 }
 
-func newLifecycle(engine Engine, defaultKeepAlive time.Duration, log *slog.Logger) *lifecycle {
-	return &lifecycle{engine: engine, defaultKeepAlive: defaultKeepAlive, log: log, loaded: map[string]*loadedEntry{}}
+func newLifecycle(engine Engine, defaultKeepAlive time.Duration, maxLoaded int, log *slog.Logger) *lifecycle {
+	return &lifecycle{engine: engine, defaultKeepAlive: defaultKeepAlive, maxLoaded: maxLoaded, log: log,
+		loaded: map[string]*loadedEntry{}}
+}
+
+// evictLocked makes room for one more model by unloading the least
+// recently used idle ones.
+func (l *lifecycle) evictLocked() {
+	for l.maxLoaded > 0 && len(l.loaded) >= l.maxLoaded {
+		var victim string
+		var oldest time.Time
+		for name, e := range l.loaded {
+			if e.inUse == 0 && (victim == "" || e.lastUsed.Before(oldest)) {
+				victim, oldest = name, e.lastUsed
+			}
+		}
+		if victim == "" {
+			return // every loaded model is busy; load beyond the cap rather than fail
+		}
+		l.unloadLocked(victim, "least recently used, over the loaded-model cap")
+	}
 }
 
 // acquire makes sure model is loaded and marks it in use; it returns how
@@ -59,6 +80,7 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		}
 		return 0, nil
 	}
+	l.evictLocked()
 	start := time.Now()
 	if loader, ok := l.engine.(ModelLoader); ok {
 		// Callers hold the engine's scheduler slot, so loads never overlap
@@ -82,6 +104,7 @@ func (l *lifecycle) release(model string, keepAlive *time.Duration) {
 		return
 	}
 	e.inUse = max(e.inUse-1, 0)
+	e.lastUsed = time.Now()
 	ka := l.defaultKeepAlive
 	if keepAlive != nil {
 		ka = *keepAlive

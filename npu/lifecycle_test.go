@@ -125,3 +125,29 @@ func TestLoadFailureFailsTheRequest(t *testing.T) {
 	assert.Zero(t, r.Running(), "the slot was released")
 	assert.Empty(t, r.Loaded())
 }
+
+// twoModelEngine serves models "m" and "n".
+type twoModelEngine struct{ loadingEngine }
+
+func (e *twoModelEngine) Models() []ModelInfo {
+	return []ModelInfo{{ID: "m", ContextLength: 1000}, {ID: "n", ContextLength: 1000}}
+}
+
+func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
+	e := &twoModelEngine{loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour, MaxLoadedModels: 1})
+	generateOnce(t, r, &Request{Model: "m"})
+	generateOnce(t, r, &Request{Model: "n"})
+	loaded := r.Loaded()
+	require.Len(t, loaded, 1)
+	assert.Equal(t, "n", loaded[0].Model.ID, "m was unloaded to make room")
+	loads, unloads := e.counts()
+	assert.Equal(t, 2, loads)
+	assert.Equal(t, 1, unloads)
+
+	uncapped := newTestRunner(t, &twoModelEngine{loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}},
+		RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+	generateOnce(t, uncapped, &Request{Model: "m"})
+	generateOnce(t, uncapped, &Request{Model: "n"})
+	assert.Len(t, uncapped.Loaded(), 2)
+}

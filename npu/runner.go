@@ -17,6 +17,9 @@ type RunnerConfig struct {
 	// DefaultKeepAlive is how long a model stays loaded after its last
 	// request when the request does not say; negative = forever.
 	DefaultKeepAlive time.Duration
+	// MaxLoadedModels caps the models in memory; loading one more unloads
+	// the least recently used idle one. 0 = no cap.
+	MaxLoadedModels int
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -46,7 +49,7 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 		engine: engine,
 		models: models,
 		sched:  NewScheduler(1, cfg.MaxQueue),
-		life:   newLifecycle(engine, cfg.DefaultKeepAlive, log),
+		life:   newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
 		cfg:    cfg,
 		log:    log,
 		base:   base,
