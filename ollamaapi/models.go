@@ -2,6 +2,7 @@ package ollamaapi
 
 import (
 	"crypto/sha256"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -183,6 +184,10 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 	info := reqinfo.From(c.Request.Context())
 	start := time.Now()
 	vectors, tokens, err := a.runner.Embed(c.Request.Context(), req.model(), inputs)
+	if errors.Is(err, npu.ErrNotSupported) {
+		a.fail(c.Writer, info, badRequest("%v", err)) // the model cannot do this: a bad request, not a server fault
+		return nil, 0, 0, false
+	}
 	if err != nil {
 		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
 		return nil, 0, 0, false
@@ -197,7 +202,8 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		}
 	}
 	if a.runner.Engine().Simulated() {
-		a.log.Debug("embeddings are simulated: the vectors carry no meaning", "model", req.model())
+		// Say so where a client can see it: the vectors carry no meaning.
+		c.Header("X-Npud-Simulated", "true")
 	}
 	return vectors, tokens, time.Since(start), true
 }

@@ -277,3 +277,25 @@ func TestWireBadInput(t *testing.T) {
 	resp, raw = f.do(t, http.MethodPost, "/api/generate", `{"model":"sim","prompt":"x","stream":false,"options":{"num_gpu":1,"mirostat":2,"num_predict":2}}`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
 }
+
+// noEmbedEngine hides the simulated engine's Embed method.
+type noEmbedEngine struct{ npu.Engine }
+
+func TestWireEmbeddings(t *testing.T) {
+	f := newWire(t, nil, nil)
+	resp, raw := f.do(t, http.MethodPost, "/api/embed", `{"model":"sim","input":"hello"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Equal(t, "true", resp.Header.Get("X-Npud-Simulated"), "simulated vectors say so")
+	var out struct {
+		Model      string      `json:"model"`
+		Embeddings [][]float32 `json:"embeddings"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.Equal(t, [][]float32{sim.Embedding("hello")}, out.Embeddings)
+
+	cfg := daemontest.Defaults(t)
+	plain := daemontest.NewClient(t, daemontest.Start(t, cfg, noEmbedEngine{sim.New(sim.Config{})}).URL)
+	resp, raw = plain.Do(t, http.MethodPost, "/api/embed", `{"model":"sim","input":"hello"}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(raw), `model \"sim\" does not support embeddings`)
+}
