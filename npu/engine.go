@@ -78,6 +78,7 @@ type ModelInfo struct {
 	OwnedBy       string
 	Created       time.Time
 	ContextLength int
+	Size          int64 // bytes on disk; 0 when there are none (simulated)
 }
 
 // Message is one chat turn.

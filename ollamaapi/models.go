@@ -2,9 +2,9 @@ package ollamaapi
 
 import (
 	"crypto/sha256"
-	"errors"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -47,7 +47,7 @@ func (a *API) describe(m npu.ModelInfo) listedModel {
 		d.Format, d.ParameterSize, d.QuantizationLevel = "simulated", "0", "none"
 	}
 	return listedModel{Name: m.ID, Model: m.ID, ModifiedAt: m.Created.UTC().Format(time.RFC3339Nano),
-		Digest: hex.EncodeToString(sum[:]), Details: d}
+		Size: m.Size, Digest: hex.EncodeToString(sum[:]), Details: d}
 }
 
 func (a *API) tags(c *gin.Context) {

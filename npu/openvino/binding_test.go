@@ -76,6 +76,7 @@ func TestScanModels(t *testing.T) {
 	require.Len(t, models, 2)
 	assert.Equal(t, "a-model", models[0].ID, "sorted, and folders without openvino_model.xml are not models")
 	assert.Equal(t, 2048, models[0].ContextLength)
+	assert.Equal(t, int64(len("<net/>")), models[0].Size, "the size of the model's files")
 }
 
 func TestStreamingOnEachKindOfDevice(t *testing.T) {

@@ -79,10 +79,26 @@ func scanModels(dir string, contextLength int) ([]npu.ModelInfo, error) {
 		if err != nil {
 			continue // not a model folder
 		}
-		out = append(out, npu.ModelInfo{ID: e.Name(), OwnedBy: "openvino", Created: st.ModTime(), ContextLength: contextLength})
+		out = append(out, npu.ModelInfo{ID: e.Name(), OwnedBy: "openvino", Created: st.ModTime(),
+			ContextLength: contextLength, Size: dirSize(filepath.Join(dir, e.Name()))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// dirSize is the size of the files under dir (a model's weights and
+// tokenizers), for /api/tags and /api/show.
+func dirSize(dir string) int64 {
+	var total int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil // a file that vanished or cannot be read adds nothing
+	})
+	return total
 }
 
 func (e *Engine) Name() string               { return "openvino" }
