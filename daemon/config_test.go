@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"strings"
@@ -24,16 +26,39 @@ func env(pairs ...string) func(string) string {
 func TestParseServeDefaults(t *testing.T) {
 	cfg, err := ParseServe(nil, env(), io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, "127.0.0.1:11434", cfg.Listen, "Ollama's address, so Ollama tools work untouched")
-	assert.Equal(t, "sim", cfg.Engine)
-	assert.Equal(t, 15*time.Second, cfg.Heartbeat)
-	assert.Equal(t, 64, cfg.MaxQueue)
-	assert.Equal(t, 180*time.Second, cfg.TokenTimeout)
-	assert.Equal(t, 1<<20, cfg.MaxPendingBytes)
-	assert.Equal(t, int64(4<<20), cfg.MaxBodyBytes)
-	assert.Equal(t, 30*time.Second, cfg.DrainTimeout)
-	assert.Zero(t, cfg.RequestTimeout)
-	assert.Equal(t, slog.LevelInfo, cfg.LogLevel)
+	want := Config{
+		Listen:             "127.0.0.1:11434", // Ollama's address, so Ollama tools work untouched
+		Engine:             "sim",
+		ModelsDir:          "/var/lib/npud/models",
+		Device:             "AUTO",
+		CacheDir:           "/var/cache/npud",
+		SimTTFT:            200 * time.Millisecond,
+		SimITL:             30 * time.Millisecond,
+		SimPromptTokenCost: 100 * time.Microsecond,
+		Heartbeat:          15 * time.Second,
+		MaxQueue:           64,
+		QueueTimeout:       5 * time.Minute,
+		TokenTimeout:       180 * time.Second,
+		RequestTimeout:     0,
+		MaxPendingBytes:    1 << 20,
+		MaxBodyBytes:       4 << 20,
+		DrainTimeout:       30 * time.Second,
+		KeepAlive:          5 * time.Minute,
+		LogLevel:           slog.LevelInfo,
+		LogFormat:          "text",
+	}
+	assert.Equal(t, want, cfg)
+	assert.NoError(t, cfg.Validate(), "the defaults are valid")
+}
+
+func TestEnvName(t *testing.T) {
+	for flagName, want := range map[string]string{
+		"max-queue":             "NPUD_MAX_QUEUE",
+		"listen":                "NPUD_LISTEN",
+		"sim-prompt-token-cost": "NPUD_SIM_PROMPT_TOKEN_COST",
+	} {
+		assert.Equal(t, want, EnvName(flagName))
+	}
 }
 
 func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
@@ -43,6 +68,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		want        any
 	}{
 		{"listen", "127.0.0.1:9999", func(c Config) any { return c.Listen }, "127.0.0.1:9999"},
+		{"engine", "sim", func(c Config) any { return c.Engine }, "sim"},
 		{"sim-ttft", "5ms", func(c Config) any { return c.SimTTFT }, 5 * time.Millisecond},
 		{"sim-itl", "7ms", func(c Config) any { return c.SimITL }, 7 * time.Millisecond},
 		{"sim-prompt-token-cost", "1ms", func(c Config) any { return c.SimPromptTokenCost }, time.Millisecond},
@@ -64,9 +90,20 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"log-format", "json", func(c Config) any { return c.LogFormat }, "json"},
 	}
 	var c Config
-	require.Len(t, tests, len(c.options())-1, "every option but --engine (one value in this build) is covered")
+	covered := map[string]bool{}
+	for _, tc := range tests {
+		covered[tc.flag] = true
+	}
+	for _, o := range c.options() {
+		assert.True(t, covered[o.name], "--%s has no case here", o.name)
+	}
+	defaults, err := ParseServe(nil, env(), io.Discard)
+	require.NoError(t, err)
 	for _, tc := range tests {
 		t.Run(tc.flag, func(t *testing.T) {
+			if tc.flag != "engine" { // one value in this build
+				require.NotEqual(t, tc.want, tc.get(defaults), "the case must differ from the default")
+			}
 			fromEnv, err := ParseServe(nil, env(EnvName(tc.flag), tc.value), io.Discard)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, tc.get(fromEnv), "from %s", EnvName(tc.flag))
@@ -76,14 +113,33 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 			assert.Equal(t, tc.want, tc.get(fromFlag), "from --%s", tc.flag)
 		})
 	}
-	assert.Equal(t, "NPUD_MAX_QUEUE", EnvName("max-queue"))
 }
 
 func TestFlagsWinOverEnvironment(t *testing.T) {
-	cfg, err := ParseServe([]string{"--max-queue", "5"}, env("NPUD_MAX_QUEUE", "9", "NPUD_HEARTBEAT", "1s"), io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, 5, cfg.MaxQueue, "the flag wins")
-	assert.Equal(t, time.Second, cfg.Heartbeat, "the environment still applies where no flag is given")
+	tests := []struct {
+		flag, envValue, flagValue string
+		get                       func(Config) any
+		want                      any
+	}{
+		{"max-queue", "9", "5", func(c Config) any { return c.MaxQueue }, 5},
+		{"listen", "127.0.0.1:1", "127.0.0.1:2", func(c Config) any { return c.Listen }, "127.0.0.1:2"},
+		{"heartbeat", "1s", "0s", func(c Config) any { return c.Heartbeat }, time.Duration(0)},
+		{"max-body-bytes", "100", "200", func(c Config) any { return c.MaxBodyBytes }, int64(200)},
+		{"log-level", "error", "debug", func(c Config) any { return c.LogLevel }, slog.LevelDebug},
+		{"log-format", "json", "text", func(c Config) any { return c.LogFormat }, "text"},
+		// A flag wins even over an environment value that would not validate.
+		{"drain-timeout", "-1s", "1s", func(c Config) any { return c.DrainTimeout }, time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.flag, func(t *testing.T) {
+			// Another variable set alongside still applies.
+			cfg, err := ParseServe([]string{"--" + tc.flag, tc.flagValue},
+				env(EnvName(tc.flag), tc.envValue, "NPUD_TOKEN_TIMEOUT", "7s"), io.Discard)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, tc.get(cfg), "the flag wins")
+			assert.Equal(t, 7*time.Second, cfg.TokenTimeout, "the environment applies where no flag is given")
+		})
+	}
 }
 
 func TestParseServeErrors(t *testing.T) {
@@ -91,57 +147,176 @@ func TestParseServeErrors(t *testing.T) {
 		name   string
 		args   []string
 		env    func(string) string
-		errHas string
+		errHas []string
 	}{
-		{"bad env value", nil, env("NPUD_MAX_QUEUE", "many"), "NPUD_MAX_QUEUE"},
-		{"bad flag value", []string{"--heartbeat", "soon"}, env(), "heartbeat"},
-		{"negative duration", []string{"--token-timeout", "-1s"}, env(), "--token-timeout must not be negative"},
-		{"unknown engine", []string{"--engine", "cuda"}, env(), `--engine "cuda"`},
-		{"bad log format", []string{"--log-format", "xml"}, env(), "--log-format"},
-		{"zero pending limit", []string{"--max-pending-bytes", "0"}, env(), "--max-pending-bytes"},
-		{"positional arguments", []string{"extra"}, env(), "unexpected arguments"},
+		{"bad int env", nil, env("NPUD_MAX_QUEUE", "many"), []string{"NPUD_MAX_QUEUE", `"many"`}},
+		{"bad duration env", nil, env("NPUD_HEARTBEAT", "often"), []string{"NPUD_HEARTBEAT", `"often"`}},
+		{"bad int64 env", nil, env("NPUD_MAX_BODY_BYTES", "4MiB"), []string{"NPUD_MAX_BODY_BYTES"}},
+		{"bad level env", nil, env("NPUD_LOG_LEVEL", "loud"), []string{"NPUD_LOG_LEVEL"}},
+		{"bad flag value", []string{"--heartbeat", "soon"}, env(), []string{"heartbeat"}},
+		{"unknown flag", []string{"--no-such-flag"}, env(), []string{"no-such-flag"}},
+		{"negative duration", []string{"--token-timeout", "-1s"}, env(), []string{"--token-timeout must not be negative"}},
+		{"negative duration from env", nil, env("NPUD_QUEUE_TIMEOUT", "-2s"), []string{"--queue-timeout must not be negative"}},
+		{"unknown engine", []string{"--engine", "cuda"}, env(), []string{`--engine "cuda"`}},
+		{"negative NPU length", []string{"--npu-max-prompt-len", "-1"}, env(), []string{"--npu-max-prompt-len"}},
+		{"bad log format", []string{"--log-format", "xml"}, env(), []string{"--log-format", `"xml"`}},
+		{"zero pending limit", []string{"--max-pending-bytes", "0"}, env(), []string{"--max-pending-bytes"}},
+		{"positional arguments", []string{"--max-queue", "2", "extra", "more"}, env(), []string{"unexpected arguments: extra more"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseServe(tc.args, tc.env, io.Discard)
 			require.Error(t, err)
+			for _, s := range tc.errHas {
+				assert.Contains(t, err.Error(), s)
+			}
+		})
+	}
+}
+
+func TestParseServeHelp(t *testing.T) {
+	var out bytes.Buffer
+	_, err := ParseServe([]string{"-h"}, env(), &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	var c Config
+	for _, o := range c.options() {
+		assert.Contains(t, out.String(), "-"+o.name)
+		assert.Contains(t, out.String(), EnvName(o.name), "the help names the variable of --%s", o.name)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	valid, err := ParseServe(nil, env(), io.Discard)
+	require.NoError(t, err)
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		errHas string // empty: valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"zero queue is allowed", func(c *Config) { c.MaxQueue = 0 }, ""},
+		{"zero durations are allowed", func(c *Config) { *c = zeroDurations(*c) }, ""},
+		{"negative keep-alive means forever", func(c *Config) { c.KeepAlive = -time.Second }, ""},
+		{"unknown engine", func(c *Config) { c.Engine = "cuda" }, `--engine "cuda"`},
+		{"negative NPU response length", func(c *Config) { c.NPUMinResponseLen = -1 }, "--npu-min-response-len"},
+		{"negative queue", func(c *Config) { c.MaxQueue = -1 }, "--max-queue must be 0 or more, got -1"},
+		{"zero pending bytes", func(c *Config) { c.MaxPendingBytes = 0 }, "--max-pending-bytes must be positive"},
+		{"zero body bytes", func(c *Config) { c.MaxBodyBytes = 0 }, "--max-body-bytes must be positive"},
+		{"bad log format", func(c *Config) { c.LogFormat = "yaml" }, `--log-format must be text or json, got "yaml"`},
+		{"negative sim-ttft", func(c *Config) { c.SimTTFT = -1 }, "--sim-ttft must not be negative"},
+		{"negative sim-itl", func(c *Config) { c.SimITL = -1 }, "--sim-itl must not be negative"},
+		{"negative sim-prompt-token-cost", func(c *Config) { c.SimPromptTokenCost = -1 }, "--sim-prompt-token-cost must not be negative"},
+		{"negative heartbeat", func(c *Config) { c.Heartbeat = -time.Second }, "--heartbeat must not be negative, got -1s"},
+		{"negative queue-timeout", func(c *Config) { c.QueueTimeout = -1 }, "--queue-timeout must not be negative"},
+		{"negative token-timeout", func(c *Config) { c.TokenTimeout = -1 }, "--token-timeout must not be negative"},
+		{"negative request-timeout", func(c *Config) { c.RequestTimeout = -1 }, "--request-timeout must not be negative"},
+		{"negative drain-timeout", func(c *Config) { c.DrainTimeout = -1 }, "--drain-timeout must not be negative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := valid
+			tc.mutate(&cfg)
+			err := cfg.Validate()
+			if tc.errHas == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.errHas)
 		})
 	}
+
+	t.Run("every problem is reported", func(t *testing.T) {
+		cfg := valid
+		cfg.Engine, cfg.MaxQueue, cfg.Heartbeat = "x", -1, -time.Second
+		err := cfg.Validate()
+		require.Error(t, err)
+		assert.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), 3, "%v", err)
+	})
+}
+
+func zeroDurations(c Config) Config {
+	c.SimTTFT, c.SimITL, c.SimPromptTokenCost = 0, 0, 0
+	c.Heartbeat, c.QueueTimeout, c.TokenTimeout, c.RequestTimeout, c.DrainTimeout = 0, 0, 0, 0, 0
+	return c
+}
+
+type mainCase struct {
+	name       string
+	args       []string
+	code       int
+	stdout     string // exact
+	stderrHas  []string
+	stderrNone bool
 }
 
 func TestMainCommands(t *testing.T) {
-	tests := []struct {
-		args      []string
-		code      int
-		stdoutHas string
-		stderrHas string
-	}{
-		{[]string{"version"}, 0, "npud " + Version, ""},
-		{nil, 2, "", "Usage"},
-		{[]string{"frobnicate"}, 2, "", `unknown command "frobnicate"`},
-		{[]string{"help"}, 0, "Usage", ""},
-		{[]string{"serve", "-h"}, 0, "", "NPUD_MAX_QUEUE"},
-		{[]string{"serve", "--max-queue", "x"}, 2, "", "max-queue"},
-		{[]string{"serve", "--listen", "256.0.0.1:1"}, 1, "", "cannot start"},
+	tests := []mainCase{
+		{"version", []string{"version"}, 0, "npud " + Version + "\n", nil, true},
+		{"--version", []string{"--version"}, 0, "npud " + Version + "\n", nil, true},
+		{"no command", nil, 2, "", []string{"Usage:", "npud serve", "npud version"}, false},
+		{"unknown command", []string{"frobnicate"}, 2, "", []string{`unknown command "frobnicate"`, "Usage:"}, false},
+		{"help", []string{"help"}, 0, usage, nil, true},
+		{"serve -h", []string{"serve", "-h"}, 0, "", []string{"-max-queue", "NPUD_MAX_QUEUE"}, false},
+		{"serve --help", []string{"serve", "--help"}, 0, "", []string{"-drain-timeout"}, false},
+		{"serve bad flag value", []string{"serve", "--max-queue", "x"}, 2, "", []string{"max-queue"}, false},
+		{"serve unknown flag", []string{"serve", "--frob"}, 2, "", []string{"flag provided but not defined: -frob"}, false},
+		{"serve invalid value", []string{"serve", "--log-format", "xml"}, 2, "", []string{"npud serve:", "--log-format"}, false},
+		{"serve extra argument", []string{"serve", "now"}, 2, "", []string{"unexpected arguments: now"}, false},
+		{"serve cannot listen", []string{"serve", "--listen", "256.0.0.1:1"}, 1, "", []string{"cannot start", "256.0.0.1:1"}, false},
+	}
+	if !openvinoBuilt {
+		tests = append(tests, mainCase{"devices without openvino", []string{"devices"}, 1, "", []string{"npud devices:", "without the OpenVINO"}, false})
 	}
 	for _, tc := range tests {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := Main(context.Background(), tc.args, env(), &stdout, &stderr)
 			assert.Equal(t, tc.code, code, "stderr: %s", stderr.String())
-			assert.Contains(t, stdout.String(), tc.stdoutHas)
-			assert.Contains(t, stderr.String(), tc.stderrHas)
+			assert.Equal(t, tc.stdout, stdout.String())
+			for _, s := range tc.stderrHas {
+				assert.Contains(t, stderr.String(), s)
+			}
+			if tc.stderrNone {
+				assert.Empty(t, stderr.String())
+			}
 		})
 	}
 }
 
+// TestMainServeUsesTheEnvironment runs `npud serve` in-process with its
+// configuration from the environment only: a JSON log on stderr that
+// reports the address and settings, and exit 0 once ctx ends.
+func TestMainServeUsesTheEnvironment(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a signal that came before the server was up: it still starts and drains
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"serve"}, env("NPUD_LISTEN", "127.0.0.1:0", "NPUD_LOG_FORMAT", "json",
+		"NPUD_MAX_QUEUE", "7"), &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr: %s", stderr.String())
+	assert.Empty(t, stdout.String())
+	var listening map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "every log line is JSON: %s", line)
+		if m["msg"] == "npud listening" {
+			listening = m
+		}
+	}
+	require.NotNil(t, listening, "stderr: %s", stderr.String())
+	assert.Regexp(t, `^127\.0\.0\.1:[1-9][0-9]*$`, listening["addr"])
+	assert.Equal(t, float64(7), listening["config"].(map[string]any)["max_queue"])
+	assert.Contains(t, stderr.String(), `"msg":"stopped"`)
+}
+
 func TestRequestID(t *testing.T) {
-	assert.Equal(t, "abc-123_x.y:z", requestID("abc-123_x.y:z"))
-	for _, bad := range []string{"", "has space", "quote\"", strings.Repeat("a", 129), "ümlaut"} {
+	for _, good := range []string{"abc-123_x.y:z", "A", strings.Repeat("a", 128)} {
+		assert.Equal(t, good, requestID(good))
+	}
+	for _, bad := range []string{"", "has space", "quote\"", strings.Repeat("a", 129), "ümlaut", "new\nline"} {
 		id := requestID(bad)
 		assert.NotEqual(t, bad, id)
-		assert.Len(t, id, 24)
+		assert.Regexp(t, `^[0-9a-f]{24}$`, id)
 	}
 	assert.NotEqual(t, requestID(""), requestID(""), "generated ids differ")
 }

@@ -9,13 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +38,7 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// lines decodes the JSON log lines written so far.
 func (b *syncBuffer) lines() []map[string]any {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -56,14 +52,29 @@ func (b *syncBuffer) lines() []map[string]any {
 	return out
 }
 
+// accessLines returns the access-log lines of request id.
+func (b *syncBuffer) accessLines(id string) []map[string]any {
+	var out []map[string]any
+	for _, l := range b.lines() {
+		if l["msg"] == "request" && l["request_id"] == id {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // running is a server started by the test itself, for tests that need its
 // logs or control its Serve context.
 type running struct {
 	url    string
+	addr   string
 	logs   *syncBuffer
-	cancel context.CancelFunc
-	served chan error
+	cancel context.CancelFunc // as SIGTERM does
 	client *http.Client
+
+	served   chan error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 func startServer(t *testing.T, mutate func(*daemon.Config), engine npu.Engine) *running {
@@ -79,20 +90,40 @@ func startServer(t *testing.T, mutate func(*daemon.Config), engine npu.Engine) *
 	srv, err := daemon.New(cfg, slog.New(slog.NewJSONHandler(logs, nil)), daemon.WithEngine(engine))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{url: "http://" + srv.Addr().String(), logs: logs, cancel: cancel, served: make(chan error, 1)}
+	r := &running{url: "http://" + srv.Addr().String(), addr: srv.Addr().String(), logs: logs, cancel: cancel, served: make(chan error, 1)}
 	go func() { r.served <- srv.Serve(ctx) }()
-	transport := &http.Transport{}
+	transport := &http.Transport{DisableCompression: true}
 	r.client = &http.Client{Transport: transport, Timeout: 30 * time.Second}
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-r.served:
-		case <-time.After(time.Minute):
-			t.Error("server did not stop")
-		}
+		assert.NoError(t, r.stop(time.Minute), "Serve")
 		transport.CloseIdleConnections()
 	})
 	return r
+}
+
+// stop cancels the Serve context and returns what Serve returned, waiting
+// at most within; later calls return the same.
+func (r *running) stop(within time.Duration) error {
+	r.cancel()
+	r.stopOnce.Do(func() {
+		select {
+		case r.stopErr = <-r.served:
+		case <-time.After(within):
+			r.stopErr = context.DeadlineExceeded
+		}
+	})
+	return r.stopErr
+}
+
+// serveDone reports whether Serve has returned, without waiting.
+func (r *running) serveDone() bool {
+	select {
+	case err := <-r.served:
+		r.served <- err
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *running) health(t *testing.T) map[string]any {
@@ -101,8 +132,8 @@ func (r *running) health(t *testing.T) map[string]any {
 
 var waitFor = daemontest.Eventually
 
-// stallFor makes requests whose only message is "stall" stall before their
-// second token until cancelled.
+// stallFor makes requests whose only message is content stall before their
+// second token until they are abandoned.
 func stallFor(content string) func(*npu.Request) sim.Fault {
 	return func(r *npu.Request) sim.Fault {
 		if len(r.Messages) > 0 && r.Messages[0].Content == content {
@@ -119,34 +150,179 @@ func chat(content string, extra string) string {
 	return `{"model":"sim","stream":true,"messages":[{"role":"user","content":"` + content + `"}]` + extra + `}`
 }
 
-// openStream starts a streaming request and returns its response once the
-// headers arrived.
-func openStream(t *testing.T, ctx context.Context, c *http.Client, url, body string) *http.Response {
+// openStream starts a streaming chat request and returns its response once
+// the headers arrived (the server commits them with the first event).
+func openStream(t *testing.T, ctx context.Context, c *http.Client, url, body string, header ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := c.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
 	return resp
 }
 
-func TestHealthReportsEngineQueueAndStreams(t *testing.T) {
+// frame is one server-sent event (its lines joined) and when it arrived.
+type frame struct {
+	text string
+	at   time.Time
+}
+
+// frames reads r's SSE frames in the background until EOF or an error.
+func frames(r io.Reader) <-chan frame {
+	out := make(chan frame, 1024)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(r)
+		var lines []string
+		for sc.Scan() {
+			if sc.Text() != "" {
+				lines = append(lines, sc.Text())
+				continue
+			}
+			if len(lines) > 0 {
+				out <- frame{strings.Join(lines, "\n"), time.Now()}
+				lines = nil
+			}
+		}
+	}()
+	return out
+}
+
+// untilContent takes frames up to and including the first with text.
+func untilContent(t *testing.T, ch <-chan frame) []frame {
+	t.Helper()
+	var got []frame
+	for f := range ch {
+		got = append(got, f)
+		if content(f) != "" {
+			return got
+		}
+	}
+	t.Fatalf("the stream ended before any text: %v", got)
+	return nil
+}
+
+// chunk decodes a `data: {...}` frame; ok is false for anything else.
+func chunk(f frame) (m map[string]any, ok bool) {
+	data, found := strings.CutPrefix(f.text, "data: ")
+	if !found || data == "[DONE]" {
+		return nil, false
+	}
+	return m, json.Unmarshal([]byte(data), &m) == nil
+}
+
+// content is the text delta of a chat chunk, or "".
+func content(f frame) string {
+	m, ok := chunk(f)
+	if !ok {
+		return ""
+	}
+	choices, _ := m["choices"].([]any)
+	if len(choices) == 0 {
+		return ""
+	}
+	delta, _ := choices[0].(map[string]any)["delta"].(map[string]any)
+	s, _ := delta["content"].(string)
+	return s
+}
+
+// finishReason is the finish_reason of a chat chunk, or "".
+func finishReason(f frame) string {
+	m, ok := chunk(f)
+	if !ok {
+		return ""
+	}
+	choices, _ := m["choices"].([]any)
+	if len(choices) == 0 {
+		return ""
+	}
+	s, _ := choices[0].(map[string]any)["finish_reason"].(string)
+	return s
+}
+
+func collect(ch <-chan frame) []frame {
+	var all []frame
+	for f := range ch {
+		all = append(all, f)
+	}
+	return all
+}
+
+func texts(fs []frame) string {
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString(content(f))
+	}
+	return b.String()
+}
+
+// refused reports whether a new TCP connection to addr is refused.
+func refused(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return true
+}
+
+func TestHealthReportsEngineAndModels(t *testing.T) {
+	r := startServer(t, nil, nil)
+	resp, err := r.client.Get(r.url + "/health")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("Content-Type"), "application/json")
+	var h map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+
+	checks := []struct {
+		field string
+		check func(t *testing.T, v any)
+	}{
+		{"status", func(t *testing.T, v any) { assert.Equal(t, "ok", v) }},
+		{"engine", func(t *testing.T, v any) {
+			assert.Contains(t, v, "sim")
+			assert.Contains(t, v, "simulated", "the report says the engine is simulated")
+		}},
+		{"simulated", func(t *testing.T, v any) { assert.Equal(t, true, v) }},
+		{"models", func(t *testing.T, v any) {
+			assert.Equal(t, []any{map[string]any{"id": "sim", "context_length": float64(32768)}}, v)
+		}},
+		{"active_streams", func(t *testing.T, v any) { assert.Equal(t, float64(0), v) }},
+		{"queued", func(t *testing.T, v any) { assert.Equal(t, float64(0), v) }},
+		{"uptime_seconds", func(t *testing.T, v any) {
+			require.IsType(t, float64(0), v)
+			assert.GreaterOrEqual(t, v.(float64), 0.0)
+			assert.Less(t, v.(float64), 60.0)
+		}},
+		{"version", func(t *testing.T, v any) { assert.Equal(t, daemon.Version, v) }},
+	}
+	for _, c := range checks {
+		t.Run(c.field, func(t *testing.T) {
+			require.Contains(t, h, c.field)
+			c.check(t, h[c.field])
+		})
+	}
+}
+
+func TestHealthCountsRunningAndQueuedRequests(t *testing.T) {
 	r := startServer(t, func(c *daemon.Config) { c.Heartbeat = 20 * time.Millisecond },
 		sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Faults: stallFor("stall")}))
-	h := r.health(t)
-	assert.Equal(t, "ok", h["status"])
-	assert.Contains(t, h["engine"], "sim")
-	assert.Contains(t, h["engine"], "simulated")
-	assert.Equal(t, true, h["simulated"])
-	assert.Equal(t, []any{map[string]any{"id": "sim", "context_length": float64(32768)}}, h["models"])
-	assert.Contains(t, h, "uptime_seconds")
-	assert.EqualValues(t, 0, h["active_streams"])
-
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first := openStream(t, ctx, r.client, r.url, chat("stall", ""))
 	defer first.Body.Close()
+	h := r.health(t)
+	assert.Equal(t, float64(1), h["active_streams"], "the stalled request holds the engine")
+	assert.Equal(t, float64(0), h["queued"], "nothing waits yet")
+	// The second waits behind the stalled first; heartbeats commit its 200.
 	second := openStream(t, ctx, r.client, r.url, chat("stall", ""))
 	defer second.Body.Close()
 	waitFor(t, func() bool {
@@ -162,30 +338,67 @@ func TestHealthReportsEngineQueueAndStreams(t *testing.T) {
 
 func TestAccessLogLine(t *testing.T) {
 	r := startServer(t, nil, nil)
-	resp, err := r.client.Post(r.url+"/v1/chat/completions", "application/json",
-		strings.NewReader(chat("log me", `"max_tokens":3`)))
-	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	id := resp.Header.Get("X-Request-ID")
+	tests := []struct {
+		name, method, path, body string
+		want                     map[string]any // fields with exact values
+		ttft                     bool           // ttft_ms > 0
+		hasError                 bool
+	}{
+		{"streamed chat", http.MethodPost, "/v1/chat/completions", chat("log me", `"max_tokens":3`),
+			map[string]any{"route": "/v1/chat/completions", "status": 200.0, "model": "sim", "tokens_out": 3.0,
+				"finish_reason": "length", "method": "POST", "level": "INFO"}, true, false},
+		{"whole completion", http.MethodPost, "/v1/completions", `{"model":"sim","prompt":"hi","max_tokens":2}`,
+			map[string]any{"route": "/v1/completions", "status": 200.0, "model": "sim", "tokens_out": 2.0,
+				"finish_reason": "length"}, true, false},
+		{"ollama stream", http.MethodPost, "/api/generate", `{"model":"sim","prompt":"hi","options":{"num_predict":4}}`,
+			map[string]any{"route": "/api/generate", "status": 200.0, "model": "sim", "tokens_out": 4.0,
+				"finish_reason": "length"}, true, false},
+		{"unknown model", http.MethodPost, "/v1/chat/completions", `{"model":"nope","stream":true,"messages":[{"role":"user","content":"x"}]}`,
+			map[string]any{"status": 404.0, "model": "nope", "tokens_out": 0.0, "finish_reason": "", "ttft_ms": 0.0, "level": "INFO"}, false, true},
+		{"health", http.MethodGet, "/health", "",
+			map[string]any{"route": "/health", "status": 200.0, "model": "", "tokens_out": 0.0}, false, false},
+		{"unknown path", http.MethodGet, "/v1/nothing/here", "",
+			map[string]any{"route": "/v1/nothing/here", "status": 404.0}, false, false},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "access-log-" + string(rune('a'+i))
+			req, err := http.NewRequest(tc.method, r.url+tc.path, strings.NewReader(tc.body))
+			require.NoError(t, err)
+			req.Header.Set("X-Request-ID", id)
+			resp, err := r.client.Do(req)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.Equal(t, id, resp.Header.Get("X-Request-ID"))
 
-	var line map[string]any
-	waitFor(t, func() bool {
-		for _, l := range r.logs.lines() {
-			if l["msg"] == "request" && l["request_id"] == id {
-				line = l
-				return true
+			// The line is written after the handler returned, which may be
+			// just after the client saw the end of the body.
+			waitFor(t, func() bool { return len(r.logs.accessLines(id)) > 0 })
+			lines := r.logs.accessLines(id)
+			require.Len(t, lines, 1, "one line per request")
+			line := lines[0]
+			for _, field := range []string{"request_id", "method", "route", "status", "model", "ttft_ms",
+				"tokens_out", "finish_reason", "duration_ms"} {
+				assert.Contains(t, line, field)
 			}
-		}
-		return false
-	})
-	assert.Equal(t, "/v1/chat/completions", line["route"])
-	assert.EqualValues(t, 200, line["status"])
-	assert.Equal(t, "sim", line["model"])
-	assert.EqualValues(t, 3, line["tokens_out"])
-	assert.Equal(t, "length", line["finish_reason"])
-	assert.Greater(t, line["ttft_ms"], 0.0)
-	assert.GreaterOrEqual(t, line["duration_ms"], line["ttft_ms"])
+			for k, v := range tc.want {
+				assert.Equal(t, v, line[k], k)
+			}
+			require.IsType(t, 0.0, line["ttft_ms"])
+			require.IsType(t, 0.0, line["duration_ms"])
+			if tc.ttft {
+				assert.Greater(t, line["ttft_ms"], 0.0)
+			}
+			assert.Greater(t, line["duration_ms"], 0.0)
+			assert.GreaterOrEqual(t, line["duration_ms"], line["ttft_ms"])
+			if tc.hasError {
+				assert.NotEmpty(t, line["error"])
+			} else {
+				assert.NotContains(t, line, "error")
+			}
+		})
+	}
 }
 
 func TestClientGoneWhileQueuedIsLogged499(t *testing.T) {
@@ -193,17 +406,13 @@ func TestClientGoneWhileQueuedIsLogged499(t *testing.T) {
 		sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Faults: stallFor("stall")}))
 	hogCtx, stopHog := context.WithCancel(context.Background())
 	defer stopHog()
-	go func() {
-		req, _ := http.NewRequestWithContext(hogCtx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(chat("stall", "")))
-		if resp, err := r.client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-	}()
+	hog := openStream(t, hogCtx, r.client, r.url, chat("stall", ""))
+	defer hog.Body.Close()
 	waitFor(t, func() bool { return r.health(t)["active_streams"] == float64(1) })
 
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(chat("queued", "")))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(chat("queued", "")))
+	require.NoError(t, err)
 	req.Header.Set("X-Request-ID", "leaves-while-queued")
 	errc := make(chan error, 1)
 	go func() {
@@ -215,31 +424,24 @@ func TestClientGoneWhileQueuedIsLogged499(t *testing.T) {
 	}()
 	waitFor(t, func() bool { return r.health(t)["queued"] == float64(1) })
 	cancel()
-	require.Error(t, <-errc)
-	waitFor(t, func() bool { return r.health(t)["queued"] == float64(0) })
-	waitFor(t, func() bool {
-		for _, l := range r.logs.lines() {
-			if l["request_id"] == "leaves-while-queued" {
-				return l["status"] == float64(499)
-			}
-		}
-		return false
-	})
-	stopHog()
+	require.ErrorIs(t, <-errc, context.Canceled, "no response had begun")
+	waitFor(t, func() bool { return len(r.logs.accessLines("leaves-while-queued")) > 0 })
+	lines := r.logs.accessLines("leaves-while-queued")
+	require.Len(t, lines, 1)
+	assert.Equal(t, float64(499), lines[0]["status"])
+	assert.Equal(t, "/v1/chat/completions", lines[0]["route"])
+	assert.Equal(t, "sim", lines[0]["model"])
+	assert.NotEmpty(t, lines[0]["error"])
+	assert.Equal(t, float64(0), r.health(t)["queued"])
+	assert.Equal(t, float64(1), r.health(t)["active_streams"], "the running request is untouched")
 }
 
 func TestClientDisconnectMidStreamCancelsTheEngine(t *testing.T) {
-	const itl = 20 * time.Millisecond
-	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: itl})}
+	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond})}
 	r := startServer(t, nil, engine)
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := openStream(t, ctx, r.client, r.url, chat("long answer", ""))
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() && !strings.Contains(sc.Text(), `"content":"`+`X`) {
-		if strings.Contains(sc.Text(), `"delta":{"content"`) {
-			break // the first content chunk arrived
-		}
-	}
+	untilContent(t, frames(resp.Body))
 	cancel()
 	resp.Body.Close()
 	cancelledAt := len(engine.Statuses())
@@ -253,139 +455,117 @@ func TestClientDisconnectMidStreamCancelsTheEngine(t *testing.T) {
 	assert.Less(t, len(statuses), len(sim.Tokens(0, "user: long answer\n")), "the engine stopped before the end")
 
 	// The slot serves the next request.
-	resp2, err := r.client.Post(r.url+"/v1/chat/completions", "application/json", strings.NewReader(chat("next", `"max_tokens":2`)))
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp2.Body)
+	resp2 := openStream(t, context.Background(), r.client, r.url, chat("next", `"max_tokens":2`))
+	all := collect(frames(resp2.Body))
 	resp2.Body.Close()
-	assert.True(t, bytes.HasSuffix(body, []byte("data: [DONE]\n\n")))
-}
-
-// readStream reads a whole SSE response.
-func readStream(t *testing.T, resp *http.Response) string {
-	t.Helper()
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return string(body)
+	require.NotEmpty(t, all)
+	assert.Equal(t, "data: [DONE]", all[len(all)-1].text)
 }
 
 func TestDrainLetsInFlightStreamsFinish(t *testing.T) {
+	const drainTimeout = 20 * time.Second
 	r := startServer(t, func(c *daemon.Config) {
-		c.SimITL = 10 * time.Millisecond
-		c.DrainTimeout = 20 * time.Second
+		c.SimITL = 20 * time.Millisecond
+		c.DrainTimeout = drainTimeout
 	}, nil)
+	const prompt = "user: drain\n" // what the simulated model reads
+	want := sim.Tokens(0, prompt)
+	require.GreaterOrEqual(t, len(want), 32, "the answer outlasts the checks below (32 tokens × 20 ms)")
+
 	resp := openStream(t, context.Background(), r.client, r.url, chat("drain", ""))
+	defer resp.Body.Close()
+	ch := frames(resp.Body)
+	before := untilContent(t, ch)
+	cancelled := time.Now()
 	r.cancel() // as SIGTERM does
-	body := readStream(t, resp)
-	assert.True(t, strings.HasSuffix(body, "data: [DONE]\n\n"), "the stream completed")
-	assert.Contains(t, body, `"finish_reason":"stop"`)
-	assert.NotContains(t, body, `"error"`)
-	select {
-	case err := <-r.served:
-		require.NoError(t, err)
-		r.served <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after the drain")
+
+	// The listener closes at once while the stream goes on.
+	waitFor(t, func() bool { return refused(r.addr) })
+	refusedAt := time.Now()
+	assert.False(t, r.serveDone(), "Serve waits for the open stream")
+
+	after := collect(ch)
+	require.NotEmpty(t, after)
+	assert.Equal(t, "data: [DONE]", after[len(after)-1].text, "the stream ended normally")
+	require.GreaterOrEqual(t, len(after), 2)
+	assert.Equal(t, "stop", finishReason(after[len(after)-2]), "the finish chunk precedes [DONE]")
+	assert.Equal(t, sim.Text(0, prompt), texts(before)+texts(after), "the whole answer arrived")
+	for _, f := range after {
+		assert.NotContains(t, f.text, `"error"`)
 	}
-	_, err := net.DialTimeout("tcp", strings.TrimPrefix(r.url, "http://"), time.Second)
-	assert.Error(t, err, "no new connections after the drain")
+	var textAfterRefusal int
+	for _, f := range after {
+		if content(f) != "" && f.at.After(refusedAt) {
+			textAfterRefusal++
+		}
+	}
+	assert.Greater(t, textAfterRefusal, 0, "text kept coming after the listener closed")
+	ended := after[len(after)-1].at
+	assert.Less(t, ended.Sub(cancelled), drainTimeout, "the stream finished within the drain timeout")
+
+	require.NoError(t, r.stop(10*time.Second), "Serve returns nil after a clean drain")
+	assert.True(t, refused(r.addr), "no new connections after the drain")
 }
 
 func TestDrainTimeoutEndsStreamsWithAnErrorEvent(t *testing.T) {
+	const drainTimeout = 200 * time.Millisecond
+	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Faults: stallFor("stall")})}
 	r := startServer(t, func(c *daemon.Config) {
-		c.DrainTimeout = 200 * time.Millisecond
-		c.Heartbeat = 20 * time.Millisecond
-	}, sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Faults: stallFor("stall")}))
+		c.DrainTimeout = drainTimeout
+		c.Heartbeat = 0
+	}, engine)
 	resp := openStream(t, context.Background(), r.client, r.url, chat("stall", ""))
-	r.cancel()
-	body := readStream(t, resp)
-	assert.Contains(t, body, `"code":"shutting_down"`)
-	assert.True(t, strings.HasSuffix(body, "data: [DONE]\n\n"), "the error event is followed by [DONE]")
-	select {
-	case err := <-r.served:
-		require.NoError(t, err)
-		r.served <- nil
-	case <-time.After(20 * time.Second):
-		t.Fatal("Serve did not return")
+	defer resp.Body.Close()
+	ch := frames(resp.Body)
+	untilContent(t, ch)
+
+	// A second request waits behind the stalled one; no byte of its
+	// response has been sent.
+	type answer struct {
+		status int
+		header http.Header
+		body   []byte
+		err    error
 	}
-}
-
-// buildBinary builds npud once for the signal tests.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "npud")
-	cmd := exec.Command("go", "build", "-o", bin, "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
-
-var listeningAddr = regexp.MustCompile(`msg="npud listening" addr=(\S+)`)
-
-// startBinary runs `npud serve` and returns the process, its address, and
-// a function that waits for it to exit.
-func startBinary(t *testing.T, bin string, args ...string) (*exec.Cmd, string, func() (int, string)) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	var logs strings.Builder
-	addrc := make(chan string, 1)
-	done := make(chan struct{})
+	queued := make(chan answer, 1)
 	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
-			if m := listeningAddr.FindStringSubmatch(sc.Text()); m != nil {
-				addrc <- m[1]
-			}
+		resp, err := r.client.Post(r.url+"/v1/chat/completions", "application/json", strings.NewReader(chat("queued", "")))
+		if err != nil {
+			queued <- answer{err: err}
+			return
 		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		queued <- answer{resp.StatusCode, resp.Header, body, err}
 	}()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case <-time.After(20 * time.Second):
-		t.Fatal("npud did not start")
-	}
-	wait := func() (int, string) {
-		<-done
-		err := cmd.Wait()
-		code := 0
-		if exitErr, ok := err.(*exec.ExitError); ok {
-			code = exitErr.ExitCode()
-		}
-		return code, logs.String()
-	}
-	return cmd, addr, wait
-}
+	waitFor(t, func() bool { return r.health(t)["queued"] == float64(1) })
 
-func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := buildBinary(t)
-	cmd, addr, wait := startBinary(t, bin, "--sim-itl", "20ms", "--sim-ttft", "1ms")
-	transport := &http.Transport{}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
-	resp := openStream(t, context.Background(), client, "http://"+addr, chat("sigterm", `"max_tokens":30`))
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	body := readStream(t, resp)
-	assert.True(t, strings.HasSuffix(body, "data: [DONE]\n\n"))
-	assert.Contains(t, body, `"finish_reason":"length"`, "the stream ran to its end during the drain")
-	code, logs := wait()
-	assert.Equal(t, 0, code, "logs:\n%s", logs)
-	assert.Contains(t, logs, "draining")
-	assert.Contains(t, logs, "stopped")
+	cancelled := time.Now()
+	r.cancel()
+	after := collect(ch)
+	require.GreaterOrEqual(t, len(after), 2, "%v", after)
+	last, errFrame := after[len(after)-1], after[len(after)-2]
+	assert.Equal(t, "data: [DONE]", last.text, "the error event is followed by [DONE]")
+	m, ok := chunk(errFrame)
+	require.True(t, ok, "an in-band error event: %q", errFrame.text)
+	require.Contains(t, m, "error", "%q", errFrame.text)
+	e := m["error"].(map[string]any)
+	assert.Equal(t, "shutting_down", e["code"])
+	assert.Equal(t, "server_error", e["type"])
+	assert.NotEmpty(t, e["message"])
+	assert.GreaterOrEqual(t, errFrame.at.Sub(cancelled), drainTimeout, "streams had the drain timeout to finish")
 
-	cmd2, _, wait2 := startBinary(t, bin)
-	require.NoError(t, cmd2.Process.Signal(syscall.SIGINT))
-	code, logs = wait2()
-	assert.Equal(t, 0, code, "idle SIGINT exits 0; logs:\n%s", logs)
+	a := <-queued
+	require.NoError(t, a.err)
+	assert.Equal(t, http.StatusServiceUnavailable, a.status, "the queued request never began: a real HTTP error")
+	assert.NotEmpty(t, a.header.Get("Retry-After"))
+	assert.Contains(t, string(a.body), `"code":"shutting_down"`)
+
+	require.NoError(t, r.stop(20*time.Second), "an expired drain is still a clean stop")
+	statuses := engine.Statuses()
+	require.NotEmpty(t, statuses)
+	assert.Equal(t, npu.Cancel, statuses[len(statuses)-1], "the engine was told to cancel")
+	assert.True(t, refused(r.addr))
 }
 
 // TestServeReturnsWithTheListenerClosed: even when the drain starts before
@@ -397,8 +577,7 @@ func TestServeReturnsWithTheListenerClosed(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		require.NoError(t, srv.Serve(ctx))
-		if c, err := net.DialTimeout("tcp", srv.Addr().String(), time.Second); err == nil {
-			c.Close()
+		if !refused(srv.Addr().String()) {
 			t.Fatal("the listener is still open after Serve returned")
 		}
 	}

@@ -84,6 +84,7 @@ func (s *Server) recoverPanics(c *gin.Context) {
 			panic(p) // net/http's own signal to drop the connection
 		}
 		s.log.Error("handler panicked", "panic", p, "path", c.Request.URL.Path)
+		reqinfo.From(c.Request.Context()).Error = fmt.Sprintf("panic: %v", p)
 		if !c.Writer.Written() {
 			writeRouteError(c, http.StatusInternalServerError, fmt.Sprintf("internal error: %v", p))
 		}
