@@ -74,8 +74,10 @@ func TestRouteErrors(t *testing.T) {
 		{"DELETE on a GET route under /v1", http.MethodDelete, "/v1/models", 405, "GET", true, "method_not_allowed"},
 		{"GET on a POST route under /api", http.MethodGet, "/api/chat", 405, "POST", false, ""},
 		{"POST on a DELETE route under /api", http.MethodPost, "/api/delete", 405, "DELETE", false, ""},
-		{"POST on /health", http.MethodPost, "/health", 405, "GET", true, "method_not_allowed"},
+		{"POST on /health", http.MethodPost, "/health", 405, "GET, HEAD", true, "method_not_allowed"},
 	}
+	resp, _ := c.Do(t, http.MethodHead, "/health", "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "health checkers may send HEAD")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, raw := c.Do(t, tc.method, tc.path, "{}")

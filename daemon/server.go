@@ -113,6 +113,7 @@ func (s *Server) routes() http.Handler {
 		writeRouteError(c, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.GET("/health", s.health)
+	r.HEAD("/health", s.health) // health checkers often send HEAD
 	openaiapi.New(s.runner, openaiapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
