@@ -35,6 +35,7 @@ type Config struct {
 	MaxBodyBytes    int64         // largest request body
 	DrainTimeout    time.Duration // grace for in-flight streams on shutdown
 	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
+	MaxLoadedModels int           // models in memory at once; 0 = no cap
 
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
@@ -82,6 +83,7 @@ func (c *Config) options() []option {
 		{"max-body-bytes", "largest request body accepted", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 4<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
+		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"log-level", "debug, info, warn or error", func(fs *flag.FlagSet, n, u string) { fs.TextVar(&c.LogLevel, n, slog.LevelInfo, u) }},
 		{"log-format", "text or json", str(&c.LogFormat, "text")},
 	}
@@ -126,6 +128,7 @@ func (c Config) Validate() error {
 	check(c.Engine == "sim" || (c.Engine == "openvino" && openvinoBuilt), "--engine %q: %s", c.Engine, engineChoices())
 	check(c.NPUMaxPromptLen >= 0 && c.NPUMinResponseLen >= 0, "--npu-max-prompt-len and --npu-min-response-len must not be negative")
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
+	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "--log-format must be text or json, got %q", c.LogFormat)
@@ -155,6 +158,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("queue_timeout", c.QueueTimeout), slog.Duration("token_timeout", c.TokenTimeout),
 		slog.Duration("request_timeout", c.RequestTimeout), slog.Int("max_pending_bytes", c.MaxPendingBytes),
 		slog.Int64("max_body_bytes", c.MaxBodyBytes), slog.Duration("drain_timeout", c.DrainTimeout),
-		slog.Duration("keep_alive", c.KeepAlive),
+		slog.Duration("keep_alive", c.KeepAlive), slog.Int("max_loaded_models", c.MaxLoadedModels),
 	)
 }

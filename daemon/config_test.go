@@ -44,6 +44,7 @@ func TestParseServeDefaults(t *testing.T) {
 		MaxBodyBytes:       4 << 20,
 		DrainTimeout:       30 * time.Second,
 		KeepAlive:          5 * time.Minute,
+		MaxLoadedModels:    2,
 		LogLevel:           slog.LevelInfo,
 		LogFormat:          "text",
 	}
@@ -81,6 +82,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"max-body-bytes", "4096", func(c Config) any { return c.MaxBodyBytes }, int64(4096)},
 		{"drain-timeout", "2s", func(c Config) any { return c.DrainTimeout }, 2 * time.Second},
 		{"keep-alive", "-1s", func(c Config) any { return c.KeepAlive }, -time.Second},
+		{"max-loaded-models", "3", func(c Config) any { return c.MaxLoadedModels }, 3},
 		{"models-dir", "/srv/models", func(c Config) any { return c.ModelsDir }, "/srv/models"},
 		{"device", "NPU", func(c Config) any { return c.Device }, "NPU"},
 		{"npu-max-prompt-len", "2048", func(c Config) any { return c.NPUMaxPromptLen }, 2048},

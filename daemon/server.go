@@ -61,6 +61,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
 		DefaultKeepAlive: cfg.KeepAlive,
+		MaxLoadedModels:  cfg.MaxLoadedModels,
 		Stream: npu.StreamLimits{
 			MaxPendingBytes: cfg.MaxPendingBytes,
 			TokenTimeout:    cfg.TokenTimeout,
