@@ -20,6 +20,8 @@ type Config struct {
 	Device            string // OpenVINO: AUTO, NPU, GPU, GPU.1, CPU
 	NPUMaxPromptLen   int    // OpenVINO on NPU: MAX_PROMPT_LEN (0 = GenAI's 1024)
 	NPUMinResponseLen int    // OpenVINO on NPU: MIN_RESPONSE_LEN (0 = GenAI's 128)
+	NPUPrefillHint    string // OpenVINO on NPU: PREFILL_HINT, DYNAMIC or STATIC
+	NPUGenerateHint   string // OpenVINO on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF
 	CacheDir          string // OpenVINO: compiled-model cache
 
 	SimTTFT            time.Duration // simulated time to first token
@@ -70,6 +72,8 @@ func (c *Config) options() []option {
 		{"device", "openvino: AUTO (NPU, then GPU, then CPU) or a device name", str(&c.Device, "AUTO")},
 		{"npu-max-prompt-len", "openvino on NPU: longest prompt in tokens (0 = GenAI's 1024)", num(&c.NPUMaxPromptLen, 0)},
 		{"npu-min-response-len", "openvino on NPU: tokens reserved for the answer (0 = GenAI's 128)", num(&c.NPUMinResponseLen, 0)},
+		{"npu-prefill-hint", "openvino on NPU: PREFILL_HINT, DYNAMIC or STATIC (empty = GenAI's default)", str(&c.NPUPrefillHint, "")},
+		{"npu-generate-hint", "openvino on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF (empty = GenAI's default)", str(&c.NPUGenerateHint, "")},
 		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, "/var/cache/npud")},
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
@@ -127,6 +131,10 @@ func (c Config) Validate() error {
 	}
 	check(c.Engine == "sim" || (c.Engine == "openvino" && openvinoBuilt), "--engine %q: %s", c.Engine, engineChoices())
 	check(c.NPUMaxPromptLen >= 0 && c.NPUMinResponseLen >= 0, "--npu-max-prompt-len and --npu-min-response-len must not be negative")
+	check(c.NPUPrefillHint == "" || c.NPUPrefillHint == "DYNAMIC" || c.NPUPrefillHint == "STATIC",
+		"--npu-prefill-hint must be DYNAMIC or STATIC, got %q", c.NPUPrefillHint)
+	check(c.NPUGenerateHint == "" || c.NPUGenerateHint == "FAST_COMPILE" || c.NPUGenerateHint == "BEST_PERF",
+		"--npu-generate-hint must be FAST_COMPILE or BEST_PERF, got %q", c.NPUGenerateHint)
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)

@@ -83,6 +83,8 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"drain-timeout", "2s", func(c Config) any { return c.DrainTimeout }, 2 * time.Second},
 		{"keep-alive", "-1s", func(c Config) any { return c.KeepAlive }, -time.Second},
 		{"max-loaded-models", "3", func(c Config) any { return c.MaxLoadedModels }, 3},
+		{"npu-prefill-hint", "STATIC", func(c Config) any { return c.NPUPrefillHint }, "STATIC"},
+		{"npu-generate-hint", "BEST_PERF", func(c Config) any { return c.NPUGenerateHint }, "BEST_PERF"},
 		{"models-dir", "/srv/models", func(c Config) any { return c.ModelsDir }, "/srv/models"},
 		{"device", "NPU", func(c Config) any { return c.Device }, "NPU"},
 		{"npu-max-prompt-len", "2048", func(c Config) any { return c.NPUMaxPromptLen }, 2048},

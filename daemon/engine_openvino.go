@@ -20,6 +20,8 @@ func newOpenVINOEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
 		Device:         cfg.Device,
 		MaxPromptLen:   cfg.NPUMaxPromptLen,
 		MinResponseLen: cfg.NPUMinResponseLen,
+		PrefillHint:    cfg.NPUPrefillHint,
+		GenerateHint:   cfg.NPUGenerateHint,
 		CacheDir:       cfg.CacheDir,
 	}, log)
 }

@@ -30,6 +30,8 @@ type Config struct {
 	// NPU properties, passed to pipelines compiled for the NPU.
 	MaxPromptLen   int    // MAX_PROMPT_LEN; 0 = GenAI's default (1024)
 	MinResponseLen int    // MIN_RESPONSE_LEN; 0 = GenAI's default (128)
+	PrefillHint    string // PREFILL_HINT: DYNAMIC or STATIC; "" = GenAI's default
+	GenerateHint   string // GENERATE_HINT: FAST_COMPILE or BEST_PERF; "" = GenAI's default
 	CacheDir       string // CACHE_DIR, so the slow first NPU compile happens once
 }
 
@@ -124,6 +126,12 @@ func (e *Engine) properties(device string) []property {
 		}
 		if e.cfg.MinResponseLen > 0 {
 			props = append(props, property{"MIN_RESPONSE_LEN", strconv.Itoa(e.cfg.MinResponseLen)})
+		}
+		if e.cfg.PrefillHint != "" {
+			props = append(props, property{"PREFILL_HINT", e.cfg.PrefillHint})
+		}
+		if e.cfg.GenerateHint != "" {
+			props = append(props, property{"GENERATE_HINT", e.cfg.GenerateHint})
 		}
 	}
 	if e.cfg.CacheDir != "" {
