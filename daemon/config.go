@@ -38,6 +38,7 @@ type Config struct {
 	DrainTimeout    time.Duration // grace for in-flight streams on shutdown
 	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
 	MaxLoadedModels int           // models in memory at once; 0 = no cap
+	Preload         []string      // models loaded at start and kept loaded
 
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
@@ -87,6 +88,17 @@ func (c *Config) options() []option {
 		{"max-body-bytes", "largest request body accepted", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 4<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
+		{"preload", "comma-separated models to load at start and keep loaded", func(fs *flag.FlagSet, n, u string) {
+			fs.Func(n, u, func(v string) error {
+				c.Preload = nil // the flag replaces the environment's list
+				for _, m := range strings.Split(v, ",") {
+					if m = strings.TrimSpace(m); m != "" {
+						c.Preload = append(c.Preload, m)
+					}
+				}
+				return nil
+			})
+		}},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"log-level", "debug, info, warn or error", func(fs *flag.FlagSet, n, u string) { fs.TextVar(&c.LogLevel, n, slog.LevelInfo, u) }},
 		{"log-format", "text or json", str(&c.LogFormat, "text")},
@@ -167,5 +179,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("request_timeout", c.RequestTimeout), slog.Int("max_pending_bytes", c.MaxPendingBytes),
 		slog.Int64("max_body_bytes", c.MaxBodyBytes), slog.Duration("drain_timeout", c.DrainTimeout),
 		slog.Duration("keep_alive", c.KeepAlive), slog.Int("max_loaded_models", c.MaxLoadedModels),
+		slog.Any("preload", c.Preload),
 	)
 }

@@ -82,6 +82,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"max-body-bytes", "4096", func(c Config) any { return c.MaxBodyBytes }, int64(4096)},
 		{"drain-timeout", "2s", func(c Config) any { return c.DrainTimeout }, 2 * time.Second},
 		{"keep-alive", "-1s", func(c Config) any { return c.KeepAlive }, -time.Second},
+		{"preload", "sim, other", func(c Config) any { return c.Preload }, []string{"sim", "other"}},
 		{"max-loaded-models", "3", func(c Config) any { return c.MaxLoadedModels }, 3},
 		{"npu-prefill-hint", "STATIC", func(c Config) any { return c.NPUPrefillHint }, "STATIC"},
 		{"npu-generate-hint", "BEST_PERF", func(c Config) any { return c.NPUGenerateHint }, "BEST_PERF"},

@@ -137,6 +137,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	if engine.Simulated() {
 		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name())
 	}
+	if err := s.preload(ctx); err != nil {
+		s.ln.Close()
+		return err
+	}
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(s.ln) }()
 	select {
@@ -147,6 +151,21 @@ func (s *Server) Serve(ctx context.Context) error {
 	err := s.drain()
 	<-served // http.Serve has returned, so the listener is closed
 	return err
+}
+
+// preload loads the configured models before serving, kept loaded until
+// unloaded explicitly, so the first request does not pay for the (slow, on
+// an NPU) compile.
+func (s *Server) preload(ctx context.Context) error {
+	forever := time.Duration(-1)
+	for _, model := range s.cfg.Preload {
+		took, err := s.runner.LoadModel(ctx, model, &forever)
+		if err != nil {
+			return fmt.Errorf("preloading model %q: %w", model, err)
+		}
+		s.log.Info("model preloaded", "model", model, "load_ms", took.Milliseconds())
+	}
+	return nil
 }
 
 func (s *Server) drain() error {
