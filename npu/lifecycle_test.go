@@ -11,33 +11,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// loadingEngine is a scripted engine that also loads and unloads.
+// loadingEngine is a scripted engine that also loads and unloads models.
 type loadingEngine struct {
-	scriptedEngine
+	fakeEngine
 	loadErr error
 
-	mu      sync.Mutex
+	loadMu  sync.Mutex
 	loads   int
 	unloads int
 }
 
 func (e *loadingEngine) Load(ctx context.Context, model string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
 	e.loads++
 	return e.loadErr
 }
 
 func (e *loadingEngine) Unload(model string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
 	e.unloads++
 	return nil
 }
 
-func (e *loadingEngine) counts() (int, int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (e *loadingEngine) counts() (loads, unloads int) {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
 	return e.loads, e.unloads
 }
 
@@ -45,10 +45,7 @@ func dur(d time.Duration) *time.Duration { return &d }
 
 func generateOnce(t *testing.T, r *Runner, req *Request) Event {
 	t.Helper()
-	s, err := r.Start(req)
-	require.NoError(t, err)
-	defer s.Close()
-	_, final, err := drain(t, s)
+	_, final, err := drain(t, start(t, r, req))
 	require.NoError(t, err)
 	return final
 }
@@ -66,10 +63,9 @@ func TestLifecycleKeepAlive(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}
+			e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
-			final := generateOnce(t, r, &Request{Model: "m", KeepAlive: tc.keepAlive})
-			assert.GreaterOrEqual(t, final.Result.Timings.Load, time.Duration(0))
+			generateOnce(t, r, &Request{Model: "m", KeepAlive: tc.keepAlive})
 			loaded := r.Loaded()
 			if !tc.wantLoaded {
 				assert.Empty(t, loaded)
@@ -85,7 +81,8 @@ func TestLifecycleKeepAlive(t *testing.T) {
 			} else {
 				assert.WithinDuration(t, time.Now().Add(time.Hour), loaded[0].ExpiresAt, time.Minute)
 			}
-			generateOnce(t, r, &Request{Model: "m"})
+			final := generateOnce(t, r, &Request{Model: "m"})
+			assert.Zero(t, final.Result.Timings.Load, "no load time when the model was loaded")
 			loads, _ := e.counts()
 			assert.Equal(t, 1, loads, "a loaded model is not loaded again")
 		})
@@ -93,7 +90,7 @@ func TestLifecycleKeepAlive(t *testing.T) {
 }
 
 func TestLifecycleIdleModelsUnload(t *testing.T) {
-	e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}
+	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: 20 * time.Millisecond})
 	generateOnce(t, r, &Request{Model: "m"})
 	require.Len(t, r.Loaded(), 1)
@@ -103,7 +100,7 @@ func TestLifecycleIdleModelsUnload(t *testing.T) {
 }
 
 func TestLoadAndUnloadModel(t *testing.T) {
-	e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}
+	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	_, err := r.LoadModel(context.Background(), "m", nil)
 	require.NoError(t, err)
@@ -112,18 +109,17 @@ func TestLoadAndUnloadModel(t *testing.T) {
 	assert.Empty(t, r.Loaded())
 	_, err = r.LoadModel(context.Background(), "nope", nil)
 	require.ErrorIs(t, err, ErrModelNotFound)
+	assert.Zero(t, r.Running(), "loads give their slot back")
 }
 
 func TestLoadFailureFailsTheRequest(t *testing.T) {
-	e := &loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}, loadErr: errors.New("no device")}
+	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}, loadErr: errors.New("no device")}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m"})
-	require.NoError(t, err)
-	defer s.Close()
-	_, _, err = drain(t, s)
+	_, _, err := drain(t, start(t, r, &Request{Model: "m"}))
 	require.ErrorContains(t, err, "no device")
 	assert.Zero(t, r.Running(), "the slot was released")
 	assert.Empty(t, r.Loaded())
+	assert.Zero(t, e.calls(), "no generation without a model")
 }
 
 // twoModelEngine serves models "m" and "n".
@@ -134,7 +130,7 @@ func (e *twoModelEngine) Models() []ModelInfo {
 }
 
 func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
-	e := &twoModelEngine{loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}}
+	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour, MaxLoadedModels: 1})
 	generateOnce(t, r, &Request{Model: "m"})
 	generateOnce(t, r, &Request{Model: "n"})
@@ -145,7 +141,7 @@ func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	assert.Equal(t, 2, loads)
 	assert.Equal(t, 1, unloads)
 
-	uncapped := newTestRunner(t, &twoModelEngine{loadingEngine{scriptedEngine: scriptedEngine{chunks: []string{"a"}}}},
+	uncapped := newTestRunner(t, &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}},
 		RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	generateOnce(t, uncapped, &Request{Model: "m"})
 	generateOnce(t, uncapped, &Request{Model: "n"})

@@ -3,350 +3,561 @@ package npu
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
+	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// scriptedEngine plays chunks from its own goroutine, like a native
-// streamer thread, and records every answer the sink gave.
-type scriptedEngine struct {
-	chunks     []string
-	gap        time.Duration // before every chunk after the first
-	stallAfter int           // > 0: after that many chunks, block until ctx ends
-	failAfter  int           // > 0: after that many chunks, return an error
-	flush      string        // sent once more after Stop/Cancel, as OpenVINO does
-	panics     bool
-
-	mu       sync.Mutex
-	statuses []Status
-	emitted  int // chunks sent before the generation ended, flush excluded
-	calls    int
-}
-
-func (e *scriptedEngine) Name() string    { return "scripted" }
-func (e *scriptedEngine) Simulated() bool { return true }
-func (e *scriptedEngine) Models() []ModelInfo {
-	return []ModelInfo{{ID: "m", ContextLength: 1000}}
-}
-
-func (e *scriptedEngine) Generate(ctx context.Context, req *Request, sink Sink) (Result, error) {
-	e.mu.Lock()
-	e.calls++
-	e.mu.Unlock()
-	if e.panics {
-		panic("scripted engine panics")
-	}
-	type outcome struct {
-		res Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res := Result{FinishReason: FinishStop, PromptTokens: 3}
-		for i, c := range e.chunks {
-			if i > 0 {
-				time.Sleep(e.gap)
-			}
-			if e.stallAfter > 0 && i == e.stallAfter {
-				<-ctx.Done()
-			}
-			if e.failAfter > 0 && i == e.failAfter {
-				done <- outcome{res, &EngineError{Engine: "scripted", Cause: errors.New("device lost")}}
-				return
-			}
-			st := sink(c)
-			e.mu.Lock()
-			e.statuses = append(e.statuses, st)
-			e.emitted++
-			e.mu.Unlock()
-			res.CompletionTokens++
-			if st != Running {
-				sink(e.flush) // the answer is ignored, as OpenVINO ignores it
-				done <- outcome{res, nil}
-				return
-			}
-		}
-		done <- outcome{res, nil}
-	}()
-	o := <-done
-	return o.res, o.err
-}
-
-func (e *scriptedEngine) seen() (statuses []Status, emitted int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]Status(nil), e.statuses...), e.emitted
-}
-
-func repeat(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
-}
-
-var testLimits = StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second}
-
-func newTestRunner(t *testing.T, e Engine, cfg RunnerConfig) *Runner {
-	t.Helper()
-	if cfg.Stream == (StreamLimits{}) {
-		cfg.Stream = testLimits
-	}
-	r := NewRunner(e, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	t.Cleanup(func() {
-		r.Abort()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, r.Wait(ctx), "every engine call returns")
-	})
-	return r
-}
-
-// drain reads a stream to its end and returns the text, the final event and
-// the error.
-func drain(t *testing.T, s *Stream) (text string, final Event, err error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var b strings.Builder
-	for {
-		ev, err := s.Next(ctx)
-		if err != nil {
-			return b.String(), Event{}, err
-		}
-		b.WriteString(ev.Text)
-		if ev.Done {
-			return b.String(), ev, nil
-		}
-	}
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		require.False(t, time.Now().After(deadline), "condition not met within 5s")
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestStreamDeliversEverythingInOrder(t *testing.T) {
-	e := &scriptedEngine{chunks: []string{"Hel", "lo", ", ", "world"}}
+	e := &fakeEngine{script: texts("Hel", "lo", ", ", "", "world")}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m"})
+	s := start(t, r, &Request{Model: "m"})
+	evs, err := readAll(t, s)
 	require.NoError(t, err)
-	defer s.Close()
-	text, final, err := drain(t, s)
-	require.NoError(t, err)
-	assert.Equal(t, "Hello, world", text)
+	assert.Equal(t, "Hello, world", textOf(evs))
+	for _, ev := range evs[:len(evs)-1] {
+		assert.NotEmpty(t, ev.Text, "no empty text events")
+	}
+	final := evs[len(evs)-1]
+	assert.True(t, final.Done)
 	assert.Equal(t, FinishStop, final.Result.FinishReason)
-	assert.Equal(t, 4, final.Result.CompletionTokens)
+	assert.Equal(t, 5, final.Result.CompletionTokens)
+	assert.Equal(t, 3, final.Result.PromptTokens)
 	assert.False(t, s.FirstTokenAt().IsZero())
+	assert.Equal(t, repeatStatus(Running, 5), e.gen(t, 0).statuses)
 }
 
 func TestStreamCoalescesWhileTheReaderIsBehind(t *testing.T) {
-	e := &scriptedEngine{chunks: repeat("ab", 50)}
+	var chunks []string
+	for i := range 100 {
+		chunks = append(chunks, fmt.Sprintf("%02d,", i))
+	}
+	e := &fakeEngine{script: texts(chunks...)}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m"})
-	require.NoError(t, err)
-	defer s.Close()
-	// The reader is away until the engine has finished.
-	waitUntil(t, func() bool { return r.Running() == 0 })
-	statuses, emitted := e.seen()
-	assert.Equal(t, 50, emitted, "the engine never waited for the reader")
-	assert.NotContains(t, statuses, Cancel)
+	s := start(t, r, &Request{Model: "m"})
 
-	ev, err := s.Next(context.Background())
+	// The reader is away until the engine has finished: the engine never
+	// waits for it.
+	g := e.waitReturned(t, 0)
+	assert.Equal(t, repeatStatus(Running, 100), g.statuses)
+
+	ev, err := next(t, s)
 	require.NoError(t, err)
-	assert.Equal(t, strings.Repeat("ab", 50), ev.Text, "all pending text comes as one event")
-	ev, err = s.Next(context.Background())
+	assert.Equal(t, strings.Join(chunks, ""), ev.Text, "all pending text comes as one event, in order")
+	ev, err = next(t, s)
 	require.NoError(t, err)
 	assert.True(t, ev.Done)
+	assert.Equal(t, 100, ev.Result.CompletionTokens)
 }
 
 func TestStreamHardLimitCancelsTheEngine(t *testing.T) {
 	const limit = 100
-	e := &scriptedEngine{chunks: repeat("0123456789", 1000)}
+	e := &fakeEngine{script: repeatStep(step{text: "0123456789"}, 1000), flush: []string{"FLUSH"}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: limit, TokenTimeout: 5 * time.Second}})
-	s, err := r.Start(&Request{Model: "m"})
+	s := start(t, r, &Request{Model: "m"})
+
+	g := e.waitReturned(t, 0)
+	assert.Equal(t, statusesOf(10, Cancel), g.statuses, "cancelled at the chunk that passed the limit")
+	assert.Equal(t, []Status{Cancel}, g.afterEnd)
+
+	ev, err := next(t, s)
 	require.NoError(t, err)
-	defer s.Close()
-	waitUntil(t, func() bool { return r.Running() == 0 })
-
-	statuses, emitted := e.seen()
-	require.NotEmpty(t, statuses)
-	assert.Equal(t, Cancel, statuses[len(statuses)-1], "the engine was cancelled")
-	assert.Less(t, emitted, 20, "the engine stopped soon after the limit, not at the end of its output")
-
-	text, _, err := drain(t, s)
+	assert.Equal(t, strings.Repeat("0123456789", 11), ev.Text, "the text before the limit is still delivered")
+	_, err = next(t, s)
 	require.ErrorIs(t, err, ErrSlowConsumer)
 	assert.True(t, Retryable(err))
-	assert.LessOrEqual(t, len(text), limit+10, "memory held is bounded by the limit plus one chunk")
-	assert.Greater(t, len(text), limit, "the text before the limit is still delivered")
+	_, err = next(t, s)
+	require.ErrorIs(t, err, ErrSlowConsumer, "the error stays")
+	waitUntil(t, func() bool { return r.Running() == 0 })
 }
 
 func TestStreamTokenTimeout(t *testing.T) {
-	e := &scriptedEngine{chunks: []string{"a", "b", "c"}, stallAfter: 1}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 50 * time.Millisecond}})
-	s, err := r.Start(&Request{Model: "m"})
-	require.NoError(t, err)
-	defer s.Close()
-	text, _, err := drain(t, s)
-	require.ErrorIs(t, err, ErrTokenTimeout)
-	assert.Equal(t, "a", text)
-	waitUntil(t, func() bool { return r.Running() == 0 })
-	statuses, _ := e.seen()
-	assert.Equal(t, Cancel, statuses[len(statuses)-1], "the stalled engine got Cancel when it came back")
+	limits := StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 20 * time.Millisecond}
+
+	t.Run("engine ignores ctx", func(t *testing.T) {
+		stalled := make(chan struct{})
+		e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: stalled}, {text: "c"}}, flush: []string{"z"}}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		s := start(t, r, &Request{Model: "m"})
+
+		ev, err := next(t, s)
+		require.NoError(t, err)
+		assert.Equal(t, "a", ev.Text)
+		_, err = next(t, s)
+		require.ErrorIs(t, err, ErrTokenTimeout)
+		assert.False(t, Retryable(err))
+		assert.Len(t, e.gen(t, 0).statuses, 1, "the error came while the engine was still stalled")
+
+		close(stalled) // the engine comes back
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, r.Wait(ctx), "the engine goroutine returned")
+		g := e.gen(t, 0)
+		assert.Equal(t, []Status{Running, Cancel}, g.statuses, "its next callback was answered Cancel")
+		assert.Equal(t, []Status{Cancel}, g.afterEnd)
+		assert.Zero(t, r.Running())
+
+		_, err = next(t, s)
+		require.ErrorIs(t, err, ErrTokenTimeout, "no text after the timeout, and the error stays")
+	})
+
+	t.Run("engine returns ctx error", func(t *testing.T) {
+		e := &fakeEngine{script: []step{{text: "a"}, {stall: true}}}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		s := start(t, r, &Request{Model: "m"})
+		text, _, err := drain(t, s)
+		require.ErrorIs(t, err, ErrTokenTimeout)
+		assert.Equal(t, "a", text)
+		e.waitReturned(t, 0)
+		_, err = next(t, s)
+		require.ErrorIs(t, err, ErrTokenTimeout, "the engine's context.Canceled is reported as its cause")
+		assert.NotErrorIs(t, err, context.Canceled)
+	})
+
+	t.Run("queued time does not count", func(t *testing.T) {
+		gate := make(chan struct{})
+		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		hog := start(t, r, &Request{Model: "m"})
+		waitUntil(t, func() bool { return e.calls() == 1 })
+		queued := start(t, r, &Request{Model: "m"})
+		// The silent engine times out; the request queued behind it waits
+		// as long but is not timed out for it.
+		_, _, err := drain(t, hog)
+		require.ErrorIs(t, err, ErrTokenTimeout)
+		time.Sleep(2 * limits.TokenTimeout)
+		close(gate)
+		text, final, err := drain(t, queued)
+		require.NoError(t, err)
+		assert.Equal(t, "a", text)
+		assert.True(t, final.Done)
+		assert.Equal(t, []Status{Cancel}, e.waitReturned(t, 0).statuses)
+	})
 }
 
 func TestStreamDeadlineFinishesWithLength(t *testing.T) {
-	e := &scriptedEngine{chunks: repeat("x", 200), gap: 5 * time.Millisecond}
+	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500), flush: []string{"!"}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m", Timeout: 40 * time.Millisecond})
-	require.NoError(t, err)
-	defer s.Close()
+	begin := time.Now()
+	s := start(t, r, &Request{Model: "m", Timeout: 30 * time.Millisecond})
 	text, final, err := drain(t, s)
 	require.NoError(t, err)
-	assert.Equal(t, FinishLength, final.Result.FinishReason)
-	assert.Less(t, len(text), 200)
-	statuses, _ := e.seen()
-	assert.Equal(t, Stop, statuses[len(statuses)-1], "the engine was stopped, not cancelled")
+	assert.GreaterOrEqual(t, time.Since(begin), 30*time.Millisecond)
+	assert.Equal(t, FinishLength, final.Result.FinishReason, "the engine said stop; the deadline says length")
+
+	g := e.waitReturned(t, 0)
+	require.Less(t, len(g.statuses), 500, "the engine was stopped early")
+	assert.Equal(t, statusesOf(len(g.statuses)-1, Stop), g.statuses, "stopped, not cancelled")
+	assert.Equal(t, []Status{Stop}, g.afterEnd)
+	assert.Equal(t, strings.Repeat("x", len(g.statuses))+"!", text, "nothing generated before the stop is lost")
 }
 
-func TestStreamClientGoneCancelsAtTheNextToken(t *testing.T) {
-	e := &scriptedEngine{chunks: repeat("t", 500), gap: 2 * time.Millisecond}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m"})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	ev, err := s.Next(ctx)
-	require.NoError(t, err)
-	require.NotEmpty(t, ev.Text)
-
-	cancel()
-	_, err = s.Next(ctx)
-	require.ErrorIs(t, err, ErrClientGone)
-	_, emittedAtCancel := e.seen()
-	waitUntil(t, func() bool { return r.Running() == 0 })
-	statuses, emitted := e.seen()
-	assert.Equal(t, Cancel, statuses[len(statuses)-1])
-	assert.LessOrEqual(t, emitted-emittedAtCancel, 1, "the engine saw Cancel at its next token")
-	s.Close()
-
-	// The slot serves the next request.
-	s2, err := r.Start(&Request{Model: "m", Timeout: time.Millisecond})
-	require.NoError(t, err)
-	defer s2.Close()
-	_, final, err := drain(t, s2)
-	require.NoError(t, err)
-	assert.True(t, final.Done)
-}
-
-func TestStreamStopStringAndFlushAfterStop(t *testing.T) {
-	e := &scriptedEngine{chunks: []string{"one two </", "s> three", " four"}, flush: " LEAKED"}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m", Stop: []string{"</s>"}})
-	require.NoError(t, err)
-	defer s.Close()
-	text, final, err := drain(t, s)
-	require.NoError(t, err)
-	assert.Equal(t, "one two ", text)
-	assert.Equal(t, FinishStop, final.Result.FinishReason)
-	statuses, emitted := e.seen()
-	assert.Equal(t, []Status{Running, Stop}, statuses)
-	assert.Equal(t, 2, emitted, "the engine stopped at the chunk that completed the stop string")
-}
-
-func TestStreamEngineErrorComesAfterTheText(t *testing.T) {
-	e := &scriptedEngine{chunks: []string{"a", "b", "c", "d"}, failAfter: 2}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m"})
-	require.NoError(t, err)
-	defer s.Close()
-	text, _, err := drain(t, s)
-	var engineErr *EngineError
-	require.ErrorAs(t, err, &engineErr)
-	assert.Equal(t, "ab", text)
-}
-
-func TestStreamHeartbeatsWhileQueuedAndCancelWhileQueued(t *testing.T) {
-	hog := &scriptedEngine{chunks: []string{"a", "b"}, stallAfter: 1}
-	r := newTestRunner(t, hog, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: 10 * time.Millisecond}})
-	first, err := r.Start(&Request{Model: "m"})
-	require.NoError(t, err)
-	defer first.Close()
-	waitUntil(t, func() bool { return r.Running() == 1 })
-
-	queued, err := r.Start(&Request{Model: "m"})
-	require.NoError(t, err)
-	defer queued.Close()
-	assert.Equal(t, 1, r.Waiting())
-	ctx, cancel := context.WithCancel(context.Background())
-	for range 3 {
-		ev, err := queued.Next(ctx)
-		require.NoError(t, err)
-		assert.True(t, ev.Heartbeat, "only heartbeats while queued")
+func TestStreamClientGone(t *testing.T) {
+	tests := []struct {
+		name  string
+		leave func(s *Stream) error // how the client goes away; returns what Next said
+	}{
+		{"Next's context ends", func(s *Stream) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := s.Next(ctx)
+			return err
+		}},
+		{"Close", func(s *Stream) error {
+			s.Close()
+			_, err := s.Next(context.Background())
+			return err
+		}},
 	}
-	cancel()
-	_, err = queued.Next(ctx)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stalled := make(chan struct{})
+			e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: stalled}, {text: "c"}}, flush: []string{"z1", "z2"}}
+			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+			s := start(t, r, &Request{Model: "m"})
+			ev, err := next(t, s)
+			require.NoError(t, err)
+			require.Equal(t, "a", ev.Text)
+
+			err = tc.leave(s)
+			require.ErrorIs(t, err, ErrClientGone)
+			assert.Equal(t, 1, r.Running(), "a native engine only learns at its next callback")
+
+			close(stalled)
+			waitUntil(t, func() bool { return r.Running() == 0 })
+			g := e.waitReturned(t, 0)
+			assert.Equal(t, []Status{Running, Cancel}, g.statuses)
+			assert.Equal(t, []Status{Cancel, Cancel}, g.afterEnd, "calls after Cancel are answered Cancel")
+			_, err = s.Next(context.Background())
+			require.ErrorIs(t, err, ErrClientGone, "no text arrives after the client left")
+			s.Close()
+
+			// The slot serves the next request.
+			text, final, err := drain(t, start(t, r, &Request{Model: "m"}))
+			require.NoError(t, err)
+			assert.Equal(t, "abc", text)
+			assert.True(t, final.Done)
+			assert.Equal(t, 2, e.calls())
+		})
+	}
+}
+
+func TestStreamClientGoneWrapsTheContextCause(t *testing.T) {
+	stalled := make(chan struct{})
+	defer close(stalled)
+	e := &fakeEngine{script: []step{{text: "a", gate: stalled}}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	s := start(t, r, &Request{Model: "m"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err := s.Next(ctx) // blocks until the timeout: the engine is silent
 	require.ErrorIs(t, err, ErrClientGone)
-	waitUntil(t, func() bool { return r.Waiting() == 0 })
-	hog.mu.Lock()
-	calls := hog.calls
-	hog.mu.Unlock()
-	assert.Equal(t, 1, calls, "the request that left the queue cost no engine work")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestStreamIgnoresTextAfterAStopString(t *testing.T) {
+	e := &fakeEngine{script: texts("ab", "c</", "s>tail", "more"), flush: []string{"FLUSH1", "FLUSH2"}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	s := start(t, r, &Request{Model: "m", Stop: []string{"</s>"}})
+	text, final, err := drain(t, s)
+	require.NoError(t, err)
+	assert.Equal(t, "abc", text)
+	assert.Equal(t, FinishStop, final.Result.FinishReason)
+	g := e.waitReturned(t, 0)
+	assert.Equal(t, []Status{Running, Running, Stop}, g.statuses)
+	assert.Equal(t, []Status{Stop, Stop}, g.afterEnd, "calls after Stop are answered Stop")
+}
+
+func TestStreamEngineError(t *testing.T) {
+	t.Run("after some text", func(t *testing.T) {
+		cause := errors.New("device lost")
+		e := &fakeEngine{script: append(texts("a", "b"), step{err: &EngineError{Engine: "fake", Cause: cause}})}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+		s := start(t, r, &Request{Model: "m"})
+		e.waitReturned(t, 0)
+		ev, err := next(t, s)
+		require.NoError(t, err, "the text comes first")
+		assert.Equal(t, "ab", ev.Text)
+		_, err = next(t, s)
+		var engineErr *EngineError
+		require.ErrorAs(t, err, &engineErr)
+		assert.Equal(t, "fake", engineErr.Engine)
+		require.ErrorIs(t, err, cause)
+		assert.False(t, Retryable(err))
+		_, err = next(t, s)
+		require.ErrorAs(t, err, &engineErr, "the error stays")
+		assert.Zero(t, r.Running())
+	})
+	t.Run("before any text", func(t *testing.T) {
+		e := &fakeEngine{early: fmt.Errorf("prompt too long: %w", ErrContextLength)}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+		s := start(t, r, &Request{Model: "m"})
+		text, _, err := drain(t, s)
+		require.ErrorIs(t, err, ErrContextLength)
+		assert.Empty(t, text)
+		assert.True(t, s.FirstTokenAt().IsZero())
+	})
+}
+
+func TestStreamStopStrings(t *testing.T) {
+	tests := []struct {
+		name       string
+		chunks     []string
+		stops      []string
+		engineSays FinishReason
+		want       string
+		wantReason FinishReason
+		stopped    bool // whether the engine was told Stop
+	}{
+		{"across two chunks", []string{"Hello </", "s> world"}, []string{"</s>"}, "", "Hello ", FinishStop, true},
+		{"across three chunks", []string{"Hello <", "/s", "> world"}, []string{"</s>"}, "", "Hello ", FinishStop, true},
+		{"at the start of a chunk", []string{"abc", "</s>def"}, []string{"</s>"}, "", "abc", FinishStop, true},
+		{"at the end of a chunk", []string{"abc</s>", "def"}, []string{"</s>"}, "", "abc", FinishStop, true},
+		{"earliest of several", []string{"one two", " three"}, []string{"three", "two"}, "", "one ", FinishStop, true},
+		{"multi-byte, split inside a character", []string{"x", "\xe6\x97", "\xa5\xe6\x9c", "\xac!"}, []string{"日本"}, "", "x", FinishStop, true},
+		{"overrides the engine's length", []string{"abc</s>"}, []string{"</s>"}, FinishLength, "abc", FinishStop, true},
+		{"prefix released at the end", []string{"abc</", "s"}, []string{"</s>"}, FinishLength, "abc</s", FinishLength, false},
+		{"no match", []string{"abc", "def"}, []string{"</s>", "###"}, "", "abcdef", FinishStop, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &fakeEngine{script: texts(tc.chunks...), finish: tc.engineSays, flush: []string{"</s>more"}}
+			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+			s := start(t, r, &Request{Model: "m", Stop: tc.stops})
+			evs, err := readAll(t, s)
+			require.NoError(t, err)
+			for _, ev := range evs {
+				assert.True(t, utf8.ValidString(ev.Text))
+				for _, stop := range tc.stops {
+					assert.NotContains(t, ev.Text, stop)
+				}
+			}
+			assert.Equal(t, tc.want, textOf(evs))
+			assert.Equal(t, tc.wantReason, evs[len(evs)-1].Result.FinishReason)
+			g := e.waitReturned(t, 0)
+			if tc.stopped {
+				assert.Equal(t, Stop, g.statuses[len(g.statuses)-1])
+			} else {
+				assert.Equal(t, repeatStatus(Running, len(tc.chunks)), g.statuses)
+			}
+		})
+	}
+}
+
+func TestStreamHeartbeats(t *testing.T) {
+	const beat = 10 * time.Millisecond
+	limits := StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: beat}
+
+	t.Run("while queued, and leaving the queue", func(t *testing.T) {
+		gate := make(chan struct{})
+		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		hog := start(t, r, &Request{Model: "m"})
+		waitUntil(t, func() bool { return e.calls() == 1 })
+
+		queued := start(t, r, &Request{Model: "m"})
+		assert.Equal(t, 1, r.Waiting())
+		ctx, cancel := context.WithCancel(context.Background())
+		var at []time.Time
+		for range 3 {
+			ev, err := queued.Next(ctx)
+			require.NoError(t, err)
+			require.True(t, ev.Heartbeat, "only heartbeats while queued")
+			at = append(at, time.Now())
+		}
+		assert.GreaterOrEqual(t, at[2].Sub(at[0]), 3*beat/2, "heartbeats are spaced, not a busy loop")
+
+		cancel()
+		_, err := queued.Next(ctx)
+		require.ErrorIs(t, err, ErrClientGone)
+		waitUntil(t, func() bool { return r.Waiting() == 0 })
+		assert.Equal(t, 1, r.Running(), "the hog still runs")
+
+		close(gate)
+		text, _, err := drain(t, hog)
+		require.NoError(t, err)
+		assert.Equal(t, "a", text)
+		e.waitReturned(t, 0)
+		assert.Equal(t, 1, e.calls(), "the request that left the queue cost no engine work")
+
+		text, _, err = drain(t, start(t, r, &Request{Model: "m"}))
+		require.NoError(t, err)
+		assert.Equal(t, "a", text)
+		assert.Equal(t, 2, e.calls())
+	})
+
+	t.Run("while the engine is silent", func(t *testing.T) {
+		gate := make(chan struct{})
+		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		s := start(t, r, &Request{Model: "m"})
+		waitUntil(t, func() bool { return r.Running() == 1 })
+		ev, err := next(t, s)
+		require.NoError(t, err)
+		assert.True(t, ev.Heartbeat)
+		close(gate)
+		text, final, err := drain(t, s)
+		require.NoError(t, err)
+		assert.Equal(t, "a", text)
+		assert.True(t, final.Done)
+	})
 }
 
 func TestRunnerQueueFull(t *testing.T) {
-	hog := &scriptedEngine{chunks: []string{"a", "b"}, stallAfter: 1}
-	r := newTestRunner(t, hog, RunnerConfig{MaxQueue: 1})
-	for range 2 {
-		s, err := r.Start(&Request{Model: "m"})
-		require.NoError(t, err)
-		defer s.Close()
+	for _, maxQueue := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("max queue %d", maxQueue), func(t *testing.T) {
+			gate := make(chan struct{})
+			defer close(gate)
+			e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
+			r := newTestRunner(t, e, RunnerConfig{MaxQueue: maxQueue})
+			for range maxQueue + 1 {
+				start(t, r, &Request{Model: "m"})
+			}
+			_, err := r.Start(&Request{Model: "m"})
+			require.ErrorIs(t, err, ErrQueueFull)
+			assert.True(t, Retryable(err))
+			assert.GreaterOrEqual(t, r.RetryAfter(), time.Second)
+			assert.Equal(t, maxQueue, r.Waiting())
+		})
 	}
-	_, err := r.Start(&Request{Model: "m"})
-	require.ErrorIs(t, err, ErrQueueFull)
 }
 
-func TestRunnerAbortAndStopAccepting(t *testing.T) {
-	hog := &scriptedEngine{chunks: []string{"a", "b"}, stallAfter: 1}
-	r := newTestRunner(t, hog, RunnerConfig{MaxQueue: 4})
-	s, err := r.Start(&Request{Model: "m"})
+func TestRunnerQueueTimeout(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, QueueTimeout: 20 * time.Millisecond})
+	start(t, r, &Request{Model: "m"})
+	waitUntil(t, func() bool { return e.calls() == 1 })
+	_, _, err := drain(t, start(t, r, &Request{Model: "m"}))
+	require.ErrorIs(t, err, ErrQueueTimeout)
+	assert.True(t, Retryable(err))
+	assert.Zero(t, r.Waiting())
+	assert.Equal(t, 1, e.calls())
+}
+
+func TestRunnerReportsQueueTime(t *testing.T) {
+	gate := make(chan struct{})
+	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	hog := start(t, r, &Request{Model: "m"})
+	waitUntil(t, func() bool { return e.calls() == 1 })
+	queued := start(t, r, &Request{Model: "m"})
+	time.Sleep(30 * time.Millisecond)
+	close(gate)
+	_, first, err := drain(t, hog)
 	require.NoError(t, err)
-	defer s.Close()
-	r.StopAccepting()
-	_, err = r.Start(&Request{Model: "m"})
-	require.ErrorIs(t, err, ErrShuttingDown)
-
-	waitUntil(t, func() bool { _, n := hog.seen(); return n == 1 })
-	r.Abort()
-	text, _, err := drain(t, s)
-	require.ErrorIs(t, err, ErrShuttingDown)
-	assert.Equal(t, "a", text)
+	_, second, err := drain(t, queued)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, second.Result.Timings.Queue, 30*time.Millisecond)
+	assert.Less(t, first.Result.Timings.Queue, second.Result.Timings.Queue)
 }
 
-func TestRunnerUnknownModelAndPanics(t *testing.T) {
-	r := newTestRunner(t, &scriptedEngine{panics: true}, RunnerConfig{MaxQueue: 4})
+func TestRunnerStopAcceptingAndAbort(t *testing.T) {
+	gate := make(chan struct{})
+	e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: gate}}, flush: []string{"z"}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	running := start(t, r, &Request{Model: "m"})
+	queued := start(t, r, &Request{Model: "m"})
+	waitUntil(t, func() bool { return e.calls() == 1 && len(e.gen(t, 0).statuses) == 1 })
+
+	r.StopAccepting()
+	_, err := r.Start(&Request{Model: "m"})
+	require.ErrorIs(t, err, ErrShuttingDown)
+	assert.True(t, Retryable(err))
+	_, err = r.LoadModel(context.Background(), "m", nil)
+	require.ErrorIs(t, err, ErrShuttingDown)
+	assert.Equal(t, 1, r.Running(), "streams already admitted go on")
+	assert.Equal(t, 1, r.Waiting())
+
+	r.Abort()
+	text, _, err := drain(t, running)
+	require.ErrorIs(t, err, ErrShuttingDown)
+	assert.True(t, Retryable(err))
+	assert.Equal(t, "a", text)
+	_, _, err = drain(t, queued)
+	require.ErrorIs(t, err, ErrShuttingDown)
+
+	close(gate)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, r.Wait(ctx))
+	g := e.gen(t, 0)
+	assert.Equal(t, []Status{Running, Cancel}, g.statuses, "the engine got Cancel at its next callback")
+	assert.Equal(t, 1, e.calls(), "the queued request never reached the engine")
+}
+
+func TestRunnerEnginePanics(t *testing.T) {
+	tests := []struct {
+		name   string
+		script []step
+		text   string
+	}{
+		{"before any text", []step{{panic: "boom"}}, ""},
+		{"after some text", append(texts("a", "b"), step{panic: errors.New("boom")}), "ab"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &fakeEngine{script: tc.script}
+			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+			for i := range 2 { // the slot is released: a second request is served too
+				text, _, err := drain(t, start(t, r, &Request{Model: "m"}))
+				var engineErr *EngineError
+				require.ErrorAs(t, err, &engineErr, "a panicking engine fails its request, not the daemon")
+				assert.Equal(t, "fake", engineErr.Engine)
+				assert.ErrorContains(t, err, "panic: boom")
+				assert.Equal(t, tc.text, text)
+				waitUntil(t, func() bool { return r.Running() == 0 })
+				assert.Equal(t, i+1, e.calls())
+			}
+		})
+	}
+}
+
+func TestRunnerUnknownModel(t *testing.T) {
+	e := &fakeEngine{script: texts("a")}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 	_, err := r.Start(&Request{Model: "nope"})
 	require.ErrorIs(t, err, ErrModelNotFound)
-
-	s, err := r.Start(&Request{Model: "m"})
+	assert.False(t, Retryable(err))
+	assert.Zero(t, e.calls())
+	m, err := r.Model("m")
 	require.NoError(t, err)
-	defer s.Close()
-	_, _, err = drain(t, s)
-	var engineErr *EngineError
-	require.ErrorAs(t, err, &engineErr, "a panicking engine fails its request, not the daemon")
-	waitUntil(t, func() bool { return r.Running() == 0 })
+	assert.Equal(t, 1000, m.ContextLength)
+	assert.Equal(t, e.Models(), r.Models())
+	assert.Same(t, e, r.Engine().(*fakeEngine))
+}
+
+func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
+	e := &fakeEngine{}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		call    func() error
+		wantErr error
+	}{
+		{"pull a served model", func() error { return r.Pull(ctx, "m", nil) }, nil},
+		{"pull another model", func() error { return r.Pull(ctx, "other", nil) }, ErrNotSupported},
+		{"delete", func() error { return r.Delete(ctx, "m") }, ErrNotSupported},
+		{"delete unknown", func() error { return r.Delete(ctx, "other") }, ErrModelNotFound},
+		{"copy", func() error { return r.Copy(ctx, "m", "n") }, ErrNotSupported},
+		{"copy unknown", func() error { return r.Copy(ctx, "other", "n") }, ErrModelNotFound},
+		{"embed", func() error { _, _, err := r.Embed(ctx, "m", []string{"x"}); return err }, ErrNotSupported},
+		{"embed unknown", func() error { _, _, err := r.Embed(ctx, "other", []string{"x"}); return err }, ErrModelNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.wantErr)
+		})
+	}
+	assert.Zero(t, e.calls())
+}
+
+func TestStreamCollect(t *testing.T) {
+	t.Run("whole answer, heartbeats skipped", func(t *testing.T) {
+		e := &fakeEngine{script: []step{{text: "Hel", delay: 30 * time.Millisecond}, {text: "lo"}}}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: 5 * time.Millisecond}})
+		text, res, err := start(t, r, &Request{Model: "m"}).Collect(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "Hello", text)
+		assert.Equal(t, FinishStop, res.FinishReason)
+		assert.Equal(t, 2, res.CompletionTokens)
+	})
+	t.Run("text so far with the error", func(t *testing.T) {
+		e := &fakeEngine{script: append(texts("a", "b"), step{err: &EngineError{Engine: "fake", Cause: errors.New("device lost")}})}
+		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+		text, res, err := start(t, r, &Request{Model: "m"}).Collect(context.Background())
+		var engineErr *EngineError
+		require.ErrorAs(t, err, &engineErr)
+		assert.Equal(t, "ab", text)
+		assert.Zero(t, res)
+	})
+}
+
+func TestStatusString(t *testing.T) {
+	tests := []struct {
+		status Status
+		want   string
+	}{
+		{Running, "RUNNING"},
+		{Stop, "STOP"},
+		{Cancel, "CANCEL"},
+		{Status(7), "UNKNOWN"},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, tc.status.String())
+	}
+	// The values are OpenVINO GenAI's ov_genai_streaming_status_e.
+	assert.Equal(t, []int{0, 1, 2}, []int{int(Running), int(Stop), int(Cancel)})
 }

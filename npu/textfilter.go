@@ -22,7 +22,32 @@ func (a *utf8Assembler) push(chunk string) string {
 	a.carry = a.carry[:0]
 	cut := incompleteTail(a.buf)
 	a.carry = append(a.carry, a.buf[cut:]...)
-	return strings.ToValidUTF8(string(a.buf[:cut]), "\uFFFD")
+	return replaceInvalid(a.buf[:cut])
+}
+
+// replaceInvalid returns b with each maximal ill-formed subpart (a byte that
+// cannot start a code point, or the valid start of one cut short) replaced
+// by one U+FFFD, as Unicode recommends. Unlike strings.ToValidUTF8, which
+// merges a run of bad bytes into one U+FFFD, the result does not depend on
+// where the engine split its output into chunks.
+func replaceInvalid(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			for size < len(b) && !utf8.FullRune(b[:size+1]) {
+				size++ // still a valid, incomplete start of a code point
+			}
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return string(out)
 }
 
 // flush returns what is still held back; an incomplete code point at the
@@ -64,15 +89,21 @@ type stopMatcher struct {
 
 // push returns the text that can be released and whether a stop string was
 // found; after a match the text from the stop string on is discarded.
+//
+// The stop string that is complete first wins (the longest of those ending
+// at the same byte), as when the engine produces one character at a time,
+// so the cut does not depend on how the text was split into chunks.
 func (m *stopMatcher) push(text string) (release string, stopped bool) {
 	if len(m.stops) == 0 {
 		return text, false
 	}
 	buf := m.held + text
-	first := -1
+	first, end := -1, 0
 	for _, s := range m.stops {
-		if i := strings.Index(buf, s); i >= 0 && (first < 0 || i < first) {
-			first = i
+		if i := strings.Index(buf, s); i >= 0 {
+			if e := i + len(s); first < 0 || e < end || (e == end && i < first) {
+				first, end = i, e
+			}
 		}
 	}
 	if first >= 0 {

@@ -49,8 +49,9 @@ type Fault struct {
 	// StallFor, or until the request is abandoned when StallFor is 0.
 	StallAtToken int
 	StallFor     time.Duration
-	// SplitRunes delivers every multi-byte character split across two
-	// callbacks, as a byte-level detokenizer can.
+	// SplitRunes delivers every token that holds a multi-byte character in
+	// two callbacks, cut inside its first such character, as a byte-level
+	// detokenizer can.
 	SplitRunes bool
 }
 

@@ -1,0 +1,308 @@
+package npu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// granted reports whether t holds its slot without waiting for it.
+func granted(t *Ticket) bool {
+	select {
+	case <-t.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+func mustEnqueue(t *testing.T, s *Scheduler) *Ticket {
+	t.Helper()
+	tk, err := s.Enqueue()
+	require.NoError(t, err)
+	return tk
+}
+
+func TestSchedulerGrantsAFreeSlotAtOnce(t *testing.T) {
+	s := NewScheduler(1, 4)
+	tk := mustEnqueue(t, s)
+	assert.True(t, granted(tk))
+	assert.Equal(t, 1, s.Running())
+	assert.Zero(t, s.Waiting())
+	require.NoError(t, tk.Wait(context.Background(), time.Millisecond))
+	tk.Release()
+	assert.Zero(t, s.Running())
+}
+
+func TestSchedulerGrantsInFIFOOrder(t *testing.T) {
+	s := NewScheduler(1, 8)
+	first := mustEnqueue(t, s)
+	tickets := make([]*Ticket, 6)
+	for i := range tickets {
+		tickets[i] = mustEnqueue(t, s)
+	}
+	assert.Equal(t, len(tickets), s.Waiting())
+
+	// Waiters block in reverse order of arrival, so any order other than
+	// the queue's would show.
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := len(tickets) - 1; i >= 0; i-- {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := tickets[i].Wait(context.Background(), 0); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			tickets[i].Release()
+		}()
+	}
+	first.Release()
+	wg.Wait()
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, order)
+	assert.Zero(t, s.Running())
+	assert.Zero(t, s.Waiting())
+}
+
+func TestSchedulerReleaseHandsTheSlotToTheOldestWaiter(t *testing.T) {
+	s := NewScheduler(1, 4)
+	a := mustEnqueue(t, s)
+	b := mustEnqueue(t, s)
+	c := mustEnqueue(t, s)
+	a.Release()
+	assert.True(t, granted(b))
+	assert.False(t, granted(c))
+	assert.Equal(t, 1, s.Running())
+	assert.Equal(t, 1, s.Waiting())
+
+	a.Release() // a second release of the same ticket must not free b's slot
+	assert.False(t, granted(c), "a double release gave out a second slot")
+	assert.Equal(t, 1, s.Running())
+
+	b.Release()
+	assert.True(t, granted(c))
+	c.Release()
+	assert.Zero(t, s.Running())
+}
+
+func TestSchedulerQueueFull(t *testing.T) {
+	for _, depth := range []int{0, 1, 3} {
+		t.Run(fmt.Sprintf("depth %d", depth), func(t *testing.T) {
+			s := NewScheduler(1, depth)
+			mustEnqueue(t, s) // holds the slot
+			for range depth {
+				mustEnqueue(t, s)
+			}
+			assert.Equal(t, depth, s.Waiting())
+			_, err := s.Enqueue()
+			require.ErrorIs(t, err, ErrQueueFull, "depth %d", depth)
+			assert.True(t, Retryable(err))
+			assert.Equal(t, depth, s.Waiting(), "a refused request takes no place")
+		})
+	}
+}
+
+func TestSchedulerSeveralSlots(t *testing.T) {
+	s := NewScheduler(2, 1)
+	a := mustEnqueue(t, s)
+	b := mustEnqueue(t, s)
+	assert.True(t, granted(a) && granted(b), "two slots, two grants")
+	c := mustEnqueue(t, s)
+	assert.False(t, granted(c))
+	_, err := s.Enqueue()
+	require.ErrorIs(t, err, ErrQueueFull)
+	b.Release()
+	assert.True(t, granted(c))
+	assert.Equal(t, 2, s.Running())
+}
+
+func TestTicketWaitCancelledLeavesTheQueueAtOnce(t *testing.T) {
+	s := NewScheduler(1, 4)
+	running := mustEnqueue(t, s)
+	leaving := mustEnqueue(t, s)
+	next := mustEnqueue(t, s)
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("client left")
+	cancel(cause)
+	err := leaving.Wait(ctx, 0)
+	require.ErrorIs(t, err, cause, "Wait returns the context's cause")
+	assert.Equal(t, 1, s.Waiting(), "the cancelled ticket left the queue before Wait returned")
+
+	running.Release()
+	assert.True(t, granted(next), "the slot went to the next waiter, not the one that left")
+	assert.False(t, granted(leaving))
+	require.NoError(t, next.Wait(context.Background(), time.Second))
+	next.Release()
+	assert.Zero(t, s.Running())
+	assert.Zero(t, s.Waiting())
+}
+
+func TestTicketWaitUnblocksWhenCancelled(t *testing.T) {
+	s := NewScheduler(1, 4)
+	running := mustEnqueue(t, s)
+	defer running.Release()
+	waiter := mustEnqueue(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- waiter.Wait(ctx, 0) }()
+	cancel()
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return when its context ended")
+	}
+	assert.Zero(t, s.Waiting())
+}
+
+func TestTicketWaitMaxWait(t *testing.T) {
+	s := NewScheduler(1, 4)
+	running := mustEnqueue(t, s)
+	waiter := mustEnqueue(t, s)
+	start := time.Now()
+	err := waiter.Wait(context.Background(), 10*time.Millisecond)
+	require.ErrorIs(t, err, ErrQueueTimeout)
+	assert.True(t, Retryable(err))
+	assert.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond)
+	assert.Zero(t, s.Waiting(), "a timed-out ticket left the queue")
+	running.Release()
+	assert.Zero(t, s.Running(), "nobody was left to take the slot")
+}
+
+// TestTicketAbandonAfterGrantHandsTheSlotOn makes a grant and a cancelled
+// Wait coincide: Wait may see either first, and whichever it sees, the slot
+// must end up with the next waiter.
+func TestTicketAbandonAfterGrantHandsTheSlotOn(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	var gotSlot, handedOn int
+	for i := 0; i < 1000 && (gotSlot == 0 || handedOn == 0); i++ {
+		s := NewScheduler(1, 4)
+		a := mustEnqueue(t, s)
+		b := mustEnqueue(t, s)
+		c := mustEnqueue(t, s)
+		a.Release() // b is granted, and its context is already done
+		require.True(t, granted(b))
+		if err := b.Wait(cancelled, 0); err == nil {
+			gotSlot++
+			assert.False(t, granted(c))
+			b.Release()
+		} else {
+			handedOn++
+			require.ErrorIs(t, err, context.Canceled)
+		}
+		require.True(t, granted(c), "iteration %d: the slot was lost", i)
+		assert.Equal(t, 1, s.Running())
+		assert.Zero(t, s.Waiting())
+		c.Release()
+		assert.Zero(t, s.Running())
+	}
+	assert.Positive(t, gotSlot, "Wait never took a slot granted together with cancellation")
+	assert.Positive(t, handedOn, "Wait never abandoned a granted slot")
+}
+
+// TestSchedulerLosesNoSlot races many cancellations, timeouts and releases
+// against grants, and checks the slot is never held twice nor lost.
+func TestSchedulerLosesNoSlot(t *testing.T) {
+	const slots = 2
+	s := NewScheduler(slots, 1000)
+	var holders, maxHolders atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, err := s.Enqueue()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rand.IntN(400))*time.Microsecond)
+			defer cancel()
+			maxWait := time.Duration(0)
+			if i%4 == 0 {
+				maxWait = time.Duration(rand.IntN(400)) * time.Microsecond
+			}
+			if err := tk.Wait(ctx, maxWait); err != nil {
+				return
+			}
+			n := holders.Add(1)
+			for {
+				m := maxHolders.Load()
+				if n <= m || maxHolders.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			if i%3 == 0 {
+				time.Sleep(time.Duration(rand.IntN(100)) * time.Microsecond)
+			}
+			holders.Add(-1)
+			tk.Release()
+		}()
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, maxHolders.Load(), int32(slots), "more holders than slots")
+	assert.Zero(t, s.Running())
+	assert.Zero(t, s.Waiting())
+	for range slots {
+		assert.True(t, granted(mustEnqueue(t, s)), "every slot is still there")
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	tests := []struct {
+		name        string
+		slots       int
+		meanService time.Duration
+		waiting     int
+		want        time.Duration
+	}{
+		{"no history", 1, 0, 0, time.Second},
+		{"short service is at least one second", 1, 50 * time.Millisecond, 3, time.Second},
+		{"rounded up to whole seconds", 1, 1500 * time.Millisecond, 0, 2 * time.Second},
+		{"the queue ahead drains first", 1, 2 * time.Second, 2, 6 * time.Second},
+		{"slots share the queue", 2, 2 * time.Second, 3, 4 * time.Second},
+		{"never more than a minute", 1, 10 * time.Second, 20, time.Minute},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScheduler(tc.slots, 64)
+			for range tc.slots + tc.waiting {
+				mustEnqueue(t, s)
+			}
+			require.Equal(t, tc.waiting, s.Waiting())
+			s.mu.Lock()
+			s.meanService = tc.meanService
+			s.mu.Unlock()
+			assert.Equal(t, tc.want, s.RetryAfter())
+		})
+	}
+}
+
+func TestRetryAfterLearnsFromService(t *testing.T) {
+	s := NewScheduler(1, 64)
+	tk := mustEnqueue(t, s)
+	time.Sleep(5 * time.Millisecond)
+	tk.Release()
+	s.mu.Lock()
+	mean := s.meanService
+	s.mu.Unlock()
+	assert.GreaterOrEqual(t, mean, 5*time.Millisecond, "the held time was recorded")
+	assert.Equal(t, time.Second, s.RetryAfter(), "a few milliseconds still clamp to one second")
+}
