@@ -126,8 +126,13 @@ func (s *Stream) sink(text string) Status {
 		s.signal()
 		return Cancel
 	}
+	// The deadline is also checked here, not only in Next, so that a writer
+	// blocked on a slow client cannot let the engine run past it.
+	if s.req.Timeout > 0 && s.stopReason == "" && now.Sub(s.started) >= s.req.Timeout {
+		s.stopReason = FinishLength
+	}
 	if s.stopReason == FinishLength {
-		return Stop // the deadline passed; this was the flush
+		return Stop // the deadline passed
 	}
 	return Running
 }

@@ -157,6 +157,21 @@ func TestStreamDeadlineFinishesWithLength(t *testing.T) {
 	assert.Equal(t, strings.Repeat("x", len(g.statuses))+"!", text, "nothing generated before the stop is lost")
 }
 
+// TestStreamDeadlineWithoutAReader: a writer stuck on a slow client (not
+// calling Next) must not let the engine run past the deadline.
+func TestStreamDeadlineWithoutAReader(t *testing.T) {
+	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500)}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	s := start(t, r, &Request{Model: "m", Timeout: 30 * time.Millisecond})
+	g := e.waitReturned(t, 0) // nobody reads meanwhile
+	require.Less(t, len(g.statuses), 500, "the engine was stopped at the deadline")
+	assert.Equal(t, Stop, g.statuses[len(g.statuses)-1])
+	text, final, err := drain(t, s)
+	require.NoError(t, err)
+	assert.Equal(t, FinishLength, final.Result.FinishReason)
+	assert.Equal(t, strings.Repeat("x", len(g.statuses)), text)
+}
+
 func TestStreamClientGone(t *testing.T) {
 	tests := []struct {
 		name  string
