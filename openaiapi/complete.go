@@ -48,7 +48,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	}
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}
 	defer stream.Close()
@@ -60,10 +60,22 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	enc := newChunkEncoder(ep, id, info.Start.Unix(), req.Model)
 	if req.Stream {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		a.writeStream(ctx, c.Writer, info, stream, enc, includeUsage)
+		a.writeStream(ctx, c.Writer, info, stream, ep, enc, includeUsage)
 		return
 	}
 	a.writeWhole(ctx, c, info, stream, ep, id, req.Model)
+}
+
+// toError classifies err for endpoint ep: on /v1/completions a context
+// that is too long is the prompt's fault, as there are no messages.
+func (a *API) toError(err error, ep endpoint) *Error {
+	e := toError(err, a.runner.RetryAfter)
+	if ep == completionsEndpoint && e.Param == "messages" {
+		named := *e
+		named.Param = "prompt"
+		return &named
+	}
+	return e
 }
 
 // fail answers an error before the response began.
@@ -79,12 +91,12 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 // writeStream relays a stream as server-sent events. The 200 is committed
 // at the first event (text, heartbeat or the end), so errors that come
 // first (queue full or timed out, context too long) stay real HTTP errors.
-func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, enc *chunkEncoder, includeUsage bool) {
+func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, enc *chunkEncoder, includeUsage bool) {
 	w := newSSEWriter(rw, a.cfg.WriteTimeout)
 	for {
 		ev, err := stream.Next(ctx)
 		if err != nil {
-			a.endWithError(w, rw, info, toError(err, a.runner.RetryAfter))
+			a.endWithError(w, rw, info, a.toError(err, ep))
 			return
 		}
 		if !w.Committed() {
@@ -153,7 +165,7 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 	text, res, err := stream.Collect(ctx)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}
 	info.TokensOut = res.CompletionTokens

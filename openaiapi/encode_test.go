@@ -11,19 +11,38 @@ import (
 )
 
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range []string{
-		"", "plain", `quote " and \ backslash`, "new\nline\ttab\rcr", "\x00\x01\x1f control", "\b backspace \f formfeed",
-		"<script>&amp;</script>", "line\u2028sep\u2029para", "emoji 🙂 and 日本語", "\u007f del",
-	} {
-		want, err := json.Marshal(s)
-		require.NoError(t, err)
-		assert.Equal(t, string(want), string(appendJSONString(nil, s)), "%q", s)
+	tests := []struct{ name, in string }{
+		{"empty", ""},
+		{"plain", "plain text"},
+		{"quote and backslash", `quote " and \ backslash \\ ""`},
+		{"short escapes", "new\nline\ttab\rcr\b backspace \f formfeed"},
+		{"other control characters", "\x00\x01\x07\x0b\x0e\x1b\x1f"},
+		{"HTML characters", "<script>&amp;</script> a<b>c&d"},
+		{"line and paragraph separators", "line\u2028sep\u2029para\u2028"},
+		{"DEL is not escaped", "\u007f del"},
+		{"two-byte", "café naïve Zürich niño"},
+		{"three-byte", "日本語 データ"},
+		{"emoji", "🙂🚀 and 👩‍👩‍👧 with a joiner"},
+		{"escape at start and end", "\"middle\""},
+		{"only escapes", "\n\n\"\"<<"},
+		{"near separators", "\u2027\u202a\u2030"},
+		{"long", strings.Repeat("token \"x\" ", 200)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := json.Marshal(tc.in)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(appendJSONString(nil, tc.in)))
+			// Appending keeps what dst held.
+			assert.Equal(t, "prefix:"+string(want), string(appendJSONString([]byte("prefix:"), tc.in)))
+		})
 	}
 }
 
 func FuzzAppendJSONString(f *testing.F) {
-	f.Add("hello \"world\"\n")
-	f.Add("🙂<>&\u2028")
+	for _, s := range []string{"hello \"world\"\n", "🙂<>&\u2028", "\x00\x1f\\", "日本語\u2029", ""} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if !utf8.ValidString(s) {
 			t.Skip() // the bridge only ever hands over valid UTF-8
@@ -34,63 +53,88 @@ func FuzzAppendJSONString(f *testing.F) {
 	})
 }
 
-func TestChunkEncoderFramesParse(t *testing.T) {
-	enc := newChunkEncoder(chatEndpoint, "chatcmpl-x\"y", 1700000000, "m/odel")
-	frames := map[string][]byte{
-		"role":   append([]byte(nil), enc.role()...),
-		"text":   append([]byte(nil), enc.text("hi \"there\"\n")...),
-		"finish": append([]byte(nil), enc.finish("length")...),
-		"usage":  append([]byte(nil), enc.usage(usage{1, 2, 3})...),
+// frame checks the SSE framing of one encoded event and returns its JSON.
+func frame(t *testing.T, b []byte) string {
+	t.Helper()
+	s := string(b)
+	require.True(t, strings.HasPrefix(s, "data: "), "%q", s)
+	require.True(t, strings.HasSuffix(s, "\n\n"), "%q", s)
+	body := strings.TrimSuffix(strings.TrimPrefix(s, "data: "), "\n\n")
+	require.NotContains(t, body, "\n", "one line")
+	require.True(t, json.Valid([]byte(body)), "%s", body)
+	return body
+}
+
+func TestChunkEncoderFrames(t *testing.T) {
+	const (
+		chatHead   = `"id":"chatcmpl-x\"y","object":"chat.completion.chunk","created":1700000000,"model":"m/odel\u003c1\u003e"`
+		legacyHead = `"id":"cmpl-1","object":"text_completion","created":1700000000,"model":"sim"`
+	)
+	chat := newChunkEncoder(chatEndpoint, `chatcmpl-x"y`, 1700000000, "m/odel<1>")
+	legacy := newChunkEncoder(completionsEndpoint, "cmpl-1", 1700000000, "sim")
+	tests := []struct {
+		name   string
+		encode func() []byte
+		want   string
+	}{
+		{"chat role", chat.role,
+			`{` + chatHead + `,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`},
+		{"chat text", func() []byte { return chat.text("hi \"there\"\n🙂") },
+			`{` + chatHead + `,"choices":[{"index":0,"delta":{"content":"hi \"there\"\n🙂"},"logprobs":null,"finish_reason":null}]}`},
+		{"chat finish stop", func() []byte { return chat.finish("stop") },
+			`{` + chatHead + `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`},
+		{"chat finish length", func() []byte { return chat.finish("length") },
+			`{` + chatHead + `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`},
+		{"chat usage", func() []byte { return chat.usage(usage{PromptTokens: 3, CompletionTokens: 5, TotalTokens: 8}) },
+			`{` + chatHead + `,"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`},
+		{"legacy text", func() []byte { return legacy.text("a\tb") },
+			`{` + legacyHead + `,"choices":[{"index":0,"text":"a\tb","logprobs":null,"finish_reason":null}]}`},
+		{"legacy finish", func() []byte { return legacy.finish("length") },
+			`{` + legacyHead + `,"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]}`},
+		{"legacy usage", func() []byte { return legacy.usage(usage{PromptTokens: 1, CompletionTokens: 0, TotalTokens: 1}) },
+			`{` + legacyHead + `,"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}`},
+		{"error", func() []byte {
+			return errorFrame(&Error{Status: 504, Type: "server_error", Code: "token_timeout", Message: "no output for 1s"})
+		}, `{"error":{"message":"no output for 1s","type":"server_error","param":null,"code":"token_timeout"}}`},
 	}
-	for name, f := range frames {
-		s := string(f)
-		require.True(t, strings.HasPrefix(s, "data: ") && strings.HasSuffix(s, "\n\n"), name)
-		var v map[string]any
-		require.NoError(t, json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(s, "data: "), "\n\n")), &v), name)
-		assert.Equal(t, "chatcmpl-x\"y", v["id"])
-		assert.Equal(t, "m/odel", v["model"])
-		assert.Equal(t, "chat.completion.chunk", v["object"])
-		assert.EqualValues(t, 1700000000, v["created"])
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := frame(t, tc.encode())
+			assert.JSONEq(t, tc.want, got)
+			assert.Equal(t, tc.want, got, "byte for byte, in OpenAI's field order")
+		})
 	}
 }
 
-// benchChunk is the same content chunk built with encoding/json, to compare.
-type benchChunk struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []benchChoice `json:"choices"`
-}
-
-type benchChoice struct {
-	Index int `json:"index"`
-	Delta struct {
-		Content string `json:"content"`
-	} `json:"delta"`
-	Logprobs     *struct{} `json:"logprobs"`
-	FinishReason *string   `json:"finish_reason"`
-}
-
-const benchToken = " processing"
-
-func BenchmarkSSEChunkEncode(b *testing.B) {
+// TestChunkEncoderReusesItsBuffer: after the first chunk a content chunk
+// costs no allocation, and each call overwrites the last frame, so the
+// writer must be done with a frame before the next call.
+func TestChunkEncoderReusesItsBuffer(t *testing.T) {
 	enc := newChunkEncoder(chatEndpoint, "chatcmpl-0123456789abcdef01234567", 1700000000, "sim")
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = enc.text(benchToken)
-	}
+	first := enc.text(" a somewhat longer token to grow the buffer")
+	allocs := testing.AllocsPerRun(100, func() { _ = enc.text(" processing") })
+	assert.Zero(t, allocs)
+	again := enc.text("x")
+	assert.Equal(t, &first[0], &again[0], "the same buffer")
 }
 
-func BenchmarkSSEChunkJSONMarshal(b *testing.B) {
-	c := benchChunk{ID: "chatcmpl-0123456789abcdef01234567", Object: "chat.completion.chunk", Created: 1700000000, Model: "sim"}
-	c.Choices = make([]benchChoice, 1)
-	b.ReportAllocs()
-	for b.Loop() {
-		c.Choices[0].Delta.Content = benchToken
-		body, _ := json.Marshal(c)
-		frame := make([]byte, 0, len(body)+8)
-		frame = append(append(append(frame, "data: "...), body...), "\n\n"...)
-		_ = frame
+func TestErrorJSONShape(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"all set", &Error{Status: 400, Type: "invalid_request_error", Param: "messages", Code: "invalid_value", Message: "m"},
+			`{"error":{"message":"m","type":"invalid_request_error","param":"messages","code":"invalid_value"}}`},
+		{"param and code null", &Error{Status: 500, Type: "server_error", Message: "boom <b>"},
+			`{"error":{"message":"boom <b>","type":"server_error","param":null,"code":null}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.err)
+			require.NoError(t, err)
+			assert.JSONEq(t, tc.want, string(b))
+			assert.NotContains(t, string(b), "Status", "the status is not part of the body")
+		})
 	}
 }
