@@ -21,6 +21,7 @@ import (
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -437,7 +438,7 @@ func TestClientGoneWhileQueuedIsLogged499(t *testing.T) {
 }
 
 func TestClientDisconnectMidStreamCancelsTheEngine(t *testing.T) {
-	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond})}
+	engine := &nputest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond})}
 	r := startServer(t, nil, engine)
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := openStream(t, ctx, r.client, r.url, chat("long answer", ""))
@@ -509,7 +510,7 @@ func TestDrainLetsInFlightStreamsFinish(t *testing.T) {
 
 func TestDrainTimeoutEndsStreamsWithAnErrorEvent(t *testing.T) {
 	const drainTimeout = 200 * time.Millisecond
-	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Faults: stallFor("stall")})}
+	engine := &nputest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond, Faults: stallFor("stall")})}
 	r := startServer(t, func(c *daemon.Config) {
 		c.DrainTimeout = drainTimeout
 		c.Heartbeat = 0

@@ -15,6 +15,7 @@ import (
 
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -70,7 +71,7 @@ func TestOllamaJSGenerateWhole(t *testing.T) {
 func TestOllamaJSAbortCancelsTheEngine(t *testing.T) {
 	cfg := daemontest.Defaults(t)
 	cfg.SimITL = 20 * time.Millisecond
-	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
+	engine := &nputest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
 	srv := daemontest.Start(t, cfg, engine)
 	r := runJS(t, srv.URL, "abortMidStream")
 	assert.Equal(t, true, r["aborted"], "abort() ends the iteration with an AbortError")

@@ -17,6 +17,7 @@ import (
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -443,7 +444,7 @@ func TestSDKQueueFullIs503WithRetryAfter(t *testing.T) {
 // told to cancel (it cannot end on its own: it stalls until then).
 func TestSDKClientDisconnectMidStreamFreesTheEngine(t *testing.T) {
 	cfg := daemontest.Defaults(t)
-	engine := &daemontest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, Faults: hogFaults(nil)})}
+	engine := &nputest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, Faults: hogFaults(nil)})}
 	f := sdkFixtureFor(t, daemontest.Start(t, cfg, engine))
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -139,33 +140,10 @@ func TestStopAndCancelStopTheNativeLoop(t *testing.T) {
 
 }
 
-// recordingEngine records what the bridge answered to each callback.
-type recordingEngine struct {
-	*Engine
-	mu       sync.Mutex
-	statuses []npu.Status
-}
-
-func (e *recordingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
-	return e.Engine.Generate(ctx, req, func(text string) npu.Status {
-		st := sink(text)
-		e.mu.Lock()
-		e.statuses = append(e.statuses, st)
-		e.mu.Unlock()
-		return st
-	})
-}
-
-func (e *recordingEngine) seen() []npu.Status {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]npu.Status(nil), e.statuses...)
-}
-
 func TestCancelStopsTheNativeLoopWithinAToken(t *testing.T) {
 	e, _ := newTestEngine(t, "CPU", Config{Device: "CPU"})
 	t.Setenv("OVTEST_TOKEN_DELAY_US", "2000")
-	rec := &recordingEngine{Engine: e}
+	rec := &nputest.RecordingEngine{Engine: e}
 	r := npu.NewRunner(rec, npu.RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
 		Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
 	defer func() {
@@ -183,11 +161,11 @@ func TestCancelStopsTheNativeLoopWithinAToken(t *testing.T) {
 	cancel()
 	_, err = s.Next(ctx) // the client is gone: the stream is abandoned now
 	require.ErrorIs(t, err, npu.ErrClientGone)
-	atCancel := len(rec.seen())
+	atCancel := len(rec.Statuses())
 	s.Close()
 	require.Eventually(t, func() bool { return r.Running() == 0 }, 5*time.Second, time.Millisecond)
 
-	statuses := rec.seen()
+	statuses := rec.Statuses()
 	require.Contains(t, statuses, npu.Cancel)
 	// After the abandon: the token in flight answered Cancel, then the flush.
 	assert.LessOrEqual(t, len(statuses)-atCancel, 2, "the native loop stopped within a token of the cancel")

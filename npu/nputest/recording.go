@@ -1,4 +1,5 @@
-package daemontest
+// Package nputest holds test helpers for engines.
+package nputest
 
 import (
 	"context"
