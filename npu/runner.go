@@ -15,7 +15,8 @@ type RunnerConfig struct {
 	QueueTimeout time.Duration // longest wait for the engine; 0 = no limit
 	Stream       StreamLimits
 	// DefaultKeepAlive is how long a model stays loaded after its last
-	// request when the request does not say; negative = forever.
+	// request when the request does not say; negative = forever, zero =
+	// unload after every request.
 	DefaultKeepAlive time.Duration
 	// MaxLoadedModels caps the models in memory; loading one more unloads
 	// the least recently used idle one. 0 = no cap.
