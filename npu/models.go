@@ -11,11 +11,19 @@ type Embedder interface {
 	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
 }
 
+// PullProgress is one step of a pull, in the shape Ollama clients show.
+type PullProgress struct {
+	Status    string
+	Digest    string // the file being fetched
+	Total     int64
+	Completed int64
+}
+
 // Registry is implemented by engines whose models can be fetched, removed
 // and copied (OpenVINO's model directory). Engines without it serve a fixed
 // set of models.
 type Registry interface {
-	Pull(ctx context.Context, name string, progress func(status string)) error
+	Pull(ctx context.Context, name string, progress func(PullProgress)) error
 	Delete(ctx context.Context, name string) error
 	Copy(ctx context.Context, source, destination string) error
 }
@@ -40,7 +48,7 @@ func (r *Runner) Embed(ctx context.Context, model string, inputs []string) (vect
 
 // Pull fetches a model through the engine's registry. A model the engine
 // already serves needs nothing; others need a registry.
-func (r *Runner) Pull(ctx context.Context, name string, progress func(status string)) error {
+func (r *Runner) Pull(ctx context.Context, name string, progress func(PullProgress)) error {
 	if reg, ok := r.engine.(Registry); ok {
 		return reg.Pull(ctx, name, progress)
 	}

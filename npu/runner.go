@@ -27,7 +27,6 @@ type RunnerConfig struct {
 // the engine for each in its own goroutine, and hands the caller a Stream.
 type Runner struct {
 	engine Engine
-	models map[string]ModelInfo
 	sched  *Scheduler
 	life   *lifecycle
 	cfg    RunnerConfig
@@ -41,14 +40,9 @@ type Runner struct {
 
 // NewRunner returns a runner for engine.
 func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
-	models := make(map[string]ModelInfo)
-	for _, m := range engine.Models() {
-		models[m.ID] = m
-	}
 	base, abort := context.WithCancelCause(context.Background())
 	return &Runner{
 		engine: engine,
-		models: models,
 		sched:  NewScheduler(1, cfg.MaxQueue),
 		life:   newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
 		cfg:    cfg,
@@ -61,13 +55,15 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 // Engine is the engine this runner drives.
 func (r *Runner) Engine() Engine { return r.engine }
 
-// Model looks a model up by id; the error wraps ErrModelNotFound.
+// Model looks a model up by id; the error wraps ErrModelNotFound. It asks
+// the engine each time: a pull or delete changes its list.
 func (r *Runner) Model(id string) (ModelInfo, error) {
-	m, ok := r.models[id]
-	if !ok {
-		return ModelInfo{}, fmt.Errorf("model %q: %w", id, ErrModelNotFound)
+	for _, m := range r.engine.Models() {
+		if m.ID == id {
+			return m, nil
+		}
 	}
-	return m, nil
+	return ModelInfo{}, fmt.Errorf("model %q: %w", id, ErrModelNotFound)
 }
 
 // Models lists the models served, in the engine's order.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/daemon/streamwriter"
 	"github.com/npud/npud/npu"
 )
 
@@ -256,27 +257,44 @@ func (a *API) embeddings(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"embedding": vectors[0]})
 }
 
+// pull streams the registry's progress as NDJSON lines ending with
+// {"status":"success"}; a failure after the first line is an error line.
 func (a *API) pull(c *gin.Context) {
 	var req nameRequest
 	_, id, ok := a.decodeModel(c, &req, req.model)
 	if !ok {
 		return
 	}
-	var statuses []string
-	if err := a.runner.Pull(c.Request.Context(), id, func(s string) { statuses = append(statuses, s) }); err != nil {
-		a.fail(c.Writer, reqinfo.From(c.Request.Context()), toError(err, a.runner.RetryAfter))
-		return
+	info := reqinfo.From(c.Request.Context())
+	stream := req.Stream == nil || *req.Stream
+	w := streamwriter.New(c.Writer, a.cfg.WriteTimeout)
+	line := func(v any) {
+		if !stream {
+			return
+		}
+		if !w.Committed() {
+			w.Commit("application/x-ndjson")
+		}
+		b, _ := json.Marshal(v)            // maps of strings and numbers always encode
+		_ = w.Write(append(b, '\n'), true) // a client that left just misses progress
 	}
-	statuses = append(statuses, "success")
-	if req.Stream != nil && !*req.Stream {
+	err := a.runner.Pull(c.Request.Context(), id, func(p npu.PullProgress) {
+		if p.Digest == "" {
+			line(gin.H{"status": p.Status})
+			return
+		}
+		line(gin.H{"status": p.Status, "digest": p.Digest, "total": p.Total, "completed": p.Completed})
+	})
+	switch {
+	case err != nil && w.Committed():
+		info.Error = err.Error()
+		line(gin.H{"error": err.Error()})
+	case err != nil:
+		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+	case stream:
+		line(gin.H{"status": "success"})
+	default:
 		c.JSON(http.StatusOK, gin.H{"status": "success"})
-		return
-	}
-	c.Header("Content-Type", "application/x-ndjson")
-	c.Status(http.StatusOK)
-	enc := json.NewEncoder(c.Writer)
-	for _, s := range statuses {
-		_ = enc.Encode(gin.H{"status": s}) // the client may be gone
 	}
 }
 

@@ -4,9 +4,12 @@ package openvino
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/hub"
 	"github.com/npud/npud/npu/nputest"
 )
 
@@ -287,4 +291,52 @@ func BenchmarkCallbackCrossing(b *testing.B) {
 		calls += res.CompletionTokens
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(calls), "ns/callback")
+}
+
+// loopbackHub serves one OpenVINO IR repository, as a Hugging Face-
+// compatible hub does, on loopback.
+func loopbackHub(t *testing.T, repo string) *httptest.Server {
+	files := map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/models/"+repo+"/tree/main" {
+			var list []map[string]any
+			for p, b := range files {
+				list = append(list, map[string]any{"type": "file", "path": p, "size": len(b)})
+			}
+			_ = json.NewEncoder(w).Encode(list)
+			return
+		}
+		if b, ok := files[strings.TrimPrefix(r.URL.Path, "/"+repo+"/resolve/main/")]; ok {
+			_, _ = io.WriteString(w, b)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRegistryPullCopyDelete(t *testing.T) {
+	srv := loopbackHub(t, "OpenVINO/pulled-ov")
+	e, r := newTestEngine(t, "CPU", Config{Device: "CPU", Hub: &hub.Client{Endpoint: srv.URL, HTTP: srv.Client()}})
+	var statuses []string
+	require.NoError(t, r.Pull(context.Background(), "OpenVINO/pulled-ov", func(p npu.PullProgress) { statuses = append(statuses, p.Status) }))
+	assert.Contains(t, statuses, "pulling manifest")
+	_, err := r.Model("pulled-ov")
+	require.NoError(t, err, "the pulled model is served at once")
+	text, _, err := run(t, r, &npu.Request{Model: "pulled-ov", Prompt: "hi"})
+	require.NoError(t, err)
+	assert.NotEmpty(t, text)
+
+	require.NoError(t, r.Copy(context.Background(), "pulled-ov", "copied"))
+	assert.Len(t, e.Models(), 3)
+	require.NoError(t, r.Delete(context.Background(), "copied"))
+	require.NoError(t, r.UnloadModel(context.Background(), "pulled-ov"))
+	require.NoError(t, r.Delete(context.Background(), "pulled-ov"))
+	assert.Len(t, e.Models(), 1)
+	require.ErrorIs(t, r.Delete(context.Background(), "copied"), npu.ErrModelNotFound)
+	require.Error(t, r.Copy(context.Background(), "tiny", "../escape"))
+
+	_, noHub := newTestEngine(t, "CPU", Config{Device: "CPU"})
+	require.ErrorIs(t, noHub.Pull(context.Background(), "OpenVINO/other", nil), npu.ErrNotSupported)
 }

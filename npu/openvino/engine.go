@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/hub"
 )
 
 // Config sets up the engine.
@@ -33,6 +34,8 @@ type Config struct {
 	PrefillHint    string // PREFILL_HINT: DYNAMIC or STATIC; "" = GenAI's default
 	GenerateHint   string // GENERATE_HINT: FAST_COMPILE or BEST_PERF; "" = GenAI's default
 	CacheDir       string // CACHE_DIR, so the slow first NPU compile happens once
+	// Hub fetches models for pull; nil disables pulling.
+	Hub *hub.Client
 }
 
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
@@ -40,9 +43,9 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	devices []Device
-	models  []npu.ModelInfo
 
 	mu        sync.Mutex
+	models    []npu.ModelInfo // rescanned after pull, delete and copy
 	pipelines map[string]*pipeline
 }
 
@@ -214,4 +217,75 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 		return res, &npu.EngineError{Engine: "openvino", Cause: err}
 	}
 	return res, nil
+}
+
+// rescan reads the models directory again after it changed.
+func (e *Engine) rescan() error {
+	models, err := scanModels(e.cfg.ModelsDir, e.cfg.ContextLength)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.models = models
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Engine) has(model string) bool {
+	for _, m := range e.Models() {
+		if m.ID == model {
+			return true
+		}
+	}
+	return false
+}
+
+// Pull implements npu.Registry: name is a hub repository (owner/name); the
+// model is named after its last element.
+func (e *Engine) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
+	if e.has(name) || e.has(hub.ModelName(name)) {
+		return nil // already here
+	}
+	if e.cfg.Hub == nil {
+		return fmt.Errorf("cannot pull %q: no model hub is configured: %w", name, npu.ErrNotSupported)
+	}
+	err := e.cfg.Hub.Download(ctx, name, e.cfg.ModelsDir, func(p hub.Progress) {
+		progress(npu.PullProgress{Status: p.Status, Digest: p.File, Total: p.Total, Completed: p.Completed})
+	})
+	if err != nil {
+		return fmt.Errorf("pulling %q: %w", name, err)
+	}
+	return e.rescan()
+}
+
+// Delete implements npu.Registry: it unloads the model and removes its folder.
+func (e *Engine) Delete(ctx context.Context, name string) error {
+	if !e.has(name) {
+		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
+	}
+	if err := e.Unload(name); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(e.cfg.ModelsDir, name)); err != nil {
+		return fmt.Errorf("deleting model %q: %w", name, err)
+	}
+	return e.rescan()
+}
+
+// Copy implements npu.Registry: it copies the model's folder under a new name.
+func (e *Engine) Copy(ctx context.Context, source, destination string) error {
+	if !e.has(source) {
+		return fmt.Errorf("model %q: %w", source, npu.ErrModelNotFound)
+	}
+	if destination == "" || destination != filepath.Base(destination) || destination == ".." {
+		return fmt.Errorf("copy destination %q: want a plain folder name", destination)
+	}
+	dst := filepath.Join(e.cfg.ModelsDir, destination)
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("model %q already exists", destination)
+	}
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(e.cfg.ModelsDir, source))); err != nil {
+		return fmt.Errorf("copying model %q to %q: %w", source, destination, err)
+	}
+	return e.rescan()
 }
