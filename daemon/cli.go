@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+
+	"github.com/npud/npud/npu/hub"
 )
 
 // Version is the npud version; release builds set it with -ldflags.
@@ -16,6 +19,9 @@ const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-c
 
 Usage:
   npud serve [flags]   run the server (npud serve -h lists flags)
+  npud pull [flags] OWNER/NAME
+                       download an OpenVINO IR model from a Hugging Face-compatible hub
+                       into --models-dir (flags as for serve: --models-dir, --hub-endpoint)
   npud devices         list the devices OpenVINO sees (openvino builds)
   npud version         print the version
 `
@@ -29,6 +35,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
+	case "pull":
+		return pull(ctx, args[1:], getenv, stdout, stderr)
 	case "devices":
 		if err := printDevices(stdout); err != nil {
 			fmt.Fprintf(stderr, "npud devices: %v\n", err)
@@ -74,4 +82,43 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// pull downloads a model repository into the models directory; it needs no
+// engine, so it works in every build.
+func pull(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	// The repository comes last, after any flags: npud pull [flags] OWNER/NAME.
+	var repo string
+	flags := args
+	if n := len(args); n > 0 && !strings.HasPrefix(args[n-1], "-") {
+		repo, flags = args[n-1], args[:n-1]
+	}
+	cfg, err := ParseServe(flags, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil || repo == "" {
+		fmt.Fprintf(stderr, "npud pull: usage: npud pull [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME\n")
+		if err != nil {
+			fmt.Fprintf(stderr, "npud pull: %v\n", err)
+		}
+		return 2
+	}
+	last := ""
+	err = cfg.hubClient().Download(ctx, repo, cfg.ModelsDir, func(p hub.Progress) {
+		if p.Status != last || p.Completed == p.Total {
+			fmt.Fprintf(stdout, "%s %d/%d\n", p.Status, p.Completed, p.Total)
+			last = p.Status
+		}
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "npud pull: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "success: model %q in %s\n", hub.ModelName(repo), cfg.ModelsDir)
+	return 0
+}
+
+func (c Config) hubClient() *hub.Client {
+	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken}
 }

@@ -23,6 +23,8 @@ type Config struct {
 	NPUPrefillHint    string // OpenVINO on NPU: PREFILL_HINT, DYNAMIC or STATIC
 	NPUGenerateHint   string // OpenVINO on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF
 	CacheDir          string // OpenVINO: compiled-model cache
+	HubEndpoint       string // model hub for pull; "" = HF_ENDPOINT, else huggingface.co
+	HubToken          string // optional hub token (secret: masked in logs)
 
 	SimTTFT            time.Duration // simulated time to first token
 	SimITL             time.Duration // simulated inter-token latency
@@ -75,6 +77,8 @@ func (c *Config) options() []option {
 		{"npu-min-response-len", "openvino on NPU: tokens reserved for the answer (0 = GenAI's 128)", num(&c.NPUMinResponseLen, 0)},
 		{"npu-prefill-hint", "openvino on NPU: PREFILL_HINT, DYNAMIC or STATIC (empty = GenAI's default)", str(&c.NPUPrefillHint, "")},
 		{"npu-generate-hint", "openvino on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF (empty = GenAI's default)", str(&c.NPUGenerateHint, "")},
+		{"hub-endpoint", "model hub for pull, Hugging Face-compatible (empty = HF_ENDPOINT, else https://huggingface.co)", str(&c.HubEndpoint, "")},
+		{"hub-token", "model hub token for pull (prefer the environment variable)", str(&c.HubToken, "")},
 		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, "/var/cache/npud")},
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
@@ -174,6 +178,7 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("listen", c.Listen), slog.String("engine", c.Engine),
 		slog.String("models_dir", c.ModelsDir), slog.String("device", c.Device),
+		slog.String("hub_endpoint", c.HubEndpoint), slog.Bool("hub_token_set", c.HubToken != ""),
 		slog.Duration("heartbeat", c.Heartbeat), slog.Int("max_queue", c.MaxQueue),
 		slog.Duration("queue_timeout", c.QueueTimeout), slog.Duration("token_timeout", c.TokenTimeout),
 		slog.Duration("request_timeout", c.RequestTimeout), slog.Int("max_pending_bytes", c.MaxPendingBytes),

@@ -84,6 +84,8 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"keep-alive", "-1s", func(c Config) any { return c.KeepAlive }, -time.Second},
 		{"preload", "sim, other", func(c Config) any { return c.Preload }, []string{"sim", "other"}},
 		{"max-loaded-models", "3", func(c Config) any { return c.MaxLoadedModels }, 3},
+		{"hub-endpoint", "http://127.0.0.1:9", func(c Config) any { return c.HubEndpoint }, "http://127.0.0.1:9"},
+		{"hub-token", "secret", func(c Config) any { return c.HubToken }, "secret"},
 		{"npu-prefill-hint", "STATIC", func(c Config) any { return c.NPUPrefillHint }, "STATIC"},
 		{"npu-generate-hint", "BEST_PERF", func(c Config) any { return c.NPUGenerateHint }, "BEST_PERF"},
 		{"models-dir", "/srv/models", func(c Config) any { return c.ModelsDir }, "/srv/models"},
@@ -324,4 +326,13 @@ func TestRequestID(t *testing.T) {
 		assert.Regexp(t, `^[0-9a-f]{24}$`, id)
 	}
 	assert.NotEqual(t, requestID(""), requestID(""), "generated ids differ")
+}
+
+func TestLogValueHidesTheHubToken(t *testing.T) {
+	cfg, err := ParseServe([]string{"--hub-token", "s3cr3t-token"}, env(), io.Discard)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "config", cfg)
+	assert.NotContains(t, buf.String(), "s3cr3t-token")
+	assert.Contains(t, buf.String(), "hub_token_set=true")
 }

@@ -23,6 +23,7 @@ func newOpenVINOEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
 		PrefillHint:    cfg.NPUPrefillHint,
 		GenerateHint:   cfg.NPUGenerateHint,
 		CacheDir:       cfg.CacheDir,
+		Hub:            cfg.hubClient(),
 	}, log)
 }
 
