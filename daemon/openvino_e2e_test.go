@@ -52,6 +52,13 @@ func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
 	resp, _ = c.Do(t, http.MethodPost, "/api/generate", `{"model":"nope","prompt":"x"}`)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 
+	// On the NPU a prompt over MAX_PROMPT_LEN is a 400 that names the limit.
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions",
+		`{"model":"tiny","messages":[{"role":"user","content":"`+strings.Repeat("word ", 2000)+`"}]}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "MAX_PROMPT_LEN")
+	assert.Contains(t, string(raw), "context_length_exceeded")
+
 	// AUTO placed the model on the NPU; health and ps say so.
 	_, raw = c.Do(t, http.MethodGet, "/health", "")
 	assert.Contains(t, string(raw), `"device":"NPU"`)

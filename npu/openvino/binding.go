@@ -70,6 +70,8 @@ type StatusError struct {
 	Call   string
 	Input  string
 	Status int
+	// BeforeOutput is set when a generate failed before streaming anything.
+	BeforeOutput bool
 }
 
 func (e *StatusError) Error() string {
@@ -170,6 +172,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	status := C.npud_generate(p.ptr, input, history, config, C.uintptr_t(handle), &results)
 	elapsed := time.Since(start)
 	if err := check("ov_genai_llm_pipeline_generate", fmt.Sprintf("model %q, device %q", p.model, p.device), status); err != nil {
+		err.(*StatusError).BeforeOutput = state.calls.Load() == 0
 		return npu.Result{}, err
 	}
 	defer C.ov_genai_decoded_results_free(results)

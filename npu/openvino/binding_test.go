@@ -202,9 +202,9 @@ func TestErrorPaths(t *testing.T) {
 	t.Run("NPU prompt over MAX_PROMPT_LEN", func(t *testing.T) {
 		_, r := newTestEngine(t, "NPU", Config{Device: "NPU", MaxPromptLen: 4})
 		_, _, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "one two three four five"})
-		var ee *npu.EngineError
-		require.ErrorAs(t, err, &ee)
-		assert.Contains(t, err.Error(), "MAX_PROMPT_LEN=4")
+		require.ErrorIs(t, err, npu.ErrContextLength, "a request error (400), not a server fault")
+		assert.Contains(t, err.Error(), "MAX_PROMPT_LEN of 4 tokens")
+		assert.Contains(t, err.Error(), "--npu-max-prompt-len")
 	})
 	t.Run("generation failure", func(t *testing.T) {
 		_, r := newTestEngine(t, "CPU", Config{Device: "CPU"})

@@ -209,10 +209,13 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	res, err := p.generate(ctx, req, sink)
 	if err != nil {
 		var se *StatusError
-		if errors.As(err, &se) && p.device == "NPU" {
-			// GenAI gives no message; the likeliest NPU failure is a prompt
-			// over MAX_PROMPT_LEN, so say what the limit is.
-			err = fmt.Errorf("%w (on the NPU the prompt must fit MAX_PROMPT_LEN=%d tokens; raise it in the engine configuration)", err, e.maxPromptLen())
+		if errors.As(err, &se) && p.device == "NPU" && se.BeforeOutput {
+			// GenAI gives no reason. On the NPU a generate that fails before
+			// any output is, in practice, a prompt over MAX_PROMPT_LEN (the
+			// C API has no tokenizer to check beforehand): a request error.
+			return res, fmt.Errorf("the prompt does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
+				"(raise it with --npu-max-prompt-len; OpenVINO gave no further reason: %w): %w",
+				e.maxPromptLen(), err, npu.ErrContextLength)
 		}
 		return res, &npu.EngineError{Engine: "openvino", Cause: err}
 	}
