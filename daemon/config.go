@@ -30,17 +30,18 @@ type Config struct {
 	SimITL             time.Duration // simulated inter-token latency
 	SimPromptTokenCost time.Duration // simulated prefill cost per prompt token
 
-	Heartbeat       time.Duration // keep-alive interval on streams; 0 = off
-	MaxQueue        int           // requests waiting for the engine before 503
-	QueueTimeout    time.Duration // longest wait in the queue; 0 = unbounded
-	TokenTimeout    time.Duration // longest gap between tokens before the stream fails
-	RequestTimeout  time.Duration // default generation deadline (timeout_ms); 0 = none
-	MaxPendingBytes int           // unread output per stream before it fails
-	MaxBodyBytes    int64         // largest request body
-	DrainTimeout    time.Duration // grace for in-flight streams on shutdown
-	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
-	MaxLoadedModels int           // models in memory at once; 0 = no cap
-	Preload         []string      // models loaded at start and kept loaded
+	Heartbeat       time.Duration     // keep-alive interval on streams; 0 = off
+	MaxQueue        int               // requests waiting for the engine before 503
+	QueueTimeout    time.Duration     // longest wait in the queue; 0 = unbounded
+	TokenTimeout    time.Duration     // longest gap between tokens before the stream fails
+	RequestTimeout  time.Duration     // default generation deadline (timeout_ms); 0 = none
+	MaxPendingBytes int               // unread output per stream before it fails
+	MaxBodyBytes    int64             // largest request body
+	DrainTimeout    time.Duration     // grace for in-flight streams on shutdown
+	KeepAlive       time.Duration     // how long an idle model stays loaded; negative = forever
+	MaxLoadedModels int               // models in memory at once; 0 = no cap
+	Preload         []string          // models loaded at start and kept loaded
+	Aliases         map[string]string // extra model names: alias → served model
 
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
@@ -99,6 +100,21 @@ func (c *Config) options() []option {
 					if m = strings.TrimSpace(m); m != "" {
 						c.Preload = append(c.Preload, m)
 					}
+				}
+				return nil
+			})
+		}},
+		{"alias", "extra model names, ALIAS=MODEL, comma-separated or repeated", func(fs *flag.FlagSet, n, u string) {
+			fs.Func(n, u, func(v string) error {
+				for _, pair := range strings.Split(v, ",") {
+					alias, model, ok := strings.Cut(strings.TrimSpace(pair), "=")
+					if !ok || alias == "" || model == "" {
+						return fmt.Errorf("%q: want ALIAS=MODEL", pair)
+					}
+					if c.Aliases == nil {
+						c.Aliases = map[string]string{}
+					}
+					c.Aliases[alias] = model
 				}
 				return nil
 			})
@@ -184,6 +200,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("request_timeout", c.RequestTimeout), slog.Int("max_pending_bytes", c.MaxPendingBytes),
 		slog.Int64("max_body_bytes", c.MaxBodyBytes), slog.Duration("drain_timeout", c.DrainTimeout),
 		slog.Duration("keep_alive", c.KeepAlive), slog.Int("max_loaded_models", c.MaxLoadedModels),
-		slog.Any("preload", c.Preload),
+		slog.Any("preload", c.Preload), slog.Any("aliases", c.Aliases),
 	)
 }

@@ -30,3 +30,13 @@ func TestPreloadingAnUnknownModelFailsTheStart(t *testing.T) {
 	err = srv.Serve(context.Background())
 	require.ErrorContains(t, err, `preloading model "nope"`)
 }
+
+func TestAliasesAreServed(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.Aliases = map[string]string{"fast": "sim"} }, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	_, raw := c.Do(t, http.MethodGet, "/v1/models", "")
+	assert.Contains(t, string(raw), `"id":"fast"`)
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"fast","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"model":"fast"`, "the answer names the model as asked")
+}

@@ -62,6 +62,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		QueueTimeout:     cfg.QueueTimeout,
 		DefaultKeepAlive: cfg.KeepAlive,
 		MaxLoadedModels:  cfg.MaxLoadedModels,
+		Aliases:          cfg.Aliases,
 		Stream: npu.StreamLimits{
 			MaxPendingBytes: cfg.MaxPendingBytes,
 			TokenTimeout:    cfg.TokenTimeout,

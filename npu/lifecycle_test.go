@@ -147,3 +147,25 @@ func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	generateOnce(t, uncapped, &Request{Model: "n"})
 	assert.Len(t, uncapped.Loaded(), 2)
 }
+
+func TestAliasesNameServedModels(t *testing.T) {
+	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
+		Aliases: map[string]string{"fast": "n", "ghost": "missing"}})
+	m, err := r.Model("fast")
+	require.NoError(t, err)
+	assert.Equal(t, "n", m.ID, "the alias resolves to the served model")
+	_, err = r.Model("ghost")
+	require.ErrorIs(t, err, ErrModelNotFound)
+
+	var ids []string
+	for _, m := range r.Models() {
+		ids = append(ids, m.ID)
+	}
+	assert.Equal(t, []string{"m", "n", "fast"}, ids, "aliases of served models are listed after them")
+
+	generateOnce(t, r, &Request{Model: "fast"})
+	loaded := r.Loaded()
+	require.Len(t, loaded, 1)
+	assert.Equal(t, "n", loaded[0].Model.ID, "the engine ran the aliased model")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,8 @@ type RunnerConfig struct {
 	// MaxLoadedModels caps the models in memory; loading one more unloads
 	// the least recently used idle one. 0 = no cap.
 	MaxLoadedModels int
+	// Aliases maps extra names to served models ("llama" → "Llama-3.2-1B-int4-ov").
+	Aliases map[string]string
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -55,19 +58,40 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 // Engine is the engine this runner drives.
 func (r *Runner) Engine() Engine { return r.engine }
 
-// Model looks a model up by id; the error wraps ErrModelNotFound. It asks
-// the engine each time: a pull or delete changes its list.
+// Model looks a model up by id or alias and returns the model the engine
+// serves; the error wraps ErrModelNotFound. It asks the engine each time: a
+// pull or delete changes its list.
 func (r *Runner) Model(id string) (ModelInfo, error) {
+	target := id
+	if t, ok := r.cfg.Aliases[id]; ok {
+		target = t
+	}
 	for _, m := range r.engine.Models() {
-		if m.ID == id {
+		if m.ID == target {
 			return m, nil
 		}
 	}
 	return ModelInfo{}, fmt.Errorf("model %q: %w", id, ErrModelNotFound)
 }
 
-// Models lists the models served, in the engine's order.
-func (r *Runner) Models() []ModelInfo { return r.engine.Models() }
+// Models lists the models served, in the engine's order, then the aliases
+// whose model is served, by name.
+func (r *Runner) Models() []ModelInfo {
+	models := r.engine.Models()
+	names := make([]string, 0, len(r.cfg.Aliases))
+	for alias := range r.cfg.Aliases {
+		names = append(names, alias)
+	}
+	sort.Strings(names)
+	out := append([]ModelInfo(nil), models...)
+	for _, alias := range names {
+		if m, err := r.Model(alias); err == nil {
+			m.ID = alias
+			out = append(out, m)
+		}
+	}
+	return out
+}
 
 // Start admits req and returns its stream at once; the stream's first events
 // may be heartbeats while the request waits its turn. Errors: the model is
@@ -77,9 +101,11 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 	if r.closing.Load() {
 		return nil, ErrShuttingDown
 	}
-	if _, err := r.Model(req.Model); err != nil {
+	m, err := r.Model(req.Model)
+	if err != nil {
 		return nil, err
 	}
+	req.Model = m.ID // an alias names the model the engine knows
 	ticket, err := r.sched.Enqueue()
 	if err != nil {
 		return nil, err

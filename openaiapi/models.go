@@ -35,5 +35,6 @@ func (a *API) getModel(c *gin.Context) {
 		WriteError(c.Writer, toError(err, a.runner.RetryAfter))
 		return
 	}
+	m.ID = id // an alias answers under its own name
 	c.JSON(http.StatusOK, toModel(m))
 }
