@@ -3,37 +3,18 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu/hub/hubtest"
 )
 
 func TestPullCommand(t *testing.T) {
-	files := map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"}
-	hubSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/models/OpenVINO/tiny-ov/tree/main" {
-			var list []map[string]any
-			for p, b := range files {
-				list = append(list, map[string]any{"type": "file", "path": p, "size": len(b)})
-			}
-			_ = json.NewEncoder(w).Encode(list)
-			return
-		}
-		if b, ok := files[strings.TrimPrefix(r.URL.Path, "/OpenVINO/tiny-ov/resolve/main/")]; ok {
-			_, _ = io.WriteString(w, b)
-			return
-		}
-		http.NotFound(w, r)
-	}))
-	defer hubSrv.Close()
+	hubSrv := hubtest.Serve(t, "OpenVINO/tiny-ov", map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"})
 	models := t.TempDir()
 
 	var stdout, stderr bytes.Buffer

@@ -4,12 +4,9 @@ package openvino
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub"
+	"github.com/npud/npud/npu/hub/hubtest"
 	"github.com/npud/npud/npu/nputest"
 )
 
@@ -293,31 +291,8 @@ func BenchmarkCallbackCrossing(b *testing.B) {
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(calls), "ns/callback")
 }
 
-// loopbackHub serves one OpenVINO IR repository, as a Hugging Face-
-// compatible hub does, on loopback.
-func loopbackHub(t *testing.T, repo string) *httptest.Server {
-	files := map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/models/"+repo+"/tree/main" {
-			var list []map[string]any
-			for p, b := range files {
-				list = append(list, map[string]any{"type": "file", "path": p, "size": len(b)})
-			}
-			_ = json.NewEncoder(w).Encode(list)
-			return
-		}
-		if b, ok := files[strings.TrimPrefix(r.URL.Path, "/"+repo+"/resolve/main/")]; ok {
-			_, _ = io.WriteString(w, b)
-			return
-		}
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
 func TestRegistryPullCopyDelete(t *testing.T) {
-	srv := loopbackHub(t, "OpenVINO/pulled-ov")
+	srv := hubtest.Serve(t, "OpenVINO/pulled-ov", map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"})
 	e, r := newTestEngine(t, "CPU", Config{Device: "CPU", Hub: &hub.Client{Endpoint: srv.URL, HTTP: srv.Client()}})
 	var statuses []string
 	require.NoError(t, r.Pull(context.Background(), "OpenVINO/pulled-ov", func(p npu.PullProgress) { statuses = append(statuses, p.Status) }))
