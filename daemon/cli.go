@@ -22,6 +22,9 @@ Usage:
   npud pull [flags] OWNER/NAME
                        download an OpenVINO IR model from a Hugging Face-compatible hub
                        into --models-dir (flags as for serve: --models-dir, --hub-endpoint)
+  npud config check [--config FILE] [flags]
+                       validate the configuration (file, NPUD_* environment, flags)
+                       and print the effective settings, secrets masked
   npud devices         list the devices OpenVINO sees (openvino builds)
   npud version         print the version
 `
@@ -37,6 +40,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return serve(ctx, args[1:], getenv, stderr)
 	case "pull":
 		return pull(ctx, args[1:], getenv, stdout, stderr)
+	case "config":
+		return configCommand(args[1:], getenv, stdout, stderr)
 	case "devices":
 		if err := printDevices(stdout); err != nil {
 			fmt.Fprintf(stderr, "npud devices: %v\n", err)
@@ -121,4 +126,24 @@ func pull(ctx context.Context, args []string, getenv func(string) string, stdout
 
 func (c Config) hubClient() *hub.Client {
 	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken}
+}
+
+// configCommand runs `npud config check`: the same parsing and validation
+// as serve, then the effective configuration in the file's format.
+func configCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(stderr, "npud config: usage: npud config check [--config FILE] [flags]")
+		return 2
+	}
+	_, fs, err := parseConfig(args[1:], getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "npud config check: invalid configuration:\n%v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "# npud: effective configuration (file < NPUD_* environment < flags); secrets masked")
+	printEffective(stdout, fs)
+	return 0
 }

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 )
 
-// Config is the daemon's configuration. Every field has a flag and an
-// NPUD_* environment variable; flags win over the environment.
+// Config is the daemon's configuration. Every field has a flag, an NPUD_*
+// environment variable and a key in the configuration file; flags win over
+// the environment, which wins over the file.
 type Config struct {
+	ConfigFile string // the TOML file read first ("" = none)
+
 	Listen string // address to listen on; default 127.0.0.1:11434 (Ollama's)
 	Engine string // "sim" (simulated), or "openvino" in a build with the openvino tag
 
@@ -43,8 +47,54 @@ type Config struct {
 	Preload         []string          // models loaded at start and kept loaded
 	Aliases         map[string]string // extra model names: alias → served model
 
+	Security
+
 	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
+}
+
+// Security holds who may call npud and how much. All of it can change on
+// SIGHUP without a restart.
+type Security struct {
+	APIKeys         []APIKey      // bearer tokens; none = no authentication
+	APIKeyFile      string        // more keys, one NAME:KEY[:admin] per line; re-read on reload
+	PublicPaths     []string      // paths open without a key (GET and HEAD only)
+	AllowedHosts    []string      // extra Host names accepted on a loopback listener; "*" = any
+	CORSOrigins     []string      // browser origins allowed; empty = localhost origins; "*" = any
+	RateLimit       int           // requests per minute per tenant; 0 = no limit
+	RateBurst       int           // requests a tenant may make at once within its rate
+	MaxStreams      int           // concurrent generations per tenant; 0 = no cap
+	MaxHeaderBytes  int           // largest request header block
+	HeaderTimeout   time.Duration // longest time to send the request headers
+	BodyReadTimeout time.Duration // longest time to send the request body
+	TLSCert         string        // certificate file; with TLSKey, serve HTTPS
+	TLSKey          string        // private key file
+}
+
+// APIKey is one bearer token. Name is the tenant in logs and metrics.
+type APIKey struct {
+	Name  string
+	Key   string
+	Admin bool // may call /admin routes
+}
+
+// ParseAPIKey reads NAME:KEY or NAME:KEY:admin.
+func ParseAPIKey(s string) (APIKey, error) {
+	parts := strings.Split(strings.TrimSpace(s), ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return APIKey{}, errors.New("want NAME:KEY or NAME:KEY:admin")
+	}
+	k := APIKey{Name: parts[0], Key: parts[1]}
+	if len(parts) == 3 {
+		if parts[2] != "admin" {
+			return APIKey{}, fmt.Errorf("role %q: the only role is admin", parts[2])
+		}
+		k.Admin = true
+	}
+	if strings.Trim(k.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
+		return APIKey{}, fmt.Errorf("name %q: use letters, digits, '.', '_' and '-' (it becomes a metric label)", k.Name)
+	}
+	return k, nil
 }
 
 // option describes one setting: its flag, environment variable and help.
@@ -55,11 +105,57 @@ type option struct {
 }
 
 // EnvName is the environment variable of a flag: --max-queue → NPUD_MAX_QUEUE.
+// API keys are the exception: NPUD_API_KEYS holds a comma-separated list.
 func EnvName(flagName string) string {
+	if flagName == "api-key" {
+		return "NPUD_API_KEYS"
+	}
 	return "NPUD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-func (c *Config) options() []option {
+// secretOption reports whether a setting's value must never be printed.
+func secretOption(name string) bool { return name == "hub-token" || name == "api-key" }
+
+// layers counts the sources applied so far (file, environment, flags), so
+// that a list given in a later source replaces the earlier one instead of
+// adding to it, while a repeated flag still adds.
+type layers struct{ current int }
+
+// listValue is a flag holding a list: comma-separated, or repeated.
+type listValue struct {
+	dst    *[]string
+	layers *layers
+	setIn  int
+	parse  func(string) error // checks one element; nil = any non-empty string
+}
+
+func (l *listValue) String() string {
+	if l.dst == nil {
+		return ""
+	}
+	return strings.Join(*l.dst, ",")
+}
+
+func (l *listValue) Set(v string) error {
+	if l.setIn != l.layers.current {
+		*l.dst, l.setIn = nil, l.layers.current
+	}
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		if l.parse != nil {
+			if err := l.parse(item); err != nil {
+				return err
+			}
+			continue
+		}
+		*l.dst = append(*l.dst, item)
+	}
+	return nil
+}
+
+func (c *Config) options(ls *layers) []option {
 	str := func(p *string, def string) func(*flag.FlagSet, string, string) {
 		return func(fs *flag.FlagSet, n, u string) { fs.StringVar(p, n, def, u) }
 	}
@@ -69,7 +165,15 @@ func (c *Config) options() []option {
 	num := func(p *int, def int) func(*flag.FlagSet, string, string) {
 		return func(fs *flag.FlagSet, n, u string) { fs.IntVar(p, n, def, u) }
 	}
+	list := func(p *[]string, def []string, parse func(string) error) func(*flag.FlagSet, string, string) {
+		return func(fs *flag.FlagSet, n, u string) {
+			*p = def
+			fs.Var(&listValue{dst: p, layers: ls, setIn: -1, parse: parse}, n, u)
+		}
+	}
+	var aliasList, keyList []string
 	return []option{
+		{"config", "TOML configuration file read before the environment and flags (keys are the flag names)", str(&c.ConfigFile, "")},
 		{"listen", "address to listen on", str(&c.Listen, "127.0.0.1:11434")},
 		{"engine", "inference engine: sim (simulated, no inference) or openvino (builds with the openvino tag)", str(&c.Engine, "sim")},
 		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, "/var/lib/npud/models")},
@@ -93,66 +197,124 @@ func (c *Config) options() []option {
 		{"max-body-bytes", "largest request body accepted", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 4<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
-		{"preload", "comma-separated models to load at start and keep loaded", func(fs *flag.FlagSet, n, u string) {
-			fs.Func(n, u, func(v string) error {
-				c.Preload = nil // the flag replaces the environment's list
-				for _, m := range strings.Split(v, ",") {
-					if m = strings.TrimSpace(m); m != "" {
-						c.Preload = append(c.Preload, m)
-					}
-				}
-				return nil
-			})
-		}},
-		{"alias", "extra model names, ALIAS=MODEL, comma-separated or repeated", func(fs *flag.FlagSet, n, u string) {
-			fs.Func(n, u, func(v string) error {
-				for _, pair := range strings.Split(v, ",") {
-					alias, model, ok := strings.Cut(strings.TrimSpace(pair), "=")
-					if !ok || alias == "" || model == "" {
-						return fmt.Errorf("%q: want ALIAS=MODEL", pair)
-					}
-					if c.Aliases == nil {
-						c.Aliases = map[string]string{}
-					}
-					c.Aliases[alias] = model
-				}
-				return nil
-			})
-		}},
+		{"preload", "models to load at start and keep loaded, comma-separated", list(&c.Preload, nil, nil)},
+		{"alias", "extra model names, ALIAS=MODEL, comma-separated or repeated", list(&aliasList, nil, func(pair string) error {
+			alias, model, ok := strings.Cut(pair, "=")
+			if !ok || alias == "" || model == "" {
+				return fmt.Errorf("%q: want ALIAS=MODEL", pair)
+			}
+			aliasList = append(aliasList, pair)
+			if c.Aliases == nil || len(aliasList) == 1 {
+				c.Aliases = map[string]string{}
+			}
+			c.Aliases[alias] = model
+			return nil
+		})},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
+		{"api-key", "API keys NAME:KEY (or NAME:KEY:admin for /admin routes), comma-separated or repeated; none = no authentication", list(&keyList, nil, func(s string) error {
+			k, err := ParseAPIKey(s)
+			if err != nil {
+				return err
+			}
+			keyList = append(keyList, s)
+			if len(keyList) == 1 {
+				c.APIKeys = nil
+			}
+			c.APIKeys = append(c.APIKeys, k)
+			return nil
+		})},
+		{"api-key-file", "file of API keys, one NAME:KEY[:admin] per line (# comments); re-read on SIGHUP", str(&c.APIKeyFile, "")},
+		{"public-paths", "paths open without a key, for GET and HEAD", list(&c.PublicPaths, []string{"/", "/health"}, nil)},
+		{"allowed-hosts", "extra Host names accepted when listening on loopback (* = any; protects against DNS rebinding)", list(&c.AllowedHosts, nil, nil)},
+		{"cors-origins", "browser origins allowed (empty = http(s) on localhost, 127.0.0.1 and [::1], any port; * = any)", list(&c.CORSOrigins, nil, nil)},
+		{"rate-limit", "requests per minute per API key (tenant); 0 = no limit", num(&c.RateLimit, 0)},
+		{"rate-burst", "requests a tenant may send at once within --rate-limit", num(&c.RateBurst, 10)},
+		{"max-streams-per-key", "generations a tenant may run or queue at once; 0 = no cap", num(&c.MaxStreams, 0)},
+		{"max-header-bytes", "largest request header block", num(&c.MaxHeaderBytes, 64<<10)},
+		{"header-timeout", "longest a client may take to send its request headers", dur(&c.HeaderTimeout, 10*time.Second)},
+		{"body-read-timeout", "longest a client may take to send its request body", dur(&c.BodyReadTimeout, 60*time.Second)},
+		{"tls-cert", "TLS certificate file (PEM); with --tls-key npud serves HTTPS", str(&c.TLSCert, "")},
+		{"tls-key", "TLS private key file (PEM)", str(&c.TLSKey, "")},
 		{"log-level", "debug, info, warn or error", func(fs *flag.FlagSet, n, u string) { fs.TextVar(&c.LogLevel, n, slog.LevelInfo, u) }},
 		{"log-format", "text or json", str(&c.LogFormat, "text")},
 	}
 }
 
-// ParseServe reads the configuration of `npud serve` from args and the
-// environment (getenv).
+// ParseServe reads the configuration of `npud serve`: the file named by
+// --config (or NPUD_CONFIG), then the environment (getenv), then args.
 func ParseServe(args []string, getenv func(string) string, usageOut io.Writer) (Config, error) {
+	cfg, _, err := parseConfig(args, getenv, usageOut)
+	return cfg, err
+}
+
+// parseConfig is ParseServe that also returns the flag set, whose values
+// `npud config check` prints.
+func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (Config, *flag.FlagSet, error) {
 	var cfg Config
+	var ls layers
 	fs := flag.NewFlagSet("npud serve", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
-	opts := cfg.options()
+	opts := cfg.options(&ls)
 	for _, o := range opts {
 		o.bind(fs, o.name, fmt.Sprintf("%s (env %s)", o.usage, EnvName(o.name)))
 	}
-	// The environment is applied as if it were flags given first, so real
-	// flags (parsed next) override it.
+	// The file is found first (flag over environment), then the sources
+	// are applied from the weakest: file, environment, flags.
+	path := getenv(EnvName("config"))
+	if p, ok := configFlag(args); ok {
+		path = p
+	}
+	if path != "" {
+		ls.current = 1
+		if err := applyFile(fs, path); err != nil {
+			return Config{}, nil, err
+		}
+	}
+	ls.current = 2
 	for _, o := range opts {
 		if v := getenv(EnvName(o.name)); v != "" {
 			if err := fs.Set(o.name, v); err != nil {
-				return Config{}, fmt.Errorf("%s=%q: %w", EnvName(o.name), v, err)
+				return Config{}, nil, fmt.Errorf("%s=%q: %w", EnvName(o.name), maskIf(o.name, v), err)
 			}
 		}
 	}
+	ls.current = 3
 	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
 	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return Config{}, nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	return cfg, cfg.Validate()
+	cfg.ConfigFile = path
+	return cfg, fs, cfg.Validate()
 }
 
+// configFlag finds --config in args without parsing the rest.
+func configFlag(args []string) (string, bool) {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "config" {
+			continue
+		}
+		if hasValue {
+			return value, true
+		}
+		if i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+func maskIf(name, v string) string {
+	if secretOption(name) {
+		return "****"
+	}
+	return v
+}
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	var errs []error
@@ -172,10 +334,21 @@ func (c Config) Validate() error {
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "--log-format must be text or json, got %q", c.LogFormat)
+	check(c.RateLimit >= 0 && c.MaxStreams >= 0, "--rate-limit and --max-streams-per-key must be 0 or more")
+	check(c.RateLimit == 0 || c.RateBurst > 0, "--rate-burst must be positive when --rate-limit is set, got %d", c.RateBurst)
+	check(c.MaxHeaderBytes > 0, "--max-header-bytes must be positive, got %d", c.MaxHeaderBytes)
+	check((c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together")
+	for _, p := range c.PublicPaths {
+		check(strings.HasPrefix(p, "/"), "--public-paths: %q must start with /", p)
+	}
+	if _, err := c.Keys(); err != nil {
+		errs = append(errs, err)
+	}
 	for name, d := range map[string]time.Duration{
 		"sim-ttft": c.SimTTFT, "sim-itl": c.SimITL, "sim-prompt-token-cost": c.SimPromptTokenCost,
 		"heartbeat": c.Heartbeat, "queue-timeout": c.QueueTimeout, "token-timeout": c.TokenTimeout,
 		"request-timeout": c.RequestTimeout, "drain-timeout": c.DrainTimeout,
+		"header-timeout": c.HeaderTimeout, "body-read-timeout": c.BodyReadTimeout,
 	} {
 		check(d >= 0, "--%s must not be negative, got %s", name, d)
 	}
@@ -201,5 +374,50 @@ func (c Config) LogValue() slog.Value {
 		slog.Int64("max_body_bytes", c.MaxBodyBytes), slog.Duration("drain_timeout", c.DrainTimeout),
 		slog.Duration("keep_alive", c.KeepAlive), slog.Int("max_loaded_models", c.MaxLoadedModels),
 		slog.Any("preload", c.Preload), slog.Any("aliases", c.Aliases),
+		slog.String("config_file", c.ConfigFile), slog.Any("api_keys", keyNames(c.APIKeys)),
+		slog.String("api_key_file", c.APIKeyFile), slog.Int("rate_limit", c.RateLimit),
+		slog.Int("max_streams_per_key", c.MaxStreams), slog.Bool("tls", c.TLSCert != ""),
 	)
+}
+
+// keyNames lists key names only: the keys themselves never reach a log.
+func keyNames(keys []APIKey) []string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
+	}
+	return names
+}
+
+// Keys returns every API key: those set directly, then those in
+// APIKeyFile. Names and keys must be unique.
+func (s Security) Keys() ([]APIKey, error) {
+	keys := append([]APIKey(nil), s.APIKeys...)
+	if s.APIKeyFile != "" {
+		data, err := os.ReadFile(s.APIKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--api-key-file: %w", err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			k, err := ParseAPIKey(line)
+			if err != nil {
+				return nil, fmt.Errorf("--api-key-file %s:%d: %w", s.APIKeyFile, i+1, err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	names, secrets := map[string]bool{}, map[string]bool{}
+	for _, k := range keys {
+		if names[k.Name] {
+			return nil, fmt.Errorf("API key name %q is used twice", k.Name)
+		}
+		if secrets[k.Key] {
+			return nil, fmt.Errorf("API key %q reuses another key's secret", k.Name)
+		}
+		names[k.Name], secrets[k.Key] = true, true
+	}
+	return keys, nil
 }

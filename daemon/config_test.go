@@ -7,6 +7,8 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +47,15 @@ func TestParseServeDefaults(t *testing.T) {
 		DrainTimeout:       30 * time.Second,
 		KeepAlive:          5 * time.Minute,
 		MaxLoadedModels:    2,
-		LogLevel:           slog.LevelInfo,
-		LogFormat:          "text",
+		Security: Security{
+			PublicPaths:     []string{"/", "/health"},
+			RateBurst:       10,
+			MaxHeaderBytes:  64 << 10,
+			HeaderTimeout:   10 * time.Second,
+			BodyReadTimeout: time.Minute,
+		},
+		LogLevel:  slog.LevelInfo,
+		LogFormat: "text",
 	}
 	assert.Equal(t, want, cfg)
 	assert.NoError(t, cfg.Validate(), "the defaults are valid")
@@ -63,6 +72,11 @@ func TestEnvName(t *testing.T) {
 }
 
 func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
+	dir := t.TempDir()
+	emptyConfig := filepath.Join(dir, "npud.toml")
+	require.NoError(t, os.WriteFile(emptyConfig, []byte("# nothing set\n"), 0o600))
+	keyFile := filepath.Join(dir, "keys")
+	require.NoError(t, os.WriteFile(keyFile, []byte("# tenants\nbob:k3\n"), 0o600))
 	tests := []struct {
 		flag, value string
 		get         func(Config) any
@@ -96,13 +110,28 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"cache-dir", "/tmp/c", func(c Config) any { return c.CacheDir }, "/tmp/c"},
 		{"log-level", "debug", func(c Config) any { return c.LogLevel }, slog.LevelDebug},
 		{"log-format", "json", func(c Config) any { return c.LogFormat }, "json"},
+		{"config", emptyConfig, func(c Config) any { return c.ConfigFile }, emptyConfig},
+		{"api-key", "alice:k1,ops:k2:admin", func(c Config) any { return c.APIKeys },
+			[]APIKey{{Name: "alice", Key: "k1"}, {Name: "ops", Key: "k2", Admin: true}}},
+		{"api-key-file", keyFile, func(c Config) any { return c.APIKeyFile }, keyFile},
+		{"public-paths", "/health", func(c Config) any { return c.PublicPaths }, []string{"/health"}},
+		{"allowed-hosts", "npu.lan,box", func(c Config) any { return c.AllowedHosts }, []string{"npu.lan", "box"}},
+		{"cors-origins", "https://app.example", func(c Config) any { return c.CORSOrigins }, []string{"https://app.example"}},
+		{"rate-limit", "60", func(c Config) any { return c.RateLimit }, 60},
+		{"rate-burst", "3", func(c Config) any { return c.RateBurst }, 3},
+		{"max-streams-per-key", "4", func(c Config) any { return c.MaxStreams }, 4},
+		{"max-header-bytes", "8192", func(c Config) any { return c.MaxHeaderBytes }, 8192},
+		{"header-timeout", "3s", func(c Config) any { return c.HeaderTimeout }, 3 * time.Second},
+		{"body-read-timeout", "4s", func(c Config) any { return c.BodyReadTimeout }, 4 * time.Second},
+		{"tls-cert", "/c.pem", func(c Config) any { return c.TLSCert }, "/c.pem"},
+		{"tls-key", "/k.pem", func(c Config) any { return c.TLSKey }, "/k.pem"},
 	}
 	var c Config
 	covered := map[string]bool{}
 	for _, tc := range tests {
 		covered[tc.flag] = true
 	}
-	for _, o := range c.options() {
+	for _, o := range c.options(&layers{}) {
 		assert.True(t, covered[o.name], "--%s has no case here", o.name)
 	}
 	defaults, err := ParseServe(nil, env(), io.Discard)
@@ -112,11 +141,13 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 			if tc.flag != "engine" { // one value in this build
 				require.NotEqual(t, tc.want, tc.get(defaults), "the case must differ from the default")
 			}
-			fromEnv, err := ParseServe(nil, env(EnvName(tc.flag), tc.value), io.Discard)
+			// TLS files only validate as a pair.
+			partner := map[string][]string{"tls-cert": {"NPUD_TLS_KEY", "/k.pem"}, "tls-key": {"NPUD_TLS_CERT", "/c.pem"}}[tc.flag]
+			fromEnv, err := ParseServe(nil, env(append([]string{EnvName(tc.flag), tc.value}, partner...)...), io.Discard)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, tc.get(fromEnv), "from %s", EnvName(tc.flag))
 
-			fromFlag, err := ParseServe([]string{"--" + tc.flag, tc.value}, env(), io.Discard)
+			fromFlag, err := ParseServe([]string{"--" + tc.flag, tc.value}, env(partner...), io.Discard)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, tc.get(fromFlag), "from --%s", tc.flag)
 		})
@@ -187,7 +218,7 @@ func TestParseServeHelp(t *testing.T) {
 	_, err := ParseServe([]string{"-h"}, env(), &out)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	var c Config
-	for _, o := range c.options() {
+	for _, o := range c.options(&layers{}) {
 		assert.Contains(t, out.String(), "-"+o.name)
 		assert.Contains(t, out.String(), EnvName(o.name), "the help names the variable of --%s", o.name)
 	}
