@@ -315,6 +315,7 @@ func maskIf(name, v string) string {
 	}
 	return v
 }
+
 // Validate checks values that parse but make no sense.
 func (c Config) Validate() error {
 	var errs []error
