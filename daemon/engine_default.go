@@ -18,3 +18,5 @@ var errNoOpenVINO = errors.New("this npud was built without the OpenVINO GenAI e
 func newOpenVINOEngine(Config, *slog.Logger) (npu.Engine, error) { return nil, errNoOpenVINO }
 
 func printDevices(io.Writer) error { return errNoOpenVINO }
+
+func deviceNames() map[string]string { return nil }

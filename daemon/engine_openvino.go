@@ -38,3 +38,17 @@ func printDevices(w io.Writer) error {
 	}
 	return nil
 }
+
+// deviceNames maps each device OpenVINO sees to its full name, for the
+// device-info metric.
+func deviceNames() map[string]string {
+	devices, err := openvino.Devices()
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]string, len(devices))
+	for _, d := range devices {
+		out[d.Name] = d.FullName
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -21,20 +22,29 @@ func (s *Server) requestInfo(c *gin.Context) {
 	info := &reqinfo.Info{ID: requestID(c.GetHeader("X-Request-ID")), Start: time.Now()}
 	c.Header("X-Request-ID", info.ID)
 	c.Request = c.Request.WithContext(reqinfo.With(c.Request.Context(), info))
+	route := c.FullPath() // the route template: bounded, unlike the path
+	if route == "" {
+		route = "unmatched"
+	}
+	generation := generationRoute(route)
+	if generation {
+		done := s.metrics.streamOpened(route)
+		defer done()
+	}
 	c.Next()
 
 	status := c.Writer.Status()
 	if info.Status != 0 {
 		status = info.Status
 	}
-	route := c.FullPath()
-	if route == "" {
-		route = c.Request.URL.Path
+	if generation && !c.IsAborted() {
+		s.metrics.requestEnded(route, status, info)
 	}
 	attrs := []slog.Attr{
 		slog.String("request_id", info.ID),
 		slog.String("method", c.Request.Method),
-		slog.String("route", route),
+		slog.String("route", logRoute(c)),
+		slog.String("tenant", info.Tenant),
 		slog.Int("status", status),
 		slog.String("model", info.Model),
 		slog.Float64("ttft_ms", float64(info.TTFT)/float64(time.Millisecond)),
@@ -64,12 +74,43 @@ func requestID(client string) string {
 	return hex.EncodeToString(b[:])
 }
 
-// limitBody caps request bodies; readers see *http.MaxBytesError past it.
+// limitBody caps request bodies (readers see *http.MaxBytesError past it)
+// and the time to send one: a client that trickles its body (slowloris)
+// gets a read timeout instead of holding a handler forever.
 func (s *Server) limitBody(c *gin.Context) {
-	if c.Request.Body != nil {
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+	p := s.policy.Load()
+	if c.Request.Body == nil || c.Request.Body == http.NoBody {
+		c.Next()
+		return
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, p.maxBody)
+	if p.bodyReadTimeout > 0 {
+		rc := http.NewResponseController(c.Writer)
+		if rc.SetReadDeadline(time.Now().Add(p.bodyReadTimeout)) == nil {
+			// Once the body is read the deadline must go: the server's
+			// background read that notices a client leaving would
+			// otherwise hit it in the middle of a long stream.
+			c.Request.Body = &deadlineBody{ReadCloser: c.Request.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+			defer rc.SetReadDeadline(time.Time{})
+		}
 	}
 	c.Next()
+}
+
+// deadlineBody clears the read deadline when the body has been read.
+type deadlineBody struct {
+	io.ReadCloser
+	clear func()
+	done  bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		b.clear()
+	}
+	return n, err
 }
 
 // recoverPanics turns a handler panic into a 500 in the protocol's shape
@@ -109,4 +150,12 @@ func writeRouteError(c *gin.Context, status int, msg string) {
 		typ, code = "server_error", "internal_error"
 	}
 	openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: status, Type: typ, Code: code, Message: msg})
+}
+
+// logRoute is the matched route template, or the path when none matched.
+func logRoute(c *gin.Context) string {
+	if r := c.FullPath(); r != "" {
+		return r
+	}
+	return c.Request.URL.Path
 }

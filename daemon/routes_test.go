@@ -67,7 +67,7 @@ func TestRouteErrors(t *testing.T) {
 	}{
 		{"unknown /v1 path", http.MethodGet, "/v1/nothing", 404, "", true, "not_found"},
 		{"unknown /v1 POST", http.MethodPost, "/v1/embeddings/x", 404, "", true, "not_found"},
-		{"unknown top-level path", http.MethodGet, "/metrics", 404, "", true, "not_found"},
+		{"unknown top-level path", http.MethodGet, "/nothing", 404, "", true, "not_found"},
 		{"unknown /api path", http.MethodGet, "/api/nothing", 404, "", false, ""},
 		{"unknown /api POST", http.MethodPost, "/api/unknown", 404, "", false, ""},
 		{"GET on a POST route under /v1", http.MethodGet, "/v1/chat/completions", 405, "POST", true, "method_not_allowed"},

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -34,15 +35,33 @@ type Server struct {
 	handlers       context.Context
 	cancelHandlers context.CancelFunc
 	draining       chan struct{}
+
+	// policy is what requests are checked against (keys, hosts, origins,
+	// body limits); SIGHUP swaps it. limits keeps per-tenant counts.
+	policy   atomic.Pointer[policy]
+	limits   *tenantLimits
+	metrics  *metrics
+	logLevel *slog.LevelVar // nil when the logger's level is fixed
 }
 
 // Option adjusts a Server; tests use it to inject an engine.
 type Option func(*options)
 
-type options struct{ engine npu.Engine }
+type options struct {
+	engine   npu.Engine
+	listener net.Listener
+	logLevel *slog.LevelVar
+}
 
 // WithEngine serves engine instead of the one cfg.Engine names.
 func WithEngine(e npu.Engine) Option { return func(o *options) { o.engine = e } }
+
+// WithListener serves on ln (an inherited, socket-activated listener)
+// instead of listening on cfg.Listen.
+func WithListener(ln net.Listener) Option { return func(o *options) { o.listener = ln } }
+
+// WithLogLevel lets a reload change the logger's level.
+func WithLogLevel(lv *slog.LevelVar) Option { return func(o *options) { o.logLevel = lv } }
 
 // New builds a server and binds its listener, so Addr is known at once.
 func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
@@ -57,30 +76,45 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
+	m := &metrics{}
 	runner := npu.NewRunner(engine, npu.RunnerConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
 		DefaultKeepAlive: cfg.KeepAlive,
 		MaxLoadedModels:  cfg.MaxLoadedModels,
 		Aliases:          cfg.Aliases,
+		Observer:         m,
 		Stream: npu.StreamLimits{
 			MaxPendingBytes: cfg.MaxPendingBytes,
 			TokenTimeout:    cfg.TokenTimeout,
 			Heartbeat:       cfg.Heartbeat,
 		},
 	}, log)
-	ln, err := net.Listen("tcp", cfg.Listen)
+	*m = *newMetrics(runner, engine.Name())
+	ln := o.listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		}
+	}
+	pol, err := newPolicy(cfg, ln.Addr().String())
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		ln.Close()
+		return nil, err
 	}
 	handlers, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, log: log, runner: runner, ln: ln, started: time.Now(),
 		handlers: handlers, cancelHandlers: cancel, draining: make(chan struct{}),
+		limits: newTenantLimits(), metrics: m, logLevel: o.logLevel,
 	}
+	s.policy.Store(pol)
+	s.limits.configure(cfg.RateLimit, cfg.RateBurst, cfg.MaxStreams)
 	s.http = &http.Server{
 		Handler:           s.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return handlers },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -107,7 +141,9 @@ func (s *Server) routes() http.Handler {
 	r.HandleMethodNotAllowed = true
 	// requestInfo is outermost so that a request whose handler panicked
 	// still gets its access-log line, with the 500 recoverPanics wrote.
-	r.Use(s.requestInfo, s.recoverPanics, s.limitBody)
+	// Then the checks, cheapest and least trusting first: the Host header
+	// (DNS rebinding), the browser origin, the key, the tenant's budget.
+	r.Use(s.requestInfo, s.recoverPanics, s.checkHost, s.cors, s.authenticate, s.limitTenant, s.limitBody)
 	r.NoRoute(func(c *gin.Context) {
 		writeRouteError(c, http.StatusNotFound, fmt.Sprintf("no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -116,6 +152,8 @@ func (s *Server) routes() http.Handler {
 	})
 	r.GET("/health", s.health)
 	r.HEAD("/health", s.health) // health checkers often send HEAD
+	r.GET("/metrics", s.metrics.handler())
+	r.POST("/admin/reload", s.adminReload)
 	openaiapi.New(s.runner, openaiapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
@@ -143,7 +181,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	}
 	served := make(chan error, 1)
-	go func() { served <- s.http.Serve(s.ln) }()
+	go func() {
+		if s.cfg.TLSCert != "" {
+			served <- s.http.ServeTLS(s.ln, s.cfg.TLSCert, s.cfg.TLSKey)
+			return
+		}
+		served <- s.http.Serve(s.ln)
+	}()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving http: %w", err)

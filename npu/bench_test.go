@@ -23,9 +23,9 @@ func BenchmarkBridgeChunk(b *testing.B) {
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
-			s := newStream(context.Background(), &Request{Stop: bc.stops}, StreamLimits{MaxPendingBytes: 1 << 20})
+			s := newStream(context.Background(), &Request{Stop: bc.stops}, StreamLimits{MaxPendingBytes: 1 << 20}, nil)
 			defer s.Close()
-			s.begin()
+			s.begin("")
 			ctx := context.Background()
 			b.ReportAllocs()
 			i := 0

@@ -43,6 +43,7 @@ type Event struct {
 type Stream struct {
 	req     *Request
 	limits  StreamLimits
+	obs     Observer
 	created time.Time
 	ctx     context.Context // ends when the stream is abandoned; its cause says why
 	cancel  context.CancelCauseFunc
@@ -58,17 +59,24 @@ type Stream struct {
 	lastActivity time.Time    // last engine callback, or engine start
 	firstToken   time.Time
 	lastEvent    time.Time // last event handed to the consumer
+	lastText     time.Time // last text handed to the consumer
+	device       string
+	coalesced    int
 	finished     bool
 	result       Result
 	err          error
 }
 
-func newStream(parent context.Context, req *Request, limits StreamLimits) *Stream {
+func newStream(parent context.Context, req *Request, limits StreamLimits, obs Observer) *Stream {
 	ctx, cancel := context.WithCancelCause(parent)
 	now := time.Now()
+	if obs == nil {
+		obs = noObserver{}
+	}
 	return &Stream{
 		req:       req,
 		limits:    limits,
+		obs:       obs,
 		created:   now,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -86,9 +94,10 @@ func (s *Stream) signal() {
 	}
 }
 
-// begin marks the moment the engine starts on this request.
-func (s *Stream) begin() {
+// begin marks the moment the engine starts on this request, on device.
+func (s *Stream) begin(device string) {
 	s.mu.Lock()
+	s.device = device
 	s.started = time.Now()
 	s.lastActivity = s.started
 	s.mu.Unlock()
@@ -113,6 +122,9 @@ func (s *Stream) sink(text string) Status {
 	}
 	release, stopped := s.stops.push(s.utf8.push(text))
 	if len(release) > 0 {
+		if len(s.pending) > 0 {
+			s.coalesced++ // the writer has not taken the previous chunk yet
+		}
 		s.pending = append(s.pending, release...)
 		s.signal()
 	}
@@ -176,7 +188,13 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			ev := Event{Text: string(s.pending)}
 			s.pending = s.pending[:0]
 			s.lastEvent = now
+			prev := s.lastText
+			s.lastText = now
+			model, device := s.req.Model, s.device
 			s.mu.Unlock()
+			if !prev.IsZero() {
+				s.obs.TokenGap(model, device, now.Sub(prev))
+			}
 			return ev, nil
 		}
 		if s.finished {
@@ -297,6 +315,19 @@ func (s *Stream) FirstTokenAt() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.firstToken
+}
+
+// Stats describes the stream so far.
+func (s *Stream) Stats() StreamStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished}
+	if s.finished {
+		st.Result, st.Err = s.result, s.err
+	} else {
+		st.Err = context.Cause(s.ctx)
+	}
+	return st
 }
 
 // Close abandons the stream if it has not finished. Always call it: it is

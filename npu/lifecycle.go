@@ -18,6 +18,14 @@ type ModelLoader interface {
 	Unload(model string) error
 }
 
+// Reloader is implemented by engines that can replace a loaded model with a
+// fresh instance from its files (after they changed on disk): the new one
+// is built first and swapped in only when it works, so on failure the old
+// one keeps serving.
+type Reloader interface {
+	Reload(ctx context.Context, model string) error
+}
+
 // LoadedModel is a model in memory and when it will be unloaded.
 type LoadedModel struct {
 	Model     ModelInfo
@@ -32,6 +40,7 @@ type lifecycle struct {
 	defaultKeepAlive time.Duration
 	maxLoaded        int // 0 = no cap; past it the least recently used idle model goes
 	log              *slog.Logger
+	onLoad           func(model string, took time.Duration) // set once before use; for metrics
 
 	mu     sync.Mutex
 	loaded map[string]*loadedEntry
@@ -89,9 +98,42 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 			return 0, fmt.Errorf("loading model %q: %w", info.ID, err)
 		}
 	}
+	took := time.Since(start)
 	l.loaded[info.ID] = &loadedEntry{LoadedModel: LoadedModel{Model: info, LoadedAt: time.Now()}, inUse: 1}
-	l.log.Info("model loaded", "model", info.ID, "load_ms", time.Since(start).Milliseconds())
-	return time.Since(start), nil
+	l.log.Info("model loaded", "model", info.ID, "load_ms", took.Milliseconds())
+	if l.onLoad != nil {
+		l.onLoad(info.ID, took)
+	}
+	return took, nil
+}
+
+// reload rebuilds a loaded model in place; a model that is not loaded is
+// loaded, with the default keep-alive. The caller holds the engine slot.
+func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
+	l.mu.Lock()
+	_, loaded := l.loaded[info.ID]
+	l.mu.Unlock()
+	if !loaded {
+		if _, err := l.acquire(ctx, info); err != nil {
+			return err
+		}
+		l.release(info.ID, nil)
+		return nil
+	}
+	r, ok := l.engine.(Reloader)
+	if !ok {
+		return fmt.Errorf("model %q: engine %s cannot reload a model: %w", info.ID, l.engine.Name(), ErrNotSupported)
+	}
+	start := time.Now()
+	if err := r.Reload(ctx, info.ID); err != nil {
+		return fmt.Errorf("reloading model %q (the loaded one keeps serving): %w", info.ID, err)
+	}
+	took := time.Since(start)
+	l.log.Info("model reloaded", "model", info.ID, "load_ms", took.Milliseconds())
+	if l.onLoad != nil {
+		l.onLoad(info.ID, took)
+	}
+	return nil
 }
 
 // release ends a use of model and starts its keep-alive: nil means the

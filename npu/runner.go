@@ -24,6 +24,8 @@ type RunnerConfig struct {
 	MaxLoadedModels int
 	// Aliases maps extra names to served models ("llama" → "Llama-3.2-1B-int4-ov").
 	Aliases map[string]string
+	// Observer hears about loads and token gaps, for metrics; nil = none.
+	Observer Observer
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -44,7 +46,10 @@ type Runner struct {
 // NewRunner returns a runner for engine.
 func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 	base, abort := context.WithCancelCause(context.Background())
-	return &Runner{
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
+	}
+	r := &Runner{
 		engine: engine,
 		sched:  NewScheduler(1, cfg.MaxQueue),
 		life:   newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
@@ -53,6 +58,10 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 		base:   base,
 		abort:  abort,
 	}
+	r.life.onLoad = func(model string, took time.Duration) {
+		cfg.Observer.ModelLoaded(model, r.DeviceOf(model), took)
+	}
+	return r
 }
 
 // Engine is the engine this runner drives.
@@ -110,7 +119,7 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newStream(r.base, req, r.cfg.Stream)
+	s := newStream(r.base, req, r.cfg.Stream, r.cfg.Observer)
 	r.inflight.Add(1)
 	go r.run(s, ticket)
 	return s, nil
@@ -130,7 +139,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		s.finish(Result{}, err)
 		return
 	}
-	s.begin()
+	s.begin(r.DeviceOf(model.ID))
 	res, err := r.generate(s)
 	r.life.release(model.ID, s.req.KeepAlive)
 	ticket.Release()
@@ -149,6 +158,22 @@ func (r *Runner) LoadModel(ctx context.Context, id string, keepAlive *time.Durat
 		if err == nil {
 			r.life.release(m.ID, keepAlive)
 		}
+		return err
+	})
+	return took, err
+}
+
+// ReloadModel replaces model with a fresh instance from its files once the
+// streams ahead of it have finished: it waits for the engine slot like any
+// request (ctx bounds that drain), so nothing is cut off, and requests that
+// come later wait for the new instance. On failure the old one keeps
+// serving. It returns how long the reload took.
+func (r *Runner) ReloadModel(ctx context.Context, id string) (time.Duration, error) {
+	var took time.Duration
+	err := r.withSlot(ctx, id, func(m ModelInfo) error {
+		start := time.Now()
+		err := r.life.reload(ctx, m)
+		took = time.Since(start)
 		return err
 	})
 	return took, err
@@ -181,6 +206,18 @@ func (r *Runner) withSlot(ctx context.Context, id string, fn func(ModelInfo) err
 	}
 	defer ticket.Release()
 	return fn(m)
+}
+
+// DeviceOf names the device model runs on: the engine's answer, or
+// "simulated" for the simulated engine.
+func (r *Runner) DeviceOf(model string) string {
+	if d, ok := r.engine.(DeviceReporter); ok {
+		return d.DeviceOf(model)
+	}
+	if r.engine.Simulated() {
+		return "simulated"
+	}
+	return ""
 }
 
 // Loaded lists the models in memory.

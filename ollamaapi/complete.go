@@ -3,6 +3,7 @@ package ollamaapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -127,6 +128,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	defer stream.Close()
+	info.Stream = stream
 	if req.stream() {
 		a.writeStream(ctx, c.Writer, wantsSSE(c.Request), info, stream, ep, model)
 		return
@@ -163,7 +165,7 @@ func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive 
 
 // fail answers an error before the response began.
 func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
-	info.Error = e.Message
+	info.Fail(e)
 	if e.Status == statusClientClosed {
 		info.Status = statusClientClosed // nobody to answer
 		return
@@ -199,7 +201,7 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool,
 				a.fail(rw, info, apiErr)
 				return
 			}
-			info.Error = apiErr.Message
+			info.Fail(apiErr)
 			if apiErr.Status != statusClientClosed {
 				// The last line: an error and no done object.
 				_ = frame(map[string]string{"error": apiErr.Message})
@@ -222,7 +224,7 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool,
 			out = newChunk(ep, model, ev.Text)
 		}
 		if err := frame(out); err != nil {
-			info.Error = "writing to client: " + err.Error()
+			info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 			stream.Close()
 			return
 		}
@@ -246,6 +248,6 @@ func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqi
 	rw.Header().Set("Content-Type", "application/json; charset=utf-8")
 	rw.WriteHeader(http.StatusOK)
 	if err := json.NewEncoder(rw).Encode(out); err != nil {
-		info.Error = "writing to client: " + err.Error()
+		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }

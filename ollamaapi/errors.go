@@ -18,9 +18,13 @@ type Error struct {
 	Status     int
 	Message    string
 	RetryAfter time.Duration
+	Cause      error // what the error was made from, for errors.Is
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap gives errors.Is access to the cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // statusClientClosed is logged for a client that left before its answer.
 const statusClientClosed = 499
@@ -62,5 +66,5 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 	case errors.Is(err, npu.ErrClientGone):
 		status = statusClientClosed
 	}
-	return &Error{Status: status, Message: msg, RetryAfter: retry}
+	return &Error{Status: status, Message: msg, RetryAfter: retry, Cause: err}
 }

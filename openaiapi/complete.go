@@ -3,6 +3,7 @@ package openaiapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -52,6 +53,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	defer stream.Close()
+	info.Stream = stream
 
 	id := "chatcmpl-" + info.ID
 	if ep == completionsEndpoint {
@@ -80,7 +82,7 @@ func (a *API) toError(err error, ep endpoint) *Error {
 
 // fail answers an error before the response began.
 func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
-	info.Error = e.Message
+	info.Fail(e)
 	if e.Status == statusClientClosed {
 		info.Status = statusClientClosed // nobody to answer
 		return
@@ -145,7 +147,7 @@ func (a *API) endWithError(w sseWriter, rw http.ResponseWriter, info *reqinfo.In
 		a.fail(rw, info, apiErr)
 		return
 	}
-	info.Error = apiErr.Message
+	info.Fail(apiErr)
 	if apiErr.Status == statusClientClosed {
 		return
 	}
@@ -156,7 +158,7 @@ func (a *API) endWithError(w sseWriter, rw http.ResponseWriter, info *reqinfo.In
 
 // clientGone abandons the stream after a failed write.
 func (a *API) clientGone(info *reqinfo.Info, stream *npu.Stream, err error) {
-	info.Error = "writing to client: " + err.Error()
+	info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	stream.Close()
 }
 
@@ -173,7 +175,7 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
 	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, info.Start.Unix(), model, text, info.FinishReason, usageOf(res))); err != nil {
-		info.Error = "writing to client: " + err.Error()
+		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }
 

@@ -22,9 +22,13 @@ type Error struct {
 	Param      string // empty → null
 	Code       string // empty → null
 	RetryAfter time.Duration
+	Cause      error // what the error was made from, for errors.Is
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap gives errors.Is access to the cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 func invalid(param, code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code,
@@ -83,6 +87,12 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
+	e := classify(err, retryAfter)
+	e.Cause = err
+	return e
+}
+
+func classify(err error, retryAfter func() time.Duration) *Error {
 	overloaded := func(code string) *Error {
 		return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: code,
 			Message: err.Error(), RetryAfter: retryAfter()}

@@ -5,14 +5,22 @@ package reqinfo
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/npud/npud/npu"
 )
+
+// ErrWrite marks a failure to write the response: the client went away or
+// stopped reading past the write timeout.
+var ErrWrite = errors.New("writing to client")
 
 // Info describes one request. The handler's goroutine writes it; the access
 // log reads it after the handler returned.
 type Info struct {
 	ID           string
 	Start        time.Time
+	Tenant       string // the API key's name; "anonymous" without keys
 	Model        string
 	TTFT         time.Duration // zero until the first non-empty text was written
 	TokensOut    int
@@ -21,6 +29,15 @@ type Info struct {
 	// client that left before its response began.
 	Status int
 	Error  string
+	// Err is the error behind Error, for classifying it (errors.Is).
+	Err error
+	// Stream is the generation this request ran, if any.
+	Stream interface{ Stats() npu.StreamStats }
+}
+
+// Fail records why the request failed.
+func (i *Info) Fail(err error) {
+	i.Err, i.Error = err, err.Error()
 }
 
 type key struct{}

@@ -170,6 +170,30 @@ func (e *Engine) Load(ctx context.Context, model string) error {
 	return fmt.Errorf("no device could load model %q: %w", model, errors.Join(errs...))
 }
 
+// Reload implements npu.Reloader: it compiles the model folder again on the
+// device the model runs on, and swaps the new pipeline in only when that
+// worked; on failure the old pipeline keeps serving. The runner holds the
+// engine slot, so no generation uses the old pipeline meanwhile.
+func (e *Engine) Reload(ctx context.Context, model string) error {
+	e.mu.Lock()
+	old, ok := e.pipelines[model]
+	e.mu.Unlock()
+	if !ok {
+		return e.Load(ctx, model)
+	}
+	// Compiling takes long on an NPU; the engine mutex is not held meanwhile.
+	p, err := newPipeline(filepath.Join(e.cfg.ModelsDir, model), old.device, e.properties(old.device))
+	if err != nil {
+		return fmt.Errorf("compiling the new %q on %s: %w", model, old.device, err)
+	}
+	e.mu.Lock()
+	e.pipelines[model] = p
+	e.mu.Unlock()
+	old.free()
+	e.log.Info("model reloaded", "model", model, "device", p.device)
+	return nil
+}
+
 // Unload implements npu.ModelLoader.
 func (e *Engine) Unload(model string) error {
 	e.mu.Lock()

@@ -38,6 +38,8 @@ type Config struct {
 	ContextLength int
 	// Faults, when set, chooses faults to inject into a request (tests).
 	Faults func(*npu.Request) Fault
+	// ReloadFault, when set, makes Reload fail with its error (tests).
+	ReloadFault func(model string) error
 }
 
 // Fault is a failure to inject into one generation.
@@ -74,6 +76,18 @@ func (e *Engine) Simulated() bool { return true }
 
 func (e *Engine) Models() []npu.ModelInfo {
 	return []npu.ModelInfo{{ID: ModelID, OwnedBy: OwnedBy, Created: e.created, ContextLength: e.cfg.ContextLength}}
+}
+
+// Reload implements npu.Reloader. The simulated model has no files to read
+// again, so a reload only checks that the model exists.
+func (e *Engine) Reload(_ context.Context, model string) error {
+	if model != ModelID {
+		return fmt.Errorf("simulated engine: no model %q: %w", model, npu.ErrModelNotFound)
+	}
+	if e.cfg.ReloadFault != nil {
+		return e.cfg.ReloadFault(model)
+	}
+	return nil
 }
 
 // Generate implements npu.Engine.

@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/daemon/jsonbody"
+	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/openaiapi"
+)
+
+// adminReload serves POST /admin/reload {"model": "..."}: it waits for the
+// model's streams ahead of it to finish (up to the drain timeout), builds a
+// fresh instance from the model's files and swaps it in. On failure the
+// old instance keeps serving and the error is reported.
+func (s *Server) adminReload(c *gin.Context) {
+	info := reqinfo.From(c.Request.Context())
+	var req struct {
+		Model string `json:"model"`
+	}
+	if err := jsonbody.Decode(c.Request, &req); err != nil {
+		openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: err.Status, Type: "invalid_request_error", Param: err.Field, Code: err.Code, Message: err.Message})
+		return
+	}
+	if req.Model == "" {
+		openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model", Code: "missing_model", Message: "model is required"})
+		return
+	}
+	info.Model = req.Model
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.DrainTimeout)
+	defer cancel()
+	took, err := s.runner.ReloadModel(ctx, req.Model)
+	if err != nil {
+		info.Fail(err)
+		s.log.Warn("admin reload failed; the loaded model keeps serving", "model", req.Model, "err", err)
+		e := &openaiapi.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "reload_failed", Message: err.Error(), Cause: err}
+		switch {
+		case errors.Is(err, npu.ErrModelNotFound):
+			e.Status, e.Type, e.Code, e.Param = http.StatusNotFound, "invalid_request_error", "model_not_found", "model"
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, npu.ErrQueueTimeout):
+			e.Status, e.Code = http.StatusServiceUnavailable, "drain_timeout"
+			e.Message = "the model's streams did not finish within the drain timeout (" + s.cfg.DrainTimeout.String() + "); nothing was reloaded"
+			e.RetryAfter = time.Second
+		case errors.Is(err, npu.ErrQueueFull) || errors.Is(err, npu.ErrShuttingDown):
+			e.Status, e.RetryAfter = http.StatusServiceUnavailable, s.runner.RetryAfter()
+		}
+		openaiapi.WriteError(c.Writer, e)
+		return
+	}
+	s.log.Info("admin reload", "model", req.Model, "tenant", info.Tenant, "load_ms", took.Milliseconds())
+	c.JSON(http.StatusOK, gin.H{"status": "reloaded", "model": req.Model, "load_ms": took.Milliseconds(), "device": s.runner.DeviceOf(req.Model)})
+}

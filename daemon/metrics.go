@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/npu"
+)
+
+// Latency buckets reach a minute: on an NPU a long prompt's prefill takes
+// seconds, and a histogram that tops out at 10 s would hide it.
+var (
+	latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120}
+	gapBuckets     = []float64{.001, .0025, .005, .01, .02, .03, .05, .075, .1, .15, .25, .5, 1, 2.5, 5}
+	loadBuckets    = []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+)
+
+// metrics is npud's Prometheus instrumentation, on its own registry (no
+// global state). Labels are bounded: models and devices the engine serves,
+// route templates, tenants named by API keys.
+type metrics struct {
+	registry *prometheus.Registry
+
+	ttft, e2e, queueWait, interToken, load *prometheus.HistogramVec
+
+	requests, promptTokens, completionTokens *prometheus.CounterVec
+	disconnects, slowConsumer, engineErrors  *prometheus.CounterVec
+	rateLimitedTotal                         *prometheus.CounterVec
+	activeStreams                            *prometheus.GaugeVec
+}
+
+func newMetrics(runner *npu.Runner, engineName string) *metrics {
+	m := &metrics{registry: prometheus.NewRegistry()}
+	hist := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	m.ttft = hist("npud_time_to_first_token_seconds", "Time from request arrival to the first text written to the client.", latencyBuckets, "model", "device", "route", "tenant")
+	m.e2e = hist("npud_request_duration_seconds", "Time from request arrival to the end of the response, for generation requests.", latencyBuckets, "model", "device", "route", "tenant")
+	m.queueWait = hist("npud_queue_wait_seconds", "Time a generation waited for the engine (excluding model load).", latencyBuckets, "model")
+	m.interToken = hist("npud_inter_token_latency_seconds", "Time between consecutive pieces of text handed to a client's writer.", gapBuckets, "model", "device")
+	m.load = hist("npud_model_load_seconds", "Time to load (compile) a model on its device.", loadBuckets, "model", "device")
+	m.requests = counter("npud_requests_total", "Generation requests by how they finished: stop, length, abort (the client left or could not keep up) or error.", "model", "route", "tenant", "finished_reason")
+	m.promptTokens = counter("npud_prompt_tokens_total", "Prompt tokens of finished generations.", "model", "tenant")
+	m.completionTokens = counter("npud_completion_tokens_total", "Completion tokens of finished generations.", "model", "tenant")
+	m.disconnects = counter("npud_client_disconnects_total", "Streams that ended without the client reading the end: client_closed, write_failed, slow_consumer, shutdown.", "route", "cause")
+	m.slowConsumer = counter("npud_slow_consumer_events_total", "Slow readers: chunks coalesced while the writer was behind, and streams dropped at the pending-bytes limit.", "route", "action")
+	m.engineErrors = counter("npud_engine_errors_total", "Engine failures by kind: engine (a failed call), token_timeout, panic.", "model", "device", "kind")
+	m.rateLimitedTotal = counter("npud_rate_limited_total", "Requests refused with 429: rate (requests per minute) or streams (concurrent cap).", "tenant", "reason")
+	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running."}, []string{"route"})
+
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_build_info", Help: "Always 1: the npud version, engine and Go version."}, []string{"version", "engine", "goversion"})
+	build.WithLabelValues(Version, engineName, runtime.Version()).Set(1)
+	devices := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_info", Help: "Always 1 per device the engine can use, with its full name."}, []string{"device", "name"})
+	if runner.Engine().Simulated() {
+		devices.WithLabelValues("simulated", "npud simulated engine (no inference)").Set(1)
+	}
+	for name, full := range deviceNames() {
+		devices.WithLabelValues(name, full).Set(1)
+	}
+	queueDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_queue_depth", Help: "Requests waiting for the engine."},
+		func() float64 { return float64(runner.Waiting()) })
+	engineBusy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_engine_busy", Help: "Generations the engine is running now (0 or 1 per engine)."},
+		func() float64 { return float64(runner.Running()) })
+
+	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,
+		m.completionTokens, m.disconnects, m.slowConsumer, m.engineErrors, m.rateLimitedTotal, m.activeStreams,
+		build, devices, queueDepth, engineBusy,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// handler serves /metrics.
+func (m *metrics) handler() gin.HandlerFunc {
+	h := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
+}
+
+// ModelLoaded implements npu.Observer.
+func (m *metrics) ModelLoaded(model, device string, took time.Duration) {
+	m.load.WithLabelValues(model, device).Observe(took.Seconds())
+}
+
+// TokenGap implements npu.Observer.
+func (m *metrics) TokenGap(model, device string, gap time.Duration) {
+	m.interToken.WithLabelValues(model, device).Observe(gap.Seconds())
+}
+
+func (m *metrics) rateLimited(tenant, reason string) {
+	m.rateLimitedTotal.WithLabelValues(tenant, reason).Inc()
+}
+
+// streamOpened counts a connected generation request until done is called.
+func (m *metrics) streamOpened(route string) (done func()) {
+	g := m.activeStreams.WithLabelValues(route)
+	g.Inc()
+	return g.Dec
+}
+
+// requestEnded records a finished generation request from what its
+// handler learned; it runs once per request, beside the access log.
+func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info) {
+	model := info.Model
+	if model == "" {
+		model = "unknown" // refused before the body named one
+	}
+	var st npu.StreamStats
+	if info.Stream != nil {
+		st = info.Stream.Stats()
+		model = st.Model // the served name, not an alias
+	}
+	reason, cause := outcome(status, info)
+	m.requests.WithLabelValues(model, route, info.Tenant, reason).Inc()
+	if cause != "" {
+		m.disconnects.WithLabelValues(route, cause).Inc()
+	}
+	if cause == "slow_consumer" {
+		m.slowConsumer.WithLabelValues(route, "dropped").Inc()
+	}
+	if st.Coalesced > 0 {
+		m.slowConsumer.WithLabelValues(route, "coalesced").Add(float64(st.Coalesced))
+	}
+	if kind := engineErrorKind(info.Err); kind != "" {
+		m.engineErrors.WithLabelValues(model, st.Device, kind).Inc()
+	}
+	if info.Stream == nil {
+		return // refused before the engine was involved
+	}
+	if info.TTFT > 0 {
+		m.ttft.WithLabelValues(model, st.Device, route, info.Tenant).Observe(info.TTFT.Seconds())
+	}
+	m.e2e.WithLabelValues(model, st.Device, route, info.Tenant).Observe(time.Since(info.Start).Seconds())
+	if st.Finished && st.Device != "" {
+		m.queueWait.WithLabelValues(model).Observe(st.Result.Timings.Queue.Seconds())
+		m.promptTokens.WithLabelValues(model, info.Tenant).Add(float64(st.Result.PromptTokens))
+		m.completionTokens.WithLabelValues(model, info.Tenant).Add(float64(st.Result.CompletionTokens))
+	}
+}
+
+// outcome classifies a generation request: its finished_reason and, for a
+// stream the client did not read to its end, the disconnect cause.
+func outcome(status int, info *reqinfo.Info) (reason, cause string) {
+	err := info.Err
+	switch {
+	case err == nil && status < 400 && (info.FinishReason == "stop" || info.FinishReason == "length"):
+		return info.FinishReason, ""
+	case errors.Is(err, reqinfo.ErrWrite):
+		return "abort", "write_failed"
+	case errors.Is(err, npu.ErrSlowConsumer):
+		return "abort", "slow_consumer"
+	case errors.Is(err, npu.ErrClientGone) || status == 499:
+		return "abort", "client_closed"
+	case errors.Is(err, npu.ErrShuttingDown) && status < 400:
+		return "error", "shutdown" // the drain ended a stream already under way
+	case err == nil && status < 400:
+		return "stop", "" // a load/unload request, or an answer without a reason
+	}
+	return "error", ""
+}
+
+// engineErrorKind names an engine failure, or "" for other errors.
+func engineErrorKind(err error) string {
+	var engineErr *npu.EngineError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, npu.ErrTokenTimeout):
+		return "token_timeout"
+	case errors.As(err, &engineErr):
+		if strings.Contains(engineErr.Error(), "panic") {
+			return "panic"
+		}
+		return "engine"
+	}
+	return ""
+}

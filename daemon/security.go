@@ -1,0 +1,381 @@
+package daemon
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
+
+	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/openaiapi"
+)
+
+// anonymous is the tenant of requests when no API keys are configured.
+const anonymous = "anonymous"
+
+// policy is the part of the configuration that requests are checked
+// against. It is immutable; a reload swaps in a new one.
+type policy struct {
+	keys            keyring
+	public          map[string]bool
+	hosts           hostPolicy
+	cors            corsPolicy
+	maxBody         int64
+	bodyReadTimeout time.Duration
+}
+
+func newPolicy(cfg Config, listenAddr string) (*policy, error) {
+	keys, err := cfg.Keys()
+	if err != nil {
+		return nil, err
+	}
+	p := &policy{
+		keys:            newKeyring(keys),
+		public:          map[string]bool{},
+		hosts:           newHostPolicy(listenAddr, cfg.AllowedHosts),
+		cors:            corsPolicy{origins: cfg.CORSOrigins},
+		maxBody:         cfg.MaxBodyBytes,
+		bodyReadTimeout: cfg.BodyReadTimeout,
+	}
+	for _, path := range cfg.PublicPaths {
+		p.public[path] = true
+	}
+	return p, nil
+}
+
+// keyring holds API keys by digest. Comparing fixed-size digests, and
+// every one of them, keeps the time a lookup takes independent of where
+// and whether a presented token matches.
+type keyring struct {
+	keys    []storedKey
+	compare func(a, b []byte) int // subtle.ConstantTimeCompare; tests count calls
+}
+
+type storedKey struct {
+	APIKey
+	digest [sha256.Size]byte
+}
+
+func newKeyring(keys []APIKey) keyring {
+	r := keyring{compare: subtle.ConstantTimeCompare}
+	for _, k := range keys {
+		r.keys = append(r.keys, storedKey{APIKey: k, digest: sha256.Sum256([]byte(k.Key))})
+	}
+	return r
+}
+
+func (r keyring) enabled() bool { return len(r.keys) > 0 }
+
+// lookup finds the key whose secret is token.
+func (r keyring) lookup(token string) (APIKey, bool) {
+	d := sha256.Sum256([]byte(token))
+	found := -1
+	for i := range r.keys {
+		if r.compare(d[:], r.keys[i].digest[:]) == 1 {
+			found = i // no early return: every key is compared
+		}
+	}
+	if found < 0 {
+		return APIKey{}, false
+	}
+	return r.keys[found].APIKey, true
+}
+
+// hostPolicy guards against DNS rebinding: a page on evil.example that
+// resolves to 127.0.0.1 must not reach a loopback-only daemon, and its
+// requests carry Host: evil.example.
+type hostPolicy struct {
+	enforce bool
+	allowed map[string]bool
+	any     bool
+}
+
+func newHostPolicy(listenAddr string, extra []string) hostPolicy {
+	h := hostPolicy{allowed: map[string]bool{"localhost": true}}
+	host, _, err := net.SplitHostPort(listenAddr)
+	if err != nil {
+		host = listenAddr
+	}
+	ip := net.ParseIP(host)
+	h.enforce = host == "localhost" || (ip != nil && ip.IsLoopback())
+	if name, err := os.Hostname(); err == nil && name != "" {
+		h.allowed[strings.ToLower(name)] = true
+	}
+	for _, e := range extra {
+		if e == "*" {
+			h.any = true
+		}
+		h.allowed[strings.ToLower(e)] = true
+	}
+	// A list set by the operator also binds a public listener.
+	if len(extra) > 0 && !h.any {
+		h.enforce = true
+	}
+	return h
+}
+
+func (h hostPolicy) ok(hostHeader string) bool {
+	if !h.enforce || h.any || hostHeader == "" { // HTTP/1.0 clients may omit Host
+		return true
+	}
+	host, _, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		host = hostHeader
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback() || h.allowed[host]
+	}
+	return h.allowed[host] || strings.HasSuffix(host, ".localhost")
+}
+
+// corsPolicy decides which browser origins may call npud.
+type corsPolicy struct{ origins []string }
+
+func (p corsPolicy) allows(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if u.Host == host { // same origin: a page npud serves itself
+		return true
+	}
+	if len(p.origins) == 0 {
+		h := strings.ToLower(u.Hostname())
+		ip := net.ParseIP(h)
+		return (u.Scheme == "http" || u.Scheme == "https") &&
+			(h == "localhost" || strings.HasSuffix(h, ".localhost") || (ip != nil && ip.IsLoopback()))
+	}
+	for _, o := range p.origins {
+		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkHost rejects requests whose Host header names another site.
+func (s *Server) checkHost(c *gin.Context) {
+	if !s.policy.Load().hosts.ok(c.Request.Host) {
+		writeDenied(c, http.StatusForbidden, "forbidden_host",
+			fmt.Sprintf("Host %q is not allowed on this loopback listener (add it with --allowed-hosts)", c.Request.Host), 0)
+		return
+	}
+	c.Next()
+}
+
+// cors answers preflights and marks allowed cross-origin responses.
+// Requests from an origin that is not allowed are refused outright, since
+// a browser sends simple POSTs before asking.
+func (s *Server) cors(c *gin.Context) {
+	origin := c.GetHeader("Origin")
+	if origin == "" {
+		c.Next()
+		return
+	}
+	h := c.Writer.Header()
+	h.Add("Vary", "Origin")
+	if !s.policy.Load().cors.allows(origin, c.Request.Host) {
+		writeDenied(c, http.StatusForbidden, "forbidden_origin",
+			fmt.Sprintf("origin %q is not allowed (add it with --cors-origins)", origin), 0)
+		return
+	}
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Expose-Headers", "X-Request-ID, Retry-After")
+	if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, HEAD, POST, DELETE, OPTIONS")
+		// The origin is trusted, so any header it asks for (SDKs add their
+		// own, such as x-stainless-*) is allowed.
+		if req := c.GetHeader("Access-Control-Request-Headers"); req != "" {
+			h.Set("Access-Control-Allow-Headers", req)
+		}
+		h.Set("Access-Control-Max-Age", "600")
+		c.AbortWithStatus(http.StatusNoContent)
+		return
+	}
+	c.Next()
+}
+
+// authenticate checks the bearer token and names the tenant. With no keys
+// configured every request is the anonymous tenant.
+func (s *Server) authenticate(c *gin.Context) {
+	p := s.policy.Load()
+	info := reqinfo.From(c.Request.Context())
+	info.Tenant = anonymous
+	admin := strings.HasPrefix(c.Request.URL.Path, "/admin/")
+	if !p.keys.enabled() || (!admin && p.isPublic(c.Request)) {
+		c.Next()
+		return
+	}
+	token, ok := bearer(c.Request)
+	if !ok {
+		c.Header("WWW-Authenticate", `Bearer realm="npud"`)
+		writeDenied(c, http.StatusUnauthorized, "missing_api_key", "this server needs an API key: send Authorization: Bearer KEY", 0)
+		return
+	}
+	key, ok := p.keys.lookup(token)
+	if !ok {
+		c.Header("WWW-Authenticate", `Bearer realm="npud", error="invalid_token"`)
+		writeDenied(c, http.StatusUnauthorized, "invalid_api_key", "the API key is not valid", 0)
+		return
+	}
+	info.Tenant = key.Name
+	if admin && !key.Admin {
+		writeDenied(c, http.StatusForbidden, "permission_denied", fmt.Sprintf("key %q may not call admin routes", key.Name), 0)
+		return
+	}
+	c.Next()
+}
+
+func (p *policy) isPublic(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && p.public[r.URL.Path]
+}
+
+// bearer returns the token of an Authorization: Bearer header.
+func bearer(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// tenantLimits holds each tenant's request rate and running streams. It
+// lives as long as the server; a reload changes its limits in place so
+// that counts survive.
+type tenantLimits struct {
+	mu         sync.Mutex
+	perMinute  int
+	burst      int
+	maxStreams int
+	tenants    map[string]*tenantState // bounded: key names plus anonymous
+}
+
+type tenantState struct {
+	limiter *rate.Limiter
+	streams int
+}
+
+func newTenantLimits() *tenantLimits { return &tenantLimits{tenants: map[string]*tenantState{}} }
+
+func (l *tenantLimits) configure(perMinute, burst, maxStreams int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.perMinute, l.burst, l.maxStreams = perMinute, burst, maxStreams
+	for _, st := range l.tenants {
+		st.limiter.SetLimit(l.limit())
+		st.limiter.SetBurst(burst)
+	}
+}
+
+func (l *tenantLimits) limit() rate.Limit {
+	if l.perMinute <= 0 {
+		return rate.Inf
+	}
+	return rate.Limit(float64(l.perMinute) / 60)
+}
+
+func (l *tenantLimits) stateLocked(tenant string) *tenantState {
+	st := l.tenants[tenant]
+	if st == nil {
+		st = &tenantState{limiter: rate.NewLimiter(l.limit(), l.burst)}
+		l.tenants[tenant] = st
+	}
+	return st
+}
+
+// allow takes one request from tenant's budget, or says how long to wait.
+func (l *tenantLimits) allow(tenant string, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.perMinute <= 0 {
+		return true, 0
+	}
+	r := l.stateLocked(tenant).limiter.ReserveN(now, 1)
+	if !r.OK() {
+		return false, time.Minute
+	}
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// openStream counts a stream for tenant; release must be called after.
+func (l *tenantLimits) openStream(tenant string) (release func(), ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.stateLocked(tenant)
+	if l.maxStreams > 0 && st.streams >= l.maxStreams {
+		return nil, false
+	}
+	st.streams++
+	return func() {
+		l.mu.Lock()
+		st.streams--
+		l.mu.Unlock()
+	}, true
+}
+
+// generationRoutes start engine work; the per-tenant stream cap counts them.
+func generationRoute(path string) bool {
+	switch path {
+	case "/v1/chat/completions", "/v1/completions", "/api/generate", "/api/chat", "/api/embed", "/api/embeddings":
+		return true
+	}
+	return false
+}
+
+// limitTenant enforces the per-tenant request rate and stream cap.
+func (s *Server) limitTenant(c *gin.Context) {
+	if s.policy.Load().isPublic(c.Request) {
+		c.Next()
+		return
+	}
+	tenant := reqinfo.From(c.Request.Context()).Tenant
+	if ok, wait := s.limits.allow(tenant, time.Now()); !ok {
+		s.metrics.rateLimited(tenant, "rate")
+		writeDenied(c, http.StatusTooManyRequests, "rate_limit_exceeded",
+			fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond)), wait)
+		return
+	}
+	if generationRoute(c.Request.URL.Path) {
+		release, ok := s.limits.openStream(tenant)
+		if !ok {
+			s.metrics.rateLimited(tenant, "streams")
+			writeDenied(c, http.StatusTooManyRequests, "too_many_streams",
+				fmt.Sprintf("tenant %q already runs its maximum of concurrent streams", tenant), max(time.Second, s.runner.RetryAfter()))
+			return
+		}
+		defer release()
+	}
+	c.Next()
+}
+
+// writeDenied refuses a request in the shape of the API its path belongs
+// to, with Retry-After when the client may try again.
+func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.Duration) {
+	defer c.Abort()
+	reqinfo.From(c.Request.Context()).Error = msg
+	if !strings.HasPrefix(c.Request.URL.Path, "/api/") {
+		openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: status, Type: "invalid_request_error", Code: code, Message: msg, RetryAfter: retryAfter})
+		return
+	}
+	if retryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
+	}
+	c.JSON(status, gin.H{"error": msg})
+}

@@ -1,0 +1,33 @@
+package npu
+
+import "time"
+
+// Observer hears what a Runner does, for metrics. Its methods must be cheap
+// and must not block: TokenGap runs on the writer's goroutine between
+// chunks.
+type Observer interface {
+	// ModelLoaded reports a load that succeeded.
+	ModelLoaded(model, device string, took time.Duration)
+	// TokenGap reports the time between two consecutive pieces of text
+	// handed to a protocol writer: the inter-token latency a client sees,
+	// coarser while a slow reader gets coalesced chunks.
+	TokenGap(model, device string, gap time.Duration)
+}
+
+type noObserver struct{}
+
+func (noObserver) ModelLoaded(string, string, time.Duration) {}
+func (noObserver) TokenGap(string, string, time.Duration)    {}
+
+// StreamStats describes a stream for logs and metrics once its writer is
+// done with it.
+type StreamStats struct {
+	Model  string
+	Device string // where the engine ran it; "" if it never started
+	// Coalesced counts chunks the engine produced while the writer was
+	// still behind, merged into one event instead of sent alone.
+	Coalesced int
+	Finished  bool   // the engine returned
+	Result    Result // valid when Finished
+	Err       error  // the stream's failure, if any
+}
