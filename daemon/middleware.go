@@ -89,9 +89,10 @@ func (s *Server) limitBody(c *gin.Context) {
 		if rc.SetReadDeadline(time.Now().Add(p.bodyReadTimeout)) == nil {
 			// Once the body is read the deadline must go: the server's
 			// background read that notices a client leaving would
-			// otherwise hit it in the middle of a long stream.
+			// otherwise hit it in the middle of a long stream. A body that
+			// did not arrive in time keeps it, so the server's own
+			// after-handler read fails too and the connection closes.
 			c.Request.Body = &deadlineBody{ReadCloser: c.Request.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-			defer rc.SetReadDeadline(time.Time{})
 		}
 	}
 	c.Next()
@@ -106,7 +107,7 @@ type deadlineBody struct {
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
+	if err == io.EOF && !b.done {
 		b.done = true
 		b.clear()
 	}

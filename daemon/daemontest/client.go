@@ -33,6 +33,10 @@ func (c *Client) Do(t testing.TB, method, path, body string, header ...string) (
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
+		if http.CanonicalHeaderKey(header[i]) == "Host" {
+			req.Host = header[i+1] // net/http sends req.Host, not a Host header
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := c.HTTP.Do(req)
