@@ -140,8 +140,10 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info) {
 		m.ttft.WithLabelValues(model, st.Device, route, info.Tenant).Observe(info.TTFT.Seconds())
 	}
 	m.e2e.WithLabelValues(model, st.Device, route, info.Tenant).Observe(time.Since(info.Start).Seconds())
+	if st.Device != "" {
+		m.queueWait.WithLabelValues(model).Observe(st.Queue.Seconds())
+	}
 	if st.Finished && st.Device != "" {
-		m.queueWait.WithLabelValues(model).Observe(st.Result.Timings.Queue.Seconds())
 		m.promptTokens.WithLabelValues(model, info.Tenant).Add(float64(st.Result.PromptTokens))
 		m.completionTokens.WithLabelValues(model, info.Tenant).Add(float64(st.Result.CompletionTokens))
 	}

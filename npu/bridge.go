@@ -322,8 +322,12 @@ func (s *Stream) Stats() StreamStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished}
+	if !s.started.IsZero() {
+		st.Queue = s.started.Sub(s.created)
+	}
 	if s.finished {
 		st.Result, st.Err = s.result, s.err
+		st.Queue = s.result.Timings.Queue
 	} else {
 		st.Err = context.Cause(s.ctx)
 	}

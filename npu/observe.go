@@ -27,7 +27,10 @@ type StreamStats struct {
 	// Coalesced counts chunks the engine produced while the writer was
 	// still behind, merged into one event instead of sent alone.
 	Coalesced int
-	Finished  bool   // the engine returned
-	Result    Result // valid when Finished
-	Err       error  // the stream's failure, if any
+	// Queue is how long it waited for the engine (without the model
+	// load once the engine returned); valid when Device is set.
+	Queue    time.Duration
+	Finished bool   // the engine returned
+	Result   Result // valid when Finished
+	Err      error  // the stream's failure, if any
 }

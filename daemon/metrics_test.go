@@ -1,0 +1,250 @@
+package daemon_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
+)
+
+// scrape reads /metrics into series → value, where a series is written as
+// Prometheus prints it: name{label="value",...} with labels sorted.
+type scrape map[string]float64
+
+func scrapeMetrics(t *testing.T, base string, header ...string) scrape {
+	t.Helper()
+	resp, raw := daemontest.NewClient(t, base).Do(t, "GET", "/metrics", "", header...)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	out := scrape{}
+	sc := bufio.NewScanner(strings.NewReader(string(raw)))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		require.NoError(t, err, line)
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// sum adds the series of name whose labels include every pair given.
+func (s scrape) sum(name string, labels ...string) float64 {
+	var total float64
+	for series, v := range s {
+		base, rest, _ := strings.Cut(series, "{")
+		if base != name {
+			continue
+		}
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			if !strings.Contains(rest, labels[i]+`="`+labels[i+1]+`"`) {
+				match = false
+			}
+		}
+		if match {
+			total += v
+		}
+	}
+	return total
+}
+
+func TestMetricsMoveWithEachEvent(t *testing.T) {
+	faults := func(r *npu.Request) sim.Fault {
+		switch p := sim.PromptText(r); {
+		case strings.Contains(p, "fail"):
+			return sim.Fault{ErrorAtToken: 2}
+		case strings.Contains(p, "stall"):
+			return sim.Fault{StallAtToken: 2}
+		}
+		return sim.Fault{}
+	}
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.TokenTimeout = 300 * time.Millisecond
+		c.SimITL = 2 * time.Millisecond
+	}, faults)
+	c := daemontest.NewClient(t, srv.URL)
+	chat := func(prompt, extra string) string {
+		return `{"model":"sim","stream":true,"messages":[{"role":"user","content":"` + prompt + `"}]` + extra + `}`
+	}
+	before := scrapeMetrics(t, srv.URL)
+	assert.Equal(t, 1.0, before.sum("npud_build_info", "engine", "sim", "version", daemon.Version))
+	assert.Equal(t, 1.0, before.sum("npud_device_info", "device", "simulated"))
+	assert.Zero(t, before.sum("npud_requests_total"))
+
+	// A stream that ends by itself, one cut by max_tokens, one on Ollama.
+	resp, raw := c.Do(t, "POST", "/v1/chat/completions", chat("hello there", `,"stop":["zzzz"]`))
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	resp, raw = c.Do(t, "POST", "/v1/chat/completions", chat("hello", `,"max_tokens":3`))
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	resp, raw = c.Do(t, "POST", "/api/generate", `{"model":"sim","prompt":"hi","options":{"num_predict":4}}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	// An engine error mid-stream, and a stall past the token timeout.
+	_, raw = c.Do(t, "POST", "/v1/chat/completions", chat("fail", ""))
+	assert.Contains(t, string(raw), "engine_error")
+	_, raw = c.Do(t, "POST", "/v1/chat/completions", chat("stall", ""))
+	assert.Contains(t, string(raw), "token_timeout")
+
+	var m scrape
+	daemontest.Eventually(t, func() bool {
+		m = scrapeMetrics(t, srv.URL)
+		return m.sum("npud_requests_total") == 5
+	})
+	chatRoute := []string{"route", "/v1/chat/completions", "model", "sim", "tenant", "anonymous"}
+	assert.Equal(t, 1.0, m.sum("npud_requests_total", append(chatRoute, "finished_reason", "stop")...))
+	assert.Equal(t, 1.0, m.sum("npud_requests_total", append(chatRoute, "finished_reason", "length")...))
+	assert.Equal(t, 2.0, m.sum("npud_requests_total", append(chatRoute, "finished_reason", "error")...))
+	assert.Equal(t, 1.0, m.sum("npud_requests_total", "route", "/api/generate", "finished_reason", "length"))
+	assert.Equal(t, 1.0, m.sum("npud_engine_errors_total", "kind", "engine", "model", "sim", "device", "simulated"))
+	assert.Equal(t, 1.0, m.sum("npud_engine_errors_total", "kind", "token_timeout"))
+	assert.Equal(t, 5.0, m.sum("npud_time_to_first_token_seconds_count"), "every stream produced text before it ended")
+	assert.Equal(t, 5.0, m.sum("npud_request_duration_seconds_count"))
+	assert.Equal(t, 5.0, m.sum("npud_queue_wait_seconds_count", "model", "sim"), "every request the engine took")
+	assert.Greater(t, m.sum("npud_completion_tokens_total", "model", "sim"), 7.0, "3 + 4 + the stop stream's")
+	assert.Greater(t, m.sum("npud_prompt_tokens_total", "tenant", "anonymous"), 0.0)
+	assert.Greater(t, m.sum("npud_inter_token_latency_seconds_count", "model", "sim", "device", "simulated"), 5.0)
+	assert.Equal(t, 1.0, m.sum("npud_model_load_seconds_count", "model", "sim"), "loaded once, then kept")
+	assert.Zero(t, m.sum("npud_active_streams"))
+	assert.Zero(t, m.sum("npud_client_disconnects_total"))
+}
+
+func TestMetricsCompletionTokensMatchTheStream(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, "POST", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"count me"}],"max_tokens":9}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"completion_tokens":9`)
+	daemontest.Eventually(t, func() bool {
+		return scrapeMetrics(t, srv.URL).sum("npud_completion_tokens_total", "model", "sim", "tenant", "anonymous") == 9
+	})
+}
+
+func TestMetricsGaugesAndDisconnects(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.SimITL = 20 * time.Millisecond }, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	open := func(ctx context.Context) *http.Response {
+		req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/chat",
+			strings.NewReader(`{"model":"sim","messages":[{"role":"user","content":"hi"}],"options":{"num_predict":1000}}`))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	running := open(ctx)
+	defer running.Body.Close()
+	queuedCtx, cancelQueued := context.WithCancel(t.Context())
+	defer cancelQueued()
+	go func() {
+		// Headers arrive with the first heartbeat or token only; do not wait.
+		if resp, err := http.DefaultClient.Do(mustRequest(t, queuedCtx, srv.URL)); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	var m scrape
+	daemontest.Eventually(t, func() bool {
+		m = scrapeMetrics(t, srv.URL)
+		return m.sum("npud_active_streams", "route", "/api/chat") == 2 && m.sum("npud_queue_depth") == 1
+	})
+	assert.Equal(t, 1.0, m.sum("npud_engine_busy"))
+
+	// The client leaves mid-stream, and the queued one leaves too.
+	_, _ = running.Body.Read(make([]byte, 64))
+	cancel()
+	cancelQueued()
+	daemontest.Eventually(t, func() bool {
+		m = scrapeMetrics(t, srv.URL)
+		return m.sum("npud_client_disconnects_total", "route", "/api/chat", "cause", "client_closed") == 2
+	})
+	assert.Equal(t, 2.0, m.sum("npud_requests_total", "route", "/api/chat", "finished_reason", "abort"))
+	assert.Zero(t, m.sum("npud_active_streams"))
+	assert.Zero(t, m.sum("npud_queue_depth"))
+}
+
+func mustRequest(t *testing.T, ctx context.Context, base string) *http.Request {
+	req, err := http.NewRequestWithContext(ctx, "POST", base+"/api/chat",
+		strings.NewReader(`{"model":"sim","messages":[{"role":"user","content":"queued"}]}`))
+	require.NoError(t, err)
+	return req
+}
+
+// flood produces far more text than socket buffers hold, as fast as it can.
+type flood struct{}
+
+func (flood) Name() string    { return "flood" }
+func (flood) Simulated() bool { return true }
+func (flood) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: "sim", OwnedBy: "test", ContextLength: 1 << 20}}
+}
+func (flood) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	chunk := strings.Repeat("x", 1024)
+	for i := range 20000 {
+		if sink(chunk) != npu.Running {
+			return npu.Result{FinishReason: npu.FinishStop, CompletionTokens: i + 1}, nil
+		}
+	}
+	return npu.Result{FinishReason: npu.FinishStop, CompletionTokens: 20000}, nil
+}
+
+func TestMetricsSlowConsumer(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.MaxPendingBytes = 64 << 10
+	srv := daemontest.Start(t, cfg, flood{})
+	req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"sim","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	// Read nothing until the server gave up on this reader.
+	var m scrape
+	daemontest.Eventually(t, func() bool {
+		m = scrapeMetrics(t, srv.URL)
+		return m.sum("npud_slow_consumer_events_total", "action", "dropped") == 1
+	})
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(raw), "slow_consumer", "the stream still ends with its error event")
+	assert.Greater(t, m.sum("npud_slow_consumer_events_total", "route", "/v1/chat/completions", "action", "coalesced"), 0.0)
+	assert.Equal(t, 1.0, m.sum("npud_client_disconnects_total", "cause", "slow_consumer"))
+	assert.Equal(t, 1.0, m.sum("npud_requests_total", "finished_reason", "abort"))
+}
+
+func TestMetricsRateLimitsAndTenants(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.APIKeys = []daemon.APIKey{alice, ops}
+		c.RateLimit, c.RateBurst = 1, 1
+	}, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	for range 3 {
+		c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer "+alice.Key)
+	}
+	m := scrapeMetrics(t, srv.URL, "Authorization", "Bearer "+ops.Key)
+	assert.Equal(t, 2.0, m.sum("npud_rate_limited_total", "tenant", "alice", "reason", "rate"))
+	assert.Equal(t, 1.0, m.sum("npud_requests_total", "tenant", "alice", "finished_reason", "length"))
+	assert.Zero(t, m.sum("npud_requests_total", "tenant", "ops"))
+}
+
+func TestMetricsModelReloadIsALoad(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, "POST", "/admin/reload", `{"model":"sim"}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	resp, raw = c.Do(t, "POST", "/admin/reload", `{"model":"sim"}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	assert.Equal(t, 2.0, scrapeMetrics(t, srv.URL).sum("npud_model_load_seconds_count", "model", "sim", "device", "simulated"),
+		"the first reload loads, the second reloads")
+}
