@@ -68,12 +68,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		fmt.Fprintf(stderr, "npud serve: %v\n", err)
 		return 2
 	}
-	log := newLogger(cfg, stderr)
-	srv, err := New(cfg, log)
+	level := new(slog.LevelVar)
+	level.Set(cfg.LogLevel)
+	log := newLogger(cfg, level, stderr)
+	srv, err := New(cfg, log, WithLogLevel(level))
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1
 	}
+	hupCtx, stopHup := context.WithCancel(ctx)
+	defer stopHup()
+	go srv.reloadOnHangup(hupCtx, args, getenv)
 	if err := srv.Serve(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1
@@ -81,8 +86,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	return 0
 }
 
-func newLogger(cfg Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+func newLogger(cfg Config, level slog.Leveler, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}

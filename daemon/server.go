@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,8 @@ type Server struct {
 	limits   *tenantLimits
 	metrics  *metrics
 	logLevel *slog.LevelVar // nil when the logger's level is fixed
+	reloadMu sync.Mutex     // one reload at a time
+	running  Config         // the configuration in effect, reloads included; under reloadMu
 }
 
 // Option adjusts a Server; tests use it to inject an engine.
@@ -109,6 +112,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		handlers: handlers, cancelHandlers: cancel, draining: make(chan struct{}),
 		limits: newTenantLimits(), metrics: m, logLevel: o.logLevel,
 	}
+	s.running = cfg
 	s.policy.Store(pol)
 	s.limits.configure(cfg.RateLimit, cfg.RateBurst, cfg.MaxStreams)
 	s.http = &http.Server{

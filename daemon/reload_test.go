@@ -1,0 +1,200 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu/sim"
+)
+
+// SIGHUP re-reads the file: keys, limits and the log level change at once,
+// a listener change is reported as needing a restart, and a broken file
+// leaves the running configuration in place.
+func TestSIGHUPReloadsTheConfiguration(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "npud.toml")
+	write := func(text string) { require.NoError(t, os.WriteFile(conf, []byte(text), 0o600)) }
+	write("sim-ttft = \"1ms\"\nsim-itl = \"1ms\"\n")
+	p := startBinary(t, bin, "--config", conf)
+	defer func() {
+		p.signal(t, syscall.SIGTERM)
+		p.wait(t, 30*time.Second)
+	}()
+	c := daemontest.NewClient(t, "http://"+p.addr)
+	resp, raw := c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	require.Equal(t, 200, resp.StatusCode, "no keys yet: %s", raw)
+
+	write("sim-ttft = \"1ms\"\nsim-itl = \"1ms\"\napi-key = [\"alice:sk-alice-0123456789\"]\nlog-level = \"debug\"\nrate-limit = 60\nmax-queue = 3\n")
+	p.signal(t, syscall.SIGHUP)
+	daemontest.Eventually(t, func() bool { return strings.Contains(p.log(), "configuration reloaded") })
+	logs := p.log()
+	assert.Contains(t, logs, "APIKeys")
+	assert.Contains(t, logs, "LogLevel")
+	assert.Contains(t, logs, "RateLimit")
+	assert.Regexp(t, `need a restart were not applied.*MaxQueue`, logs)
+	assert.NotContains(t, logs, "sk-alice", "keys never reach the log")
+
+	resp, raw = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the new key is required now: %s", raw)
+	resp, raw = c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer sk-alice-0123456789")
+	assert.Equal(t, 200, resp.StatusCode, "%s", raw)
+	// Debug logging is on now: an unknown Ollama option is logged at debug.
+	resp, raw = c.Do(t, "POST", "/api/generate", `{"model":"sim","prompt":"hi","stream":false,"options":{"num_predict":1,"mirostat_x":1}}`,
+		"Authorization", "Bearer sk-alice-0123456789")
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	daemontest.Eventually(t, func() bool { return strings.Contains(p.log(), "ignoring unknown option") })
+
+	// A broken file is refused; the keys stay.
+	write("api-key = [\"broken\"]\n")
+	p.signal(t, syscall.SIGHUP)
+	daemontest.Eventually(t, func() bool { return strings.Contains(p.log(), "configuration not reloaded") })
+	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer sk-alice-0123456789")
+	assert.Equal(t, 200, resp.StatusCode)
+}
+
+func TestReloadKeepsCountsAndAppliesLimits(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	srv, err := daemon.New(cfg, discardLogger())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	c := daemontest.NewClient(t, "http://"+srv.Addr().String())
+	for range 3 {
+		resp, _ := c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+		require.Equal(t, 200, resp.StatusCode)
+	}
+	next := cfg
+	next.RateLimit, next.RateBurst = 1, 1
+	next.CORSOrigins = []string{"https://app.example"}
+	require.NoError(t, srv.Reload(next))
+	resp, _ := c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, 200, resp.StatusCode)
+	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the new rate applies at once")
+	resp, _ = c.Do(t, "GET", "/health", "", "Origin", "https://app.example")
+	assert.Equal(t, "https://app.example", resp.Header.Get("Access-Control-Allow-Origin"))
+
+	bad := cfg
+	bad.APIKeyFile = filepath.Join(t.TempDir(), "missing")
+	require.ErrorIs(t, srv.Reload(bad), os.ErrNotExist)
+	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "a failed reload changes nothing")
+}
+
+// Admin reload waits for the model's running stream to finish (nothing is
+// cut off), then swaps; a failing new instance leaves the old one serving.
+func TestAdminReloadDrainsAndSurvivesAFailure(t *testing.T) {
+	var mu sync.Mutex
+	var reloadErr error
+	cfg := daemontest.Defaults(t)
+	cfg.SimITL = 5 * time.Millisecond
+	cfg.DrainTimeout = 5 * time.Second
+	engine := sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL, ReloadFault: func(string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return reloadErr
+	}})
+	srv := daemontest.Start(t, cfg, engine)
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, "POST", "/api/generate", `{"model":"sim","prompt":"load me","stream":false,"options":{"num_predict":1}}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+
+	// A stream of 100 tokens × 5 ms is running when the reload arrives.
+	streamDone := make(chan string, 1)
+	go func() {
+		_, raw := c.Do(t, "POST", "/v1/chat/completions", `{"model":"sim","stream":true,"messages":[{"role":"user","content":"long"}],"max_tokens":100}`)
+		streamDone <- string(raw)
+	}()
+	daemontest.Eventually(t, func() bool { return daemontest.Health(t, http.DefaultClient, srv.URL)["active_streams"] == 1.0 })
+	start := time.Now()
+	resp, raw = c.Do(t, "POST", "/admin/reload", `{"model":"sim"}`)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	var body struct{ Status, Model, Device string }
+	require.NoError(t, json.Unmarshal(raw, &body))
+	assert.Equal(t, "reloaded", body.Status)
+	assert.Equal(t, "simulated", body.Device)
+	assert.Greater(t, time.Since(start), 200*time.Millisecond, "the reload waited for the stream (about 500 ms of tokens)")
+	select {
+	case text := <-streamDone:
+		assert.Contains(t, text, `"finish_reason":"length"`, "the running stream finished whole")
+		assert.Contains(t, text, "data: [DONE]")
+		assert.NotContains(t, text, `"error"`)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the running stream did not end")
+	}
+
+	mu.Lock()
+	reloadErr = errors.New("weights file is truncated")
+	mu.Unlock()
+	resp, raw = c.Do(t, "POST", "/admin/reload", `{"model":"sim"}`)
+	require.Equal(t, http.StatusInternalServerError, resp.StatusCode, "%s", raw)
+	msg, code := openAIError(t, raw)
+	assert.Equal(t, "reload_failed", code)
+	assert.Contains(t, msg, "weights file is truncated")
+	assert.Contains(t, msg, "keeps serving")
+	resp, raw = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, 200, resp.StatusCode, "the old instance still serves: %s", raw)
+
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{"model":"nope"}`, 404, "model_not_found"},
+		{`{}`, 400, "missing_model"},
+		{`{"model":`, 400, ""},
+	} {
+		resp, raw := c.Do(t, "POST", "/admin/reload", tc.body)
+		assert.Equal(t, tc.status, resp.StatusCode, "%s: %s", tc.body, raw)
+		if tc.code != "" {
+			_, code := openAIError(t, raw)
+			assert.Equal(t, tc.code, code)
+		}
+	}
+}
+
+func TestAdminReloadDrainTimeout(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.SimITL = 50 * time.Millisecond
+	cfg.DrainTimeout = 100 * time.Millisecond
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { *c = cfg }, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/api/generate", strings.NewReader(`{"model":"sim","prompt":"long","options":{"num_predict":1000}}`))
+	require.NoError(t, err)
+	long, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer long.Body.Close()
+	resp, raw := c.Do(t, "POST", "/admin/reload", `{"model":"sim"}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
+	msg, code := openAIError(t, raw)
+	assert.Equal(t, "drain_timeout", code)
+	assert.Contains(t, msg, "nothing was reloaded")
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
