@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/coreos/go-systemd/v22/activation"
+
 	"github.com/npud/npud/npu/hub"
 )
 
@@ -71,7 +73,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	level := new(slog.LevelVar)
 	level.Set(cfg.LogLevel)
 	log := newLogger(cfg, level, stderr)
-	srv, err := New(cfg, log, WithLogLevel(level))
+	opts := []Option{WithLogLevel(level)}
+	// Under systemd socket activation (npud.socket) the listener is
+	// inherited, and --listen is not used.
+	if lns, err := activation.Listeners(); err != nil {
+		log.Error("cannot use the socket-activated listeners", "err", err)
+		return 1
+	} else if len(lns) > 0 {
+		if lns[0] == nil {
+			log.Error("the first socket systemd passed is not a stream listener (npud.socket needs ListenStream=)")
+			return 1
+		}
+		log.Info("serving on the socket systemd passed", "addr", lns[0].Addr().String(), "sockets", len(lns))
+		for _, extra := range lns[1:] {
+			if extra != nil {
+				extra.Close() // one listener is served; npud.socket declares one
+			}
+		}
+		opts = append(opts, WithListener(lns[0]))
+	}
+	srv, err := New(cfg, log, opts...)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1

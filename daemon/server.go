@@ -192,11 +192,18 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		served <- s.http.Serve(s.ln)
 	}()
+	notify := notifier{s.log}
+	notify.send("READY=1\nSTATUS=serving on " + s.Addr().String())
+	watchCtx, stopWatchdog := context.WithCancel(ctx)
+	defer stopWatchdog()
+	go notify.watchdog(watchCtx)
 	select {
 	case err := <-served:
 		return fmt.Errorf("serving http: %w", err)
 	case <-ctx.Done():
 	}
+	stopWatchdog()
+	notify.send("STOPPING=1\nSTATUS=draining")
 	err := s.drain()
 	<-served // http.Serve has returned, so the listener is closed
 	return err

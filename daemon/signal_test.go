@@ -56,7 +56,15 @@ type process struct {
 // once it logged its address.
 func startBinary(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	return startBinaryEnv(t, bin, nil, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+}
+
+// startBinaryEnv runs bin with args and extra environment variables, and
+// returns once it logged its address.
+func startBinaryEnv(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
