@@ -15,7 +15,7 @@ OpenVINO_DIR ?= /opt/intel/openvino
 OV_ENV := CGO_ENABLED=1 CGO_CFLAGS="-I$(OpenVINO_DIR)/runtime/include" \
           CGO_LDFLAGS="-L$(OpenVINO_DIR)/runtime/lib/intel64 -Wl,-rpath,$(OpenVINO_DIR)/runtime/lib/intel64"
 
-.PHONY: help build build-openvino run test test-openvino check bench clean
+.PHONY: help build build-openvino run test test-openvino check bench package clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -33,13 +33,21 @@ check: ## gofmt and go vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@# The Windows service build must keep compiling.
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./...
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack -o /dev/null .
 
 test: check ## vet, then every test under the race detector
-	@# -race needs a C compiler, the proxy test nginx, the JS client tests Node:
+	@# -race needs a C compiler, the proxy test nginx, the JS client tests Node,
+	@# the unit and package checks systemd-analyze, lintian, rpm and shellcheck:
 	@# a fresh Debian may lack them.
 	@missing=""; command -v gcc >/dev/null || missing="gcc libc6-dev"; \
 	[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing="$$missing nginx-light"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	command -v lintian >/dev/null || missing="$$missing lintian"; \
+	command -v rpm >/dev/null || missing="$$missing rpm"; \
+	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
@@ -55,6 +63,9 @@ test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI te
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/
+
+package: build ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default configuration, docs
+	bash packaging/build.sh
 
 clean: ## remove build output
 	rm -f $(BINARY)

@@ -27,6 +27,8 @@ Usage:
   npud config check [--config FILE] [flags]
                        validate the configuration (file, NPUD_* environment, flags)
                        and print the effective settings, secrets masked
+  npud install | uninstall | start | stop | restart | status
+                       manage npud as an OS service (systemd unit, Windows service)
   npud devices         list the devices OpenVINO sees (openvino builds)
   npud version         print the version
 `
@@ -42,6 +44,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return serve(ctx, args[1:], getenv, stderr)
 	case "pull":
 		return pull(ctx, args[1:], getenv, stdout, stderr)
+	case "install", "uninstall", "start", "stop", "restart", "status":
+		return serviceCommand(args[0], getenv, stdout, stderr)
 	case "config":
 		return configCommand(args[1:], getenv, stdout, stderr)
 	case "devices":
@@ -62,6 +66,14 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	// Under the Windows service manager, Start and Stop replace signals.
+	if code, ok := runUnderServiceManager(func(ctx context.Context) int { return serveUntil(ctx, args, getenv, stderr) }); ok {
+		return code
+	}
+	return serveUntil(ctx, args, getenv, stderr)
+}
+
+func serveUntil(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
 	cfg, err := ParseServe(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -1,0 +1,186 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kardianos/service"
+
+	"github.com/npud/npud/systemd"
+)
+
+// serviceName is the unit name on systemd and the service name on Windows.
+const serviceName = "npud"
+
+// servicePaths are where an installed npud keeps its configuration,
+// models and compiled-model cache.
+type servicePaths struct{ config, models, cache string }
+
+// defaultServicePaths follows each OS's convention: /etc and /var on
+// Linux (the unit's ConfigurationDirectory, StateDirectory and
+// CacheDirectory), ProgramData on Windows.
+func defaultServicePaths(goos string, getenv func(string) string) servicePaths {
+	if goos == "windows" {
+		base := getenv("ProgramData")
+		if base == "" {
+			base = `C:\ProgramData`
+		}
+		base += `\npud`
+		return servicePaths{config: base + `\npud.toml`, models: base + `\models`, cache: base + `\cache`}
+	}
+	return servicePaths{config: "/etc/npud/npud.toml", models: "/var/lib/npud/models", cache: "/var/cache/npud"}
+}
+
+// serviceConfig describes npud to the OS service manager. On systemd the
+// unit is the project's hardened one (systemd/npud.service) with the real
+// executable path; on Windows the service starts automatically and
+// restarts on failure.
+func serviceConfig(exe string, p servicePaths) *service.Config {
+	unitExe := exe
+	if strings.ContainsAny(exe, " \t") {
+		unitExe = `"` + exe + `"`
+	}
+	return &service.Config{
+		Name:        serviceName,
+		DisplayName: "npud LLM server",
+		Description: "Streaming LLM server for Intel NPUs (OpenAI- and Ollama-compatible) on OpenVINO GenAI",
+		Arguments:   []string{"serve", "--config", p.config, "--models-dir", p.models, "--cache-dir", p.cache},
+		Option: service.KeyValue{
+			"SystemdScript":          strings.Replace(systemd.ServiceUnit(), "/usr/bin/npud", unitExe, 1),
+			"Restart":                "on-failure",
+			"ReloadSignal":           "HUP",
+			"StartType":              "automatic",
+			"OnFailure":              "restart",
+			"OnFailureDelayDuration": "5s",
+			"OnFailureResetPeriod":   300,
+		},
+	}
+}
+
+const serviceUsage = `usage: npud install | uninstall | start | stop | restart | status
+
+install registers npud with the OS service manager: on Linux the hardened
+systemd unit (configuration %s), on Windows an automatic service that
+restarts on failure, with its configuration and models under ProgramData.
+`
+
+// serviceCommand runs one service-manager action.
+func serviceCommand(action string, getenv func(string) string, stdout, stderr io.Writer) int {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "npud %s: cannot find the npud executable: %v\n", action, err)
+		return 1
+	}
+	paths := defaultServicePaths(runtime.GOOS, getenv)
+	svc, err := service.New(&serviceProgram{}, serviceConfig(exe, paths))
+	if err != nil {
+		fmt.Fprintf(stderr, "npud %s: %v\n", action, err)
+		return 1
+	}
+	if action == "status" {
+		return printServiceStatus(svc, stdout, stderr)
+	}
+	if action == "install" && runtime.GOOS == "windows" {
+		// systemd creates the unit's directories; Windows needs them made.
+		for _, dir := range []string{filepath.Dir(paths.config), paths.models, paths.cache} {
+			if err := os.MkdirAll(dir, 0o750); err != nil {
+				fmt.Fprintf(stderr, "npud install: %v\n", err)
+				return 1
+			}
+		}
+	}
+	if err := service.Control(svc, action); err != nil {
+		fmt.Fprintf(stderr, "npud %s (%s): %v\n", action, svc.Platform(), err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "npud %s: done (%s)\n", action, svc.Platform())
+	return 0
+}
+
+// printServiceStatus answers like an LSB status action: 0 running, 3 not
+// running, 4 unknown or not installed.
+func printServiceStatus(svc service.Service, stdout, stderr io.Writer) int {
+	st, err := svc.Status()
+	switch {
+	case errors.Is(err, service.ErrNotInstalled):
+		fmt.Fprintf(stdout, "npud: not installed (%s)\n", svc.Platform())
+		return 4
+	case err != nil:
+		fmt.Fprintf(stderr, "npud status (%s): %v\n", svc.Platform(), err)
+		return 4
+	case st == service.StatusRunning:
+		fmt.Fprintln(stdout, "npud: running")
+		return 0
+	case st == service.StatusStopped:
+		fmt.Fprintln(stdout, "npud: stopped")
+		return 3
+	}
+	fmt.Fprintln(stdout, "npud: status unknown")
+	return 4
+}
+
+// serviceProgram runs `npud serve` under the Windows service manager,
+// which calls Start and Stop instead of sending signals.
+type serviceProgram struct {
+	run    func(ctx context.Context) int
+	cancel context.CancelFunc
+	done   chan int
+	mu     sync.Mutex
+}
+
+func (p *serviceProgram) Start(service.Service) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel, p.done = cancel, make(chan int, 1)
+	go func() { p.done <- p.run(ctx) }()
+	return nil
+}
+
+// Stop starts the drain and waits for it, as SIGTERM does.
+func (p *serviceProgram) Stop(service.Service) error {
+	p.mu.Lock()
+	cancel, done := p.cancel, p.done
+	p.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			return fmt.Errorf("npud stopped with exit code %d", code)
+		}
+		return nil
+	case <-time.After(2 * time.Minute):
+		return errors.New("npud did not stop within 2 minutes")
+	}
+}
+
+// runUnderServiceManager reports whether npud was started by the Windows
+// service manager, and then runs serve through it.
+func runUnderServiceManager(run func(ctx context.Context) int) (int, bool) {
+	if runtime.GOOS != "windows" || service.Interactive() {
+		return 0, false
+	}
+	prog := &serviceProgram{run: run}
+	svc, err := service.New(prog, &service.Config{Name: serviceName})
+	if err != nil {
+		return 1, true
+	}
+	if err := svc.Run(); err != nil {
+		return 1, true
+	}
+	return 0, true
+}
