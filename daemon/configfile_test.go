@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +164,31 @@ func TestConfigCheckCommand(t *testing.T) {
 	assert.Contains(t, errOut.String(), "--max-queue")
 	assert.Contains(t, errOut.String(), "--log-format")
 	assert.Equal(t, 2, Main(t.Context(), []string{"config"}, env(), &out, &errOut))
+}
+
+// The packaged configuration file documents every key and parses as is,
+// and with every line uncommented gives the defaults.
+func TestPackagedConfigFileListsEveryKey(t *testing.T) {
+	raw, err := os.ReadFile("../packaging/npud.toml")
+	require.NoError(t, err)
+	text := string(raw)
+	var c Config
+	for _, o := range c.options(&layers{}) {
+		if o.name == "config" {
+			continue
+		}
+		assert.Contains(t, text, "\n# "+o.name+" = ", "packaging/npud.toml documents %s", o.name)
+	}
+	defaults, err := ParseServe([]string{"--config", "../packaging/npud.toml"}, env(), io.Discard)
+	require.NoError(t, err)
+	var uncommented []string
+	for _, line := range strings.Split(text, "\n") {
+		if k, _, ok := strings.Cut(strings.TrimPrefix(line, "# "), " = "); ok && strings.HasPrefix(line, "# ") && !strings.Contains(k, " ") {
+			uncommented = append(uncommented, strings.TrimPrefix(line, "# "))
+		}
+	}
+	all, err := ParseServe([]string{"--config", writeConfig(t, strings.Join(uncommented, "\n"))}, env(), io.Discard)
+	require.NoError(t, err)
+	all.ConfigFile = defaults.ConfigFile
+	assert.Equal(t, defaults, all, "the values shown are the defaults")
 }
