@@ -4,6 +4,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,6 +100,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		var err error
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+		}
+	}
+	if cfg.TLSCert != "" {
+		// Fail at start, not at the first handshake.
+		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("loading the TLS certificate and key: %w", err)
 		}
 	}
 	pol, err := newPolicy(cfg, ln.Addr().String())
