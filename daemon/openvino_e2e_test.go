@@ -64,4 +64,18 @@ func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
 	assert.Contains(t, string(raw), `"device":"NPU"`)
 	_, raw = c.Do(t, http.MethodGet, "/api/ps", "")
 	assert.Contains(t, string(raw), `"device":"NPU"`)
+
+	// Admin reload through the real binding: a fresh pipeline is swapped in;
+	// with the model's files broken, the reload fails and the loaded
+	// pipeline keeps serving.
+	resp, raw = c.Do(t, http.MethodPost, "/admin/reload", `{"model":"tiny"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"device":"NPU"`)
+	require.NoError(t, os.Remove(filepath.Join(models, "tiny", "openvino_model.xml")))
+	resp, raw = c.Do(t, http.MethodPost, "/admin/reload", `{"model":"tiny"}`)
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "reload_failed")
+	assert.Contains(t, string(raw), "keeps serving")
+	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"still here","stream":false,"options":{"num_predict":3}}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the old pipeline serves: %s", raw)
 }
