@@ -64,9 +64,12 @@ test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI te
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/
 
-package: build ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default configuration, docs
+package: ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default configuration, docs
+	@# cgo on, PIE, full RELRO: what Debian expects of a binary (lintian).
+	CGO_ENABLED=1 $(GO) build -tags nomsgpack -buildmode=pie \
+	  -ldflags '$(LDFLAGS) -linkmode=external -extldflags=-Wl,-z,relro,-z,now' -o $(BINARY) .
 	bash packaging/build.sh
 
 clean: ## remove build output
-	rm -f $(BINARY)
+	rm -rf $(BINARY) dist
 	$(MAKE) -C testdata/ovgenai clean
