@@ -1,0 +1,309 @@
+// Package journal keeps what a stream emitted so that a client can attach to
+// a generation more than once: a second start with the same request id
+// joins the running (or recently finished) generation instead of starting
+// another, and a client that lost its connection picks the stream up from
+// the last event it saw, with no gap and no duplicate.
+//
+// It sits between the bridge and the writers: a pump goroutine reads the
+// npu.Stream and appends each event to the journal; writers read the journal
+// through a Cursor. Data still flows one way. Cancellation flows back: when
+// the last reader leaves, a non-resumable generation is cancelled at once
+// and a resumable one after the window, unless a reader came back.
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/npud/npud/npu"
+)
+
+var (
+	// ErrConflict: the request id is in use by a different request.
+	ErrConflict = errors.New("request id already used by a different request")
+	// ErrExpired: the events asked for are no longer kept.
+	ErrExpired = errors.New("the events to resume from are no longer kept")
+)
+
+// Config bounds what journals keep.
+type Config struct {
+	// Window is how long a generation's events stay after it finished,
+	// and how long a resumable generation runs on with no reader.
+	Window time.Duration
+	// MaxBytes caps the text kept per journal; older events go first.
+	MaxBytes int
+	// Heartbeat, when positive, makes a Cursor return heartbeats after
+	// that long without an event.
+	Heartbeat time.Duration
+}
+
+// Entry is one event of a stream, numbered from 0.
+type Entry struct {
+	Index     int
+	Text      string
+	Heartbeat bool // from a Cursor only; never stored
+	Done      bool
+	Result    npu.Result // with Done
+	Err       error      // the stream's failure; the last entry
+	// AfterEnd: the reader asked to start after the last entry; it has
+	// everything, and only the stream's terminator is left to write.
+	AfterEnd bool
+}
+
+// Journal is one generation's emitted events.
+type Journal struct {
+	id, fingerprint string
+	resumable       bool
+	stream          *npu.Stream
+	reg             *Registry
+
+	mu        sync.Mutex
+	entries   []Entry // entries[0] has Index first
+	first     int
+	bytes     int
+	ended     bool          // the last entry (Done or Err) is in
+	changed   chan struct{} // closed and replaced on every append
+	readers   int
+	idle      *time.Timer // cancels a resumable generation nobody reads
+	abandoned bool
+}
+
+// Registry holds the journals by request id.
+type Registry struct {
+	cfg Config
+
+	mu   sync.Mutex
+	byID map[string]*Journal
+	wg   sync.WaitGroup // pumps
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(cfg Config) *Registry {
+	return &Registry{cfg: cfg, byID: map[string]*Journal{}}
+}
+
+// Open returns the journal of id, starting the generation with start when
+// there is none. fingerprint identifies the request (a digest of its
+// body): the same id with another fingerprint is ErrConflict. joined says
+// whether an existing generation was joined. resumable keeps a generation
+// running for the window after its last reader left.
+func (r *Registry) Open(id, fingerprint string, resumable bool, start func() (*npu.Stream, error)) (j *Journal, joined bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j, ok := r.byID[id]; ok {
+		if j.fingerprint != fingerprint {
+			return nil, false, fmt.Errorf("request id %q: %w", id, ErrConflict)
+		}
+		return j, true, nil
+	}
+	stream, err := start()
+	if err != nil {
+		return nil, false, err
+	}
+	j = &Journal{id: id, fingerprint: fingerprint, resumable: resumable, stream: stream, reg: r, changed: make(chan struct{})}
+	r.byID[id] = j
+	r.wg.Add(1)
+	go j.pump()
+	return j, false, nil
+}
+
+// Lookup returns the journal of id, if it is kept.
+func (r *Registry) Lookup(id string) (*Journal, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j, ok := r.byID[id]
+	return j, ok
+}
+
+// Len is the number of journals kept.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byID)
+}
+
+// Wait blocks until every pump has returned or ctx ends.
+func (r *Registry) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Registry) forget(j *Journal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID[j.id] == j {
+		delete(r.byID, j.id)
+	}
+}
+
+// pump moves the stream's events into the journal. It reads as fast as the
+// bridge gives them, so the bridge never backs up; readers that are behind
+// read from the journal.
+func (j *Journal) pump() {
+	defer j.reg.wg.Done()
+	defer j.stream.Close()
+	for {
+		ev, err := j.stream.Next(context.Background())
+		switch {
+		case err != nil:
+			j.append(Entry{Err: err})
+		case ev.Heartbeat:
+			continue // readers make their own
+		case ev.Done:
+			j.append(Entry{Done: true, Result: ev.Result})
+		default:
+			j.append(Entry{Text: ev.Text})
+			continue
+		}
+		// Finished: keep the events for the window, then forget them.
+		time.AfterFunc(j.reg.cfg.Window, func() { j.reg.forget(j) })
+		return
+	}
+}
+
+func (j *Journal) append(e Entry) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	e.Index = j.first + len(j.entries)
+	j.entries = append(j.entries, e)
+	j.bytes += len(e.Text)
+	for j.bytes > j.reg.cfg.MaxBytes && len(j.entries) > 1 {
+		j.bytes -= len(j.entries[0].Text)
+		j.entries[0] = Entry{}
+		j.entries = j.entries[1:]
+		j.first++
+	}
+	if e.Done || e.Err != nil {
+		j.ended = true
+	}
+	close(j.changed)
+	j.changed = make(chan struct{})
+}
+
+// ID is the request id.
+func (j *Journal) ID() string { return j.id }
+
+// Stats describes the generation, as npu.Stream.Stats does.
+func (j *Journal) Stats() npu.StreamStats { return j.stream.Stats() }
+
+// Attach adds a reader that starts at event from (0 = the beginning). The
+// reader must Close its cursor.
+func (j *Journal) Attach(from int) *Cursor {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.readers++
+	if j.idle != nil {
+		j.idle.Stop()
+		j.idle = nil
+	}
+	return &Cursor{j: j, next: from}
+}
+
+// detach removes a reader. The last reader to leave an unfinished
+// generation cancels it: at once, or after the window when resumable.
+func (j *Journal) detach() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.readers--
+	if j.readers > 0 || j.ended || j.abandoned {
+		return
+	}
+	if !j.resumable {
+		j.abandonLocked()
+		return
+	}
+	j.idle = time.AfterFunc(j.reg.cfg.Window, func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if j.readers == 0 && !j.ended {
+			j.abandonLocked()
+		}
+	})
+}
+
+func (j *Journal) abandonLocked() {
+	j.abandoned = true
+	j.stream.Close() // the engine gets Cancel at its next callback
+}
+
+// Cursor reads a journal from one position. Not safe for concurrent use.
+type Cursor struct {
+	j      *Journal
+	next   int
+	read   bool // something was read: later expiry means this reader fell behind
+	closed bool
+	timer  *time.Timer
+}
+
+// Next returns the next entry, waiting for it; a heartbeat after the
+// configured quiet time; ErrExpired when the entry is no longer kept; or
+// ctx's error (the reader left).
+func (c *Cursor) Next(ctx context.Context) (Entry, error) {
+	for {
+		c.j.mu.Lock()
+		if c.next < c.j.first {
+			c.j.mu.Unlock()
+			err := fmt.Errorf("event %d of %q (oldest kept: %d): %w", c.next, c.j.id, c.j.first, ErrExpired)
+			if c.read {
+				// A reader that fell further behind than the journal
+				// keeps: the same verdict as the bridge's hard limit.
+				err = fmt.Errorf("%w: %w", npu.ErrSlowConsumer, err)
+			}
+			return Entry{}, err
+		}
+		if i := c.next - c.j.first; i < len(c.j.entries) {
+			e := c.j.entries[i]
+			c.j.mu.Unlock()
+			c.next++
+			c.read = true
+			return e, nil
+		}
+		if c.j.ended {
+			c.j.mu.Unlock()
+			return Entry{Index: c.next, AfterEnd: true}, nil
+		}
+		changed := c.j.changed
+		c.j.mu.Unlock()
+
+		var beat <-chan time.Time
+		if hb := c.j.reg.cfg.Heartbeat; hb > 0 {
+			if c.timer == nil {
+				c.timer = time.NewTimer(hb)
+			} else {
+				c.timer.Reset(hb)
+			}
+			beat = c.timer.C
+		}
+		select {
+		case <-changed:
+		case <-beat:
+			return Entry{Index: c.next, Heartbeat: true}, nil
+		case <-ctx.Done():
+			return Entry{}, fmt.Errorf("%w: %w", npu.ErrClientGone, context.Cause(ctx))
+		}
+	}
+}
+
+// Position is the index of the next entry Next returns.
+func (c *Cursor) Position() int { return c.next }
+
+// Close detaches the reader.
+func (c *Cursor) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.j.detach()
+}
