@@ -167,7 +167,7 @@ func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	require.Eventually(t, func() bool { return f.runner.Running() == 0 }, 5*time.Second, time.Millisecond)
 	e, err = gone.Attach(0).Next(t.Context())
 	for err == nil && e.Err == nil {
-		e, err = gone.Attach(e.Index+1).Next(t.Context())
+		e, err = gone.Attach(e.Index + 1).Next(t.Context())
 	}
 	require.NoError(t, err)
 	assert.ErrorIs(t, e.Err, npu.ErrClientGone)
