@@ -44,6 +44,8 @@ type Config struct {
 	DrainTimeout    time.Duration     // grace for in-flight streams on shutdown
 	KeepAlive       time.Duration     // how long an idle model stays loaded; negative = forever
 	MaxLoadedModels int               // models in memory at once; 0 = no cap
+	ResumeWindow    time.Duration     // how long a stream's events stay for resumes and repeated starts
+	ResumeMaxBytes  int               // text kept per stream for resumes
 	Preload         []string          // models loaded at start and kept loaded
 	Aliases         map[string]string // extra model names: alias → served model
 
@@ -196,6 +198,8 @@ func (c *Config) options(ls *layers) []option {
 		{"max-pending-bytes", "unread output a stream may hold for a slow client before it fails", num(&c.MaxPendingBytes, 1<<20)},
 		{"max-body-bytes", "largest request body accepted", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 4<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
+		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for X-Request-ID repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
+		{"resume-max-bytes", "text kept per stream for resumes; a client further behind gets resume_expired", num(&c.ResumeMaxBytes, 1<<20)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
 		{"preload", "models to load at start and keep loaded, comma-separated", list(&c.Preload, nil, nil)},
 		{"alias", "extra model names, ALIAS=MODEL, comma-separated or repeated", list(&aliasList, nil, func(pair string) error {
@@ -333,6 +337,7 @@ func (c Config) Validate() error {
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
+	check(c.ResumeMaxBytes > 0, "--resume-max-bytes must be positive, got %d", c.ResumeMaxBytes)
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "--log-format must be text or json, got %q", c.LogFormat)
 	check(c.RateLimit >= 0 && c.MaxStreams >= 0, "--rate-limit and --max-streams-per-key must be 0 or more")
@@ -349,7 +354,7 @@ func (c Config) Validate() error {
 		"sim-ttft": c.SimTTFT, "sim-itl": c.SimITL, "sim-prompt-token-cost": c.SimPromptTokenCost,
 		"heartbeat": c.Heartbeat, "queue-timeout": c.QueueTimeout, "token-timeout": c.TokenTimeout,
 		"request-timeout": c.RequestTimeout, "drain-timeout": c.DrainTimeout,
-		"header-timeout": c.HeaderTimeout, "body-read-timeout": c.BodyReadTimeout,
+		"header-timeout": c.HeaderTimeout, "resume-window": c.ResumeWindow, "body-read-timeout": c.BodyReadTimeout,
 	} {
 		check(d >= 0, "--%s must not be negative, got %s", name, d)
 	}

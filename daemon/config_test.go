@@ -46,6 +46,8 @@ func TestParseServeDefaults(t *testing.T) {
 		MaxBodyBytes:       4 << 20,
 		DrainTimeout:       30 * time.Second,
 		KeepAlive:          5 * time.Minute,
+		ResumeWindow:       time.Minute,
+		ResumeMaxBytes:     1 << 20,
 		MaxLoadedModels:    2,
 		Security: Security{
 			PublicPaths:     []string{"/", "/health"},
@@ -117,6 +119,8 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"public-paths", "/health", func(c Config) any { return c.PublicPaths }, []string{"/health"}},
 		{"allowed-hosts", "npu.lan,box", func(c Config) any { return c.AllowedHosts }, []string{"npu.lan", "box"}},
 		{"cors-origins", "https://app.example", func(c Config) any { return c.CORSOrigins }, []string{"https://app.example"}},
+		{"resume-window", "2m", func(c Config) any { return c.ResumeWindow }, 2 * time.Minute},
+		{"resume-max-bytes", "4096", func(c Config) any { return c.ResumeMaxBytes }, 4096},
 		{"rate-limit", "60", func(c Config) any { return c.RateLimit }, 60},
 		{"rate-burst", "3", func(c Config) any { return c.RateBurst }, 3},
 		{"max-streams-per-key", "4", func(c Config) any { return c.MaxStreams }, 4},

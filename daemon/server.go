@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
@@ -46,6 +47,7 @@ type Server struct {
 	logLevel *slog.LevelVar // nil when the logger's level is fixed
 	reloadMu sync.Mutex     // one reload at a time
 	running  Config         // the configuration in effect, reloads included; under reloadMu
+	openai   *openaiapi.API
 }
 
 // Option adjusts a Server; tests use it to inject an engine.
@@ -166,10 +168,16 @@ func (s *Server) routes() http.Handler {
 	r.HEAD("/health", s.health) // health checkers often send HEAD
 	r.GET("/metrics", s.metrics.handler())
 	r.POST("/admin/reload", s.adminReload)
-	openaiapi.New(s.runner, openaiapi.Config{
+	s.openai = openaiapi.New(s.runner, openaiapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
-	}, s.log).Register(r)
+		Journal: journal.Config{
+			Window:    s.cfg.ResumeWindow,
+			MaxBytes:  s.cfg.ResumeMaxBytes,
+			Heartbeat: s.cfg.Heartbeat,
+		},
+	}, s.log)
+	s.openai.Register(r)
 	ollamaapi.New(s.runner, ollamaapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
@@ -259,6 +267,11 @@ func (s *Server) drain() error {
 	defer cancelWait()
 	if err := s.runner.Wait(waitCtx); err != nil {
 		return err
+	}
+	// Journal pumps end with their streams, which every engine call ending
+	// has ended.
+	if err := s.openai.Journals().Wait(waitCtx); err != nil {
+		return fmt.Errorf("waiting for stream journals: %w", err)
 	}
 	if c, ok := s.runner.Engine().(npu.Closer); ok {
 		c.Close() // every generate has returned: free the native pipelines

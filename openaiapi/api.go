@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/journal"
 )
 
 // Config holds the API's settings.
@@ -21,19 +22,27 @@ type Config struct {
 	// WriteTimeout bounds each write to a client; a client that reads
 	// nothing for that long is dropped. 0 = none.
 	WriteTimeout time.Duration
+	// Journal bounds how long and how much of a stream is kept for
+	// clients that start it again with the same X-Request-ID or resume it
+	// with Last-Event-ID.
+	Journal journal.Config
 }
 
 // API serves the OpenAI-compatible routes.
 type API struct {
-	runner *npu.Runner
-	cfg    Config
-	log    *slog.Logger
+	runner   *npu.Runner
+	cfg      Config
+	log      *slog.Logger
+	journals *journal.Registry
 }
 
 // New returns the API for runner.
 func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
-	return &API{runner: runner, cfg: cfg, log: log}
+	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal)}
 }
+
+// Journals holds the streams kept for idempotent starts and resumes.
+func (a *API) Journals() *journal.Registry { return a.journals }
 
 // Register adds the routes to r.
 func (a *API) Register(r gin.IRouter) {

@@ -2,15 +2,22 @@ package openaiapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/journal"
 )
 
 type usage struct {
@@ -47,13 +54,12 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	stream, err := a.runner.Start(engineReq)
+	src, err := a.open(c, info, &req, engineReq)
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}
-	defer stream.Close()
-	info.Stream = stream
+	defer src.close()
 
 	id := "chatcmpl-" + info.ID
 	if ep == completionsEndpoint {
@@ -62,10 +68,97 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	enc := newChunkEncoder(ep, id, info.Start.Unix(), req.Model)
 	if req.Stream {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-		a.writeStream(ctx, c.Writer, info, stream, ep, enc, includeUsage)
+		a.writeStream(ctx, c.Writer, info, src, ep, enc, includeUsage)
 		return
 	}
-	a.writeWhole(ctx, c, info, stream, ep, id, req.Model)
+	a.writeWhole(ctx, c, info, src, ep, id, req.Model)
+}
+
+// source is what a writer reads: the bridge's stream itself, or a cursor
+// on its journal when the client named its request.
+type source struct {
+	next         func(ctx context.Context) (npu.Event, error)
+	firstTokenAt func() time.Time
+	close        func()
+	// With a journal: position is the index of the event next returned
+	// last; ids says to write it as the SSE id; resumed says the client
+	// already has the start of the stream.
+	position func() int
+	ids      bool
+	resumed  bool
+}
+
+// errAfterEnd: a resuming client already has every event.
+var errAfterEnd = errors.New("the client has every event")
+
+// open starts the generation, or joins the one this request id started.
+// A request without a client id reads the bridge's stream directly; one
+// with X-Request-ID goes through a journal, so a second start with that id
+// attaches instead of generating again (409 if the body differs), and
+// Last-Event-ID resumes after the event the client saw last.
+func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *npu.Request) (*source, error) {
+	clientID := c.GetHeader("X-Request-ID")
+	if clientID == "" || clientID != info.ID {
+		stream, err := a.runner.Start(engineReq)
+		if err != nil {
+			return nil, err
+		}
+		info.Stream = stream
+		return &source{next: stream.Next, firstTokenAt: stream.FirstTokenAt, close: stream.Close}, nil
+	}
+	resumable := req.Resumable || strings.EqualFold(c.GetHeader("X-Npud-Resumable"), "true")
+	from := 0
+	if last := c.GetHeader("Last-Event-ID"); last != "" {
+		n, err := strconv.Atoi(last)
+		if err != nil || n < 0 {
+			return nil, invalid("", "invalid_last_event_id", "Last-Event-ID %q: want the number of an event", last)
+		}
+		if _, ok := a.journals.Lookup(clientID); !ok {
+			return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "stream_not_found",
+				Message: fmt.Sprintf("no stream %q to resume: it finished more than %s ago, or never started", clientID, a.cfg.Journal.Window)}
+		}
+		from = n + 1
+	}
+	canonical, _ := json.Marshal(req) // the decoded request: stable, whatever the formatting
+	sum := sha256.Sum256(canonical)
+	j, joined, err := a.journals.Open(clientID, hex.EncodeToString(sum[:]), resumable, func() (*npu.Stream, error) {
+		return a.runner.Start(engineReq)
+	})
+	if errors.Is(err, journal.ErrConflict) {
+		return nil, &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "request_id_conflict", Cause: err,
+			Message: fmt.Sprintf("X-Request-ID %q belongs to a different request; use a new id for a new request", clientID)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if joined {
+		a.log.Debug("request joined its running or recent generation", "request_id", clientID, "from_event", from)
+	}
+	info.Stream = j
+	cur := j.Attach(from)
+	src := &source{firstTokenAt: j.FirstTokenAt, close: cur.Close, ids: resumable, resumed: from > 0}
+	last := from - 1
+	src.position = func() int { return last }
+	src.next = func(ctx context.Context) (npu.Event, error) {
+		e, err := cur.Next(ctx)
+		switch {
+		case err != nil:
+			return npu.Event{}, err
+		case e.AfterEnd:
+			return npu.Event{}, errAfterEnd
+		case e.Heartbeat:
+			return npu.Event{Heartbeat: true}, nil
+		}
+		last = e.Index
+		switch {
+		case e.Err != nil:
+			return npu.Event{}, e.Err
+		case e.Done:
+			return npu.Event{Done: true, Result: e.Result}, nil
+		}
+		return npu.Event{Text: e.Text}, nil
+	}
+	return src, nil
 }
 
 // toError classifies err for endpoint ep: on /v1/completions a context
@@ -93,20 +186,34 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 // writeStream relays a stream as server-sent events. The 200 is committed
 // at the first event (text, heartbeat or the end), so errors that come
 // first (queue full or timed out, context too long) stay real HTTP errors.
-func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, enc *chunkEncoder, includeUsage bool) {
+func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, src *source, ep endpoint, enc *chunkEncoder, includeUsage bool) {
 	w := newSSEWriter(rw, a.cfg.WriteTimeout)
+	// withID prefixes a frame with its event number for resumable streams.
+	withID := func(frame []byte) []byte {
+		if !src.ids {
+			return frame
+		}
+		return append(append(append([]byte("id: "), strconv.Itoa(src.position())...), '\n'), frame...)
+	}
 	for {
-		ev, err := stream.Next(ctx)
+		ev, err := src.next(ctx)
+		if errors.Is(err, errAfterEnd) {
+			if !w.Committed() {
+				w.Commit("text/event-stream")
+			}
+			_ = w.done()
+			return
+		}
 		if err != nil {
 			a.endWithError(w, rw, info, a.toError(err, ep))
 			return
 		}
 		if !w.Committed() {
 			w.Commit("text/event-stream")
-			if enc.chat {
+			if enc.chat && !src.resumed {
 				// The role chunk rides in the same flush as the first event.
 				if err := w.Write(enc.role(), false); err != nil {
-					a.clientGone(info, stream, err)
+					a.clientGone(info, src, err)
 					return
 				}
 			}
@@ -118,7 +225,7 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *req
 		case ev.Done:
 			info.TokensOut = ev.Result.CompletionTokens
 			info.FinishReason = finishReason(ev.Result.FinishReason)
-			werr = w.Write(enc.finish(info.FinishReason), !includeUsage)
+			werr = w.Write(withID(enc.finish(info.FinishReason)), !includeUsage)
 			if werr == nil && includeUsage {
 				werr = w.Write(enc.usage(usageOf(ev.Result)), true)
 			}
@@ -126,15 +233,15 @@ func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *req
 				werr = w.done()
 			}
 			if werr != nil {
-				a.clientGone(info, stream, werr)
+				a.clientGone(info, src, werr)
 			}
 			return
 		default:
 			info.MarkFirstToken()
-			werr = w.Write(enc.text(ev.Text), true)
+			werr = w.Write(withID(enc.text(ev.Text)), true)
 		}
 		if werr != nil {
-			a.clientGone(info, stream, werr)
+			a.clientGone(info, src, werr)
 			return
 		}
 	}
@@ -157,15 +264,15 @@ func (a *API) endWithError(w sseWriter, rw http.ResponseWriter, info *reqinfo.In
 }
 
 // clientGone abandons the stream after a failed write.
-func (a *API) clientGone(info *reqinfo.Info, stream *npu.Stream, err error) {
+func (a *API) clientGone(info *reqinfo.Info, src *source, err error) {
 	info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
-	stream.Close()
+	src.close()
 }
 
 // writeWhole collects the stream into one chat.completion or text_completion.
-func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, stream *npu.Stream, ep endpoint, id, model string) {
-	text, res, err := stream.Collect(ctx)
-	info.MarkFirstTokenAt(stream.FirstTokenAt())
+func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *source, ep endpoint, id, model string) {
+	text, res, err := collect(ctx, src)
+	info.MarkFirstTokenAt(src.firstTokenAt())
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
@@ -211,4 +318,20 @@ func wholeResponse(ep endpoint, id string, created int64, model, text, reason st
 		ch.Text = &text
 	}
 	return completion{ID: id, Object: object, Created: created, Model: model, Choices: []choice{ch}, Usage: u}
+}
+
+// collect reads a source to its end, for clients that want the whole
+// answer at once. Heartbeats are skipped.
+func collect(ctx context.Context, src *source) (string, npu.Result, error) {
+	var b strings.Builder
+	for {
+		ev, err := src.next(ctx)
+		if err != nil {
+			return b.String(), npu.Result{}, err
+		}
+		b.WriteString(ev.Text)
+		if ev.Done {
+			return b.String(), ev.Result, nil
+		}
+	}
 }

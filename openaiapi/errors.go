@@ -11,6 +11,7 @@ import (
 
 	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/journal"
 )
 
 // Error is an OpenAI-shaped API error: an HTTP status and the body
@@ -112,6 +113,8 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 		return overloaded("shutting_down")
 	case errors.Is(err, npu.ErrSlowConsumer):
 		return overloaded("slow_consumer")
+	case errors.Is(err, journal.ErrExpired):
+		return &Error{Status: http.StatusGone, Type: "invalid_request_error", Code: "resume_expired", Message: err.Error()}
 	case errors.Is(err, npu.ErrTokenTimeout):
 		return &Error{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "token_timeout", Message: err.Error()}
 	case errors.Is(err, npu.ErrClientGone):

@@ -38,6 +38,11 @@ type request struct {
 	MinP              *float64 `json:"min_p"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
 	TimeoutMS         *int64   `json:"timeout_ms"`
+	// Resumable keeps the generation running for the resume window after
+	// the client left, and numbers the events (id: lines) so that a
+	// reconnect with Last-Event-ID continues where it stopped. Also the
+	// header X-Npud-Resumable: true.
+	Resumable bool `json:"resumable"`
 
 	// Known fields that need capabilities npud does not have yet.
 	Tools          json.RawMessage `json:"tools"`

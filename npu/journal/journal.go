@@ -189,6 +189,9 @@ func (j *Journal) append(e Entry) {
 	j.changed = make(chan struct{})
 }
 
+// FirstTokenAt is when the engine produced its first text, or zero.
+func (j *Journal) FirstTokenAt() time.Time { return j.stream.FirstTokenAt() }
+
 // ID is the request id.
 func (j *Journal) ID() string { return j.id }
 
