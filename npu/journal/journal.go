@@ -66,7 +66,7 @@ type Journal struct {
 	bytes     int
 	ended     bool          // the last entry (Done or Err) is in
 	changed   chan struct{} // closed and replaced on every append
-	readers   int
+	readers   map[*Cursor]struct{}
 	idle      *time.Timer // cancels a resumable generation nobody reads
 	abandoned bool
 }
@@ -103,7 +103,8 @@ func (r *Registry) Open(id, fingerprint string, resumable bool, start func() (*n
 	if err != nil {
 		return nil, false, err
 	}
-	j = &Journal{id: id, fingerprint: fingerprint, resumable: resumable, stream: stream, reg: r, changed: make(chan struct{})}
+	j = &Journal{id: id, fingerprint: fingerprint, resumable: resumable, stream: stream, reg: r,
+		changed: make(chan struct{}), readers: map[*Cursor]struct{}{}}
 	r.byID[id] = j
 	r.wg.Add(1)
 	go j.pump()
@@ -182,6 +183,21 @@ func (j *Journal) append(e Entry) {
 		j.entries = j.entries[1:]
 		j.first++
 	}
+	// Readers whose next event was just dropped fell behind by more than
+	// the journal keeps: the bridge's hard limit, one level up. When no
+	// reader can go on and none may come back, stop the engine.
+	if !j.resumable && len(j.readers) > 0 && !j.abandoned {
+		behind := 0
+		for c := range j.readers {
+			if c.next < j.first {
+				behind++
+			}
+		}
+		if behind == len(j.readers) {
+			j.abandoned = true
+			j.stream.Abandon(fmt.Errorf("every reader of %q fell %d bytes behind: %w", j.id, j.reg.cfg.MaxBytes, npu.ErrSlowConsumer))
+		}
+	}
 	if e.Done || e.Err != nil {
 		j.ended = true
 	}
@@ -203,21 +219,32 @@ func (j *Journal) Stats() npu.StreamStats { return j.stream.Stats() }
 func (j *Journal) Attach(from int) *Cursor {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.readers++
+	c := &Cursor{j: j, next: from}
+	j.readers[c] = struct{}{}
 	if j.idle != nil {
 		j.idle.Stop()
 		j.idle = nil
 	}
-	return &Cursor{j: j, next: from}
+	return c
+}
+
+// Cancel stops the generation whoever reads it: a client's explicit
+// cancel, not just one reader leaving.
+func (j *Journal) Cancel() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !j.ended && !j.abandoned {
+		j.abandonLocked()
+	}
 }
 
 // detach removes a reader. The last reader to leave an unfinished
 // generation cancels it: at once, or after the window when resumable.
-func (j *Journal) detach() {
+func (j *Journal) detach(c *Cursor) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.readers--
-	if j.readers > 0 || j.ended || j.abandoned {
+	delete(j.readers, c)
+	if len(j.readers) > 0 || j.ended || j.abandoned {
 		return
 	}
 	if !j.resumable {
@@ -227,7 +254,7 @@ func (j *Journal) detach() {
 	j.idle = time.AfterFunc(j.reg.cfg.Window, func() {
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		if j.readers == 0 && !j.ended {
+		if len(j.readers) == 0 && !j.ended && !j.abandoned {
 			j.abandonLocked()
 		}
 	})
@@ -265,8 +292,8 @@ func (c *Cursor) Next(ctx context.Context) (Entry, error) {
 		}
 		if i := c.next - c.j.first; i < len(c.j.entries) {
 			e := c.j.entries[i]
+			c.next++ // under the journal's lock: append reads it
 			c.j.mu.Unlock()
-			c.next++
 			c.read = true
 			return e, nil
 		}
@@ -289,7 +316,10 @@ func (c *Cursor) Next(ctx context.Context) (Entry, error) {
 		select {
 		case <-changed:
 		case <-beat:
-			return Entry{Index: c.next, Heartbeat: true}, nil
+			c.j.mu.Lock()
+			next := c.next
+			c.j.mu.Unlock()
+			return Entry{Index: next, Heartbeat: true}, nil
 		case <-ctx.Done():
 			return Entry{}, fmt.Errorf("%w: %w", npu.ErrClientGone, context.Cause(ctx))
 		}
@@ -297,7 +327,11 @@ func (c *Cursor) Next(ctx context.Context) (Entry, error) {
 }
 
 // Position is the index of the next entry Next returns.
-func (c *Cursor) Position() int { return c.next }
+func (c *Cursor) Position() int {
+	c.j.mu.Lock()
+	defer c.j.mu.Unlock()
+	return c.next
+}
 
 // Close detaches the reader.
 func (c *Cursor) Close() {
@@ -308,5 +342,5 @@ func (c *Cursor) Close() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
-	c.j.detach()
+	c.j.detach(c)
 }

@@ -195,13 +195,18 @@ func TestOldEventsExpirePastMaxBytes(t *testing.T) {
 
 func TestAReaderFallingBehindTheJournalIsASlowConsumer(t *testing.T) {
 	f := newFixture(t, time.Millisecond, Config{MaxBytes: 64})
-	j, _, err := f.reg.Open("r", "fp", false, f.starter(300))
+	j, _, err := f.reg.Open("r", "fp", false, f.starter(20000))
 	require.NoError(t, err)
 	c := j.Attach(0)
 	defer c.Close()
 	_, err = c.Next(t.Context())
 	require.NoError(t, err)
+	// The reader stops reading (a paused client): the engine is stopped
+	// once the reader is further behind than the journal keeps.
 	require.Eventually(t, func() bool { return f.runner.Running() == 0 }, 5*time.Second, time.Millisecond)
+	st := f.engine.Statuses()
+	assert.Equal(t, npu.Cancel, st[len(st)-1])
+	assert.Less(t, len(st), 1000, "stopped early, not at the end of 20000 tokens")
 	for err == nil {
 		_, err = c.Next(t.Context())
 	}
