@@ -46,6 +46,7 @@ type Config struct {
 	MaxLoadedModels int               // models in memory at once; 0 = no cap
 	ResumeWindow    time.Duration     // how long a stream's events stay for resumes and repeated starts
 	ResumeMaxBytes  int               // text kept per stream for resumes
+	WSMaxRequests   int               // generations at once per WebSocket connection
 	Preload         []string          // models loaded at start and kept loaded
 	Aliases         map[string]string // extra model names: alias → served model
 
@@ -200,6 +201,7 @@ func (c *Config) options(ls *layers) []option {
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
 		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for X-Request-ID repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
 		{"resume-max-bytes", "text kept per stream for resumes; a client further behind gets resume_expired", num(&c.ResumeMaxBytes, 1<<20)},
+		{"ws-max-requests", "generations one WebSocket connection (/v1/realtime) may run at once", num(&c.WSMaxRequests, 8)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
 		{"preload", "models to load at start and keep loaded, comma-separated", list(&c.Preload, nil, nil)},
 		{"alias", "extra model names, ALIAS=MODEL, comma-separated or repeated", list(&aliasList, nil, func(pair string) error {
@@ -337,6 +339,7 @@ func (c Config) Validate() error {
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
+	check(c.WSMaxRequests > 0, "--ws-max-requests must be positive, got %d", c.WSMaxRequests)
 	check(c.ResumeMaxBytes > 0, "--resume-max-bytes must be positive, got %d", c.ResumeMaxBytes)
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "--log-format must be text or json, got %q", c.LogFormat)

@@ -48,6 +48,7 @@ func TestParseServeDefaults(t *testing.T) {
 		KeepAlive:          5 * time.Minute,
 		ResumeWindow:       time.Minute,
 		ResumeMaxBytes:     1 << 20,
+		WSMaxRequests:      8,
 		MaxLoadedModels:    2,
 		Security: Security{
 			PublicPaths:     []string{"/", "/health"},
@@ -121,6 +122,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"cors-origins", "https://app.example", func(c Config) any { return c.CORSOrigins }, []string{"https://app.example"}},
 		{"resume-window", "2m", func(c Config) any { return c.ResumeWindow }, 2 * time.Minute},
 		{"resume-max-bytes", "4096", func(c Config) any { return c.ResumeMaxBytes }, 4096},
+		{"ws-max-requests", "3", func(c Config) any { return c.WSMaxRequests }, 3},
 		{"rate-limit", "60", func(c Config) any { return c.RateLimit }, 60},
 		{"rate-burst", "3", func(c Config) any { return c.RateBurst }, 3},
 		{"max-streams-per-key", "4", func(c Config) any { return c.MaxStreams }, 4},

@@ -19,6 +19,10 @@ import (
 // requestInfo gives every request an id (the client's X-Request-ID when it
 // is sane), echoes it, and writes one access-log line when the request ends.
 func (s *Server) requestInfo(c *gin.Context) {
+	// Counted until its log line is out: the drain waits for hijacked
+	// (WebSocket) requests, which http.Server.Shutdown does not.
+	s.requests.Add(1)
+	defer s.requests.Done()
 	info := &reqinfo.Info{ID: requestID(c.GetHeader("X-Request-ID")), Start: time.Now()}
 	c.Header("X-Request-ID", info.ID)
 	c.Request = c.Request.WithContext(reqinfo.With(c.Request.Context(), info))

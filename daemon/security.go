@@ -219,6 +219,11 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	token, ok := bearer(c.Request)
+	if !ok && c.Request.URL.Path == realtimeRoute {
+		// Browsers cannot set headers on a WebSocket handshake.
+		token = c.Query("token")
+		ok = token != ""
+	}
 	if !ok {
 		c.Header("WWW-Authenticate", `Bearer realm="npud"`)
 		writeDenied(c, http.StatusUnauthorized, "missing_api_key", "this server needs an API key: send Authorization: Bearer KEY", 0)
@@ -329,6 +334,9 @@ func (l *tenantLimits) openStream(tenant string) (release func(), ok bool) {
 		l.mu.Unlock()
 	}, true
 }
+
+// realtimeRoute is the WebSocket endpoint.
+const realtimeRoute = "/v1/realtime"
 
 // generationRoutes start engine work; the per-tenant stream cap counts them.
 func generationRoute(path string) bool {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/npu/sim"
@@ -48,6 +49,7 @@ type Server struct {
 	reloadMu sync.Mutex     // one reload at a time
 	running  Config         // the configuration in effect, reloads included; under reloadMu
 	openai   *openaiapi.API
+	requests sync.WaitGroup // every request, until its access-log line is written
 }
 
 // Option adjusts a Server; tests use it to inject an engine.
@@ -176,6 +178,13 @@ func (s *Server) routes() http.Handler {
 			MaxBytes:  s.cfg.ResumeMaxBytes,
 			Heartbeat: s.cfg.Heartbeat,
 		},
+		Realtime: openaiapi.RealtimeConfig{
+			MaxRequests:    s.cfg.WSMaxRequests,
+			MaxMessage:     s.cfg.MaxBodyBytes,
+			PingInterval:   s.cfg.Heartbeat,
+			AllowAnyOrigin: true, // s.cors vetted the Origin already
+			RequestEnded:   func(info *reqinfo.Info) { s.metrics.requestEnded(realtimeRoute, http.StatusOK, info) },
+		},
 	}, s.log)
 	s.openai.Register(r)
 	ollamaapi.New(s.runner, ollamaapi.Config{
@@ -247,6 +256,8 @@ func (s *Server) drain() error {
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
 	err := s.http.Shutdown(drainCtx)
+	// Shutdown does not wait for hijacked (WebSocket) connections.
+	s.openai.DrainRealtime(drainCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Streams still open get an error event (not a silent close) and
 		// the engine gets Cancel at its next callback.
@@ -267,6 +278,13 @@ func (s *Server) drain() error {
 	defer cancelWait()
 	if err := s.runner.Wait(waitCtx); err != nil {
 		return err
+	}
+	requestsDone := make(chan struct{})
+	go func() { s.requests.Wait(); close(requestsDone) }()
+	select {
+	case <-requestsDone:
+	case <-waitCtx.Done():
+		return fmt.Errorf("waiting for requests to end: %w", waitCtx.Err())
 	}
 	// Journal pumps end with their streams, which every engine call ending
 	// has ended.

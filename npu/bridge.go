@@ -335,14 +335,15 @@ func (s *Stream) Stats() StreamStats {
 }
 
 // Close abandons the stream if it has not finished. Always call it: it is
-// how a writer that stops reading frees the engine.
-func (s *Stream) Close() { s.Abandon(ErrClientGone) }
-
-// Abandon ends the stream with cause (if it has not finished); the engine
-// gets Cancel at its next callback.
-func (s *Stream) Abandon(cause error) {
-	s.cancel(cause)
+// how a writer that stops reading frees the engine. Call it from the
+// goroutine that calls Next.
+func (s *Stream) Close() {
+	s.Abandon(ErrClientGone)
 	if s.timer != nil {
 		s.timer.Stop()
 	}
 }
+
+// Abandon ends the stream with cause (if it has not finished); the engine
+// gets Cancel at its next callback. Any goroutine may call it.
+func (s *Stream) Abandon(cause error) { s.cancel(cause) }

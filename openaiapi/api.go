@@ -5,7 +5,9 @@
 package openaiapi
 
 import (
+	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -26,6 +28,8 @@ type Config struct {
 	// clients that start it again with the same X-Request-ID or resume it
 	// with Last-Event-ID.
 	Journal journal.Config
+	// Realtime bounds the WebSocket endpoint.
+	Realtime RealtimeConfig
 }
 
 // API serves the OpenAI-compatible routes.
@@ -34,11 +38,36 @@ type API struct {
 	cfg      Config
 	log      *slog.Logger
 	journals *journal.Registry
+
+	// WebSocket connections outlive http.Server.Shutdown (they are
+	// hijacked), so the API tracks them for the drain.
+	realtimeConns sync.WaitGroup
+	drainOnce     sync.Once
+	draining      chan struct{} // closed when the drain begins
+	closeAll      context.Context
+	closeAllNow   context.CancelFunc
 }
 
 // New returns the API for runner.
 func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
-	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal)}
+	closeAll, closeAllNow := context.WithCancel(context.Background())
+	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal),
+		draining: make(chan struct{}), closeAll: closeAll, closeAllNow: closeAllNow}
+}
+
+// DrainRealtime ends the WebSocket connections: each one finishes the
+// generations it runs and closes with 1001 (going away); when ctx ends
+// first, the rest are closed at once. It returns when all are gone.
+func (a *API) DrainRealtime(ctx context.Context) {
+	a.drainOnce.Do(func() { close(a.draining) })
+	done := make(chan struct{})
+	go func() { a.realtimeConns.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		a.closeAllNow()
+		<-done
+	}
 }
 
 // Journals holds the streams kept for idempotent starts and resumes.
@@ -49,6 +78,7 @@ func (a *API) Register(r gin.IRouter) {
 	v1 := r.Group("/v1")
 	v1.POST("/chat/completions", func(c *gin.Context) { a.complete(c, chatEndpoint) })
 	v1.POST("/completions", func(c *gin.Context) { a.complete(c, completionsEndpoint) })
+	v1.GET("/realtime", a.realtime)
 	v1.GET("/models", a.listModels)
 	v1.GET("/models/*id", a.getModel)
 }

@@ -262,7 +262,7 @@ func (j *Journal) detach(c *Cursor) {
 
 func (j *Journal) abandonLocked() {
 	j.abandoned = true
-	j.stream.Close() // the engine gets Cancel at its next callback
+	j.stream.Abandon(npu.ErrClientGone) // the engine gets Cancel at its next callback
 }
 
 // Cursor reads a journal from one position. Not safe for concurrent use.

@@ -1,0 +1,414 @@
+package openaiapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/journal"
+)
+
+// GET /v1/realtime: one WebSocket carries many generations, each named by
+// the client's request_id, which the client can cancel, pause and resume.
+// Every generation goes through the journal, so a start with a running or
+// recent request_id joins it and resume_from picks it up after a lost
+// connection. docs/REALTIME.md has the message schemas.
+
+// clientMessage is anything a client sends; type says which fields count.
+type clientMessage struct {
+	Type       string          `json:"type"`
+	RequestID  string          `json:"request_id"`
+	ResumeFrom *int            `json:"resume_from"`
+	ID         json.RawMessage `json:"id"` // echoed in pong
+}
+
+type wsStarted struct {
+	Type          string `json:"type"` // "started"
+	RequestID     string `json:"request_id"`
+	Joined        bool   `json:"joined"`         // an existing generation was joined
+	QueuePosition int    `json:"queue_position"` // requests ahead of it; 0 = running or next
+}
+
+type wsToken struct {
+	Type      string `json:"type"` // "token"
+	RequestID string `json:"request_id"`
+	Index     int    `json:"index"`
+	Delta     string `json:"delta"`
+}
+
+type wsTimings struct {
+	QueueMS   int64 `json:"queue_ms"`
+	LoadMS    int64 `json:"load_ms"`
+	PrefillMS int64 `json:"prefill_ms"`
+	DecodeMS  int64 `json:"decode_ms"`
+}
+
+type wsFinal struct {
+	Type         string    `json:"type"` // "final"
+	RequestID    string    `json:"request_id"`
+	Index        int       `json:"index"`
+	FinishReason string    `json:"finish_reason"` // stop, length or cancelled
+	Usage        usage     `json:"usage"`
+	Timings      wsTimings `json:"timings"`
+}
+
+type wsError struct {
+	Type      string `json:"type"` // "error"
+	RequestID string `json:"request_id,omitempty"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+type wsPong struct {
+	Type string          `json:"type"` // "pong"
+	ID   json.RawMessage `json:"id,omitempty"`
+}
+
+// RealtimeConfig bounds the WebSocket endpoint.
+type RealtimeConfig struct {
+	MaxRequests    int           // generations at once per connection
+	MaxMessage     int64         // largest client message
+	PingInterval   time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
+	RequestEnded   func(info *reqinfo.Info)
+	AllowAnyOrigin bool // the daemon's CORS check already vetted Origin
+}
+
+// realtimeConn is one WebSocket connection and its generations.
+type realtimeConn struct {
+	a    *API
+	conn *websocket.Conn
+	cfg  RealtimeConfig
+	log  *slog.Logger
+	wg   sync.WaitGroup
+
+	draining atomic.Bool // no new starts
+
+	mu       sync.Mutex
+	requests map[string]*realtimeRequest
+}
+
+type realtimeRequest struct {
+	id      string
+	journal *journal.Journal
+	cancel  context.CancelFunc
+
+	mu        sync.Mutex
+	paused    bool
+	resumed   chan struct{} // closed on resume
+	cancelled bool
+}
+
+func (a *API) realtime(c *gin.Context) {
+	cfg := a.cfg.Realtime
+	conn, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: cfg.AllowAnyOrigin})
+	if err != nil {
+		reqinfo.From(c.Request.Context()).Fail(err) // Accept answered the client already
+		return
+	}
+	a.realtimeConns.Add(1)
+	defer a.realtimeConns.Done()
+	conn.SetReadLimit(cfg.MaxMessage)
+	rc := &realtimeConn{a: a, conn: conn, cfg: cfg, log: a.log, requests: map[string]*realtimeRequest{}}
+	ctx, cancel := context.WithCancel(c.Request.Context())
+	defer cancel()
+	stop := context.AfterFunc(a.closeAll, cancel)
+	defer stop()
+	goingAway := make(chan struct{})
+	go func() {
+		// On drain: let this connection's generations finish, then close.
+		select {
+		case <-a.draining:
+		case <-ctx.Done():
+			return
+		}
+		rc.draining.Store(true)
+		rc.wg.Wait()
+		close(goingAway)
+		// A close handshake, not a cancelled read (which would drop the
+		// TCP connection without one); readLoop then returns.
+		conn.Close(websocket.StatusGoingAway, "npud is shutting down")
+	}()
+	if cfg.PingInterval > 0 {
+		go rc.ping(ctx, cancel)
+	}
+	err = rc.readLoop(ctx)
+	cancel()
+	rc.wg.Wait() // every generation's writer has returned
+	status := websocket.CloseStatus(err)
+	select {
+	case <-goingAway:
+		return // closed with 1001 already
+	default:
+	}
+	switch {
+	case status == websocket.StatusNormalClosure || status == websocket.StatusGoingAway:
+		conn.Close(websocket.StatusNormalClosure, "")
+	case status == websocket.StatusMessageTooBig:
+		// coder/websocket closed it with 1009 already.
+	default:
+		conn.Close(websocket.StatusInternalError, "connection ended")
+	}
+}
+
+// ping keeps the connection alive through proxies and notices a peer that
+// vanished without closing.
+func (rc *realtimeConn) ping(ctx context.Context, cancel context.CancelFunc) {
+	t := time.NewTicker(rc.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, done := context.WithTimeout(ctx, rc.cfg.PingInterval)
+			err := rc.conn.Ping(pctx)
+			done()
+			if err != nil {
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+// readLoop handles client messages until the connection ends.
+func (rc *realtimeConn) readLoop(ctx context.Context) error {
+	for {
+		typ, data, err := rc.conn.Read(ctx)
+		if err != nil {
+			return err
+		}
+		if typ != websocket.MessageText {
+			rc.send(ctx, wsError{Type: "error", Code: "invalid_message", Message: "messages are JSON text frames"})
+			continue
+		}
+		var msg clientMessage
+		if err := json.Unmarshal(data, &msg); err != nil {
+			rc.send(ctx, wsError{Type: "error", Code: "invalid_message", Message: "not a JSON object: " + err.Error()})
+			continue
+		}
+		switch msg.Type {
+		case "start":
+			rc.start(ctx, msg, data)
+		case "cancel", "pause", "resume":
+			rc.control(ctx, msg)
+		case "ping":
+			rc.send(ctx, wsPong{Type: "pong", ID: msg.ID})
+		default:
+			rc.send(ctx, wsError{Type: "error", RequestID: msg.RequestID, Code: "invalid_message",
+				Message: fmt.Sprintf("unknown message type %q: use start, cancel, pause, resume or ping", msg.Type)})
+		}
+	}
+}
+
+// send writes one message; a client that does not read within the write
+// timeout loses its connection (the pending generations then stop).
+func (rc *realtimeConn) send(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if d := rc.a.cfg.WriteTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	return rc.conn.Write(ctx, websocket.MessageText, b)
+}
+
+func (rc *realtimeConn) fail(ctx context.Context, id string, e *Error) {
+	rc.send(ctx, wsError{Type: "error", RequestID: id, Code: e.Code, Message: e.Message,
+		Retryable: e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests})
+}
+
+func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte) {
+	id := msg.RequestID
+	if id == "" || len(id) > 128 {
+		rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id", Message: "start needs a request_id of 1 to 128 characters"})
+		return
+	}
+	var req request
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&req); err != nil {
+		rc.fail(ctx, id, invalid("", "invalid_message", "start: %v", err))
+		return
+	}
+	req.Stream = true // a WebSocket always streams
+	engineReq, apiErr := req.toEngineRequest(chatEndpoint, rc.a.cfg.DefaultTimeout)
+	if apiErr != nil {
+		rc.fail(ctx, id, apiErr)
+		return
+	}
+	if rc.draining.Load() {
+		rc.fail(ctx, id, &Error{Status: http.StatusServiceUnavailable, Code: "shutting_down", Message: "npud is shutting down"})
+		return
+	}
+	rc.mu.Lock()
+	if _, busy := rc.requests[id]; busy {
+		rc.mu.Unlock()
+		rc.fail(ctx, id, invalid("request_id", "duplicate_request_id", "request %q is already running on this connection", id))
+		return
+	}
+	if len(rc.requests) >= rc.cfg.MaxRequests {
+		rc.mu.Unlock()
+		rc.send(ctx, wsError{Type: "error", RequestID: id, Code: "rate_limited", Retryable: true,
+			Message: fmt.Sprintf("this connection already runs %d requests, its maximum", rc.cfg.MaxRequests)})
+		return
+	}
+	r := &realtimeRequest{id: id, resumed: make(chan struct{})}
+	rc.requests[id] = r
+	rc.mu.Unlock()
+
+	canonical, _ := json.Marshal(req)
+	sum := sha256.Sum256(canonical)
+	j, joined, err := rc.a.journals.Open(id, hex.EncodeToString(sum[:]), req.Resumable, func() (*npu.Stream, error) {
+		return rc.a.runner.Start(engineReq)
+	})
+	if err != nil {
+		rc.forget(id)
+		e := rc.a.toError(err, chatEndpoint)
+		if errors.Is(err, journal.ErrConflict) {
+			e = &Error{Status: http.StatusConflict, Code: "request_id_conflict", Message: err.Error()}
+		}
+		rc.fail(ctx, id, e)
+		return
+	}
+	r.journal = j
+	from := 0
+	if msg.ResumeFrom != nil && *msg.ResumeFrom > 0 {
+		from = *msg.ResumeFrom
+	}
+	cur := j.Attach(from)
+	rctx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()})
+	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: req.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
+	rc.wg.Add(1)
+	go func() {
+		defer rc.wg.Done()
+		defer rc.forget(id)
+		defer cur.Close()
+		defer cancel()
+		rc.relay(rctx, r, cur, info)
+		if rc.cfg.RequestEnded != nil {
+			rc.cfg.RequestEnded(info)
+		}
+	}()
+}
+
+func (rc *realtimeConn) forget(id string) {
+	rc.mu.Lock()
+	delete(rc.requests, id)
+	rc.mu.Unlock()
+}
+
+// relay writes one generation's events to the client. While paused it
+// reads nothing: the journal keeps the text, and past its limit the
+// generation stops as a slow consumer, as an unread SSE stream would.
+func (rc *realtimeConn) relay(ctx context.Context, r *realtimeRequest, cur *journal.Cursor, info *reqinfo.Info) {
+	for {
+		if wait := r.pausedUntil(); wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				info.Fail(fmt.Errorf("%w: connection ended while paused", npu.ErrClientGone))
+				return
+			}
+		}
+		e, err := cur.Next(ctx)
+		if err == nil && e.Err != nil {
+			err = e.Err
+		}
+		switch {
+		case err != nil && r.wasCancelled():
+			info.FinishReason = "cancelled"
+			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"})
+			return
+		case err != nil:
+			info.Fail(err)
+			if !errors.Is(err, npu.ErrClientGone) {
+				rc.fail(ctx, r.id, rc.a.toError(err, chatEndpoint))
+			}
+			return
+		case e.Heartbeat:
+			continue // WebSocket pings keep the connection alive
+		case e.AfterEnd:
+			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "stop"})
+			return
+		case e.Done:
+			res := e.Result
+			info.TokensOut, info.FinishReason = res.CompletionTokens, finishReason(res.FinishReason)
+			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: info.FinishReason, Usage: usageOf(res),
+				Timings: wsTimings{QueueMS: res.Timings.Queue.Milliseconds(), LoadMS: res.Timings.Load.Milliseconds(),
+					PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}})
+			return
+		}
+		info.MarkFirstToken()
+		if err := rc.send(ctx, wsToken{Type: "token", RequestID: r.id, Index: e.Index, Delta: e.Text}); err != nil {
+			info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
+			return
+		}
+	}
+}
+
+func (r *realtimeRequest) pausedUntil() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.paused {
+		return nil
+	}
+	return r.resumed
+}
+
+func (r *realtimeRequest) wasCancelled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancelled
+}
+
+// control applies cancel, pause or resume to a running request.
+func (rc *realtimeConn) control(ctx context.Context, msg clientMessage) {
+	rc.mu.Lock()
+	r, ok := rc.requests[msg.RequestID]
+	rc.mu.Unlock()
+	if !ok || r.journal == nil {
+		rc.send(ctx, wsError{Type: "error", RequestID: msg.RequestID, Code: "unknown_request",
+			Message: fmt.Sprintf("%s: no request %q runs on this connection", msg.Type, msg.RequestID)})
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch msg.Type {
+	case "cancel":
+		r.cancelled = true
+		r.journal.Cancel() // the engine stops at its next callback
+		if r.paused {
+			r.paused = false
+			close(r.resumed)
+		}
+	case "pause":
+		if !r.paused {
+			r.paused, r.resumed = true, make(chan struct{})
+		}
+	case "resume":
+		if r.paused {
+			r.paused = false
+			close(r.resumed)
+		}
+	}
+}
