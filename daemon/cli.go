@@ -29,6 +29,8 @@ Usage:
                        and print the effective settings, secrets masked
   npud install | uninstall | start | stop | restart | status
                        manage npud as an OS service (systemd unit, Windows service)
+  npud bench [flags]   load-test a streaming endpoint (OpenAI SSE or Ollama NDJSON),
+                       npud's or any other; npud bench -h lists flags
   npud devices         list the devices OpenVINO sees (openvino builds)
   npud version         print the version
 `
@@ -46,6 +48,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return pull(ctx, args[1:], getenv, stdout, stderr)
 	case "install", "uninstall", "start", "stop", "restart", "status":
 		return serviceCommand(args[0], getenv, stdout, stderr)
+	case "bench":
+		return benchCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "config":
 		return configCommand(args[1:], getenv, stdout, stderr)
 	case "devices":

@@ -1,0 +1,399 @@
+// Package bench is npud's load client: it drives any OpenAI-compatible (SSE)
+// or Ollama-compatible (NDJSON) streaming endpoint, ours or anyone's, and
+// measures what a client sees: time to first token, the gaps between
+// chunks, time per output token, end-to-end time, tokens and errors.
+//
+// Definitions (as in docs/PERFORMANCE.md):
+//   - TTFT: request sent → first chunk with non-empty content.
+//   - ITL: the gap between consecutive content chunks of one stream.
+//   - TPOT: (E2E − TTFT) / (tokens − 1), per request with 2+ tokens.
+//   - E2E: request sent → end of the stream (its terminator).
+//   - tokens: the server's completion-token count when it sends one
+//     (usage, eval_count), else the number of content chunks.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config describes one run.
+type Config struct {
+	URL          string // base URL, e.g. http://127.0.0.1:11434
+	API          string // "openai" or "ollama"
+	Model        string
+	APIKey       string
+	Concurrency  int
+	Requests     int           // total requests; 0 = run for Duration
+	Duration     time.Duration // used when Requests is 0
+	Ramp         time.Duration // spread the workers' starts over this long
+	PromptTokens int           // approximate prompt length
+	MaxTokens    int
+	Timeout      time.Duration // per request; 0 = none
+}
+
+// Preset returns a named configuration: quick, standard or soak. Flags
+// given with a preset override its values.
+func Preset(name string) (Config, bool) {
+	switch name {
+	case "quick":
+		return Config{Concurrency: 4, Requests: 32, PromptTokens: 32, MaxTokens: 64}, true
+	case "standard":
+		return Config{Concurrency: 32, Requests: 512, PromptTokens: 256, MaxTokens: 128}, true
+	case "soak":
+		return Config{Concurrency: 64, Duration: 10 * time.Minute, PromptTokens: 128, MaxTokens: 256}, true
+	}
+	return Config{}, false
+}
+
+// Sample is what one request measured.
+type Sample struct {
+	TTFT   time.Duration
+	E2E    time.Duration
+	Tokens int
+	Gaps   []time.Duration
+	Err    string // error kind; "" = success
+}
+
+// Run drives the endpoint and returns every sample. progress, if not nil,
+// is called after each request with the count done, one call at a time.
+func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, time.Duration, error) {
+	if cfg.API != "openai" && cfg.API != "ollama" {
+		return nil, 0, fmt.Errorf("--api %q: want openai or ollama", cfg.API)
+	}
+	if cfg.Concurrency <= 0 || (cfg.Requests <= 0 && cfg.Duration <= 0) {
+		return nil, 0, errors.New("need --concurrency > 0 and --requests or --duration")
+	}
+	transport := &http.Transport{
+		MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency,
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableCompression: true,
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport}
+	body := requestBody(cfg)
+
+	runCtx := ctx
+	if cfg.Requests == 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+	var (
+		issued  atomic.Int64
+		mu      sync.Mutex
+		samples []Sample
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	for w := range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if cfg.Ramp > 0 {
+				select {
+				case <-time.After(cfg.Ramp * time.Duration(w) / time.Duration(cfg.Concurrency)):
+				case <-runCtx.Done():
+					return
+				}
+			}
+			for runCtx.Err() == nil {
+				if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
+					return
+				}
+				s := one(runCtx, client, cfg, body)
+				if cfg.Requests == 0 && runCtx.Err() != nil && s.Err != "" {
+					return // cut by the end of the run, not a failure
+				}
+				mu.Lock()
+				samples = append(samples, s)
+				if progress != nil {
+					progress(len(samples)) // one call at a time
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return samples, time.Since(start), ctx.Err()
+}
+
+// requestBody builds the request once: every request is the same.
+func requestBody(cfg Config) []byte {
+	prompt := strings.TrimSpace(strings.Repeat("abc ", max(cfg.PromptTokens, 1)))
+	var v any
+	if cfg.API == "openai" {
+		v = map[string]any{"model": cfg.Model, "stream": true, "max_tokens": cfg.MaxTokens,
+			"stream_options": map[string]any{"include_usage": true},
+			"messages":       []map[string]string{{"role": "user", "content": prompt}}}
+	} else {
+		v = map[string]any{"model": cfg.Model, "stream": true, "prompt": prompt,
+			"options": map[string]any{"num_predict": cfg.MaxTokens}}
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// one runs a request and measures it.
+func one(ctx context.Context, client *http.Client, cfg Config, body []byte) Sample {
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	path := "/v1/chat/completions"
+	if cfg.API == "ollama" {
+		path = "/api/generate"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.URL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return Sample{Err: "request"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	sent := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return Sample{Err: transportKind(err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		return Sample{Err: fmt.Sprintf("http_%d", resp.StatusCode)}
+	}
+	var s Sample
+	if cfg.API == "openai" {
+		s = readSSE(resp.Body, sent)
+	} else {
+		s = readNDJSON(resp.Body, sent)
+	}
+	if s.Err == "" && ctx.Err() != nil {
+		s.Err = "timeout"
+	}
+	return s
+}
+
+func transportKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	}
+	return "connect"
+}
+
+// tracker records the timing of content chunks.
+type tracker struct {
+	sent, last time.Time
+	s          Sample
+	chunks     int
+}
+
+func (t *tracker) content(text string) {
+	if text == "" {
+		return
+	}
+	now := time.Now()
+	if t.chunks == 0 {
+		t.s.TTFT = now.Sub(t.sent)
+	} else {
+		t.s.Gaps = append(t.s.Gaps, now.Sub(t.last))
+	}
+	t.last = now
+	t.chunks++
+}
+
+func (t *tracker) finish(tokens int, errKind string) Sample {
+	t.s.E2E = time.Since(t.sent)
+	t.s.Tokens = tokens
+	if tokens == 0 {
+		t.s.Tokens = t.chunks
+	}
+	t.s.Err = errKind
+	return t.s
+}
+
+func readSSE(r io.Reader, sent time.Time) Sample {
+	t := &tracker{sent: sent}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	tokens := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue
+		}
+		if string(data) == "[DONE]" {
+			return t.finish(tokens, "")
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage *struct {
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
+			Error *struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			return t.finish(tokens, "bad_chunk")
+		}
+		if chunk.Error != nil {
+			return t.finish(tokens, "stream_"+nonEmpty(chunk.Error.Code, "error"))
+		}
+		if chunk.Usage != nil {
+			tokens = chunk.Usage.CompletionTokens
+		}
+		if len(chunk.Choices) > 0 {
+			t.content(chunk.Choices[0].Delta.Content)
+		}
+	}
+	return t.finish(tokens, "truncated") // ended without [DONE]
+}
+
+func readNDJSON(r io.Reader, sent time.Time) Sample {
+	t := &tracker{sent: sent}
+	dec := json.NewDecoder(r)
+	for {
+		var line struct {
+			Response  string `json:"response"`
+			Done      bool   `json:"done"`
+			EvalCount int    `json:"eval_count"`
+			Error     string `json:"error"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			return t.finish(0, "truncated") // ended without done: true
+		}
+		if line.Error != "" {
+			return t.finish(0, "stream_error")
+		}
+		t.content(line.Response)
+		if line.Done {
+			return t.finish(line.EvalCount, "")
+		}
+	}
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Stats are the percentiles of one measure, in milliseconds.
+type Stats struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
+	Mean  float64 `json:"mean_ms"`
+}
+
+// Report summarises a run.
+type Report struct {
+	Requests      int            `json:"requests"`
+	Succeeded     int            `json:"succeeded"`
+	Errors        map[string]int `json:"errors"`
+	Seconds       float64        `json:"seconds"`
+	RequestsPerS  float64        `json:"requests_per_second"`
+	TokensPerS    float64        `json:"output_tokens_per_second"`
+	OutputTokens  int            `json:"output_tokens"`
+	TTFT          Stats          `json:"ttft"`
+	ITL           Stats          `json:"itl"`
+	TPOT          Stats          `json:"tpot"`
+	EndToEnd      Stats          `json:"e2e"`
+	Concurrency   int            `json:"concurrency"`
+	API           string         `json:"api"`
+	URL           string         `json:"url"`
+	MaxTokens     int            `json:"max_tokens"`
+	PromptTokens  int            `json:"prompt_tokens"`
+	FirstErrorsAt []string       `json:"-"`
+}
+
+// Summarise computes the report of samples taken over elapsed.
+func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
+	r := Report{Requests: len(samples), Errors: map[string]int{}, Seconds: elapsed.Seconds(),
+		Concurrency: cfg.Concurrency, API: cfg.API, URL: cfg.URL, MaxTokens: cfg.MaxTokens, PromptTokens: cfg.PromptTokens}
+	var ttft, itl, tpot, e2e []time.Duration
+	for _, s := range samples {
+		if s.Err != "" {
+			r.Errors[s.Err]++
+			continue
+		}
+		r.Succeeded++
+		r.OutputTokens += s.Tokens
+		if s.TTFT > 0 {
+			ttft = append(ttft, s.TTFT)
+		}
+		itl = append(itl, s.Gaps...)
+		e2e = append(e2e, s.E2E)
+		if s.Tokens > 1 && s.TTFT > 0 {
+			tpot = append(tpot, (s.E2E-s.TTFT)/time.Duration(s.Tokens-1))
+		}
+	}
+	if elapsed > 0 {
+		r.RequestsPerS = float64(r.Succeeded) / elapsed.Seconds()
+		r.TokensPerS = float64(r.OutputTokens) / elapsed.Seconds()
+	}
+	r.TTFT, r.ITL, r.TPOT, r.EndToEnd = stats(ttft), stats(itl), stats(tpot), stats(e2e)
+	return r
+}
+
+func stats(d []time.Duration) Stats {
+	if len(d) == 0 {
+		return Stats{}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	ms := func(x time.Duration) float64 { return float64(x) / float64(time.Millisecond) }
+	at := func(q float64) float64 { return ms(d[min(len(d)-1, int(q*float64(len(d))))]) }
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return Stats{Count: len(d), P50: at(.50), P90: at(.90), P99: at(.99), Max: ms(d[len(d)-1]), Mean: ms(sum / time.Duration(len(d)))}
+}
+
+// WriteTable writes the report for people.
+func (r Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "%s %s  concurrency %d  prompt ~%d tokens  max_tokens %d\n", r.API, r.URL, r.Concurrency, r.PromptTokens, r.MaxTokens)
+	fmt.Fprintf(w, "requests %d  ok %d  errors %d", r.Requests, r.Succeeded, r.Requests-r.Succeeded)
+	if len(r.Errors) > 0 {
+		kinds := make([]string, 0, len(r.Errors))
+		for k, n := range r.Errors {
+			kinds = append(kinds, fmt.Sprintf("%s: %d", k, n))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+	}
+	fmt.Fprintf(w, "\n%.1f s  %.2f req/s  %.1f output tokens/s  (%d tokens)\n\n", r.Seconds, r.RequestsPerS, r.TokensPerS, r.OutputTokens)
+	fmt.Fprintf(w, "%-6s %10s %10s %10s %10s %10s %8s\n", "ms", "p50", "p90", "p99", "max", "mean", "n")
+	for _, row := range []struct {
+		name string
+		s    Stats
+	}{{"TTFT", r.TTFT}, {"ITL", r.ITL}, {"TPOT", r.TPOT}, {"E2E", r.EndToEnd}} {
+		fmt.Fprintf(w, "%-6s %10.2f %10.2f %10.2f %10.2f %10.2f %8d\n", row.name, row.s.P50, row.s.P90, row.s.P99, row.s.Max, row.s.Mean, row.s.Count)
+	}
+}

@@ -1,0 +1,133 @@
+package bench_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/bench"
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestBenchAgainstNpudBothAPIs(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.SimITL = 2 * time.Millisecond }, nil)
+	for _, api := range []string{"openai", "ollama"} {
+		t.Run(api, func(t *testing.T) {
+			cfg := bench.Config{URL: srv.URL, API: api, Model: "sim", Concurrency: 3, Requests: 9, PromptTokens: 8, MaxTokens: 12}
+			done := 0
+			samples, elapsed, err := bench.Run(t.Context(), cfg, func(n int) { done = max(done, n) })
+			require.NoError(t, err)
+			require.Len(t, samples, 9)
+			assert.Equal(t, 9, done)
+			r := bench.Summarise(cfg, samples, elapsed)
+			assert.Equal(t, 9, r.Succeeded, "%v", r.Errors)
+			assert.Equal(t, 9*12, r.OutputTokens, "the server's own token count")
+			assert.Equal(t, 9*11, r.ITL.Count, "one gap between each pair of chunks")
+			assert.Greater(t, r.TTFT.P50, 0.0)
+			assert.GreaterOrEqual(t, r.ITL.P50, 1.0, "the engine's 2 ms between tokens, seen by the client")
+			assert.Greater(t, r.EndToEnd.P50, r.TTFT.P50)
+			assert.Greater(t, r.TokensPerS, 0.0)
+			var b strings.Builder
+			r.WriteTable(&b)
+			assert.Contains(t, b.String(), "TTFT")
+			assert.Contains(t, b.String(), "ok 9")
+		})
+	}
+}
+
+func TestBenchErrorKinds(t *testing.T) {
+	faults := func(r *npu.Request) sim.Fault {
+		if strings.Contains(sim.PromptText(r), "abc") {
+			return sim.Fault{ErrorAtToken: 3}
+		}
+		return sim.Fault{}
+	}
+	srv := daemontest.StartSim(t, nil, faults)
+	cfg := bench.Config{URL: srv.URL, API: "openai", Model: "sim", Concurrency: 1, Requests: 2, PromptTokens: 4, MaxTokens: 10}
+	samples, _, err := bench.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	for _, s := range samples {
+		assert.Equal(t, "stream_engine_error", s.Err)
+	}
+	cfg.Model = "missing"
+	samples, _, err = bench.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "http_404", samples[0].Err)
+
+	// A server that ends streams without their terminator.
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			fmt.Fprint(w, `{"response":"a","done":false}`+"\n")
+			return
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n")
+	}))
+	defer cut.Close()
+	for _, api := range []string{"openai", "ollama"} {
+		samples, _, err = bench.Run(t.Context(), bench.Config{URL: cut.URL, API: api, Concurrency: 1, Requests: 1}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, "truncated", samples[0].Err, api)
+	}
+	samples, _, err = bench.Run(t.Context(), bench.Config{URL: "http://127.0.0.1:1", API: "openai", Concurrency: 1, Requests: 1}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "connect", samples[0].Err)
+	_, _, err = bench.Run(t.Context(), bench.Config{API: "grpc", Concurrency: 1, Requests: 1}, nil)
+	assert.Error(t, err)
+}
+
+func TestBenchDuration(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.SimITL = time.Millisecond }, nil)
+	cfg := bench.Config{URL: srv.URL, API: "openai", Model: "sim", Concurrency: 2, Duration: 300 * time.Millisecond, MaxTokens: 5}
+	start := time.Now()
+	samples, _, err := bench.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.NotEmpty(t, samples)
+	for _, s := range samples {
+		assert.Empty(t, s.Err, "requests cut by the end of the run are not counted as failures")
+	}
+}
+
+func TestSummarise(t *testing.T) {
+	ms := time.Millisecond
+	samples := []bench.Sample{
+		{TTFT: 100 * ms, E2E: 190 * ms, Tokens: 10, Gaps: []time.Duration{10 * ms, 10 * ms}},
+		{TTFT: 300 * ms, E2E: 390 * ms, Tokens: 10, Gaps: []time.Duration{30 * ms}},
+		{Err: "http_503"}, {Err: "http_503"}, {Err: "timeout"},
+	}
+	r := bench.Summarise(bench.Config{Concurrency: 2}, samples, 2*time.Second)
+	assert.Equal(t, 5, r.Requests)
+	assert.Equal(t, 2, r.Succeeded)
+	assert.Equal(t, map[string]int{"http_503": 2, "timeout": 1}, r.Errors)
+	assert.Equal(t, 20, r.OutputTokens)
+	assert.InDelta(t, 10.0, r.TokensPerS, 1e-9)
+	assert.InDelta(t, 1.0, r.RequestsPerS, 1e-9)
+	assert.Equal(t, 300.0, r.TTFT.Max)
+	assert.Equal(t, 3, r.ITL.Count)
+	assert.Equal(t, 30.0, r.ITL.Max)
+	assert.InDelta(t, 10.0, r.TPOT.P50, 1e-9, "(190-100)/(10-1) ms")
+	assert.Equal(t, 200.0, r.TTFT.Mean)
+}
+
+func TestPresets(t *testing.T) {
+	for _, name := range []string{"quick", "standard", "soak"} {
+		p, ok := bench.Preset(name)
+		assert.True(t, ok)
+		assert.Positive(t, p.Concurrency)
+		assert.True(t, p.Requests > 0 || p.Duration > 0)
+	}
+	_, ok := bench.Preset("huge")
+	assert.False(t, ok)
+}
