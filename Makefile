@@ -15,7 +15,7 @@ OpenVINO_DIR ?= /opt/intel/openvino
 OV_ENV := CGO_ENABLED=1 CGO_CFLAGS="-I$(OpenVINO_DIR)/runtime/include" \
           CGO_LDFLAGS="-L$(OpenVINO_DIR)/runtime/lib/intel64 -Wl,-rpath,$(OpenVINO_DIR)/runtime/lib/intel64"
 
-.PHONY: help build build-openvino run test test-openvino check bench package clean
+.PHONY: help build build-openvino run test test-openvino fuzz check bench package clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -54,12 +54,20 @@ test: check ## vet, then every test under the race detector
 	@[ -d testdata/js/node_modules/ollama ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI test library
 	$(MAKE) --no-print-directory -C testdata/ovgenai
 	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./npu/openvino/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest -run OpenVINO ./daemon/
+
+FUZZTIME ?= 60s
+fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
+	$(GO) test -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/
