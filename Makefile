@@ -15,7 +15,7 @@ OpenVINO_DIR ?= /opt/intel/openvino
 OV_ENV := CGO_ENABLED=1 CGO_CFLAGS="-I$(OpenVINO_DIR)/runtime/include" \
           CGO_LDFLAGS="-L$(OpenVINO_DIR)/runtime/lib/intel64 -Wl,-rpath,$(OpenVINO_DIR)/runtime/lib/intel64"
 
-.PHONY: help build build-openvino run test test-openvino fuzz check bench package clean
+.PHONY: help build build-openvino run test test-openvino fuzz soak check bench package clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -61,6 +61,10 @@ test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI te
 	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./npu/openvino/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest -run OpenVINO ./daemon/
+
+SOAK_STREAMS ?= 5000
+soak: ## the soak and fault harness at full size (make test runs a small one): SOAK_STREAMS streams, direct and through nginx
+	NPUD_SOAK_STREAMS=$(SOAK_STREAMS) $(GO) test -race -count=1 -run 'Soak' -v -timeout 60m . 2>&1 | grep -v 'level=' 
 
 FUZZTIME ?= 60s
 fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
