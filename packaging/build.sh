@@ -1,40 +1,103 @@
-#!/bin/bash
-# Builds dist/npud_<version>_<arch>.deb and the .rpm with nfpm, from a
-# built npud binary (make build). Environment:
-#   NPUD_BINARY  the binary to package (default ./npud)
-#   DIST_DIR     where the packages go (default dist)
-#   VERSION      package version (default 0.1.0~git<commit>)
+#!/usr/bin/env bash
+# Builds dist/npud_<version>_<arch>.deb and dist/npud-<version>-1.<arch>.rpm
+# with nfpm from an npud binary built beforehand (make build, or make
+# package, which builds it and then runs this). Environment, all optional:
+#   NPUD_BINARY  the executable to package          (default: ./npud)
+#   DIST_DIR     where the packages go               (default: ./dist)
+#   VERSION      package version                     (default: from git, see below)
+#   GOARCH       target architecture                 (default: go env GOARCH)
+# Relative NPUD_BINARY and DIST_DIR are taken from the current directory;
+# the defaults are in the repository root.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
-export NPUD_BINARY="${NPUD_BINARY:-./npud}"
-DIST_DIR="${DIST_DIR:-dist}"
-export GOARCH="${GOARCH:-$(go env GOARCH)}"
-if [ -z "${VERSION:-}" ]; then
-    VERSION="0.1.0~git$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+NFPM=github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+
+die() {
+    echo "build.sh: $*" >&2
+    exit 1
+}
+
+# absolute PATH: PATH made absolute from the caller's directory, without
+# ./ or ../ parts (nfpm rejects those).
+absolute() {
+    realpath -m -- "$1"
+}
+
+# A Debian version (native package, so no '-revision') that RPM accepts
+# too: digits first, then letters, digits, '.', '+' or '~'.
+valid_version() {
+    [[ $1 =~ ^[0-9][A-Za-z0-9.+~]*$ ]]
+}
+
+# version_from_git turns `git describe --tags --always` into a package
+# version that sorts the way the history does:
+#   v1.2.0               -> 1.2.0
+#   v1.2.0-5-gabc1234    -> 1.2.0+git5.abc1234   (after 1.2.0, before 1.2.1)
+#   v1.3.0-rc1           -> 1.3.0~rc1            (before 1.3.0)
+#   no tag: abc1234      -> 0.1.0~git<commits>.abc1234
+version_from_git() {
+    local desc tag
+    if ! desc="$(git describe --tags --always 2>/dev/null)"; then
+        echo "0.1.0~unknown"
+        return
+    fi
+    if ! git describe --tags --abbrev=0 >/dev/null 2>&1; then
+        echo "0.1.0~git$(git rev-list --count HEAD).$desc"
+        return
+    fi
+    if [[ $desc =~ ^(.+)-([0-9]+)-g([0-9a-f]+)$ ]]; then
+        tag="${BASH_REMATCH[1]}"
+        desc="${tag#v}+git${BASH_REMATCH[2]}.${BASH_REMATCH[3]}"
+    else
+        desc="${desc#v}"
+    fi
+    # A '-' inside the tag (v1.3.0-rc1) marks a pre-release: '~' sorts it
+    # before the release in both dpkg and rpm.
+    echo "${desc//-/\~}"
+}
+
+if [ -n "${NPUD_BINARY:-}" ]; then
+    NPUD_BINARY="$(absolute "$NPUD_BINARY")"
 fi
-export VERSION
-[ -x "$NPUD_BINARY" ] || { echo "build.sh: no binary at $NPUD_BINARY (run make build)" >&2; exit 1; }
+if [ -n "${DIST_DIR:-}" ]; then
+    DIST_DIR="$(absolute "$DIST_DIR")"
+fi
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+NPUD_BINARY="${NPUD_BINARY:-$root/npud}"
+DIST_DIR="${DIST_DIR:-$root/dist}"
+GOARCH="${GOARCH:-$(go env GOARCH)}"
+VERSION="${VERSION:-$(version_from_git)}"
+if ! valid_version "$VERSION"; then
+    die "version '$VERSION' is not a valid Debian/RPM version (a digit first, then only A-Z a-z 0-9 . + ~); set VERSION"
+fi
+if [ ! -f "$NPUD_BINARY" ] || [ ! -x "$NPUD_BINARY" ]; then
+    die "no executable at $NPUD_BINARY: run make build first, or set NPUD_BINARY"
+fi
+
+echo "build.sh: npud $VERSION for $GOARCH"
+
+# Reproducible packages: file times from the last commit unless given.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+    SOURCE_DATE_EPOCH="$(git log -1 --format=%ct 2>/dev/null || date +%s)"
+fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# Debian wants a changelog in its own format, compressed reproducibly.
-CHANGELOG_GZ="$work/changelog.gz"
+
+# Debian wants a changelog in its own format, gzipped without a timestamp.
+commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+NPUD_CHANGELOG="$work/changelog.gz"
 {
-    echo "npud ($VERSION) unstable; urgency=medium"
-    echo
-    echo "  * Package built from commit $(git rev-parse HEAD 2>/dev/null || echo unknown)."
-    echo
-    echo " -- npud developers <npud@example.org>  $(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")"
-} | gzip -9n > "$CHANGELOG_GZ"
+    printf 'npud (%s) unstable; urgency=medium\n\n' "$VERSION"
+    printf '  * Built from commit %s.\n\n' "$commit"
+    printf ' -- npud developers <npud@example.org>  %s\n' "$(date -R -u -d "@$SOURCE_DATE_EPOCH")"
+} | gzip -9n >"$NPUD_CHANGELOG"
 
-# nfpm expands the environment in version and arch, not in file paths: put
-# the two generated paths into a copy of the configuration.
-sed -e "s|@NPUD_BINARY@|$NPUD_BINARY|" -e "s|@CHANGELOG_GZ@|$CHANGELOG_GZ|" packaging/nfpm.yaml > "$work/nfpm.yaml"
-
+export VERSION GOARCH NPUD_BINARY NPUD_CHANGELOG SOURCE_DATE_EPOCH
 mkdir -p "$DIST_DIR"
-for format in deb rpm; do
-    go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2 package \
-        --config "$work/nfpm.yaml" --packager "$format" --target "$DIST_DIR/"
+for packager in deb rpm; do
+    go run "$NFPM" package --config packaging/nfpm.yaml --packager "$packager" --target "$DIST_DIR/"
 done
-ls -l "$DIST_DIR"

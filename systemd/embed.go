@@ -1,19 +1,29 @@
-// Package systemd holds npud's systemd units: the hardened service unit
-// that packages install and `npud install` writes, and the optional socket
-// unit for socket activation.
+// Package systemd holds npud's systemd units, embedded in the binary: the
+// hardened service unit that the packages install and `npud install`
+// writes, and the optional socket unit for socket activation.
+//
+// The service is Type=notify with a watchdog, so the daemon must send
+// READY=1, STOPPING=1 and WATCHDOG=1 (sd_notify), and it must accept the
+// listener that npud.socket passes (LISTEN_FDS).
 package systemd
 
 import _ "embed"
 
-//go:embed npud.service
-var serviceUnit string
+var (
+	//go:embed npud.service
+	serviceUnit string
 
-//go:embed npud.socket
-var socketUnit string
+	//go:embed npud.socket
+	socketUnit string
+)
 
-// ServiceUnit is npud.service. Its ExecStart names /usr/bin/npud, once, so
-// an installer can put another path there.
+// ExecPath is the executable that ServiceUnit's ExecStart names. It occurs
+// exactly once in the unit, so an installer can replace it with the path of
+// the executable it installs.
+const ExecPath = "/usr/bin/npud"
+
+// ServiceUnit returns the text of npud.service.
 func ServiceUnit() string { return serviceUnit }
 
-// SocketUnit is npud.socket.
+// SocketUnit returns the text of npud.socket.
 func SocketUnit() string { return socketUnit }

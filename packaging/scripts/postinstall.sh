@@ -1,20 +1,35 @@
 #!/bin/sh
-# After install or upgrade: reload systemd and, on a first install, enable
-# and start npud. Outside systemd (containers, chroots) do nothing.
+# npud: after install or upgrade (deb postinst, rpm %post).
+#   deb: $1 = configure, $2 = the version configured before, empty on a
+#        first install; or abort-upgrade/abort-remove/abort-deconfigure.
+#   rpm: $1 = how many npud packages are installed now: 1 on a first
+#        install, 2 or more on an upgrade.
+# A first install enables and starts npud; an upgrade restarts it if it
+# runs, so the new binary serves. Without a running systemd (a container,
+# a chroot, an image build) there is nothing to tell, so nothing is done.
 set -e
+
 [ -d /run/systemd/system ] || exit 0
-systemctl daemon-reload >/dev/null 2>&1 || true
-# deb: "configure" with the old version in $2 on upgrade; rpm: $1 = 1 on
-# a first install, 2 on upgrade.
-first_install=no
-case "$1" in
-    configure) [ -z "${2:-}" ] && first_install=yes ;;
-    1) first_install=yes ;;
+
+case "${1:-}" in
+    configure) if [ -z "${2:-}" ]; then action=install; else action=upgrade; fi ;;
+    1) action=install ;;
+    [0-9]*) action=upgrade ;;
+    *) action=none ;;
 esac
-if [ "$first_install" = yes ]; then
-    systemctl enable --now npud.service >/dev/null 2>&1 || \
-        echo "npud: installed; start it with: systemctl enable --now npud" >&2
-else
-    systemctl try-restart npud.service >/dev/null 2>&1 || true
-fi
+
+systemctl daemon-reload >/dev/null 2>&1 || true
+case "$action" in
+    install)
+        systemctl enable npud.service >/dev/null 2>&1 || true
+        # A failed start (no render group, port in use) must not fail the
+        # package installation.
+        if ! systemctl start npud.service >/dev/null 2>&1; then
+            echo "npud: installed but not started; see: systemctl status npud" >&2
+        fi
+        ;;
+    upgrade)
+        systemctl try-restart npud.service >/dev/null 2>&1 || true
+        ;;
+esac
 exit 0
