@@ -33,6 +33,7 @@ type Config struct {
 	SimTTFT            time.Duration // simulated time to first token
 	SimITL             time.Duration // simulated inter-token latency
 	SimPromptTokenCost time.Duration // simulated prefill cost per prompt token
+	SimSlots           int           // simulated generations at once (benchmarks of the serving layer)
 
 	Heartbeat       time.Duration     // keep-alive interval on streams; 0 = off
 	MaxQueue        int               // requests waiting for the engine before 503
@@ -191,6 +192,7 @@ func (c *Config) options(ls *layers) []option {
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
 		{"sim-prompt-token-cost", "simulated engine: extra prefill time per prompt token", dur(&c.SimPromptTokenCost, 100*time.Microsecond)},
+		{"sim-slots", "simulated engine: generations it runs at once, to load-test the serving layer (a GenAI pipeline runs one)", num(&c.SimSlots, 1)},
 		{"heartbeat", "keep-alive interval on streams, also while queued (0 = off)", dur(&c.Heartbeat, 15*time.Second)},
 		{"max-queue", "requests that may wait for the engine; more get 503", num(&c.MaxQueue, 64)},
 		{"queue-timeout", "longest wait for the engine before 503 (0 = no limit)", dur(&c.QueueTimeout, 5*time.Minute)},
@@ -339,6 +341,7 @@ func (c Config) Validate() error {
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
+	check(c.SimSlots >= 1, "--sim-slots must be 1 or more, got %d", c.SimSlots)
 	check(c.WSMaxRequests > 0, "--ws-max-requests must be positive, got %d", c.WSMaxRequests)
 	check(c.ResumeMaxBytes > 0, "--resume-max-bytes must be positive, got %d", c.ResumeMaxBytes)
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)

@@ -92,6 +92,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		MaxLoadedModels:  cfg.MaxLoadedModels,
 		Aliases:          cfg.Aliases,
 		Observer:         m,
+		Slots:            engineSlots(cfg, engine),
 		Stream: npu.StreamLimits{
 			MaxPendingBytes: cfg.MaxPendingBytes,
 			TokenTimeout:    cfg.TokenTimeout,
@@ -136,6 +137,15 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// engineSlots is how many generations the engine runs at once: one for a
+// real engine, --sim-slots for the simulated one.
+func engineSlots(cfg Config, engine npu.Engine) int {
+	if engine.Simulated() {
+		return cfg.SimSlots
+	}
+	return 1
 }
 
 func newEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {

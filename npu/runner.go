@@ -26,6 +26,10 @@ type RunnerConfig struct {
 	Aliases map[string]string
 	// Observer hears about loads and token gaps, for metrics; nil = none.
 	Observer Observer
+	// Slots is how many generations run at once; 0 means 1. Only an
+	// engine that can run concurrent generations (the simulated one) may
+	// have more: a GenAI pipeline runs one generate at a time.
+	Slots int
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -51,7 +55,7 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 	}
 	r := &Runner{
 		engine: engine,
-		sched:  NewScheduler(1, cfg.MaxQueue),
+		sched:  NewScheduler(max(cfg.Slots, 1), cfg.MaxQueue),
 		life:   newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
 		cfg:    cfg,
 		log:    log,
