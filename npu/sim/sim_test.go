@@ -446,3 +446,51 @@ func waitUntil(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// BenchmarkEngineOwnGaps measures the gaps the simulated engine itself
+// produces between tokens with ITL 20 ms and 256 generations at once, so
+// that docs/PERFORMANCE.md can subtract the engine's own timer jitter from
+// what clients observe:
+//
+//	go test -run '^$' -bench EngineOwnGaps -benchtime 1x ./npu/sim/
+func BenchmarkEngineOwnGaps(b *testing.B) {
+	const streams, itl = 256, 20 * time.Millisecond
+	e := New(Config{ITL: itl})
+	for range b.N {
+		var mu sync.Mutex
+		var gaps []time.Duration
+		var wg sync.WaitGroup
+		for i := range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var last time.Time
+				var mine []time.Duration
+				_, _ = e.Generate(context.Background(), &npu.Request{Model: ModelID, Prompt: "gaps", MaxTokens: 32, Sampling: npu.Sampling{Seed: seed(int64(i))}},
+					func(string) npu.Status {
+						now := time.Now()
+						if !last.IsZero() {
+							mine = append(mine, now.Sub(last))
+						}
+						last = now
+						return npu.Running
+					})
+				mu.Lock()
+				gaps = append(gaps, mine...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		sortDurations(gaps)
+		b.ReportMetric(float64(gaps[len(gaps)/2]-itl)/1e6, "p50-over-itl-ms")
+		b.ReportMetric(float64(gaps[len(gaps)*99/100]-itl)/1e6, "p99-over-itl-ms")
+	}
+}
+
+func sortDurations(d []time.Duration) {
+	for i := 1; i < len(d); i++ {
+		for j := i; j > 0 && d[j] < d[j-1]; j-- {
+			d[j], d[j-1] = d[j-1], d[j]
+		}
+	}
+}
