@@ -2,7 +2,10 @@
 # The ceiling comparison of docs/PERFORMANCE.md: delivered tokens/s from
 # npud with a zero-latency simulated engine, from a bare Go net/http SSE
 # writer, and from the FastAPI/uvicorn design, in one run, all driven by
-# npud bench with the same load. Needs python3-fastapi and python3-uvicorn.
+# npud bench with the same load. SIM_ITL (default 0) paces the simulated
+# engine: at 0 it outruns any writer and npud coalesces a whole answer into
+# one chunk; a few tens of microseconds give one chunk per token. Needs
+# python3-fastapi and python3-uvicorn.
 #   CONCURRENCY=64 REQUESTS=4000 MAX_TOKENS=32 bash testdata/baseline/ceiling.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +20,7 @@ trap cleanup EXIT
 go build -tags nomsgpack -o "$work/npud" .
 go build -o "$work/baresse" ./testdata/baseline/baresse
 
-"$work/npud" serve --listen 127.0.0.1:18000 --sim-ttft 0 --sim-itl 0 --sim-prompt-token-cost 0 \
+"$work/npud" serve --listen 127.0.0.1:18000 --sim-ttft 0 --sim-itl "${SIM_ITL:-0}" --sim-prompt-token-cost 0 \
     --sim-slots 1024 --max-queue 4096 --heartbeat 0 --log-level warn 2>"$work/npud.log" & pids+=($!)
 "$work/baresse" -listen 127.0.0.1:18001 & pids+=($!)
 /usr/bin/python3 -m uvicorn fastapi_sse:app --app-dir testdata/baseline --host 127.0.0.1 --port 18002 \
@@ -43,7 +46,7 @@ fast_json="$(run http://127.0.0.1:18002 $((REQUESTS / 4)))" # it is slow; a quar
 npud_tps="$(tokens <<<"$npud_json")"
 bare_tps="$(tokens <<<"$bare_json")"
 fast_tps="$(tokens <<<"$fast_json")"
-echo "concurrency $CONCURRENCY, $MAX_TOKENS tokens per request"
+echo "concurrency $CONCURRENCY, $MAX_TOKENS tokens per request, npud engine ITL ${SIM_ITL:-0}"
 printf '%-22s %12.0f tokens/s   %s\n' "npud (sim, 0 latency)" "$npud_tps" "$(itl <<<"$npud_json")"
 printf '%-22s %12.0f tokens/s   %s\n' "bare net/http writer" "$bare_tps" "$(itl <<<"$bare_json")"
 printf '%-22s %12.0f tokens/s   %s\n' "FastAPI/uvicorn design" "$fast_tps" "$(itl <<<"$fast_json")"
