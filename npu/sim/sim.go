@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -140,8 +141,14 @@ func (e *Engine) emit(ctx context.Context, tokens []string, fault Fault, sink np
 	}
 	for i, tok := range tokens {
 		n := i + 1
-		if i > 0 {
+		switch {
+		case i == 0:
+		case e.cfg.ITL > 0:
 			time.Sleep(e.cfg.ITL)
+		default:
+			// Zero latency still lets other goroutines run between tokens,
+			// as a real engine's thread would (an await, not a spin).
+			runtime.Gosched()
 		}
 		if n == fault.StallAtToken {
 			stall(ctx, fault.StallFor)
