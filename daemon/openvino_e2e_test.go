@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,4 +79,47 @@ func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
 	assert.Contains(t, string(raw), "keeps serving")
 	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"still here","stream":false,"options":{"num_predict":3}}`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the old pipeline serves: %s", raw)
+}
+
+// A model that compiles slowly (an NPU compile takes minutes) holds no
+// engine slot: another model's requests are answered while it compiles,
+// through the real binding.
+func TestOpenVINOSlowCompileDoesNotStallOtherModels(t *testing.T) {
+	models := t.TempDir()
+	for _, m := range []string{"tiny", "huge"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(models, m), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(models, m, "openvino_model.xml"), []byte("<net/>"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(models, "huge", "slow_compile"), nil, 0o644))
+	t.Setenv("OVTEST_DEVICES", "CPU")
+	t.Setenv("OVTEST_COMPILE_DELAY_US", "2000000")
+
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "CPU", ""
+	cfg.Preload = []string{"tiny"}
+	srv := daemontest.Start(t, cfg, nil)
+	c := daemontest.NewClient(t, srv.URL)
+
+	hugeDone := make(chan string, 1)
+	go func() {
+		_, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"huge","prompt":"x","stream":false,"options":{"num_predict":3}}`)
+		hugeDone <- string(raw)
+	}()
+	time.Sleep(300 * time.Millisecond) // huge is compiling now (for 2 s)
+	for i := range 3 {
+		resp, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"quick","stream":false,"options":{"num_predict":3}}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+		select {
+		case <-hugeDone:
+			t.Fatalf("request %d on tiny waited for huge's compile", i)
+		default:
+		}
+	}
+	raw := <-hugeDone
+	assert.Contains(t, raw, `"done":true`)
+	var out struct {
+		LoadDuration int64 `json:"load_duration"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &out))
+	assert.GreaterOrEqual(t, out.LoadDuration, int64(2e9), "huge's answer counts its compile")
 }

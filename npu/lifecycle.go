@@ -51,6 +51,19 @@ type loadedEntry struct {
 	inUse    int
 	lastUsed time.Time
 	timer    *time.Timer
+	// ready closes when the load finished; err (set before) is its
+	// failure. Until then the entry counts as in use, so nothing unloads it.
+	ready chan struct{}
+	err   error
+}
+
+func (e *loadedEntry) isReady() bool {
+	select {
+	case <-e.ready:
+		return e.err == nil
+	default:
+		return false
+	}
 }
 
 func newLifecycle(engine Engine, defaultKeepAlive time.Duration, maxLoaded int, log *slog.Logger) *lifecycle {
@@ -77,29 +90,56 @@ func (l *lifecycle) evictLocked() {
 }
 
 // acquire makes sure model is loaded and marks it in use; it returns how
-// long loading took (zero when it was loaded already).
+// long loading took (zero when it was loaded already). The load runs
+// without the lifecycle's lock, so requests for other models, and their
+// streams, go on while one model compiles (minutes, on an NPU); callers
+// that want the same model wait for the one load.
 func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if e, ok := l.loaded[info.ID]; ok {
 		e.inUse++
 		if e.timer != nil {
 			e.timer.Stop()
 			e.timer = nil
 		}
+		l.mu.Unlock()
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			l.release(info.ID, nil)
+			return 0, context.Cause(ctx)
+		}
+		if e.err != nil {
+			return 0, e.err // the loader removed the entry
+		}
 		return 0, nil
 	}
 	l.evictLocked()
+	e := &loadedEntry{LoadedModel: LoadedModel{Model: info}, inUse: 1, ready: make(chan struct{})}
+	l.loaded[info.ID] = e
+	l.mu.Unlock()
+
 	start := time.Now()
+	var err error
 	if loader, ok := l.engine.(ModelLoader); ok {
-		// Callers hold the engine's scheduler slot, so loads never overlap
-		// generations.
-		if err := loader.Load(ctx, info.ID); err != nil {
-			return 0, fmt.Errorf("loading model %q: %w", info.ID, err)
-		}
+		// Others may wait for this load: the first caller leaving must
+		// not abort it (a compile cannot be interrupted anyway).
+		err = loader.Load(context.WithoutCancel(ctx), info.ID)
 	}
 	took := time.Since(start)
-	l.loaded[info.ID] = &loadedEntry{LoadedModel: LoadedModel{Model: info, LoadedAt: time.Now()}, inUse: 1}
+	l.mu.Lock()
+	if err != nil {
+		e.err = fmt.Errorf("loading model %q: %w", info.ID, err)
+		if l.loaded[info.ID] == e {
+			delete(l.loaded, info.ID)
+		}
+	}
+	e.LoadedAt = time.Now()
+	close(e.ready)
+	l.mu.Unlock()
+	if err != nil {
+		return 0, e.err
+	}
 	l.log.Info("model loaded", "model", info.ID, "load_ms", took.Milliseconds())
 	if l.onLoad != nil {
 		l.onLoad(info.ID, took)
@@ -107,13 +147,18 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 	return took, nil
 }
 
+// isLoaded reports whether model is loaded and ready.
+func (l *lifecycle) isLoaded(model string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.loaded[model]
+	return ok && e.isReady()
+}
+
 // reload rebuilds a loaded model in place; a model that is not loaded is
 // loaded, with the default keep-alive. The caller holds the engine slot.
 func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
-	l.mu.Lock()
-	_, loaded := l.loaded[info.ID]
-	l.mu.Unlock()
-	if !loaded {
+	if !l.isLoaded(info.ID) {
 		if _, err := l.acquire(ctx, info); err != nil {
 			return err
 		}
@@ -207,7 +252,9 @@ func (l *lifecycle) list() []LoadedModel {
 	defer l.mu.Unlock()
 	out := make([]LoadedModel, 0, len(l.loaded))
 	for _, e := range l.loaded {
-		out = append(out, e.LoadedModel)
+		if e.isReady() { // a model still loading is not listed yet
+			out = append(out, e.LoadedModel)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model.ID < out[j].Model.ID })
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,4 +169,94 @@ func TestAliasesNameServedModels(t *testing.T) {
 	loaded := r.Loaded()
 	require.Len(t, loaded, 1)
 	assert.Equal(t, "n", loaded[0].Model.ID, "the engine ran the aliased model")
+}
+
+// twoModels serves "small" (loads at once) and "big" (its load waits for
+// gate, like a minutes-long NPU compile); both generate n tokens.
+type twoModels struct {
+	gate  chan struct{}
+	n     int
+	loads atomic.Int32
+}
+
+func (e *twoModels) Name() string    { return "two" }
+func (e *twoModels) Simulated() bool { return true }
+func (e *twoModels) Models() []ModelInfo {
+	return []ModelInfo{{ID: "small", ContextLength: 1000}, {ID: "big", ContextLength: 1000}}
+}
+func (e *twoModels) Load(ctx context.Context, model string) error {
+	e.loads.Add(1)
+	if model == "big" {
+		<-e.gate
+	}
+	return nil
+}
+func (e *twoModels) Unload(string) error { return nil }
+func (e *twoModels) Generate(ctx context.Context, req *Request, sink Sink) (Result, error) {
+	for i := range e.n {
+		if sink("x") != Running {
+			return Result{CompletionTokens: i + 1}, nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return Result{FinishReason: FinishStop, CompletionTokens: e.n}, nil
+}
+
+// A model that takes long to load holds no engine slot meanwhile: other
+// models' requests run and stream, and the big one runs once loaded.
+func TestLoadingOneModelDoesNotStallOthers(t *testing.T) {
+	e := &twoModels{gate: make(chan struct{}), n: 20}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
+	big := start(t, r, &Request{Model: "big"})
+	waitUntil(t, func() bool { return r.Waiting() == 0 }) // left the queue to load
+
+	for range 3 {
+		text, final, err := drain(t, start(t, r, &Request{Model: "small"}))
+		require.NoError(t, err, "small streams while big compiles")
+		assert.Equal(t, 20, len(text))
+		assert.True(t, final.Done)
+	}
+	// Loading through the API does not wait for anything either.
+	took, err := r.LoadModel(t.Context(), "small", nil)
+	require.NoError(t, err)
+	assert.Zero(t, took, "already loaded")
+	names := func() []string {
+		var out []string
+		for _, m := range r.Loaded() {
+			out = append(out, m.Model.ID)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"small"}, names(), "a model still loading is not listed")
+
+	close(e.gate)
+	text, final, err := drain(t, big)
+	require.NoError(t, err)
+	assert.Equal(t, 20, len(text))
+	assert.Greater(t, final.Result.Timings.Load, time.Duration(0))
+	assert.Equal(t, []string{"big", "small"}, names())
+}
+
+// Requests for a model being loaded wait for the one load.
+func TestConcurrentRequestsShareOneLoad(t *testing.T) {
+	e := &twoModels{gate: make(chan struct{}), n: 3}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.LoadModel(t.Context(), "big", nil)
+			assert.NoError(t, err)
+		}()
+	}
+	streams := []*Stream{start(t, r, &Request{Model: "big"}), start(t, r, &Request{Model: "big"})}
+	time.Sleep(50 * time.Millisecond) // let them all reach the load
+	close(e.gate)
+	wg.Wait()
+	for _, s := range streams {
+		_, _, err := drain(t, s)
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, 1, e.loads.Load(), "one load for six callers")
 }

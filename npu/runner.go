@@ -130,18 +130,44 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 }
 
 // run waits for the engine, generates, and reports the end to the stream.
+// A model that must be loaded first is loaded outside the queue: the
+// request leaves its place, loads, and queues again, so a long compile
+// never holds the engine slot that other models' streams need.
 func (r *Runner) run(s *Stream, ticket *Ticket) {
 	defer r.inflight.Done()
+	model, _ := r.Model(s.req.Model) // checked by Start
+	var loadTime time.Duration
+	pinned := false
+	if _, loads := r.engine.(ModelLoader); loads && !r.life.isLoaded(model.ID) {
+		ticket.abandon()
+		var err error
+		if loadTime, err = r.life.acquire(s.ctx, model); err != nil {
+			s.finish(Result{}, err)
+			return
+		}
+		pinned = true
+		if ticket, err = r.sched.Enqueue(); err != nil {
+			r.life.release(model.ID, s.req.KeepAlive)
+			s.finish(Result{}, err)
+			return
+		}
+	}
 	if err := ticket.Wait(s.ctx, r.cfg.QueueTimeout); err != nil {
+		if pinned {
+			r.life.release(model.ID, s.req.KeepAlive)
+		}
 		s.finish(Result{}, err)
 		return
 	}
-	model, _ := r.Model(s.req.Model) // checked by Start
-	loadTime, err := r.life.acquire(s.ctx, model)
-	if err != nil {
-		ticket.Release()
-		s.finish(Result{}, err)
-		return
+	if !pinned {
+		// Loaded a moment ago; acquire only pins it (or, if it was
+		// evicted meanwhile, loads it again).
+		var err error
+		if loadTime, err = r.life.acquire(s.ctx, model); err != nil {
+			ticket.Release()
+			s.finish(Result{}, err)
+			return
+		}
 	}
 	s.begin(r.DeviceOf(model.ID))
 	res, err := r.generate(s)
@@ -151,19 +177,21 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 	s.finish(res, err)
 }
 
-// LoadModel loads model (waiting for the engine like any request) and
-// starts its keep-alive: nil means the default, negative forever, zero
+// LoadModel loads model and starts its keep-alive: nil means the default, negative forever, zero
 // unloads it at once. It returns how long loading took.
 func (r *Runner) LoadModel(ctx context.Context, id string, keepAlive *time.Duration) (time.Duration, error) {
-	var took time.Duration
-	err := r.withSlot(ctx, id, func(m ModelInfo) error {
-		var err error
-		took, err = r.life.acquire(ctx, m)
-		if err == nil {
-			r.life.release(m.ID, keepAlive)
-		}
-		return err
-	})
+	if r.closing.Load() {
+		return 0, ErrShuttingDown
+	}
+	m, err := r.Model(id)
+	if err != nil {
+		return 0, err
+	}
+	// No engine slot: loading one model does not stop others' streams.
+	took, err := r.life.acquire(ctx, m)
+	if err == nil {
+		r.life.release(m.ID, keepAlive)
+	}
 	return took, err
 }
 

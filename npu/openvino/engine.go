@@ -147,20 +147,26 @@ func (e *Engine) properties(device string) []property {
 // device, or under AUTO for the first device that takes it.
 func (e *Engine) Load(ctx context.Context, model string) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.pipelines[model]; ok {
+	_, loaded := e.pipelines[model]
+	e.mu.Unlock()
+	if loaded {
 		return nil
 	}
 	devices, err := candidates(e.cfg.Device, e.devices)
 	if err != nil {
 		return err
 	}
+	// Compiling takes minutes on an NPU: the engine mutex is not held
+	// meanwhile, so other models' generations go on. The runner makes sure
+	// one model is loaded by one caller at a time.
 	dir := filepath.Join(e.cfg.ModelsDir, model)
 	var errs []error
 	for _, device := range devices {
 		p, err := newPipeline(dir, device, e.properties(device))
 		if err == nil {
+			e.mu.Lock()
 			e.pipelines[model] = p
+			e.mu.Unlock()
 			e.log.Info("model compiled", "model", model, "device", device)
 			return nil
 		}

@@ -13,6 +13,8 @@
  *   - perf metrics in milliseconds;
  *   - OVTEST_TOKEN_DELAY_US microseconds between tokens;
  *   - OVTEST_BROKEN_DEVICES: devices on which every model fails to compile;
+ *   - OVTEST_COMPILE_DELAY_US: how long creating a pipeline takes, for the
+ *     models whose folder holds a file named slow_compile;
  *   - a count of live objects, for leak checks (ovtest.h).
  */
 #include <pthread.h>
@@ -227,6 +229,11 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
     const char* broken = getenv("OVTEST_BROKEN_DEVICES"); /* devices that fail to compile any model */
     if (stat(xml, &st) != 0 || !device_available(device) || (broken && strstr(broken, device)))
         return UNKNOW_EXCEPTION;
+    char slow[4096];
+    snprintf(slow, sizeof slow, "%s/slow_compile", models_path);
+    const char* compile_delay = getenv("OVTEST_COMPILE_DELAY_US");
+    if (compile_delay && stat(slow, &st) == 0)
+        usleep((useconds_t)strtoul(compile_delay, NULL, 10)); /* an NPU compile takes minutes */
     *pipe = calloc(1, sizeof(ov_genai_llm_pipeline));
     snprintf((*pipe)->device, sizeof (*pipe)->device, "%s", device);
     (*pipe)->max_prompt_len = max_prompt_len;
