@@ -216,7 +216,7 @@ func TestRealtimePauseResumeIsByteIdentical(t *testing.T) {
 
 func TestRealtimeHardLimitWhilePaused(t *testing.T) {
 	srv := startSim(t, func(c *daemon.Config) {
-		c.SimITL = 2 * time.Millisecond // about 120 tokens in 250 ms
+		c.SimITL = 5 * time.Millisecond // time for the pause to land long before the answer ends
 		c.ResumeMaxBytes = 64
 	}, nil)
 	c := mustDial(t, srv.URL)
