@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -182,7 +183,7 @@ func runSoak(t *testing.T, viaNginx bool, streams, concurrency int) {
 	for k := range counts {
 		keys = append(keys, k)
 	}
-	sortStrings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		t.Logf("  %-40s %d", k, counts[k])
 	}
@@ -190,14 +191,6 @@ func runSoak(t *testing.T, viaNginx bool, streams, concurrency int) {
 	if streams >= 90 {
 		for _, want := range []string{"disconnect/dropped", "engine_error/failed", "engine_hang/failed", "engine_stall/complete"} {
 			assert.Positive(t, counts[want], "no %s seen", want)
-		}
-	}
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
 }

@@ -37,7 +37,10 @@ type metrics struct {
 	activeStreams                            *prometheus.GaugeVec
 }
 
-func newMetrics(runner *npu.Runner, engineName string) *metrics {
+// newMetrics returns the instrumentation for an engine; watch then adds
+// the gauges read from its runner (which needs the metrics as observer
+// first).
+func newMetrics(engine npu.Engine) *metrics {
 	m := &metrics{registry: prometheus.NewRegistry()}
 	hist := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
@@ -60,24 +63,27 @@ func newMetrics(runner *npu.Runner, engineName string) *metrics {
 	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running."}, []string{"route"})
 
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_build_info", Help: "Always 1: the npud version, engine and Go version."}, []string{"version", "engine", "goversion"})
-	build.WithLabelValues(Version, engineName, runtime.Version()).Set(1)
+	build.WithLabelValues(Version, engine.Name(), runtime.Version()).Set(1)
 	devices := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_info", Help: "Always 1 per device the engine can use, with its full name."}, []string{"device", "name"})
-	if runner.Engine().Simulated() {
+	if engine.Simulated() {
 		devices.WithLabelValues("simulated", "npud simulated engine (no inference)").Set(1)
 	}
 	for name, full := range deviceNames() {
 		devices.WithLabelValues(name, full).Set(1)
 	}
-	queueDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_queue_depth", Help: "Requests waiting for the engine."},
-		func() float64 { return float64(runner.Waiting()) })
-	engineBusy := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_engine_busy", Help: "Generations the engine is running now (0 or 1 per engine)."},
-		func() float64 { return float64(runner.Running()) })
-
 	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,
 		m.completionTokens, m.disconnects, m.slowConsumer, m.engineErrors, m.rateLimitedTotal, m.activeStreams,
-		build, devices, queueDepth, engineBusy,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		build, devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// watch adds the gauges read from runner at each scrape.
+func (m *metrics) watch(runner *npu.Runner) {
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_queue_depth", Help: "Requests waiting for the engine."},
+			func() float64 { return float64(runner.Waiting()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_engine_busy", Help: "Generations the engine is running now."},
+			func() float64 { return float64(runner.Running()) }))
 }
 
 // handler serves /metrics.

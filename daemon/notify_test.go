@@ -51,10 +51,11 @@ func TestSystemdNotifyReadyWatchdogStopping(t *testing.T) {
 	ready := next("READY")
 	assert.Contains(t, ready, "READY=1")
 	assert.Contains(t, ready, "STATUS=serving on "+p.addr)
-	assert.Contains(t, p.log(), "model preloaded", "READY comes after the preloaded models are in")
-	// The listener answers once READY was sent.
-	resp, _ := daemontest.NewClient(t, "http://"+p.addr).Do(t, "GET", "/health", "")
+	// Once READY is sent the listener answers and the preloaded model is
+	// in memory already.
+	resp, raw := daemontest.NewClient(t, "http://"+p.addr).Do(t, "GET", "/api/ps", "")
 	assert.Equal(t, 200, resp.StatusCode)
+	assert.Contains(t, string(raw), `"name":"sim"`, "READY comes after the preloads")
 
 	for range 3 {
 		assert.Equal(t, "WATCHDOG=1", next("WATCHDOG"), "pings at half of WATCHDOG_USEC")

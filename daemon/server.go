@@ -84,7 +84,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	m := &metrics{}
+	m := newMetrics(engine)
 	runner := npu.NewRunner(engine, npu.RunnerConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
@@ -99,7 +99,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			Heartbeat:       cfg.Heartbeat,
 		},
 	}, log)
-	*m = *newMetrics(runner, engine.Name())
+	m.watch(runner)
 	ln := o.listener
 	if ln == nil {
 		var err error

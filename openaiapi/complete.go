@@ -88,6 +88,15 @@ type source struct {
 	resumed  bool
 }
 
+// fingerprint identifies a request by what it asks, whatever its
+// formatting: a digest of the decoded request. One request id must always
+// carry the same request.
+func (r *request) fingerprint() string {
+	canonical, _ := json.Marshal(r) // a decoded request always encodes
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
 // errAfterEnd: a resuming client already has every event.
 var errAfterEnd = errors.New("the client has every event")
 
@@ -119,9 +128,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		}
 		from = n + 1
 	}
-	canonical, _ := json.Marshal(req) // the decoded request: stable, whatever the formatting
-	sum := sha256.Sum256(canonical)
-	j, joined, err := a.journals.Open(clientID, hex.EncodeToString(sum[:]), resumable, func() (*npu.Stream, error) {
+	j, joined, err := a.journals.Open(clientID, req.fingerprint(), resumable, func() (*npu.Stream, error) {
 		return a.runner.Start(engineReq)
 	})
 	if errors.Is(err, journal.ErrConflict) {

@@ -3,8 +3,6 @@ package openaiapi
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -274,9 +272,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.requests[id] = r
 	rc.mu.Unlock()
 
-	canonical, _ := json.Marshal(req)
-	sum := sha256.Sum256(canonical)
-	j, joined, err := rc.a.journals.Open(id, hex.EncodeToString(sum[:]), req.Resumable, func() (*npu.Stream, error) {
+	j, joined, err := rc.a.journals.Open(id, req.fingerprint(), req.Resumable, func() (*npu.Stream, error) {
 		return rc.a.runner.Start(engineReq)
 	})
 	if err != nil {

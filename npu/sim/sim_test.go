@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -481,16 +482,8 @@ func BenchmarkEngineOwnGaps(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		sortDurations(gaps)
+		slices.Sort(gaps)
 		b.ReportMetric(float64(gaps[len(gaps)/2]-itl)/1e6, "p50-over-itl-ms")
 		b.ReportMetric(float64(gaps[len(gaps)*99/100]-itl)/1e6, "p99-over-itl-ms")
-	}
-}
-
-func sortDurations(d []time.Duration) {
-	for i := 1; i < len(d); i++ {
-		for j := i; j > 0 && d[j] < d[j-1]; j-- {
-			d[j], d[j-1] = d[j-1], d[j]
-		}
 	}
 }
