@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,6 +19,33 @@ func (n notifier) send(state string) {
 	if _, err := sd.SdNotify(false, state); err != nil {
 		n.log.Warn("cannot notify systemd", "state", state, "err", err)
 	}
+}
+
+// preloadExtension is how much more start time each extension asks for;
+// one is sent at the start and then every half of it.
+const preloadExtension = time.Minute
+
+// extendWhile asks systemd for d more start-up time now and every d/2
+// until the returned stop is called, so a long model compile does not hit
+// TimeoutStartSec.
+func (n notifier) extendWhile(ctx context.Context, d time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	msg := fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", d.Microseconds())
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d / 2)
+		defer t.Stop()
+		for {
+			n.send(msg)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // watchdog pings at half the interval systemd asked for (WATCHDOG_USEC)

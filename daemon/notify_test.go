@@ -48,6 +48,8 @@ func TestSystemdNotifyReadyWatchdogStopping(t *testing.T) {
 	}
 	p := startBinaryEnv(t, bin, []string{"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=400000"},
 		"serve", "--listen", "127.0.0.1:0", "--preload", "sim", "--sim-ttft", "1ms")
+	assert.Equal(t, "STATUS=preloading sim", next("STATUS"))
+	assert.Equal(t, "EXTEND_TIMEOUT_USEC=60000000", next("EXTEND_TIMEOUT_USEC"), "a slow compile asks for more start time")
 	ready := next("READY")
 	assert.Contains(t, ready, "READY=1")
 	assert.Contains(t, ready, "STATUS=serving on "+p.addr)

@@ -249,8 +249,14 @@ func (s *Server) Serve(ctx context.Context) error {
 // an NPU) compile.
 func (s *Server) preload(ctx context.Context) error {
 	forever := time.Duration(-1)
+	notify := notifier{s.log}
 	for _, model := range s.cfg.Preload {
+		// An NPU compile can outlast the unit's start timeout: tell
+		// systemd what is happening, and ask for more time while it does.
+		notify.send("STATUS=preloading " + model)
+		stop := notify.extendWhile(ctx, preloadExtension)
 		took, err := s.runner.LoadModel(ctx, model, &forever)
+		stop()
 		if err != nil {
 			return fmt.Errorf("preloading model %q: %w", model, err)
 		}
