@@ -96,7 +96,11 @@ NPUD_CHANGELOG="$work/changelog.gz"
     printf ' -- npud developers <npud@example.org>  %s\n' "$(date -R -u -d "@$SOURCE_DATE_EPOCH")"
 } | gzip -9n >"$NPUD_CHANGELOG"
 
-export VERSION GOARCH NPUD_BINARY NPUD_CHANGELOG SOURCE_DATE_EPOCH
+# The manual page, compressed as Debian policy wants it.
+NPUD_MANPAGE="$work/npud.1.gz"
+gzip -9nc packaging/npud.1 >"$NPUD_MANPAGE"
+
+export VERSION GOARCH NPUD_BINARY NPUD_CHANGELOG NPUD_MANPAGE SOURCE_DATE_EPOCH
 mkdir -p "$DIST_DIR"
 for packager in deb rpm; do
     go run "$NFPM" package --config packaging/nfpm.yaml --packager "$packager" --target "$DIST_DIR/"

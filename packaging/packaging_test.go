@@ -131,6 +131,7 @@ func TestPackages(t *testing.T) {
 			"./etc/npud/npud.toml":                    "-rw-r--r--",
 			"./usr/share/doc/npud/copyright":          "-rw-r--r--",
 			"./usr/share/doc/npud/changelog.gz":       "-rw-r--r--",
+			"./usr/share/man/man1/npud.1.gz":          "-rw-r--r--",
 			"./usr/share/npud/grafana-dashboard.json": "-rw-r--r--",
 		}
 		for _, doc := range docs(t) {
