@@ -58,9 +58,12 @@ test: check ## vet, then every test under the race detector
 
 test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI test library
 	$(MAKE) --no-print-directory -C testdata/ovgenai
-	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/
+	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/... ./openaiapi/ ./ollamaapi/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./npu/openvino/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest -run OpenVINO ./daemon/
+	@# The API suites on the OpenVINO engine (tests that need the simulator's
+	@# text, timing or faults skip themselves).
+	NPUD_TEST_ENGINE=openvino $(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./openaiapi/ ./ollamaapi/
 
 SOAK_STREAMS ?= 5000
 soak: ## the soak and fault harness at full size (make test runs a small one): SOAK_STREAMS streams, direct and through nginx

@@ -27,7 +27,7 @@ type wireFixture struct {
 
 func newWire(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *wireFixture {
 	t.Helper()
-	c := daemontest.NewClient(t, daemontest.StartSim(t, mutate, faults).URL)
+	c := daemontest.NewClient(t, daemontest.StartEngine(t, mutate, faults).URL)
 	return &wireFixture{Client: c, url: c.URL, hc: c.HTTP}
 }
 
@@ -93,6 +93,7 @@ func checkObjects(t *testing.T, objs []map[string]any, chat bool) (text string, 
 }
 
 func TestWireNDJSONStreams(t *testing.T) {
+	daemontest.SimOnly(t, "compares with the simulated answer")
 	f := newWire(t, nil, nil)
 	tests := []struct {
 		name, path, body, prompt string
@@ -141,6 +142,7 @@ func TestWireMidStreamErrorLine(t *testing.T) {
 }
 
 func TestWireSSEWhenAsked(t *testing.T) {
+	daemontest.SimOnly(t, "compares with the simulated answer")
 	f := newWire(t, nil, nil)
 	resp, raw := f.do(t, http.MethodPost, "/api/generate", `{"model":"sim","prompt":"x","options":{"num_predict":3}}`,
 		"Accept", "text/event-stream")
@@ -282,6 +284,7 @@ func TestWireBadInput(t *testing.T) {
 type noEmbedEngine struct{ npu.Engine }
 
 func TestWireEmbeddings(t *testing.T) {
+	daemontest.SimOnly(t, "compares with the simulated answer")
 	f := newWire(t, nil, nil)
 	resp, raw := f.do(t, http.MethodPost, "/api/embed", `{"model":"sim","input":"hello"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"
 )
@@ -119,6 +120,7 @@ func TestClientGoneWhileQueuedLeavesTheQueue(t *testing.T) {
 // the server's request timeout) ends the answer early, as a normal finish
 // with finish_reason "length", not as an error.
 func TestDeadlineFinishesWithLength(t *testing.T) {
+	daemontest.SimOnly(t, "needs the simulated timing")
 	natural := len(sim.Tokens(9, hiPrompt))
 	require.GreaterOrEqual(t, natural, 32) // 32 × 20 ms is far beyond the deadlines below
 	tests := []struct {

@@ -25,7 +25,7 @@ type wireFixture struct {
 
 func newWireFixture(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *wireFixture {
 	t.Helper()
-	srv := startSim(t, mutate, faults)
+	srv := daemontest.StartEngine(t, mutate, faults)
 	return &wireFixture{Client: daemontest.NewClient(t, srv.URL), srv: srv}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"
 )
@@ -39,6 +40,7 @@ func chatMaybeStream(stream bool, extra string) string {
 const hiPrompt = "user: hi\n"
 
 func TestWireStreamHeadersAndFraming(t *testing.T) {
+	daemontest.SimOnly(t, "compares with the simulated answer")
 	f := newWireFixture(t, nil, nil)
 	natural := len(sim.Tokens(9, hiPrompt))
 	tests := []struct {
@@ -87,6 +89,7 @@ func TestWireStreamHeadersAndFraming(t *testing.T) {
 }
 
 func TestWireLegacyCompletionsStream(t *testing.T) {
+	daemontest.SimOnly(t, "compares with the simulated answer")
 	f := newWireFixture(t, nil, nil)
 	tests := []struct {
 		name      string
@@ -420,6 +423,7 @@ func TestWireHeartbeatsCommitWhileQueued(t *testing.T) {
 }
 
 func TestWireWholeResponseShape(t *testing.T) {
+	daemontest.SimOnly(t, "compares with the simulated answer")
 	f := newWireFixture(t, nil, nil)
 	tests := []struct {
 		name, path, body string

@@ -113,3 +113,27 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", p)
 	return len(p), nil
 }
+
+// StartEngine serves the engine the engine-agnostic suites run on (see
+// EngineUnderTest): the simulated engine with faults, or the OpenVINO
+// engine against npud's GenAI test library. A test that needs the
+// simulator's fault injection is skipped on OpenVINO.
+func StartEngine(t testing.TB, mutate func(*daemon.Config), faults func(*npu.Request) sim.Fault) *Server {
+	t.Helper()
+	if EngineUnderTest() == "openvino" {
+		if faults != nil {
+			t.Skip("needs the simulated engine's fault injection")
+		}
+		return StartOpenVINO(t, mutate)
+	}
+	return StartSim(t, mutate, faults)
+}
+
+// SimOnly skips t when the suites run on OpenVINO: for checks of the
+// simulated engine's own text, timing or context limit.
+func SimOnly(t testing.TB, why string) {
+	t.Helper()
+	if EngineUnderTest() != "sim" {
+		t.Skip("simulated engine only: " + why)
+	}
+}
