@@ -17,4 +17,3 @@ func StartOpenVINO(t testing.TB, _ func(*daemon.Config)) *Server {
 	t.Fatal("StartOpenVINO needs the openvino, cgo and ovtest build tags")
 	return nil
 }
-
