@@ -42,7 +42,10 @@ func TestSIGHUPReloadsTheConfiguration(t *testing.T) {
 
 	write("sim-ttft = \"1ms\"\nsim-itl = \"1ms\"\napi-key = [\"alice:sk-alice-0123456789\"]\nlog-level = \"debug\"\nrate-limit = 60\nmax-queue = 3\n")
 	p.signal(t, syscall.SIGHUP)
-	daemontest.Eventually(t, func() bool { return strings.Contains(p.log(), "configuration reloaded") })
+	// Both lines come through the log pipe; wait for the second too.
+	daemontest.Eventually(t, func() bool {
+		return strings.Contains(p.log(), "configuration reloaded") && strings.Contains(p.log(), "need a restart were not applied")
+	})
 	logs := p.log()
 	assert.Contains(t, logs, "APIKeys")
 	assert.Contains(t, logs, "LogLevel")
