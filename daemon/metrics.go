@@ -126,7 +126,9 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info) {
 		model = st.Model // the served name, not an alias
 	}
 	reason, cause := outcome(status, info)
-	m.requests.WithLabelValues(model, route, info.Tenant, reason).Inc()
+	// The request counter moves last, so that a scrape that sees it sees
+	// the request's other series too.
+	defer m.requests.WithLabelValues(model, route, info.Tenant, reason).Inc()
 	if cause != "" {
 		m.disconnects.WithLabelValues(route, cause).Inc()
 	}
