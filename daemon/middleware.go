@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/daemon/reqinfo"
+	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
 )
 
@@ -140,13 +141,8 @@ func (s *Server) recoverPanics(c *gin.Context) {
 }
 
 // writeRouteError answers errors that no API handler owns (unknown path,
-// wrong method, panics) in the shape of the API the path belongs to:
-// Ollama's {"error": "..."} under /api, OpenAI's everywhere else.
+// wrong method, panics).
 func writeRouteError(c *gin.Context, status int, msg string) {
-	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
-		c.JSON(status, gin.H{"error": msg})
-		return
-	}
 	typ, code := "invalid_request_error", "not_found"
 	switch status {
 	case http.StatusMethodNotAllowed:
@@ -154,7 +150,19 @@ func writeRouteError(c *gin.Context, status int, msg string) {
 	case http.StatusInternalServerError:
 		typ, code = "server_error", "internal_error"
 	}
-	openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: status, Type: typ, Code: code, Message: msg})
+	writeProtocolError(c, &openaiapi.Error{Status: status, Type: typ, Code: code, Message: msg})
+}
+
+// writeProtocolError answers for the daemon itself (unknown route, panic,
+// a refused request) in the shape of the API the path belongs to, with
+// each API's own writer: Ollama's {"error": "..."} under /api, OpenAI's
+// everywhere else (the code is OpenAI's only).
+func writeProtocolError(c *gin.Context, e *openaiapi.Error) {
+	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+		ollamaapi.WriteError(c.Writer, &ollamaapi.Error{Status: e.Status, Message: e.Message, RetryAfter: e.RetryAfter})
+		return
+	}
+	openaiapi.WriteError(c.Writer, e)
 }
 
 // logRoute is the matched route template, or the path when none matched.

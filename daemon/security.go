@@ -4,12 +4,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -376,14 +374,7 @@ func (s *Server) limitTenant(c *gin.Context) {
 // writeDenied refuses a request in the shape of the API its path belongs
 // to, with Retry-After when the client may try again.
 func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.Duration) {
-	defer c.Abort()
 	reqinfo.From(c.Request.Context()).Error = msg
-	if !strings.HasPrefix(c.Request.URL.Path, "/api/") {
-		openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: status, Type: "invalid_request_error", Code: code, Message: msg, RetryAfter: retryAfter})
-		return
-	}
-	if retryAfter > 0 {
-		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
-	}
-	c.JSON(status, gin.H{"error": msg})
+	writeProtocolError(c, &openaiapi.Error{Status: status, Type: "invalid_request_error", Code: code, Message: msg, RetryAfter: retryAfter})
+	c.Abort()
 }
