@@ -49,3 +49,20 @@ func Retryable(err error) bool {
 	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueTimeout) ||
 		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown)
 }
+
+// ErrInvalidRequest is wrapped by InvalidRequestError: a request the engine
+// would refuse, found before it reached the engine or named by it.
+var ErrInvalidRequest = errors.New("invalid request")
+
+// InvalidRequestError is a request parameter outside what the engine
+// accepts. Param names it as the client sent it (top_p, messages[2].content);
+// the API layers render it in their protocol's shape as a 400.
+type InvalidRequestError struct {
+	Param   string
+	Message string
+}
+
+func (e *InvalidRequestError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrInvalidRequest) true.
+func (e *InvalidRequestError) Is(target error) bool { return target == ErrInvalidRequest }

@@ -3,6 +3,7 @@ package ollamaapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -121,6 +122,11 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 			return
 		}
 		engineReq.Messages = chatMessages(req.Messages)
+	}
+	// The engine's own limits, shared with the OpenAI API.
+	if err := engineReq.Validate(); err != nil {
+		a.fail(c.Writer, info, optionError(err))
+		return
 	}
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
@@ -250,4 +256,25 @@ func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqi
 	if err := json.NewEncoder(rw).Encode(out); err != nil {
 		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
+}
+
+// ollamaOptions are the Ollama names of the sampling parameters
+// npu.Request.Validate names.
+var ollamaOptions = map[string]string{
+	"temperature": "temperature", "top_p": "top_p", "min_p": "min_p", "top_k": "top_k",
+	"repetition_penalty": "repeat_penalty", "presence_penalty": "presence_penalty",
+	"frequency_penalty": "frequency_penalty", "max_tokens": "num_predict", "stop": "stop",
+}
+
+// optionError renders a refusal of npu.Request.Validate as a 400 that
+// names the option as an Ollama client knows it.
+func optionError(err error) *Error {
+	var ie *npu.InvalidRequestError
+	if errors.As(err, &ie) {
+		if name, ok := ollamaOptions[ie.Param]; ok {
+			return &Error{Status: http.StatusBadRequest, Cause: err,
+				Message: fmt.Sprintf("option %q is outside what the engine accepts: %s", name, ie.Message)}
+		}
+	}
+	return &Error{Status: http.StatusBadRequest, Message: err.Error(), Cause: err}
 }

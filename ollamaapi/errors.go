@@ -55,7 +55,7 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 	case errors.Is(err, npu.ErrModelNotFound):
 		status = http.StatusNotFound
 		msg = fmt.Sprintf("%v, try pulling it first", err)
-	case errors.Is(err, npu.ErrContextLength):
+	case errors.Is(err, npu.ErrContextLength), errors.Is(err, npu.ErrInvalidRequest):
 		status = http.StatusBadRequest
 	case errors.Is(err, npu.ErrNotSupported):
 		status = http.StatusNotImplemented

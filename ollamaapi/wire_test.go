@@ -246,6 +246,12 @@ func TestWireBadInput(t *testing.T) {
 		{"messages of the wrong type", "/api/chat", `{"model":"sim","messages":"hi"}`, 400, "messages"},
 		{"option of the wrong type", "/api/generate", `{"model":"sim","prompt":"x","options":{"temperature":"hot"}}`, 400, `"temperature"`},
 		{"temperature out of range", "/api/generate", `{"model":"sim","prompt":"x","options":{"temperature":3}}`, 400, `"temperature"`},
+		// GenAI's own bounds (npu.Request.Validate), as on the OpenAI API.
+		{"top_p 0", "/api/generate", `{"model":"sim","prompt":"x","options":{"top_p":0}}`, 400, `"top_p"`},
+		{"min_p 1", "/api/generate", `{"model":"sim","prompt":"x","options":{"min_p":1}}`, 400, `"min_p"`},
+		{"repeat_penalty 0", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"options":{"repeat_penalty":0}}`, 400, `"repeat_penalty"`},
+		{"NUL in the prompt", "/api/generate", `{"model":"sim","prompt":"a\u0000b"}`, 400, "NUL"},
+		{"NUL in a message", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"a\u0000b"}]}`, 400, "messages[0].content"},
 		{"num_predict 0", "/api/generate", `{"model":"sim","prompt":"x","options":{"num_predict":0}}`, 400, "num_predict"},
 		{"num_ctx too large", "/api/generate", `{"model":"sim","prompt":"x","options":{"num_ctx":999999}}`, 400, "num_ctx"},
 		{"invalid UTF-8", "/api/generate", "{\"model\":\"sim\",\"prompt\":\"\xff\"}", 400, "UTF-8"},

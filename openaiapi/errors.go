@@ -99,7 +99,10 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 			Message: err.Error(), RetryAfter: retryAfter()}
 	}
 	var engineErr *npu.EngineError
+	var invalidErr *npu.InvalidRequestError
 	switch {
+	case errors.As(err, &invalidErr):
+		return invalidRequest(invalidErr)
 	case errors.Is(err, npu.ErrModelNotFound):
 		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model",
 			Code: "model_not_found", Message: fmt.Sprintf("%v: it does not exist or is not served here", err)}
@@ -123,4 +126,16 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 		return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "engine_error", Message: err.Error()}
 	}
 	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
+}
+
+// invalidRequest renders a parameter the engine refuses (npu.Request.Validate
+// or the engine itself) as a 400 naming it.
+func invalidRequest(err error) *Error {
+	var ie *npu.InvalidRequestError
+	if !errors.As(err, &ie) {
+		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_value", Message: err.Error(), Cause: err}
+	}
+	e := invalid(ie.Param, "invalid_value", "%s", ie.Message)
+	e.Cause = err
+	return e
 }

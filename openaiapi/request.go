@@ -175,6 +175,10 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 		}
 		out.Timeout = time.Duration(*req.TimeoutMS) * time.Millisecond
 	}
+	// The engine's own limits, shared with the Ollama API.
+	if err := out.Validate(); err != nil {
+		return nil, invalidRequest(err)
+	}
 	return out, nil
 }
 
