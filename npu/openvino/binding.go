@@ -52,6 +52,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"runtime/cgo"
 	"sync/atomic"
 	"time"
@@ -134,18 +136,30 @@ func (p *pipeline) free() {
 type streamState struct {
 	sink  npu.Sink
 	calls atomic.Int64
+	// stoppedAt is the number of calls up to the first one the sink
+	// answered STOP or CANCEL (0: never). GenAI on CPU/GPU keeps generating
+	// for a while after that and counts those tokens; the client never gets
+	// them, so usage counts up to here.
+	stoppedAt atomic.Int64
+	// panicked holds what a panic in the sink carried: the generation was
+	// cancelled and must end as an engine error, not as a clean stop.
+	panicked atomic.Value
 }
 
 // generate runs one generation, streaming into sink. It holds the calling
 // goroutine's OS thread for the whole native call; on NPU the callbacks
 // arrive on that same thread, on CPU/GPU on GenAI's streamer thread.
-func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+//
+// maxNewCap bounds max_new_tokens when the request sets no max_tokens
+// (GenAI's default is SIZE_MAX: a generation could hold the engine for
+// ever); 0 leaves the model's default.
+func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink, maxNewCap int) (npu.Result, error) {
 	if !p.busy.CompareAndSwap(false, true) {
 		return npu.Result{}, errors.New("openvino: concurrent generate on one pipeline (the scheduler must serialise them)")
 	}
 	defer p.busy.Store(false)
 
-	config, maxNew, err := p.config(req)
+	config, maxNew, err := p.config(req, maxNewCap)
 	if err != nil {
 		return npu.Result{}, err
 	}
@@ -171,17 +185,28 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	start := time.Now()
 	status := C.npud_generate(p.ptr, input, history, config, C.uintptr_t(handle), &results)
 	elapsed := time.Since(start)
+	if status == C.OK {
+		defer C.ov_genai_decoded_results_free(results)
+	}
+	if v := state.panicked.Load(); v != nil {
+		return npu.Result{}, fmt.Errorf("the stream callback panicked, so the generation was cancelled: %v", v)
+	}
 	if err := check("ov_genai_llm_pipeline_generate", fmt.Sprintf("model %q, device %q", p.model, p.device), status); err != nil {
 		err.(*StatusError).BeforeOutput = state.calls.Load() == 0
 		return npu.Result{}, err
 	}
-	defer C.ov_genai_decoded_results_free(results)
-	return resultOf(results, maxNew, elapsed)
+	res, err := resultOf(results, maxNew, elapsed)
+	if n := int(state.stoppedAt.Load()); n > 0 && res.CompletionTokens > n {
+		// A callback carries at least one token; what came after the
+		// STOP/CANCEL answer never reached the client.
+		res.CompletionTokens = n
+	}
+	return res, err
 }
 
 // config starts from the pipeline's own defaults (the model's
 // generation_config.json) and applies the request.
-func (p *pipeline) config(req *npu.Request) (*C.ov_genai_generation_config, int, error) {
+func (p *pipeline) config(req *npu.Request, maxNewCap int) (*C.ov_genai_generation_config, int, error) {
 	var cfg *C.ov_genai_generation_config
 	if err := check("ov_genai_llm_pipeline_get_generation_config", p.model,
 		C.ov_genai_llm_pipeline_get_generation_config(p.ptr, &cfg)); err != nil {
@@ -200,6 +225,13 @@ func (p *pipeline) config(req *npu.Request) (*C.ov_genai_generation_config, int,
 	var errs []error
 	if req.MaxTokens > 0 {
 		errs = append(errs, set("max_new_tokens", C.ov_genai_generation_config_set_max_new_tokens(cfg, C.size_t(req.MaxTokens))))
+	} else if maxNewCap > 0 {
+		var def C.size_t
+		errs = append(errs, check("ov_genai_generation_config_get_max_new_tokens", p.model,
+			C.ov_genai_generation_config_get_max_new_tokens(cfg, &def)))
+		if uint64(def) > uint64(maxNewCap) {
+			errs = append(errs, set("max_new_tokens", C.ov_genai_generation_config_set_max_new_tokens(cfg, C.size_t(maxNewCap))))
+		}
 	}
 	// Temperature 0 means greedy; sampling parameters only matter when
 	// do_sample is on.
@@ -214,8 +246,8 @@ func (p *pipeline) config(req *npu.Request) (*C.ov_genai_generation_config, int,
 		if s.TopP != nil {
 			errs = append(errs, set("top_p", C.ov_genai_generation_config_set_top_p(cfg, C.float(*s.TopP))))
 		}
-		if s.TopK != nil && *s.TopK > 0 {
-			errs = append(errs, set("top_k", C.ov_genai_generation_config_set_top_k(cfg, C.size_t(*s.TopK))))
+		if s.TopK != nil {
+			errs = append(errs, set("top_k", C.ov_genai_generation_config_set_top_k(cfg, topK(*s.TopK))))
 		}
 		if s.MinP != nil {
 			errs = append(errs, set("min_p", C.ov_genai_generation_config_set_min_p(cfg, C.float(*s.MinP))))
@@ -230,9 +262,14 @@ func (p *pipeline) config(req *npu.Request) (*C.ov_genai_generation_config, int,
 	if s.FrequencyPenalty != nil {
 		errs = append(errs, set("frequency_penalty", C.ov_genai_generation_config_set_frequency_penalty(cfg, C.float(*s.FrequencyPenalty))))
 	}
+	// GenAI re-seeds its generator with rng_seed (default 0) on every
+	// generate: without a seed of its own every sampled request would give
+	// the same text. A seed makes a request reproducible.
+	seed := rand.Uint64()
 	if s.Seed != nil {
-		errs = append(errs, set("rng_seed", C.ov_genai_generation_config_set_rng_seed(cfg, C.size_t(uint64(*s.Seed)))))
+		seed = uint64(*s.Seed)
 	}
+	errs = append(errs, set("rng_seed", C.ov_genai_generation_config_set_rng_seed(cfg, C.size_t(seed))))
 	if len(req.Stop) > 0 {
 		errs = append(errs, setStopStrings(cfg, req.Stop, p.model))
 	}
@@ -313,16 +350,11 @@ func resultOf(results *C.ov_genai_decoded_results, maxNew int, elapsed time.Dura
 	if err != nil {
 		return npu.Result{}, err
 	}
-	prefill := msDuration(float64(ttft))
-	total := msDuration(float64(gen))
-	if total <= 0 {
-		total = elapsed
-	}
 	res := npu.Result{
 		FinishReason:     npu.FinishStop,
 		PromptTokens:     int(in),
 		CompletionTokens: int(out),
-		Timings:          npu.Timings{Prefill: prefill, Decode: max(total-prefill, 0)},
+		Timings:          timings(float64(ttft), float64(gen), elapsed),
 	}
 	if maxNew > 0 && int(out) >= maxNew {
 		res.FinishReason = npu.FinishLength
@@ -331,3 +363,24 @@ func resultOf(results *C.ov_genai_decoded_results, maxNew int, elapsed time.Dura
 }
 
 func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// timings turns GenAI's ttft and generate duration (ms) into phases.
+// GenAI answers -1 for a metric without samples (ttft when nothing was
+// generated): no phase is ever negative.
+func timings(ttftMS, generateMS float64, elapsed time.Duration) npu.Timings {
+	total := msDuration(generateMS)
+	if total <= 0 {
+		total = elapsed
+	}
+	prefill := min(max(msDuration(ttftMS), 0), total)
+	return npu.Timings{Prefill: prefill, Decode: max(total-prefill, 0)}
+}
+
+// topK is GenAI's top_k for a request's: 0 switches top-k off, which GenAI
+// spells as the largest size_t (its default), not 0.
+func topK(k int) C.size_t {
+	if k <= 0 {
+		return C.size_t(math.MaxUint64)
+	}
+	return C.size_t(k)
+}

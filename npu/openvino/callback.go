@@ -8,6 +8,7 @@ package openvino
 import "C"
 
 import (
+	"fmt"
 	"runtime/cgo"
 
 	"github.com/npud/npud/npu"
@@ -16,16 +17,22 @@ import (
 // npudStreamChunk is the streamer callback's Go side, called from the C
 // trampoline on whatever thread GenAI streams from. It copies the text (the
 // C string lives only for this call) and answers the bridge's status. A
-// panic must not unwind through C: it cancels the generation instead.
+// panic must not unwind through C: it cancels the generation and is
+// recorded, so the generation ends as an engine error.
 //
 //export npudStreamChunk
 func npudStreamChunk(handle C.uintptr_t, text *C.char) (status C.int) {
+	state := cgo.Handle(handle).Value().(*streamState)
 	defer func() {
-		if recover() != nil {
+		if v := recover(); v != nil {
+			state.panicked.CompareAndSwap(nil, fmt.Sprint(v))
 			status = C.int(npu.Cancel)
 		}
 	}()
-	state := cgo.Handle(handle).Value().(*streamState)
-	state.calls.Add(1)
-	return C.int(state.sink(C.GoString(text)))
+	n := state.calls.Add(1)
+	st := state.sink(C.GoString(text))
+	if st != npu.Running {
+		state.stoppedAt.CompareAndSwap(0, n)
+	}
+	return C.int(st)
 }

@@ -12,6 +12,7 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 )
 
@@ -89,4 +90,13 @@ func names(ds []Device) []string {
 		out[i] = d.Name
 	}
 	return out
+}
+
+// deviceKind is a device name without its index: NPU for "NPU.0", GPU for
+// "GPU.1". Device properties and behaviour go by kind.
+func deviceKind(name string) string {
+	if i := strings.IndexByte(name, '.'); i > 0 {
+		return name[:i]
+	}
+	return name
 }

@@ -123,7 +123,7 @@ func (e *Engine) DeviceOf(model string) string {
 
 func (e *Engine) properties(device string) []property {
 	var props []property
-	if device == "NPU" {
+	if deviceKind(device) == "NPU" { // also NPU.0, NPU.1
 		if e.cfg.MaxPromptLen > 0 {
 			props = append(props, property{"MAX_PROMPT_LEN", strconv.Itoa(e.cfg.MaxPromptLen)})
 		}
@@ -218,6 +218,27 @@ func (e *Engine) maxPromptLen() int {
 	return 1024 // GenAI's default
 }
 
+func (e *Engine) minResponseLen() int {
+	if e.cfg.MinResponseLen > 0 {
+		return e.cfg.MinResponseLen
+	}
+	return 128 // GenAI's default
+}
+
+// npuKVCapacity is how many tokens the NPU pipeline's KV cache holds, prompt
+// and answer together: GenAI's get_npu_kv_cache_capacity, MAX_PROMPT_LEN +
+// MIN_RESPONSE_LEN − 1. Generation stops quietly, with OK, when it is full.
+func (e *Engine) npuKVCapacity() int { return e.maxPromptLen() + e.minResponseLen() - 1 }
+
+// contextOf is the context a pipeline can use: on the NPU its KV cache,
+// elsewhere the configured context length.
+func (e *Engine) contextOf(p *pipeline) int {
+	if deviceKind(p.device) == "NPU" {
+		return e.npuKVCapacity()
+	}
+	return e.cfg.ContextLength
+}
+
 // Close frees every pipeline.
 func (e *Engine) Close() {
 	e.mu.Lock()
@@ -236,18 +257,29 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	if !ok {
 		return npu.Result{}, fmt.Errorf("model %q is not loaded: %w", req.Model, npu.ErrModelNotFound)
 	}
-	res, err := p.generate(ctx, req, sink)
+	// Without max_tokens GenAI would generate up to SIZE_MAX tokens: cap at
+	// the context (the prompt's share of it is not known beforehand, see
+	// docs/OPENVINO.md).
+	limit := e.contextOf(p)
+	res, err := p.generate(ctx, req, sink, limit)
+	onNPU := deviceKind(p.device) == "NPU"
 	if err != nil {
 		var se *StatusError
-		if errors.As(err, &se) && p.device == "NPU" && se.BeforeOutput {
-			// GenAI gives no reason. On the NPU a generate that fails before
-			// any output is, in practice, a prompt over MAX_PROMPT_LEN (the
-			// C API has no tokenizer to check beforehand): a request error.
-			return res, fmt.Errorf("the prompt does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
+		if errors.As(err, &se) && onNPU && se.BeforeOutput {
+			// GenAI gives no reason. The request was validated against
+			// GenAI's rules before (npu.Request.Validate); on the NPU what
+			// is left for a generate that fails before any output is the
+			// templated prompt over MAX_PROMPT_LEN (the C API has no
+			// tokenizer to count beforehand): a request error.
+			return res, fmt.Errorf("the prompt (%d characters, %d messages) does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
 				"(raise it with --npu-max-prompt-len; OpenVINO gave no further reason: %w): %w",
-				e.maxPromptLen(), err, npu.ErrContextLength)
+				promptChars(req), len(req.Messages), e.maxPromptLen(), err, npu.ErrContextLength)
 		}
 		return res, &npu.EngineError{Engine: "openvino", Cause: err}
+	}
+	if onNPU && res.FinishReason == npu.FinishStop && res.PromptTokens+res.CompletionTokens >= limit {
+		// The KV cache filled up: GenAI stopped quietly, with OK.
+		res.FinishReason = npu.FinishLength
 	}
 	return res, nil
 }
@@ -321,4 +353,14 @@ func (e *Engine) Copy(ctx context.Context, source, destination string) error {
 		return fmt.Errorf("copying model %q to %q: %w", source, destination, err)
 	}
 	return e.rescan()
+}
+
+// promptChars is the length of what the client sent as its prompt, for
+// messages where the token count is not known.
+func promptChars(req *npu.Request) int {
+	n := len(req.Prompt)
+	for _, m := range req.Messages {
+		n += len(m.Content)
+	}
+	return n
 }

@@ -1,0 +1,124 @@
+//go:build openvino && cgo && ovtest
+
+package openvino
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
+)
+
+// Issue 11, defect 5: GenAI re-seeds with rng_seed 0 on every generate, so
+// without a seed of the request's own every sampled answer was the same.
+func TestUnseededSampledRequestsDiffer(t *testing.T) {
+	_, r := newTestEngine(t, "CPU", Config{Device: "CPU"})
+	temp := 0.8
+	seen := map[string]bool{}
+	for range 4 {
+		text, _, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "tell me a story", Sampling: npu.Sampling{Temperature: &temp}})
+		require.NoError(t, err)
+		seen[text] = true
+	}
+	assert.Greater(t, len(seen), 1, "four sampled requests without a seed gave one text")
+
+	a, _, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "tell me a story", Sampling: npu.Sampling{Temperature: &temp, Seed: seed(7)}})
+	require.NoError(t, err)
+	b, _, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "tell me a story", Sampling: npu.Sampling{Temperature: &temp, Seed: seed(7)}})
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "a seed makes a request reproducible")
+}
+
+// Issue 11, defect 9: a device with an index is still an NPU.
+func TestIndexedNPUGetsTheNPUProperties(t *testing.T) {
+	e := &Engine{cfg: Config{MaxPromptLen: 2048, MinResponseLen: 256, GenerateHint: "BEST_PERF"}}
+	for _, device := range []string{"NPU", "NPU.0", "NPU.1"} {
+		props := e.properties(device)
+		assert.Contains(t, props, property{"MAX_PROMPT_LEN", "2048"}, device)
+		assert.Contains(t, props, property{"MIN_RESPONSE_LEN", "256"}, device)
+		assert.Contains(t, props, property{"GENERATE_HINT", "BEST_PERF"}, device)
+	}
+	assert.Empty(t, e.properties("GPU.0"), "NPU properties stay off other devices")
+}
+
+// Issue 11, defect 9: a panic in the stream callback cancels the native
+// generation and ends it as an engine error, not as a clean stop.
+func TestCallbackPanicIsAnEngineError(t *testing.T) {
+	for _, device := range []string{"CPU", "NPU"} {
+		t.Run(device, func(t *testing.T) {
+			e, _ := newTestEngine(t, device, Config{Device: device})
+			require.NoError(t, e.Load(context.Background(), "tiny"))
+			calls := 0
+			_, err := e.Generate(context.Background(), &npu.Request{Model: "tiny", Prompt: "panic please"}, func(string) npu.Status {
+				calls++
+				if calls == 2 {
+					panic("sink broke")
+				}
+				return npu.Running
+			})
+			var ee *npu.EngineError
+			require.ErrorAs(t, err, &ee)
+			assert.Contains(t, err.Error(), "sink broke")
+			assert.Less(t, testLastGenerated(), 10, "the panic stopped the native loop")
+		})
+	}
+}
+
+// Issue 11, defects 6 and 7: without max_tokens GenAI's max_new_tokens is
+// SIZE_MAX (or the model's default); the NPU's KV cache holds MAX_PROMPT_LEN
+// + MIN_RESPONSE_LEN − 1 tokens and then GenAI stops quietly. The request is
+// capped at that context, and a full cache is finish_reason length.
+func TestNoMaxTokensStopsAtTheNPUContextWithLength(t *testing.T) {
+	e, r := newTestEngine(t, "NPU.0", Config{Device: "NPU.0", MaxPromptLen: 8, MinResponseLen: 4})
+	assert.Equal(t, 11, e.npuKVCapacity(), "GenAI's get_npu_kv_cache_capacity")
+	_, res, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "hello there"})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, res.CompletionTokens, 11, "capped at the context")
+	assert.Equal(t, npu.FinishLength, res.FinishReason, "the context ran out: length, not stop")
+}
+
+// Issue 11, defect 8: tokens GenAI makes after the sink answered STOP are
+// counted in its metrics but never reach the client; usage counts what the
+// client got.
+func TestUsageCountsWhatTheClientGot(t *testing.T) {
+	_, r := newTestEngine(t, "CPU", Config{Device: "CPU"})
+	full, _, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "stop test", Sampling: npu.Sampling{Seed: seed(3)}})
+	require.NoError(t, err)
+	words := strings.Fields(full)
+	require.Greater(t, len(words), 6)
+	stop := " " + words[4]
+	text, res, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "stop test", Sampling: npu.Sampling{Seed: seed(3)}, Stop: []string{stop}})
+	require.NoError(t, err)
+	require.Greater(t, testLastGenerated(), len(strings.Fields(text))+1, "the library generated past the stop")
+	assert.LessOrEqual(t, res.CompletionTokens, len(strings.Fields(text))+1,
+		"the words the client got, and the one the stop string was cut from")
+}
+
+// Issue 11, defect 8: GenAI's getters answer -1 for a metric without samples.
+func TestTimingsAreNeverNegative(t *testing.T) {
+	for _, tc := range []struct {
+		ttft, gen float64
+		elapsed   time.Duration
+		want      npu.Timings
+	}{
+		{-1, -1, 5 * time.Millisecond, npu.Timings{Decode: 5 * time.Millisecond}},
+		{-1, 20, time.Second, npu.Timings{Decode: 20 * time.Millisecond}},
+		{4, 10, time.Second, npu.Timings{Prefill: 4 * time.Millisecond, Decode: 6 * time.Millisecond}},
+		{30, 10, time.Second, npu.Timings{Prefill: 10 * time.Millisecond}},
+	} {
+		assert.Equal(t, tc.want, timings(tc.ttft, tc.gen, tc.elapsed), "ttft %g, generate %g", tc.ttft, tc.gen)
+	}
+}
+
+// Issue 11, defect 9: top_k 0 switches top-k off; GenAI spells that as the
+// largest size_t (its default), as 0 would not be "off".
+func TestTopKZeroIsGenAIsOff(t *testing.T) {
+	assert.Equal(t, uint64(math.MaxUint64), uint64(topK(0)))
+	assert.Equal(t, uint64(40), uint64(topK(40)))
+}
