@@ -28,7 +28,7 @@ func startOpenVINO(t *testing.T) *daemontest.Server {
 	t.Helper()
 	models := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(models, "tiny"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(models, "tiny", "openvino_model.xml"), []byte("<net/>"), 0o644))
+	daemontest.WriteOpenVINOModel(t, models, "tiny")
 	t.Setenv("OVTEST_DEVICES", "CPU,GPU")
 	t.Setenv("OVTEST_TOKEN_DELAY_US", "2000")
 	cfg := daemontest.Defaults(t)

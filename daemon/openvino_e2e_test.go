@@ -22,7 +22,7 @@ import (
 func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
 	models := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(models, "tiny"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(models, "tiny", "openvino_model.xml"), []byte("<net/>"), 0o644))
+	daemontest.WriteOpenVINOModel(t, models, "tiny")
 	t.Setenv("OVTEST_DEVICES", "CPU,NPU")
 
 	cfg := daemontest.Defaults(t)
@@ -88,7 +88,7 @@ func TestOpenVINOSlowCompileDoesNotStallOtherModels(t *testing.T) {
 	models := t.TempDir()
 	for _, m := range []string{"tiny", "huge"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(models, m), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(models, m, "openvino_model.xml"), []byte("<net/>"), 0o644))
+		daemontest.WriteOpenVINOModel(t, models, m)
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(models, "huge", "slow_compile"), nil, 0o644))
 	t.Setenv("OVTEST_DEVICES", "CPU")

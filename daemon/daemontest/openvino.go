@@ -26,12 +26,7 @@ func EngineUnderTest() string {
 func StartOpenVINO(t testing.TB, mutate func(*daemon.Config)) *Server {
 	t.Helper()
 	models := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(models, "sim"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(models, "sim", "openvino_model.xml"), []byte("<net/>"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	WriteOpenVINOModel(t, models, "sim")
 	t.Setenv("OVTEST_DEVICES", "CPU")
 	cfg := Defaults(t)
 	if mutate != nil {
@@ -39,4 +34,22 @@ func StartOpenVINO(t testing.TB, mutate func(*daemon.Config)) *Server {
 	}
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "CPU", ""
 	return Start(t, cfg, nil)
+}
+
+// WriteOpenVINOModel makes a model folder the test library loads: the IR
+// file and a tokenizer_config.json with a chat template (without one GenAI,
+// and so npud, refuses chat).
+func WriteOpenVINOModel(t testing.TB, models, name string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(models, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, content := range map[string]string{
+		"openvino_model.xml":    "<net/>",
+		"tokenizer_config.json": `{"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}`,
+	} {
+		if err := os.WriteFile(filepath.Join(models, name, file), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -54,6 +54,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime/cgo"
 	"sync/atomic"
 	"time"
@@ -97,6 +98,13 @@ type pipeline struct {
 	model  string
 	device string
 	busy   atomic.Bool // GenAI pipelines are not safe for concurrent generate
+	// chatTemplate: the model has a chat template. Then every request goes
+	// through generate_with_history (a prompt as one user message, which is
+	// what GenAI's plain generate would template it as), so the stateful
+	// pipeline never switches input types ("Chat doesn't support switching
+	// between input types" until finish_chat). Without one, only plain
+	// generate is used and chat requests are refused.
+	chatTemplate bool
 }
 
 // newPipeline compiles the model in dir for device.
@@ -124,7 +132,7 @@ func newPipeline(dir, device string, props []property) (*pipeline, error) {
 		C.npud_pipeline_create(cdir, cdev, keys, vals, C.size_t(len(props)), &ptr)); err != nil {
 		return nil, err
 	}
-	return &pipeline{ptr: ptr, model: dir, device: device}, nil
+	return &pipeline{ptr: ptr, model: dir, device: device, chatTemplate: hasChatTemplate(dir)}, nil
 }
 
 func (p *pipeline) free() {
@@ -167,8 +175,17 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 
 	var history *C.ov_genai_chat_history
 	var input *C.char
-	if len(req.Messages) > 0 {
-		if history, err = chatHistory(req.Messages); err != nil {
+	msgs := req.Messages
+	if len(msgs) > 0 && !p.chatTemplate {
+		return npu.Result{}, &npu.InvalidRequestError{Param: "messages", Message: fmt.Sprintf(
+			"model %q has no chat template (GenAI looks in tokenizer_config.json, chat_template.jinja and the tokenizer IR), "+
+				"so it cannot take chat messages: send a plain prompt", filepath.Base(p.model))}
+	}
+	if len(msgs) == 0 && p.chatTemplate {
+		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
+	}
+	if len(msgs) > 0 {
+		if history, err = chatHistory(msgs); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.ov_genai_chat_history_free(history)

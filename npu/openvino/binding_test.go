@@ -33,10 +33,14 @@ func modelsDir(t testing.TB, models ...string) string {
 	for _, m := range models {
 		require.NoError(t, os.MkdirAll(filepath.Join(dir, m), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, m, "openvino_model.xml"), []byte("<net/>"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, m, "tokenizer_config.json"), []byte(testTokenizerConfig), 0o644))
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "not-a-model"), 0o755))
 	return dir
 }
+
+// testTokenizerConfig gives a test model a chat template.
+const testTokenizerConfig = `{"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}`
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -79,7 +83,7 @@ func TestScanModels(t *testing.T) {
 	require.Len(t, models, 2)
 	assert.Equal(t, "a-model", models[0].ID, "sorted, and folders without openvino_model.xml are not models")
 	assert.Equal(t, 2048, models[0].ContextLength)
-	assert.Equal(t, int64(len("<net/>")), models[0].Size, "the size of the model's files")
+	assert.Equal(t, int64(len("<net/>")+len(testTokenizerConfig)), models[0].Size, "the size of the model's files")
 }
 
 func TestStreamingOnEachKindOfDevice(t *testing.T) {

@@ -5,6 +5,8 @@ package openvino
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +123,53 @@ func TestTimingsAreNeverNegative(t *testing.T) {
 func TestTopKZeroIsGenAIsOff(t *testing.T) {
 	assert.Equal(t, uint64(math.MaxUint64), uint64(topK(0)))
 	assert.Equal(t, uint64(40), uint64(topK(40)))
+}
+
+// Issue 11, defects 3 and 4: a model without a chat template refuses chat
+// with a 400 before any native call (GenAI would fail with no reason and
+// latch the pipeline into chat mode), and its prompts stay plain; a model
+// with one takes prompts and chats in any order on the NPU's stateful
+// pipeline, as prompts go through the same chat-history path.
+func TestChatTemplateDecidesThePath(t *testing.T) {
+	dir := modelsDir(t, "tiny", "plain")
+	require.NoError(t, os.Remove(filepath.Join(dir, "plain", "tokenizer_config.json")))
+	_, r := newTestEngine(t, "NPU", Config{ModelsDir: dir, Device: "NPU"})
+	chat := []npu.Message{{Role: "user", Content: "hi"}}
+
+	_, _, err := run(t, r, &npu.Request{Model: "plain", Messages: chat})
+	var invalid *npu.InvalidRequestError
+	require.ErrorAs(t, err, &invalid, "a request error, not an engine fault or a context error")
+	assert.Equal(t, "messages", invalid.Param)
+	assert.Contains(t, err.Error(), "chat template")
+	assert.NotErrorIs(t, err, npu.ErrContextLength)
+	_, _, err = run(t, r, &npu.Request{Model: "plain", Prompt: "still works"})
+	require.NoError(t, err)
+
+	for _, req := range []*npu.Request{{Prompt: "first"}, {Messages: chat}, {Prompt: "after a chat"}, {Messages: chat}} {
+		req.Model = "tiny"
+		_, _, err := run(t, r, req)
+		require.NoError(t, err)
+	}
+}
+
+func TestHasChatTemplate(t *testing.T) {
+	for _, tc := range []struct {
+		file, content string
+		want          bool
+	}{
+		{"tokenizer_config.json", `{"chat_template": "{{ x }}"}`, true},
+		{"tokenizer_config.json", `{"chat_template": ""}`, false},
+		{"tokenizer_config.json", `{"chat_template": [{"name": "default", "template": "{{ x }}"}]}`, true},
+		{"tokenizer_config.json", `{"bos_token": "<s>"}`, false},
+		{"chat_template.json", `{"chat_template": "{{ x }}"}`, true},
+		{"chat_template.jinja", `{{ x }}`, true},
+		{"chat_template.jinja", ``, false},
+		{"openvino_tokenizer.xml", "<net>\n<rt_info>\n\t<chat_template value=\"{{ x }}\" />\n</rt_info>\n</net>\n", true},
+		{"openvino_tokenizer.xml", "<net>\n<rt_info>\n\t<chat_template value=\"\" />\n</rt_info>\n</net>\n", false},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.content), 0o644))
+		assert.Equal(t, tc.want, hasChatTemplate(dir), "%s: %s", tc.file, tc.content)
+	}
+	assert.False(t, hasChatTemplate(t.TempDir()))
 }

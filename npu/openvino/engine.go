@@ -265,6 +265,10 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	onNPU := deviceKind(p.device) == "NPU"
 	if err != nil {
 		var se *StatusError
+		var invalid *npu.InvalidRequestError
+		if errors.As(err, &invalid) {
+			return res, err // the request's fault: a 400
+		}
 		if errors.As(err, &se) && onNPU && se.BeforeOutput {
 			// GenAI gives no reason. The request was validated against
 			// GenAI's rules before (npu.Request.Validate); on the NPU what

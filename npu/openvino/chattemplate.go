@@ -1,0 +1,103 @@
+//go:build openvino && cgo
+
+package openvino
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+)
+
+// hasChatTemplate reports whether GenAI will find a chat template for the
+// model in dir. GenAI's tokenizer takes it from the openvino_tokenizer.xml
+// rt_info, tokenizer_config.json, processor_config.json, chat_template.json
+// or chat_template.jinja. The binding must know beforehand: a
+// generate_with_history on a model without one fails with no reason, after
+// latching the pipeline into chat mode (GenAI sets the chat flag before its
+// check), so that every later plain generate would fail too.
+func hasChatTemplate(dir string) bool {
+	for _, name := range []string{"tokenizer_config.json", "processor_config.json", "chat_template.json"} {
+		if jsonChatTemplate(filepath.Join(dir, name)) {
+			return true
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "chat_template.jinja")); err == nil && st.Size() > 0 {
+		return true
+	}
+	return xmlChatTemplate(filepath.Join(dir, "openvino_tokenizer.xml"))
+}
+
+// maxConfigBytes bounds what is read of a model's small JSON files.
+const maxConfigBytes = 16 << 20
+
+func jsonChatTemplate(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var cfg struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	if json.NewDecoder(bufioLimit(f)).Decode(&cfg) != nil {
+		return false
+	}
+	var s string
+	if json.Unmarshal(cfg.ChatTemplate, &s) == nil {
+		return s != ""
+	}
+	// Some exports list named templates: [{"name":..., "template":...}].
+	var named []struct {
+		Template string `json:"template"`
+	}
+	if json.Unmarshal(cfg.ChatTemplate, &named) == nil {
+		for _, n := range named {
+			if n.Template != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func bufioLimit(f *os.File) *bufio.Reader {
+	return bufio.NewReader(&limited{f: f, n: maxConfigBytes})
+}
+
+type limited struct {
+	f *os.File
+	n int64
+}
+
+func (l *limited) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, os.ErrDeadlineExceeded // past the bound: treated as no template
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.f.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// xmlChatTemplate looks for a non-empty <chat_template value="..."/> in the
+// tokenizer IR's rt_info, line by line (the IR holds no weights).
+func xmlChatTemplate(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), maxConfigBytes)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if rest, ok := bytes.CutPrefix(line, []byte(`<chat_template value="`)); ok {
+			return len(rest) > 0 && rest[0] != '"'
+		}
+	}
+	return false
+}
