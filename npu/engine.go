@@ -115,6 +115,11 @@ type Request struct {
 	// Timeout, when positive, bounds the whole generation: at the deadline the
 	// engine is stopped and the stream finishes with FinishLength.
 	Timeout time.Duration
+	// DropOldestTurns lets an engine that finds the messages over its
+	// context drop the oldest turns (never system messages, never the last
+	// message) until they fit, as Ollama does with num_ctx. Without it the
+	// request fails with ErrContextLength (OpenAI's behaviour).
+	DropOldestTurns bool
 	// KeepAlive is how long the model stays loaded after this request: nil
 	// means the runner's default, negative forever, zero unload at once.
 	KeepAlive *time.Duration

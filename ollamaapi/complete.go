@@ -122,6 +122,8 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 			return
 		}
 		engineReq.Messages = chatMessages(req.Messages)
+		// Ollama keeps a chat inside num_ctx by dropping its oldest turns.
+		engineReq.DropOldestTurns = true
 	}
 	// The engine's own limits, shared with the OpenAI API.
 	if err := engineReq.Validate(); err != nil {

@@ -173,3 +173,35 @@ func TestHasChatTemplate(t *testing.T) {
 	}
 	assert.False(t, hasChatTemplate(t.TempDir()))
 }
+
+// Issue 11, defect 6: on the Ollama routes a history over the NPU's
+// MAX_PROMPT_LEN loses its oldest turns (keeping system messages and the
+// last message), as Ollama does with num_ctx; OpenAI's stays an error.
+func TestHistoryOverTheNPULimitDropsOldestTurns(t *testing.T) {
+	_, r := newTestEngine(t, "NPU", Config{Device: "NPU", MaxPromptLen: 8})
+	msgs := []npu.Message{
+		{Role: "system", Content: "sys"},
+		{Role: "user", Content: "a b c d"},
+		{Role: "assistant", Content: "e f g h"},
+		{Role: "user", Content: "i j"},
+	}
+	_, _, err := run(t, r, &npu.Request{Model: "tiny", Messages: msgs})
+	require.ErrorIs(t, err, npu.ErrContextLength, "without DropOldestTurns: the OpenAI answer")
+	_, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: msgs, DropOldestTurns: true})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, res.PromptTokens, 8)
+
+	_, _, err = run(t, r, &npu.Request{Model: "tiny", DropOldestTurns: true, Messages: []npu.Message{
+		{Role: "system", Content: "sys"}, {Role: "user", Content: "one two three four five six seven eight nine"},
+	}})
+	require.ErrorIs(t, err, npu.ErrContextLength, "the last message alone does not fit: nothing more to drop")
+}
+
+func TestDropOldestTurn(t *testing.T) {
+	sys, u1, a1, u2 := npu.Message{Role: "system"}, npu.Message{Role: "user", Content: "1"}, npu.Message{Role: "assistant"}, npu.Message{Role: "user", Content: "2"}
+	got, ok := dropOldestTurn([]npu.Message{sys, u1, a1, u2})
+	assert.True(t, ok)
+	assert.Equal(t, []npu.Message{sys, a1, u2}, got)
+	_, ok = dropOldestTurn([]npu.Message{sys, u2})
+	assert.False(t, ok, "the system message and the last message stay")
+}

@@ -263,6 +263,25 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	limit := e.contextOf(p)
 	res, err := p.generate(ctx, req, sink, limit)
 	onNPU := deviceKind(p.device) == "NPU"
+	// The C API cannot count tokens beforehand: when the NPU refuses the
+	// history before any output, drop the oldest turn and try again, a
+	// bounded number of times (each try costs a templating and a failed
+	// prefill check, no generation).
+	for tries := 0; err != nil && req.DropOldestTurns && onNPU && tries < maxDropRetries; tries++ {
+		var se *StatusError
+		if !errors.As(err, &se) || !se.BeforeOutput {
+			break
+		}
+		shorter, ok := dropOldestTurn(req.Messages)
+		if !ok {
+			break
+		}
+		trimmed := *req
+		trimmed.Messages = shorter
+		req = &trimmed
+		e.log.Debug("history over MAX_PROMPT_LEN: dropped the oldest turn", "model", req.Model, "messages", len(shorter))
+		res, err = p.generate(ctx, req, sink, limit)
+	}
 	if err != nil {
 		var se *StatusError
 		var invalid *npu.InvalidRequestError
@@ -367,4 +386,20 @@ func promptChars(req *npu.Request) int {
 		n += len(m.Content)
 	}
 	return n
+}
+
+// maxDropRetries bounds the retries of a history over the NPU's prompt
+// limit (each drops one turn).
+const maxDropRetries = 32
+
+// dropOldestTurn removes the oldest message that is neither a system
+// message nor the last one; ok is false when there is none left to drop.
+func dropOldestTurn(msgs []npu.Message) (_ []npu.Message, ok bool) {
+	for i, m := range msgs[:max(len(msgs)-1, 0)] {
+		if m.Role != "system" {
+			out := make([]npu.Message, 0, len(msgs)-1)
+			return append(append(out, msgs[:i]...), msgs[i+1:]...), true
+		}
+	}
+	return msgs, false
 }
