@@ -105,6 +105,8 @@ type pipeline struct {
 	// between input types" until finish_chat). Without one, only plain
 	// generate is used and chat requests are refused.
 	chatTemplate bool
+	// context is the model's own context length (config.json), 0 if unknown.
+	context int
 }
 
 // newPipeline compiles the model in dir for device.
@@ -132,7 +134,7 @@ func newPipeline(dir, device string, props []property) (*pipeline, error) {
 		C.npud_pipeline_create(cdir, cdev, keys, vals, C.size_t(len(props)), &ptr)); err != nil {
 		return nil, err
 	}
-	return &pipeline{ptr: ptr, model: dir, device: device, chatTemplate: hasChatTemplate(dir)}, nil
+	return &pipeline{ptr: ptr, model: dir, device: device, chatTemplate: hasChatTemplate(dir), context: modelContext(dir)}, nil
 }
 
 func (p *pipeline) free() {

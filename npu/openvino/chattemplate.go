@@ -101,3 +101,24 @@ func xmlChatTemplate(path string) bool {
 	}
 	return false
 }
+
+// modelContext is the context length the model was trained for, from its
+// config.json (Hugging Face's names for it), or 0 when none is given.
+func modelContext(dir string) int {
+	f, err := os.Open(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var cfg map[string]json.RawMessage
+	if json.NewDecoder(bufioLimit(f)).Decode(&cfg) != nil {
+		return 0
+	}
+	for _, key := range []string{"max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"} {
+		var n int
+		if json.Unmarshal(cfg[key], &n) == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}

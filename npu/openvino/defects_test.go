@@ -205,3 +205,15 @@ func TestDropOldestTurn(t *testing.T) {
 	_, ok = dropOldestTurn([]npu.Message{sys, u2})
 	assert.False(t, ok, "the system message and the last message stay")
 }
+
+// Issue 11, defect 7: on CPU/GPU, no max_tokens is capped at the model's
+// own context (config.json), not left at the model's or GenAI's default.
+func TestNoMaxTokensIsCappedAtTheModelsContext(t *testing.T) {
+	dir := modelsDir(t, "tiny")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tiny", "config.json"), []byte(`{"max_position_embeddings": 5}`), 0o644))
+	_, r := newTestEngine(t, "CPU", Config{ModelsDir: dir, Device: "CPU"})
+	_, res, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "hello"})
+	require.NoError(t, err)
+	assert.Equal(t, 5, res.CompletionTokens)
+	assert.Equal(t, npu.FinishLength, res.FinishReason)
+}

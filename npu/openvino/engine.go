@@ -231,10 +231,13 @@ func (e *Engine) minResponseLen() int {
 func (e *Engine) npuKVCapacity() int { return e.maxPromptLen() + e.minResponseLen() - 1 }
 
 // contextOf is the context a pipeline can use: on the NPU its KV cache,
-// elsewhere the configured context length.
+// elsewhere the model's config.json, else the configured context length.
 func (e *Engine) contextOf(p *pipeline) int {
-	if deviceKind(p.device) == "NPU" {
+	switch {
+	case deviceKind(p.device) == "NPU":
 		return e.npuKVCapacity()
+	case p.context > 0:
+		return p.context
 	}
 	return e.cfg.ContextLength
 }
