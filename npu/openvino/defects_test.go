@@ -78,7 +78,7 @@ func TestCallbackPanicIsAnEngineError(t *testing.T) {
 // capped at that context, and a full cache is finish_reason length.
 func TestNoMaxTokensStopsAtTheNPUContextWithLength(t *testing.T) {
 	e, r := newTestEngine(t, "NPU.0", Config{Device: "NPU.0", MaxPromptLen: 8, MinResponseLen: 4})
-	assert.Equal(t, 11, e.npuKVCapacity(), "GenAI's get_npu_kv_cache_capacity")
+	assert.Equal(t, 11, e.Models()[0].ContextLength, "the NPU's context is GenAI's get_npu_kv_cache_capacity")
 	_, res, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "hello there"})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, res.CompletionTokens, 11, "capped at the context")

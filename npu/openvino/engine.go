@@ -61,6 +61,11 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if _, err := candidates(cfg.Device, devices); err != nil {
 		return nil, err
 	}
+	if deviceKind(cfg.Device) == "NPU" {
+		// The NPU's context is its KV cache, whatever the model was
+		// trained for.
+		cfg.ContextLength = cfg.npuKVCapacity()
+	}
 	models, err := scanModels(cfg.ModelsDir, cfg.ContextLength)
 	if err != nil {
 		return nil, err
@@ -211,16 +216,18 @@ func (e *Engine) Unload(model string) error {
 	return nil
 }
 
-func (e *Engine) maxPromptLen() int {
-	if e.cfg.MaxPromptLen > 0 {
-		return e.cfg.MaxPromptLen
+func (e *Engine) maxPromptLen() int { return e.cfg.maxPromptLen() }
+
+func (c *Config) maxPromptLen() int {
+	if c.MaxPromptLen > 0 {
+		return c.MaxPromptLen
 	}
 	return 1024 // GenAI's default
 }
 
-func (e *Engine) minResponseLen() int {
-	if e.cfg.MinResponseLen > 0 {
-		return e.cfg.MinResponseLen
+func (c *Config) minResponseLen() int {
+	if c.MinResponseLen > 0 {
+		return c.MinResponseLen
 	}
 	return 128 // GenAI's default
 }
@@ -228,14 +235,14 @@ func (e *Engine) minResponseLen() int {
 // npuKVCapacity is how many tokens the NPU pipeline's KV cache holds, prompt
 // and answer together: GenAI's get_npu_kv_cache_capacity, MAX_PROMPT_LEN +
 // MIN_RESPONSE_LEN − 1. Generation stops quietly, with OK, when it is full.
-func (e *Engine) npuKVCapacity() int { return e.maxPromptLen() + e.minResponseLen() - 1 }
+func (c *Config) npuKVCapacity() int { return c.maxPromptLen() + c.minResponseLen() - 1 }
 
 // contextOf is the context a pipeline can use: on the NPU its KV cache,
 // elsewhere the model's config.json, else the configured context length.
 func (e *Engine) contextOf(p *pipeline) int {
 	switch {
 	case deviceKind(p.device) == "NPU":
-		return e.npuKVCapacity()
+		return e.cfg.npuKVCapacity()
 	case p.context > 0:
 		return p.context
 	}
