@@ -217,3 +217,19 @@ func TestNoMaxTokensIsCappedAtTheModelsContext(t *testing.T) {
 	assert.Equal(t, 5, res.CompletionTokens)
 	assert.Equal(t, npu.FinishLength, res.FinishReason)
 }
+
+// Issue 11, defect 4: on the NPU a failure before any output was always
+// called a context error. A prompt that cannot be over MAX_PROMPT_LEN
+// failing is a device or driver fault: an engine error (5xx), not a 400.
+func TestNPUFaultOnAShortPromptIsAnEngineError(t *testing.T) {
+	_, r := newTestEngine(t, "NPU", Config{Device: "NPU"})
+	for _, req := range []*npu.Request{
+		{Model: "tiny", Prompt: "OVTEST_FAIL"},
+		{Model: "tiny", Messages: []npu.Message{{Role: "user", Content: "OVTEST_FAIL"}}, DropOldestTurns: true},
+	} {
+		_, _, err := run(t, r, req)
+		var ee *npu.EngineError
+		require.ErrorAs(t, err, &ee)
+		assert.NotErrorIs(t, err, npu.ErrContextLength)
+	}
+}

@@ -279,7 +279,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	// prefill check, no generation).
 	for tries := 0; err != nil && req.DropOldestTurns && onNPU && tries < maxDropRetries; tries++ {
 		var se *StatusError
-		if !errors.As(err, &se) || !se.BeforeOutput {
+		if !errors.As(err, &se) || !se.BeforeOutput || !mayExceed(req, e.maxPromptLen()) {
 			break
 		}
 		shorter, ok := dropOldestTurn(req.Messages)
@@ -298,13 +298,13 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 		if errors.As(err, &invalid) {
 			return res, err // the request's fault: a 400
 		}
-		if errors.As(err, &se) && onNPU && se.BeforeOutput {
+		if errors.As(err, &se) && onNPU && se.BeforeOutput && mayExceed(req, e.maxPromptLen()) {
 			// GenAI gives no reason. The request was validated against
 			// GenAI's rules before (npu.Request.Validate); on the NPU what
 			// is left for a generate that fails before any output is the
 			// templated prompt over MAX_PROMPT_LEN (the C API has no
 			// tokenizer to count beforehand): a request error.
-			return res, fmt.Errorf("the prompt (%d characters, %d messages) does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
+			return res, fmt.Errorf("the prompt (%d bytes of text, %d messages) does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
 				"(raise it with --npu-max-prompt-len; OpenVINO gave no further reason: %w): %w",
 				promptChars(req), len(req.Messages), e.maxPromptLen(), err, npu.ErrContextLength)
 		}
@@ -396,6 +396,22 @@ func promptChars(req *npu.Request) int {
 		n += len(m.Content)
 	}
 	return n
+}
+
+// Template overhead allowances for mayExceed: chat templates add a few
+// tokens per message and some a default system text (Llama 3.1's dates).
+const (
+	templateTokensPerMessage = 16
+	templateTokensFixed      = 256
+)
+
+// mayExceed reports whether req's templated prompt could be over limit
+// tokens. A token covers at least one byte of text (byte-level BPE, or
+// SentencePiece's byte fallback), so text of n bytes is at most about n
+// tokens plus what the template adds. A failure before output on a prompt
+// that cannot be over the limit is not the prompt's fault: an engine error.
+func mayExceed(req *npu.Request, limit int) bool {
+	return promptChars(req)+templateTokensPerMessage*(len(req.Messages)+1)+templateTokensFixed >= limit
 }
 
 // maxDropRetries bounds the retries of a history over the NPU's prompt
