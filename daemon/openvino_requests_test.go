@@ -1,0 +1,60 @@
+//go:build openvino && cgo && ovtest
+
+package daemon_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon/daemontest"
+)
+
+// TestOpenVINORequestErrorsInEachProtocol (issue 11, defects 4 and 6): what
+// the engine refuses comes out as each protocol's 400, and an Ollama chat
+// over the NPU's prompt limit drops its oldest turns where OpenAI refuses.
+func TestOpenVINORequestErrorsInEachProtocol(t *testing.T) {
+	models := t.TempDir()
+	daemontest.WriteOpenVINOModel(t, models, "tiny")
+	require.NoError(t, os.MkdirAll(filepath.Join(models, "plain"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(models, "plain", "openvino_model.xml"), []byte("<net/>"), 0o644))
+	t.Setenv("OVTEST_DEVICES", "NPU")
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir, cfg.NPUMaxPromptLen = "openvino", models, "NPU", "", 8
+	srv := daemontest.Start(t, cfg, nil)
+	c := daemontest.NewClient(t, srv.URL)
+
+	type openAIError struct {
+		Error struct{ Message, Type, Param, Code string }
+	}
+	// A model without a chat template, asked for chat.
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"plain","messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	var oe openAIError
+	require.NoError(t, json.Unmarshal(raw, &oe))
+	assert.Equal(t, "invalid_request_error", oe.Error.Type)
+	assert.Equal(t, "messages", oe.Error.Param)
+	assert.Contains(t, oe.Error.Message, "chat template")
+	resp, raw = c.Do(t, http.MethodPost, "/api/chat", `{"model":"plain","stream":false,"messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `{"error":"model \"plain\" has no chat template`)
+	resp, raw = c.Do(t, http.MethodPost, "/v1/completions", `{"model":"plain","prompt":"still served","max_tokens":3}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+
+	// A history over MAX_PROMPT_LEN (8 test tokens).
+	history := `[{"role":"system","content":"sys"},{"role":"user","content":"a b c d"},{"role":"assistant","content":"e f g h"},{"role":"user","content":"i j"}]`
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"tiny","max_tokens":3,"messages":`+history+`}`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &oe))
+	assert.Equal(t, "context_length_exceeded", oe.Error.Code)
+	resp, raw = c.Do(t, http.MethodPost, "/api/chat", `{"model":"tiny","stream":false,"options":{"num_predict":3},"messages":`+history+`}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "Ollama drops the oldest turn: %s", raw)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.LessOrEqual(t, out["prompt_eval_count"], float64(8))
+}
