@@ -54,7 +54,9 @@ test: check ## vet, then every test under the race detector
 	@[ -d testdata/js/node_modules/ollama ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino
-	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a duration
+	@# run at its deadline with no crasher on a loaded machine (go.dev/issue/75804).
+	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
 
 test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI test library
 	$(MAKE) --no-print-directory -C testdata/ovgenai
