@@ -59,7 +59,7 @@ test: check ## vet, then every test under the race detector
 	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
 
 test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI test library
-	$(MAKE) --no-print-directory -C testdata/ovgenai
+	$(MAKE) --no-print-directory -C testdata/ovgenai all check-headers
 	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/... ./openaiapi/ ./ollamaapi/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./npu/openvino/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest -run OpenVINO ./daemon/

@@ -6,7 +6,7 @@ package openvino
 #cgo LDFLAGS: -lopenvino_genai_c -lopenvino_genai -lopenvino_c -lopenvino
 #include <stdint.h>
 #include <stdlib.h>
-#include "openvino/c/openvino.h"
+#include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
 
 // Implemented in Go (callback.go).
@@ -174,6 +174,13 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		return npu.Result{}, err
 	}
 	defer C.ov_genai_generation_config_free(config)
+	// The backstop of npu.Request.Validate: GenAI's own rules, applied to
+	// the request merged with the model's defaults. generate would assert the
+	// same later, as an anonymous -17.
+	if C.ov_genai_generation_config_validate(config) != C.OK {
+		return npu.Result{}, &npu.InvalidRequestError{Message: fmt.Sprintf(
+			"the generation settings are outside what OpenVINO GenAI accepts for model %q (with its generation_config.json)", p.model)}
+	}
 
 	var history *C.ov_genai_chat_history
 	var input *C.char

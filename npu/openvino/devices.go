@@ -4,7 +4,7 @@ package openvino
 
 /*
 #include <stdlib.h>
-#include "openvino/c/openvino.h"
+#include "openvino/c/ov_core.h"
 
 static const char* npud_device_at(ov_available_devices_t* d, size_t i) { return d->devices[i]; }
 */

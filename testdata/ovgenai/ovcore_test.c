@@ -9,7 +9,7 @@
 
 #include <stdatomic.h>
 
-#include "openvino/c/openvino.h"
+#include "openvino/c/ov_core.h"
 #include "ovtest.h"
 
 /* Every object either test library hands out is counted here. */

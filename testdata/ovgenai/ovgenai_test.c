@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
 #include "ovtest.h"
 
@@ -47,7 +48,9 @@ int ovtest_last_generated(void) { return atomic_load(&last_generated); }
 struct ov_genai_generation_config_opaque {
     size_t max_new_tokens;
     size_t rng_seed;
-    float temperature;
+    float temperature, top_p, min_p;
+    float repetition_penalty, presence_penalty, frequency_penalty;
+    size_t top_k;
     int do_sample;
     char** stops;
     size_t nstops;
@@ -57,7 +60,11 @@ ov_status_e ov_genai_generation_config_create(ov_genai_generation_config** confi
     if (!config) return INVALID_C_PARAM;
     *config = calloc(1, sizeof(ov_genai_generation_config));
     (*config)->max_new_tokens = SIZE_MAX;
+    /* GenAI's GenerationConfig defaults. */
     (*config)->temperature = 1.0f;
+    (*config)->top_p = 1.0f;
+    (*config)->repetition_penalty = 1.0f;
+    (*config)->top_k = SIZE_MAX;
     ovtest_object_created();
     return OK;
 }
@@ -87,12 +94,12 @@ void ov_genai_generation_config_free(ov_genai_generation_config* config) {
 SETTER(max_new_tokens, size_t, config->max_new_tokens = value)
 SETTER(do_sample, bool, config->do_sample = value)
 SETTER(temperature, float, config->temperature = value)
-SETTER(top_p, float, (void)value)
-SETTER(top_k, size_t, (void)value)
-SETTER(min_p, float, (void)value)
-SETTER(repetition_penalty, float, (void)value)
-SETTER(presence_penalty, float, (void)value)
-SETTER(frequency_penalty, float, (void)value)
+SETTER(top_p, float, config->top_p = value)
+SETTER(top_k, size_t, config->top_k = value)
+SETTER(min_p, float, config->min_p = value)
+SETTER(repetition_penalty, float, config->repetition_penalty = value)
+SETTER(presence_penalty, float, config->presence_penalty = value)
+SETTER(frequency_penalty, float, config->frequency_penalty = value)
 SETTER(rng_seed, size_t, config->rng_seed = value)
 
 ov_status_e ov_genai_generation_config_set_stop_strings(ov_genai_generation_config* config, const char** strings,
@@ -103,6 +110,29 @@ ov_status_e ov_genai_generation_config_set_stop_strings(ov_genai_generation_conf
     for (size_t i = 0; i < count; i++)
         if (strings[i]) config->stops[config->nstops++] = strdup(strings[i]);
     return OK;
+}
+
+/* GenerationConfig::validate() (src/cpp/src/generation_config.cpp) for the
+ * fields npud sets, greedy and multinomial decoding; the C wrapper turns the
+ * failed assertion into UNKNOW_EXCEPTION. */
+static int config_valid(const ov_genai_generation_config* c) {
+    /* Without EOS, stop strings or a length bound a generation never ends:
+     * the test model always has an EOS token, as real models do. */
+    if (c->max_new_tokens == 0) return 0;
+    if (c->frequency_penalty < -2.0f || c->frequency_penalty > 2.0f) return 0;
+    if (c->presence_penalty < -2.0f || c->presence_penalty > 2.0f) return 0;
+    if (!(c->repetition_penalty > 0.0f)) return 0;
+    if (c->do_sample) {
+        if (!(c->top_p > 0.0f && c->top_p <= 1.0f)) return 0;
+        if (!(c->temperature > 0.0f)) return 0;
+        if (!(c->min_p >= 0.0f && c->min_p < 1.0f)) return 0;
+    }
+    return 1;
+}
+
+ov_status_e ov_genai_generation_config_validate(ov_genai_generation_config* config) {
+    if (!config) return INVALID_C_PARAM;
+    return config_valid(config) ? OK : UNKNOW_EXCEPTION;
 }
 
 ov_status_e ov_genai_generation_config_get_max_new_tokens(const ov_genai_generation_config* config, size_t* value) {
@@ -170,11 +200,18 @@ ov_genai_chat_history_status_e ov_genai_chat_history_push_back(ov_genai_chat_his
 
 /* ---- pipeline ---- */
 
+/* How the last generate fed the pipeline: GenAI's stateful (NPU) pipeline
+ * remembers it and refuses to switch until finish_chat
+ * (src/cpp/src/llm/pipeline_stateful.cpp). */
+enum input_kind { INPUT_NONE, INPUT_STRING, INPUT_HISTORY };
+
 struct ov_genai_llm_pipeline_opaque {
     char device[32];
     size_t max_prompt_len;
     float load_ms;
     atomic_int busy;
+    int has_chat_template;
+    enum input_kind chat_input; /* INPUT_NONE outside a chat */
 };
 
 struct ov_genai_perf_metrics_opaque {
@@ -192,12 +229,42 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* is_npu: "NPU" or an indexed "NPU.N". */
+static int is_npu(const char* device) { return strncmp(device, "NPU", 3) == 0 && (!device[3] || device[3] == '.'); }
+
+/* A model folder has a chat template when its tokenizer_config.json or
+ * chat_template.jinja carries a non-empty one (a subset of where GenAI's
+ * Tokenizer looks; npu/openvino/chattemplate.go checks every place). */
+static int folder_has_chat_template(const char* dir) {
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+    if (stat(path, &st) == 0 && st.st_size > 0) return 1;
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    FILE* f = fopen(path, "r");
+    if (!f) return 0;
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char* key = strstr(buf, "\"chat_template\"");
+    if (!key) return 0;
+    char* v = strchr(key + 15, ':');
+    if (!v) return 0;
+    for (v++; *v == ' ' || *v == '\t' || *v == '\n'; v++) {
+    }
+    return !(v[0] == '"' && v[1] == '"') && *v != 'n'; /* "" and null are no template */
+}
+
 static int device_available(const char* device) {
     char* list = strdup(ovtest_devices());
     int found = 0;
     char* save = NULL;
+    size_t n = strlen(device);
+    /* "NPU" names the first NPU when only indexed names ("NPU.0") are listed,
+     * as OpenVINO's plugin lookup does. */
     for (char* tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (strcmp(tok, device) == 0) found = 1;
+        if (strcmp(tok, device) == 0 || (strncmp(tok, device, n) == 0 && tok[n] == '.')) found = 1;
     free(list);
     return found;
 }
@@ -212,7 +279,7 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
     for (size_t i = 0; i < property_args_size; i += 2) {
         const char* key = va_arg(ap, const char*);
         const char* value = va_arg(ap, const char*);
-        if (strcmp(device, "NPU") == 0 && strcmp(key, "MAX_PROMPT_LEN") == 0) {
+        if (is_npu(device) && strcmp(key, "MAX_PROMPT_LEN") == 0) {
             char* end = NULL;
             long v = strtol(value, &end, 10);
             if (!end || *end || v <= 0) {
@@ -237,6 +304,7 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
     *pipe = calloc(1, sizeof(ov_genai_llm_pipeline));
     snprintf((*pipe)->device, sizeof (*pipe)->device, "%s", device);
     (*pipe)->max_prompt_len = max_prompt_len;
+    (*pipe)->has_chat_template = folder_has_chat_template(models_path);
     (*pipe)->load_ms = (float)(now_ms() - start);
     ovtest_object_created();
     return OK;
@@ -244,6 +312,9 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
 
 void ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe) {
     if (!pipe) return;
+    /* GenAI frees the pipeline whatever it is doing: poison it, so that a
+     * generate still running on it fails loudly (and ASan reports the use). */
+    memset(pipe, 0xdd, sizeof *pipe);
     free(pipe);
     ovtest_object_freed();
 }
@@ -341,7 +412,8 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         ov_genai_llm_pipeline_get_generation_config(pipe, &defaults);
         config = defaults;
     }
-    if (strstr(input, "OVTEST_FAIL") || (strcmp(pipe->device, "NPU") == 0 && input_tokens > pipe->max_prompt_len) ||
+    if (strstr(input, "OVTEST_FAIL") || (is_npu(pipe->device) && input_tokens > pipe->max_prompt_len) ||
+        !config_valid(config) ||
         config->max_new_tokens == 0) {
         status = UNKNOW_EXCEPTION;
         goto out;
@@ -358,7 +430,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         .delay_us = delay ? atol(delay) : 0,
         .caller = pthread_self(),
     };
-    if (strcmp(pipe->device, "NPU") == 0) {
+    if (is_npu(pipe->device)) {
         run_tokens(&r); /* the stateful pipeline calls back on the caller's thread */
     } else {
         pthread_t worker; /* the continuous-batching pipeline's streamer thread */
@@ -378,8 +450,9 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         m->load_ms = pipe->load_ms;
         m->input_tokens = input_tokens;
         m->generated_tokens = r.generated;
-        m->ttft_ms = r.first_token_ms ? (float)(r.first_token_ms - start) : 0;
-        m->tpot_ms = r.generated > 1 ? (float)((end - r.first_token_ms) / (double)(r.generated - 1)) : 0;
+        /* GenAI answers -1 for a statistic with no samples. */
+        m->ttft_ms = r.first_token_ms ? (float)(r.first_token_ms - start) : -1;
+        m->tpot_ms = r.generated > 1 ? (float)((end - r.first_token_ms) / (double)(r.generated - 1)) : -1;
         m->generate_ms = (float)(end - start);
         ovtest_object_created();
     }
@@ -389,10 +462,32 @@ out:
     return status;
 }
 
+/* latch applies the stateful pipeline's rule: within a chat the input type
+ * may not change. */
+static int latch(ov_genai_llm_pipeline* pipe, enum input_kind kind) {
+    if (!is_npu(pipe->device)) return 1;
+    if (pipe->chat_input != INPUT_NONE && pipe->chat_input != kind) return 0;
+    if (pipe->chat_input != INPUT_NONE || kind == INPUT_HISTORY) pipe->chat_input = kind;
+    return 1;
+}
+
 ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const char* inputs,
                                            const ov_genai_generation_config* config, const streamer_callback* streamer,
                                            ov_genai_decoded_results** results) {
+    if (pipe && !latch(pipe, INPUT_STRING)) return UNKNOW_EXCEPTION; /* "switching between input types" */
     return generate_text(pipe, inputs, config, streamer, results);
+}
+
+ov_status_e ov_genai_llm_pipeline_start_chat(ov_genai_llm_pipeline* pipe) {
+    if (!pipe) return INVALID_C_PARAM;
+    pipe->chat_input = INPUT_STRING;
+    return OK;
+}
+
+ov_status_e ov_genai_llm_pipeline_finish_chat(ov_genai_llm_pipeline* pipe) {
+    if (!pipe) return INVALID_C_PARAM;
+    pipe->chat_input = INPUT_NONE;
+    return OK;
 }
 
 ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* pipe,
@@ -400,7 +495,11 @@ ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* p
                                                         const ov_genai_generation_config* config,
                                                         const streamer_callback* streamer,
                                                         ov_genai_decoded_results** results) {
-    if (!history || !history->text[0]) return UNKNOW_EXCEPTION; /* the library asserts a non-empty history */
+    if (!pipe || !history) return INVALID_C_PARAM;
+    /* The chat mode is set before the checks, so a failed call latches too. */
+    if (!latch(pipe, INPUT_HISTORY)) return UNKNOW_EXCEPTION;
+    if (!history->text[0]) return UNKNOW_EXCEPTION; /* asserts a non-empty history */
+    if (!pipe->has_chat_template) return UNKNOW_EXCEPTION; /* asserts the chat template is not empty */
     return generate_text(pipe, history->text, config, streamer, results);
 }
 
