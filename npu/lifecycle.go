@@ -169,6 +169,9 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 	if !ok {
 		return fmt.Errorf("model %q: engine %s cannot reload a model: %w", info.ID, l.engine.Name(), ErrNotSupported)
 	}
+	if e := l.pin(info.ID); e != nil {
+		defer l.unpin(info.ID, e)
+	}
 	start := time.Now()
 	if err := r.Reload(ctx, info.ID); err != nil {
 		return fmt.Errorf("reloading model %q (the loaded one keeps serving): %w", info.ID, err)
@@ -230,6 +233,65 @@ func (l *lifecycle) unload(model string) bool {
 	}
 	l.unloadLocked(model, "requested")
 	return true
+}
+
+// evict unloads model whether or not requests hold it (they will find it
+// gone), after a load in progress has finished. The caller holds the
+// engine slot, so no generation runs on it.
+func (l *lifecycle) evict(ctx context.Context, model, why string) error {
+	for {
+		l.mu.Lock()
+		e, ok := l.loaded[model]
+		if !ok {
+			l.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-e.ready:
+			l.unloadLocked(model, why)
+			l.mu.Unlock()
+			return nil
+		default:
+		}
+		l.mu.Unlock()
+		// Unloading a model that is still compiling would leave the new
+		// pipeline behind, held by nobody: wait for the load to end.
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			return fmt.Errorf("model %q is still loading: %w", model, ctx.Err())
+		}
+	}
+}
+
+// pin keeps model loaded until unpin: a reload in progress must not be
+// unloaded by its keep-alive, or the engine would be left with a compiled
+// pipeline the lifecycle no longer lists and nobody unloads.
+func (l *lifecycle) pin(model string) *loadedEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.loaded[model]
+	if !ok {
+		return nil
+	}
+	e.inUse++
+	return e
+}
+
+// unpin ends a pin and re-arms the keep-alive the pin held back.
+func (l *lifecycle) unpin(model string, e *loadedEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loaded[model] != e {
+		return
+	}
+	e.inUse = max(e.inUse-1, 0)
+	if e.inUse == 0 && !e.ExpiresAt.IsZero() {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		e.timer = time.AfterFunc(max(time.Until(e.ExpiresAt), 0), func() { l.expire(model, e) })
+	}
 }
 
 func (l *lifecycle) unloadLocked(model, why string) {

@@ -59,9 +59,19 @@ func (r *Runner) Pull(ctx context.Context, name string, progress func(PullProgre
 }
 
 // Delete removes a model through the engine's registry.
+//
+// The lifecycle owns residency: the model is unloaded through it while the
+// engine slot is held, so no generation is using the pipeline that goes,
+// and only then are its files removed. A request that loaded the model and
+// still waits for the slot then finds it gone (model not found).
 func (r *Runner) Delete(ctx context.Context, name string) error {
 	if reg, ok := r.engine.(Registry); ok {
-		return reg.Delete(ctx, name)
+		return r.withSlot(ctx, name, func(m ModelInfo) error {
+			if err := r.life.evict(ctx, m.ID, "deleted"); err != nil {
+				return err
+			}
+			return reg.Delete(ctx, m.ID)
+		})
 	}
 	if _, err := r.Model(name); err != nil {
 		return err

@@ -137,9 +137,16 @@ func newPipeline(dir, device string, props []property) (*pipeline, error) {
 	return &pipeline{ptr: ptr, model: dir, device: device, chatTemplate: hasChatTemplate(dir), context: modelContext(dir)}, nil
 }
 
-func (p *pipeline) free() {
+// free releases the native pipeline. GenAI frees whatever the pipeline is
+// doing, so a free during a generate is a use-after-free: refuse it loudly
+// instead. Claiming busy for good also keeps any later generate out.
+func (p *pipeline) free() error {
+	if !p.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
+	}
 	C.ov_genai_llm_pipeline_free(p.ptr)
 	p.ptr = nil
+	return nil
 }
 
 // streamState is what a cgo.Handle carries to the callback.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -111,9 +112,13 @@ func dirSize(dir string) int64 {
 	return total
 }
 
-func (e *Engine) Name() string               { return "openvino" }
-func (e *Engine) Simulated() bool            { return false }
-func (e *Engine) Models() []npu.ModelInfo    { return e.models }
+func (e *Engine) Name() string    { return "openvino" }
+func (e *Engine) Simulated() bool { return false }
+func (e *Engine) Models() []npu.ModelInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.models) // rescan replaces the list under the lock
+}
 func (e *Engine) AvailableDevices() []Device { return e.devices }
 
 // DeviceOf is the device model is loaded on, or "".
@@ -200,7 +205,9 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 	e.mu.Lock()
 	e.pipelines[model] = p
 	e.mu.Unlock()
-	old.free()
+	if err := old.free(); err != nil {
+		e.log.Error("the replaced pipeline is still generating and was not freed", "model", model, "err", err)
+	}
 	e.log.Info("model reloaded", "model", model, "device", p.device)
 	return nil
 }
@@ -210,7 +217,9 @@ func (e *Engine) Unload(model string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p, ok := e.pipelines[model]; ok {
-		p.free()
+		if err := p.free(); err != nil {
+			return err
+		}
 		delete(e.pipelines, model)
 	}
 	return nil
@@ -254,7 +263,10 @@ func (e *Engine) Close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, p := range e.pipelines {
-		p.free()
+		if err := p.free(); err != nil {
+			e.log.Error("closing the engine", "model", name, "err", err)
+			continue
+		}
 		delete(e.pipelines, name)
 	}
 }
@@ -361,8 +373,14 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 	if !e.has(name) {
 		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
 	}
-	if err := e.Unload(name); err != nil {
-		return err
+	// The lifecycle unloads before it deletes (npu.Runner.Delete); a pipeline
+	// still here means someone skipped it, and freeing it now could pull it
+	// from under a generation.
+	e.mu.Lock()
+	_, loaded := e.pipelines[name]
+	e.mu.Unlock()
+	if loaded {
+		return fmt.Errorf("model %q is loaded: unload it through the runner before deleting its files", name)
 	}
 	if err := os.RemoveAll(filepath.Join(e.cfg.ModelsDir, name)); err != nil {
 		return fmt.Errorf("deleting model %q: %w", name, err)
