@@ -59,3 +59,38 @@ func TestPromptAfterChatOnTheNPU(t *testing.T) {
 		assert.NotEmpty(t, text, "request %d", i)
 	}
 }
+
+// The test library models GenAI's stateful pipeline: a history that
+// continues the one whose KV cache the NPU holds prefills only its new
+// messages; any other history prefills everything.
+func TestHistoryContinuationPrefillsOnlyTheNewTurn(t *testing.T) {
+	_, r := newTestEngine(t, "NPU", Config{Device: "NPU"})
+	first := []npu.Message{{Role: "system", Content: "be brief and kind to every user of this box"}, {Role: "user", Content: "tell me about the npu"}}
+	answer, _, err := run(t, r, &npu.Request{Model: "tiny", Messages: first})
+	require.NoError(t, err)
+	whole := testLastPrefilled()
+
+	next := append(append([]npu.Message{}, first...), npu.Message{Role: "assistant", Content: answer}, npu.Message{Role: "user", Content: "more"})
+	_, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: next})
+	require.NoError(t, err)
+	assert.Less(t, testLastPrefilled(), whole, "only the new turns were prefilled")
+	assert.Equal(t, testLastPrefilled(), res.PromptTokens, "GenAI counts the prefilled part")
+
+	other := []npu.Message{{Role: "user", Content: "a different conversation entirely, from its start"}}
+	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: other})
+	require.NoError(t, err)
+	assert.Positive(t, testLastPrefilled())
+	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: first})
+	require.NoError(t, err)
+	assert.Equal(t, whole, testLastPrefilled(), "a history that does not continue the cached one is prefilled whole")
+}
+
+// Issue 11, defect 6: when the NPU's KV cache (MAX_PROMPT_LEN +
+// MIN_RESPONSE_LEN - 1 tokens) fills, GenAI stops with OK; the client is
+// told the answer was cut (length), not that it ended.
+func TestFullNPUCacheIsFinishLength(t *testing.T) {
+	_, r := newTestEngine(t, "NPU", Config{Device: "NPU", MaxPromptLen: 16, MinResponseLen: 4})
+	_, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: []npu.Message{{Role: "user", Content: "one two three"}}, MaxTokens: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, npu.FinishLength, res.FinishReason)
+}

@@ -14,3 +14,4 @@ func testLiveObjects() int64         { return int64(C.ovtest_live_objects()) }
 func testLastCallbacksForeign() bool { return C.ovtest_last_callbacks_foreign() != 0 }
 func testLastCallsAfterStop() int    { return int(C.ovtest_last_calls_after_stop()) }
 func testLastGenerated() int         { return int(C.ovtest_last_generated()) }
+func testLastPrefilled() int         { return int(C.ovtest_last_prefilled()) }

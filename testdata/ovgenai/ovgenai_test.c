@@ -37,7 +37,9 @@ const char* ovtest_devices(void);
 void ovtest_object_created(void);
 void ovtest_object_freed(void);
 
-static atomic_int last_foreign, last_after_stop, last_generated;
+static atomic_int last_foreign, last_after_stop, last_generated, last_prefilled;
+
+int ovtest_last_prefilled(void) { return atomic_load(&last_prefilled); }
 
 int ovtest_last_callbacks_foreign(void) { return atomic_load(&last_foreign); }
 int ovtest_last_calls_after_stop(void) { return atomic_load(&last_after_stop); }
@@ -212,6 +214,9 @@ struct ov_genai_llm_pipeline_opaque {
     atomic_int busy;
     int has_chat_template;
     enum input_kind chat_input; /* INPUT_NONE outside a chat */
+    size_t min_response_len;
+    char* cached_history; /* the history whose KV cache the stateful pipeline holds */
+    size_t cached_answer;  /* and the tokens it generated after it, cached too */
 };
 
 struct ov_genai_perf_metrics_opaque {
@@ -273,7 +278,7 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
                                          ov_genai_llm_pipeline** pipe, ...) {
     if (!models_path || !device || !pipe || property_args_size % 2 != 0) return INVALID_C_PARAM;
     double start = now_ms();
-    size_t max_prompt_len = 1024;
+    size_t max_prompt_len = 1024, min_response_len = 128; /* GenAI's NPU defaults */
     va_list ap;
     va_start(ap, pipe);
     for (size_t i = 0; i < property_args_size; i += 2) {
@@ -287,6 +292,15 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
                 return UNKNOW_EXCEPTION; /* std::stoi throws */
             }
             max_prompt_len = (size_t)v;
+        }
+        if (is_npu(device) && strcmp(key, "MIN_RESPONSE_LEN") == 0) {
+            char* end = NULL;
+            long v = strtol(value, &end, 10);
+            if (!end || *end || v <= 0) {
+                va_end(ap);
+                return UNKNOW_EXCEPTION;
+            }
+            min_response_len = (size_t)v;
         }
     }
     va_end(ap);
@@ -304,6 +318,7 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
     *pipe = calloc(1, sizeof(ov_genai_llm_pipeline));
     snprintf((*pipe)->device, sizeof (*pipe)->device, "%s", device);
     (*pipe)->max_prompt_len = max_prompt_len;
+    (*pipe)->min_response_len = min_response_len;
     (*pipe)->has_chat_template = folder_has_chat_template(models_path);
     (*pipe)->load_ms = (float)(now_ms() - start);
     ovtest_object_created();
@@ -314,6 +329,7 @@ void ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe) {
     if (!pipe) return;
     /* GenAI frees the pipeline whatever it is doing: poison it, so that a
      * generate still running on it fails loudly (and ASan reports the use). */
+    free(pipe->cached_history);
     memset(pipe, 0xdd, sizeof *pipe);
     free(pipe);
     ovtest_object_freed();
@@ -323,7 +339,10 @@ ov_status_e ov_genai_llm_pipeline_get_generation_config(const ov_genai_llm_pipel
                                                         ov_genai_generation_config** config) {
     if (!pipe || !config) return INVALID_C_PARAM;
     ov_status_e st = ov_genai_generation_config_create(config);
-    if (st == OK) (*config)->max_new_tokens = 64; /* the "model's" generation_config.json */
+    /* GenAI starts from the model's generation_config.json; the test models
+     * set no max_new_tokens there (few real ones do), so it stays SIZE_MAX:
+     * without a cap of the caller's a generation ends only at EOS. */
+    (void)st;
     return st;
 }
 
@@ -396,7 +415,7 @@ static void* run_tokens(void* arg) {
     return NULL;
 }
 
-static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
+static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input, int is_history,
                                  const ov_genai_generation_config* config, const streamer_callback* streamer,
                                  ov_genai_decoded_results** results) {
     if (!pipe || !input || (!streamer && !results) || (streamer && !streamer->callback_func)) return INVALID_C_PARAM;
@@ -418,6 +437,27 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         status = UNKNOW_EXCEPTION;
         goto out;
     }
+    /* Prefill. The stateful pipeline keeps the KV cache of the history it
+     * last ran: a history that continues it (every earlier message equal,
+     * more messages) prefills only the new part; any other input resets the
+     * cache (pipeline_stateful.cpp: is_history_continuation). The chat
+     * path's num_input_tokens counts what was prefilled. */
+    size_t prefilled = input_tokens;
+    if (is_npu(pipe->device)) {
+        size_t held = pipe->cached_history ? strlen(pipe->cached_history) : 0;
+        if (is_history && held && strncmp(input, pipe->cached_history, held) == 0 && input[held])
+        {
+            /* The answer generated last time is in the cache as well: the
+             * client's copy of it is not prefilled again. */
+            size_t cached = count_tokens(pipe->cached_history) + pipe->cached_answer;
+            prefilled = input_tokens > cached ? input_tokens - cached : 1;
+        }
+        free(pipe->cached_history);
+        pipe->cached_history = is_history ? strdup(input) : NULL;
+    }
+    atomic_store(&last_prefilled, (int)prefilled);
+    const char* prefill_cost = getenv("OVTEST_PREFILL_US_PER_TOKEN");
+    if (prefill_cost) usleep((useconds_t)(strtoul(prefill_cost, NULL, 10) * prefilled));
     const char* delay = getenv("OVTEST_TOKEN_DELAY_US");
     uint64_t seed = fnv1a(input, 1469598103934665603ULL) ^ (uint64_t)config->rng_seed;
     size_t natural = 16 + (size_t)(seed % 17);
@@ -431,7 +471,14 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         .caller = pthread_self(),
     };
     if (is_npu(pipe->device)) {
+        /* The NPU's KV cache holds MAX_PROMPT_LEN + MIN_RESPONSE_LEN - 1
+         * tokens (utils.cpp: get_npu_kv_cache_capacity); when it is full the
+         * generation ends quietly, with OK. */
+        size_t capacity = pipe->max_prompt_len + pipe->min_response_len - 1;
+        size_t room = capacity > input_tokens ? capacity - input_tokens : 0;
+        if (r.length > room) r.length = room;
         run_tokens(&r); /* the stateful pipeline calls back on the caller's thread */
+        if (is_history) pipe->cached_answer = r.generated;
     } else {
         pthread_t worker; /* the continuous-batching pipeline's streamer thread */
         if (pthread_create(&worker, NULL, run_tokens, &r) != 0) {
@@ -448,7 +495,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         struct ov_genai_perf_metrics_opaque* m = &(*results)->metrics;
         double end = now_ms();
         m->load_ms = pipe->load_ms;
-        m->input_tokens = input_tokens;
+        m->input_tokens = prefilled;
         m->generated_tokens = r.generated;
         /* GenAI answers -1 for a statistic with no samples. */
         m->ttft_ms = r.first_token_ms ? (float)(r.first_token_ms - start) : -1;
@@ -475,7 +522,7 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const ch
                                            const ov_genai_generation_config* config, const streamer_callback* streamer,
                                            ov_genai_decoded_results** results) {
     if (pipe && !latch(pipe, INPUT_STRING)) return UNKNOW_EXCEPTION; /* "switching between input types" */
-    return generate_text(pipe, inputs, config, streamer, results);
+    return generate_text(pipe, inputs, 0, config, streamer, results);
 }
 
 ov_status_e ov_genai_llm_pipeline_start_chat(ov_genai_llm_pipeline* pipe) {
@@ -487,6 +534,8 @@ ov_status_e ov_genai_llm_pipeline_start_chat(ov_genai_llm_pipeline* pipe) {
 ov_status_e ov_genai_llm_pipeline_finish_chat(ov_genai_llm_pipeline* pipe) {
     if (!pipe) return INVALID_C_PARAM;
     pipe->chat_input = INPUT_NONE;
+    free(pipe->cached_history); /* finish_chat resets the KV cache */
+    pipe->cached_history = NULL;
     return OK;
 }
 
@@ -500,7 +549,7 @@ ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* p
     if (!latch(pipe, INPUT_HISTORY)) return UNKNOW_EXCEPTION;
     if (!history->text[0]) return UNKNOW_EXCEPTION; /* asserts a non-empty history */
     if (!pipe->has_chat_template) return UNKNOW_EXCEPTION; /* asserts the chat template is not empty */
-    return generate_text(pipe, history->text, config, streamer, results);
+    return generate_text(pipe, history->text, 1, config, streamer, results);
 }
 
 void ov_genai_decoded_results_free(ov_genai_decoded_results* results) {

@@ -13,5 +13,8 @@ int ovtest_last_callbacks_foreign(void);
 int ovtest_last_calls_after_stop(void);
 /* Tokens the last generate produced (flush included). */
 int ovtest_last_generated(void);
+/* Prompt tokens the last generate prefilled: on the NPU only the new part
+ * of a history that continues the cached one. */
+int ovtest_last_prefilled(void);
 
 #endif
