@@ -62,6 +62,7 @@ type Config struct {
 type Security struct {
 	APIKeys         []APIKey      // bearer tokens; none = no authentication
 	APIKeyFile      string        // more keys, one NAME:KEY[:admin] per line; re-read on reload
+	NoAuth          bool          // serve without keys even where keys were configured before
 	PublicPaths     []string      // paths open without a key (GET and HEAD only)
 	AllowedHosts    []string      // extra Host names accepted on a loopback listener; "*" = any
 	CORSOrigins     []string      // browser origins allowed; empty = localhost origins; "*" = any
@@ -231,7 +232,8 @@ func (c *Config) options(ls *layers) []option {
 			c.APIKeys = append(c.APIKeys, k)
 			return nil
 		})},
-		{"api-key-file", "file of API keys, one NAME:KEY[:admin] per line (# comments); re-read on SIGHUP", str(&c.APIKeyFile, "")},
+		{"api-key-file", "file of API keys, one NAME:KEY[:admin] per line (# comments); re-read on SIGHUP; a file with no key is an error", str(&c.APIKeyFile, "")},
+		{"no-auth", "switch authentication off explicitly: without it, a reload that would leave no API key where keys were configured is refused", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.NoAuth, n, false, u) }},
 		{"public-paths", "paths open without a key, for GET and HEAD", list(&c.PublicPaths, []string{"/", "/health"}, nil)},
 		{"allowed-hosts", "extra Host names accepted when listening on loopback (* = any; protects against DNS rebinding)", list(&c.AllowedHosts, nil, nil)},
 		{"cors-origins", "browser origins allowed (empty = http(s) on localhost, 127.0.0.1 and [::1], any port; * = any)", list(&c.CORSOrigins, nil, nil)},
@@ -353,8 +355,10 @@ func (c Config) Validate() error {
 	for _, p := range c.PublicPaths {
 		check(strings.HasPrefix(p, "/"), "--public-paths: %q must start with /", p)
 	}
-	if _, err := c.Keys(); err != nil {
+	if keys, err := c.Keys(); err != nil {
 		errs = append(errs, err)
+	} else {
+		check(!c.NoAuth || len(keys) == 0, "--no-auth and API keys exclude each other")
 	}
 	for name, d := range map[string]time.Duration{
 		"sim-ttft": c.SimTTFT, "sim-itl": c.SimITL, "sim-prompt-token-cost": c.SimPromptTokenCost,
@@ -405,6 +409,7 @@ func keyNames(keys []APIKey) []string {
 // APIKeyFile. Names and keys must be unique.
 func (s Security) Keys() ([]APIKey, error) {
 	keys := append([]APIKey(nil), s.APIKeys...)
+	inFile := 0
 	if s.APIKeyFile != "" {
 		data, err := os.ReadFile(s.APIKeyFile)
 		if err != nil {
@@ -419,6 +424,12 @@ func (s Security) Keys() ([]APIKey, error) {
 				return nil, fmt.Errorf("--api-key-file %s:%d: %w", s.APIKeyFile, i+1, err)
 			}
 			keys = append(keys, k)
+			inFile++
+		}
+		// An empty or comment-only file is a mistake (a truncated write, the
+		// wrong path), never a way to switch authentication off: fail closed.
+		if inFile == 0 {
+			return nil, fmt.Errorf("--api-key-file %s holds no API key (to serve without keys, remove the setting or use --no-auth)", s.APIKeyFile)
 		}
 	}
 	names, secrets := map[string]bool{}, map[string]bool{}

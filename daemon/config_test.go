@@ -133,6 +133,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"body-read-timeout", "4s", func(c Config) any { return c.BodyReadTimeout }, 4 * time.Second},
 		{"tls-cert", "/c.pem", func(c Config) any { return c.TLSCert }, "/c.pem"},
 		{"tls-key", "/k.pem", func(c Config) any { return c.TLSKey }, "/k.pem"},
+		{"no-auth", "true", func(c Config) any { return c.NoAuth }, true},
 	}
 	var c Config
 	covered := map[string]bool{}
@@ -155,7 +156,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, tc.get(fromEnv), "from %s", EnvName(tc.flag))
 
-			fromFlag, err := ParseServe([]string{"--" + tc.flag, tc.value}, env(partner...), io.Discard)
+			fromFlag, err := ParseServe([]string{"--" + tc.flag + "=" + tc.value}, env(partner...), io.Discard) // = form: booleans take no separate value
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, tc.get(fromFlag), "from --%s", tc.flag)
 		})

@@ -7,14 +7,17 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"slices"
+	"strings"
 	"syscall"
+	"unicode"
 )
 
 // reloadable lists the Config fields a reload applies to the running
 // server. Everything else (the listener, the engine, queue sizes) is read
 // once at start; a change to it is reported as needing a restart.
 var reloadable = map[string]bool{
-	"APIKeys": true, "APIKeyFile": true, "PublicPaths": true, "AllowedHosts": true, "CORSOrigins": true,
+	"APIKeys": true, "APIKeyFile": true, "NoAuth": true, "PublicPaths": true, "AllowedHosts": true, "CORSOrigins": true,
 	"RateLimit": true, "RateBurst": true, "MaxStreams": true, "BodyReadTimeout": true,
 	"MaxBodyBytes": true, "LogLevel": true,
 }
@@ -30,26 +33,91 @@ func (s *Server) Reload(next Config) error {
 	}
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	old := s.policy.Load()
+	// Fail closed: a reload must not switch authentication off by leaving
+	// no key (a key file emptied or cut short, a key list removed) unless
+	// that is asked for in so many words.
+	if old.keys.enabled() && !pol.keys.enabled() && !next.NoAuth {
+		return fmt.Errorf("reloading: the new configuration has no API key while %d are in use; "+
+			"set no-auth to serve without keys", len(old.keys.keys))
+	}
+	added, removed := keyChanges(old.keys, pol.keys)
 	applied, restart := []string{}, []string{}
 	running := reflect.ValueOf(&s.running).Elem()
 	for _, name := range changedFields(s.running, next) {
 		if reloadable[name] {
-			applied = append(applied, name)
+			applied = append(applied, configKey(name))
 			running.FieldByName(name).Set(reflect.ValueOf(next).FieldByName(name))
 		} else {
-			restart = append(restart, name)
+			restart = append(restart, configKey(name))
 		}
+	}
+	if (added > 0 || removed > 0) && !slices.Contains(applied, "api-key") {
+		applied = append(applied, "api-key-file") // the file's keys changed, not its path
 	}
 	s.policy.Store(pol)
 	s.limits.configure(next.RateLimit, next.RateBurst, next.MaxStreams)
 	if s.logLevel != nil {
 		s.logLevel.Set(next.LogLevel)
 	}
-	s.log.Info("configuration reloaded", "changed", applied, "api_keys", len(pol.keys.keys))
+	s.log.Info("configuration reloaded", "changed", applied, "api_keys", len(pol.keys.keys),
+		"api_keys_added", added, "api_keys_removed", removed)
 	if len(restart) > 0 {
-		s.log.Warn("configuration changes that need a restart were not applied", "fields", restart)
+		s.log.Warn("configuration changes that need a restart were not applied", "keys", restart)
 	}
 	return nil
+}
+
+// keyChanges counts the keys (by name and secret) that next has and prev
+// has not, and the other way round; the log says how many, never which
+// secrets.
+func keyChanges(prev, next keyring) (added, removed int) {
+	held := func(r keyring) map[string]bool {
+		m := map[string]bool{}
+		for _, k := range r.keys {
+			m[k.Name+"\x00"+string(k.digest[:])] = true
+		}
+		return m
+	}
+	p, n := held(prev), held(next)
+	for k := range n {
+		if !p[k] {
+			added++
+		}
+	}
+	for k := range p {
+		if !n[k] {
+			removed++
+		}
+	}
+	return added, removed
+}
+
+// configFieldKeys names the Config fields whose configuration key (the flag
+// and TOML name) is not their name in kebab case.
+var configFieldKeys = map[string]string{
+	"APIKeys": "api-key", "MaxStreams": "max-streams-per-key", "Aliases": "alias",
+	"NPUMaxPromptLen": "npu-max-prompt-len", "NPUMinResponseLen": "npu-min-response-len",
+	"NPUPrefillHint": "npu-prefill-hint", "NPUGenerateHint": "npu-generate-hint",
+	"CORSOrigins": "cors-origins", "TLSCert": "tls-cert", "TLSKey": "tls-key",
+	"WSMaxRequests": "ws-max-requests", "SimTTFT": "sim-ttft", "SimITL": "sim-itl",
+	"APIKeyFile": "api-key-file", "ConfigFile": "config",
+}
+
+// configKey turns a Config field name into its configuration key, the name
+// operators know (max-streams-per-key, not MaxStreams).
+func configKey(field string) string {
+	if k, ok := configFieldKeys[field]; ok {
+		return k
+	}
+	var b strings.Builder
+	for i, r := range field {
+		if unicode.IsUpper(r) && i > 0 {
+			b.WriteByte('-')
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }
 
 // changedFields names the Config fields (embedded structs flattened) whose

@@ -47,10 +47,13 @@ func TestSIGHUPReloadsTheConfiguration(t *testing.T) {
 		return strings.Contains(p.log(), "configuration reloaded") && strings.Contains(p.log(), "need a restart were not applied")
 	})
 	logs := p.log()
-	assert.Contains(t, logs, "APIKeys")
-	assert.Contains(t, logs, "LogLevel")
-	assert.Contains(t, logs, "RateLimit")
-	assert.Regexp(t, `need a restart were not applied.*MaxQueue`, logs)
+	// Changes are named by their configuration keys, as operators write them.
+	assert.Contains(t, logs, "api-key")
+	assert.Contains(t, logs, "log-level")
+	assert.Contains(t, logs, "rate-limit")
+	assert.Contains(t, logs, "api_keys_added=1")
+	assert.Regexp(t, `need a restart were not applied.*max-queue`, logs)
+	assert.NotContains(t, logs, "APIKeys", "no Go field names")
 	assert.NotContains(t, logs, "sk-alice", "keys never reach the log")
 
 	resp, raw = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
@@ -71,6 +74,68 @@ func TestSIGHUPReloadsTheConfiguration(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer sk-alice-0123456789")
 	assert.Equal(t, 200, resp.StatusCode)
+
+	// A file that lost its keys does not switch authentication off.
+	write("sim-ttft = \"1ms\"\nsim-itl = \"1ms\"\n")
+	p.signal(t, syscall.SIGHUP)
+	daemontest.Eventually(t, func() bool { return strings.Count(p.log(), "configuration not reloaded") == 2 })
+	assert.Contains(t, p.log(), "no API key while 1 are in use")
+	resp, _ = c.Do(t, "GET", "/admin/models", "")
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "admin stays closed")
+	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "keys stay required")
+
+	// Switching it off is possible, in so many words.
+	write("sim-ttft = \"1ms\"\nsim-itl = \"1ms\"\nno-auth = true\n")
+	p.signal(t, syscall.SIGHUP)
+	daemontest.Eventually(t, func() bool { return strings.Count(p.log(), "configuration reloaded") == 2 })
+	resp, raw = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, 200, resp.StatusCode, "%s", raw)
+}
+
+// Issue 12, item 1: a key file with no key is an error at start and on
+// reload (the running keys stay), never authentication switched off.
+func TestEmptyKeyFileFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "keys")
+	require.NoError(t, os.WriteFile(empty, []byte("# nobody yet\n\n"), 0o600))
+
+	cfg := daemontest.Defaults(t)
+	cfg.APIKeyFile = empty
+	require.ErrorContains(t, cfg.Validate(), "holds no API key")
+	_, err := daemon.New(cfg, discardLogger())
+	require.ErrorContains(t, err, "holds no API key", "the daemon does not start")
+
+	full := filepath.Join(dir, "keys-full")
+	require.NoError(t, os.WriteFile(full, []byte("alice:sk-alice-0123456789\nbob:sk-bob-0123456789:admin\n"), 0o600))
+	cfg.APIKeyFile = full
+	srv, err := daemon.New(cfg, discardLogger())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	c := daemontest.NewClient(t, "http://"+srv.Addr().String())
+
+	// Cut short: the file exists but holds only a comment now.
+	require.NoError(t, os.WriteFile(full, []byte("# truncated\n"), 0o600))
+	require.ErrorContains(t, srv.Reload(cfg), "holds no API key")
+	// The key list removed altogether: refused too.
+	noKeys := cfg
+	noKeys.APIKeyFile = ""
+	require.ErrorContains(t, srv.Reload(noKeys), "no API key while 2 are in use")
+	resp, _ := c.Do(t, "GET", "/admin/models", "")
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer sk-alice-0123456789")
+	assert.Equal(t, 200, resp.StatusCode, "the running keys stay")
+
+	noKeys.NoAuth = true
+	require.NoError(t, srv.Reload(noKeys))
+	resp, _ = c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	assert.Equal(t, 200, resp.StatusCode, "switched off explicitly")
 }
 
 func TestReloadKeepsCountsAndAppliesLimits(t *testing.T) {

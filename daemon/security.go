@@ -99,6 +99,17 @@ type hostPolicy struct {
 	any     bool
 }
 
+// loopbackAddr reports whether a listener's address is reachable from
+// this machine only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
 func newHostPolicy(listenAddr string, extra []string) hostPolicy {
 	h := hostPolicy{allowed: map[string]bool{"localhost": true}}
 	host, _, err := net.SplitHostPort(listenAddr)
@@ -238,7 +249,23 @@ func (s *Server) authenticate(c *gin.Context) {
 		writeDenied(c, http.StatusForbidden, "permission_denied", fmt.Sprintf("key %q may not call admin routes", key.Name), 0)
 		return
 	}
+	if modelManagement(c.Request) && !key.Admin {
+		// Deleting, copying (disk) and pulling (disk, network) models acts
+		// for every tenant: the admin role's, as /admin is.
+		writeDenied(c, http.StatusForbidden, "permission_denied",
+			fmt.Sprintf("key %q may not manage models (delete, copy, pull): that needs an admin key", key.Name), 0)
+		return
+	}
 	c.Next()
+}
+
+// modelManagement reports the Ollama routes that change the models folder.
+func modelManagement(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/api/delete", "/api/copy", "/api/pull", "/api/create", "/api/push":
+		return true
+	}
+	return false
 }
 
 func (p *policy) isPublic(r *http.Request) bool {

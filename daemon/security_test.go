@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,6 +84,11 @@ func TestAuthentication(t *testing.T) {
 		{"admin without a key", "POST", "/admin/reload", `{"model":"sim"}`, nil, 401, "missing_api_key"},
 		{"admin with a tenant key", "POST", "/admin/reload", `{"model":"sim"}`, []string{"Authorization", "Bearer " + alice.Key}, 403, "permission_denied"},
 		{"admin with an admin key", "POST", "/admin/reload", `{"model":"sim"}`, []string{"Authorization", "Bearer " + ops.Key}, 200, ""},
+		// Issue 12, item 2: managing models acts for every tenant.
+		{"delete with a tenant key", "DELETE", "/api/delete", `{"model":"sim"}`, []string{"Authorization", "Bearer " + alice.Key}, 403, ""},
+		{"copy with a tenant key", "POST", "/api/copy", `{"source":"sim","destination":"x"}`, []string{"Authorization", "Bearer " + alice.Key}, 403, ""},
+		{"pull with a tenant key", "POST", "/api/pull", `{"model":"a/b"}`, []string{"Authorization", "Bearer " + alice.Key}, 403, ""},
+		{"delete with an admin key", "DELETE", "/api/delete", `{"model":"nope"}`, []string{"Authorization", "Bearer " + ops.Key}, 404, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -348,3 +355,42 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 func parseURL(s string) (*url.URL, error) { return url.Parse(s) }
 
 func ioPipe() (*io.PipeReader, *io.PipeWriter) { return io.Pipe() }
+
+// Issue 12, item 13: a listener beyond loopback with no key says, at start,
+// who can now use the server.
+func TestPublicListenerWithoutKeysWarns(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		keys   []daemon.APIKey
+		warn   bool
+	}{
+		{"127.0.0.1:0", nil, false},
+		{"0.0.0.0:0", nil, true},
+		{"0.0.0.0:0", []daemon.APIKey{alice}, false},
+	} {
+		t.Run(fmt.Sprintf("%s/%d keys", tc.listen, len(tc.keys)), func(t *testing.T) {
+			cfg := daemontest.Defaults(t)
+			cfg.Listen, cfg.APIKeys = tc.listen, tc.keys
+			var logs syncBuffer
+			srv, err := daemon.New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- srv.Serve(ctx) }()
+			daemontest.Eventually(t, func() bool { return strings.Contains(logs.String(), "npud listening") })
+			cancel()
+			require.NoError(t, <-done)
+			if tc.warn {
+				assert.Contains(t, logs.String(), "level=WARN msg=\"listening beyond loopback with no API key")
+			} else {
+				assert.NotContains(t, logs.String(), "beyond loopback")
+			}
+		})
+	}
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -215,6 +215,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	if engine.Simulated() {
 		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name())
 	}
+	if !loopbackAddr(s.Addr().String()) && !s.policy.Load().keys.enabled() {
+		s.log.Warn("listening beyond loopback with no API key: anyone who can reach this address may use every route, "+
+			"/admin and model deletion included (set api-key or api-key-file, or listen on 127.0.0.1)", "addr", s.Addr().String())
+	}
 	if err := s.preload(ctx); err != nil {
 		s.ln.Close()
 		return err
