@@ -83,6 +83,19 @@ type APIKey struct {
 	Admin bool // may call /admin routes
 }
 
+// minAPIKeyLen is the shortest API key accepted.
+const minAPIKeyLen = 16
+
+// maskAPIKey shows a NAME:KEY[:role] value with its key hidden.
+func maskAPIKey(s string) string {
+	parts := strings.Split(strings.TrimSpace(s), ":")
+	if len(parts) < 2 {
+		return "****"
+	}
+	parts[1] = "****"
+	return strings.Join(parts, ":")
+}
+
 // ParseAPIKey reads NAME:KEY or NAME:KEY:admin.
 func ParseAPIKey(s string) (APIKey, error) {
 	parts := strings.Split(strings.TrimSpace(s), ":")
@@ -90,6 +103,11 @@ func ParseAPIKey(s string) (APIKey, error) {
 		return APIKey{}, errors.New("want NAME:KEY or NAME:KEY:admin")
 	}
 	k := APIKey{Name: parts[0], Key: parts[1]}
+	// Short keys fall to guessing; 16 characters is where a random key
+	// stops being one.
+	if len(k.Key) < minAPIKeyLen {
+		return APIKey{}, fmt.Errorf("the key of %q has %d characters: at least %d are needed", k.Name, len(k.Key), minAPIKeyLen)
+	}
 	if len(parts) == 3 {
 		if parts[2] != "admin" {
 			return APIKey{}, fmt.Errorf("role %q: the only role is admin", parts[2])
@@ -124,7 +142,14 @@ func secretOption(name string) bool { return name == "hub-token" || name == "api
 // layers counts the sources applied so far (file, environment, flags), so
 // that a list given in a later source replaces the earlier one instead of
 // adding to it, while a repeated flag still adds.
-type layers struct{ current int }
+type layers struct {
+	current int
+	// secretErr holds what was wrong with a secret value. The flag package
+	// would print the value itself in its error; a secret's setter records
+	// a masked error here instead, and parsing fails with it.
+	secretErr   error
+	secretErrIn int // the layer it came from: a later layer's list replaces it
+}
 
 // listValue is a flag holding a list: comma-separated, or repeated.
 type listValue struct {
@@ -221,9 +246,14 @@ func (c *Config) options(ls *layers) []option {
 		})},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"api-key", "API keys NAME:KEY (or NAME:KEY:admin for /admin routes), comma-separated or repeated; none = no authentication", list(&keyList, nil, func(s string) error {
+			if ls.secretErr != nil && ls.secretErrIn < ls.current {
+				ls.secretErr = nil // this layer's keys replace that layer's
+			}
 			k, err := ParseAPIKey(s)
 			if err != nil {
-				return err
+				ls.secretErr = errors.Join(ls.secretErr, fmt.Errorf("api-key %q: %w", maskAPIKey(s), err))
+				ls.secretErrIn = ls.current
+				return nil
 			}
 			keyList = append(keyList, s)
 			if len(keyList) == 1 {
@@ -291,6 +321,9 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	ls.current = 3
 	if err := fs.Parse(args); err != nil {
 		return Config{}, nil, err
+	}
+	if ls.secretErr != nil {
+		return Config{}, nil, ls.secretErr
 	}
 	if fs.NArg() > 0 {
 		return Config{}, nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))

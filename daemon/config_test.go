@@ -80,7 +80,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 	emptyConfig := filepath.Join(dir, "npud.toml")
 	require.NoError(t, os.WriteFile(emptyConfig, []byte("# nothing set\n"), 0o600))
 	keyFile := filepath.Join(dir, "keys")
-	require.NoError(t, os.WriteFile(keyFile, []byte("# tenants\nbob:k3\n"), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, []byte("# tenants\nbob:k3-0123456789abcdef\n"), 0o600))
 	tests := []struct {
 		flag, value string
 		get         func(Config) any
@@ -115,8 +115,8 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"log-level", "debug", func(c Config) any { return c.LogLevel }, slog.LevelDebug},
 		{"log-format", "json", func(c Config) any { return c.LogFormat }, "json"},
 		{"config", emptyConfig, func(c Config) any { return c.ConfigFile }, emptyConfig},
-		{"api-key", "alice:k1,ops:k2:admin", func(c Config) any { return c.APIKeys },
-			[]APIKey{{Name: "alice", Key: "k1"}, {Name: "ops", Key: "k2", Admin: true}}},
+		{"api-key", "alice:k1-0123456789abcdef,ops:k2-0123456789abcdef:admin", func(c Config) any { return c.APIKeys },
+			[]APIKey{{Name: "alice", Key: "k1-0123456789abcdef"}, {Name: "ops", Key: "k2-0123456789abcdef", Admin: true}}},
 		{"api-key-file", keyFile, func(c Config) any { return c.APIKeyFile }, keyFile},
 		{"public-paths", "/health", func(c Config) any { return c.PublicPaths }, []string{"/health"}},
 		{"allowed-hosts", "npu.lan,box", func(c Config) any { return c.AllowedHosts }, []string{"npu.lan", "box"}},

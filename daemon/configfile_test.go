@@ -26,7 +26,7 @@ listen = "127.0.0.1:1234"
 max-queue = 7
 heartbeat = "3s"
 preload = ["a", "b"]
-api-key = ["alice:k1", "ops:k2:admin"]
+api-key = ["alice:k1-0123456789abcdef", "ops:k2-0123456789abcdef:admin"]
 rate-limit = 120
 
 [alias]
@@ -39,7 +39,7 @@ fast = "sim"
 	assert.Equal(t, 3*time.Second, cfg.Heartbeat)
 	assert.Equal(t, []string{"a", "b"}, cfg.Preload)
 	assert.Equal(t, map[string]string{"fast": "sim"}, cfg.Aliases)
-	assert.Equal(t, []APIKey{{Name: "alice", Key: "k1"}, {Name: "ops", Key: "k2", Admin: true}}, cfg.APIKeys)
+	assert.Equal(t, []APIKey{{Name: "alice", Key: "k1-0123456789abcdef"}, {Name: "ops", Key: "k2-0123456789abcdef", Admin: true}}, cfg.APIKeys)
 	assert.Equal(t, 120, cfg.RateLimit)
 	assert.Equal(t, path, cfg.ConfigFile)
 }
@@ -50,7 +50,7 @@ max-queue = 1
 heartbeat = "1s"
 token-timeout = "1s"
 preload = ["from-file"]
-api-key = ["file:kf"]
+api-key = ["file:kf-0123456789abcdef"]
 `)
 	tests := []struct {
 		name string
@@ -62,19 +62,19 @@ api-key = ["file:kf"]
 			assert.Equal(t, 1, c.MaxQueue)
 			assert.Equal(t, []string{"from-file"}, c.Preload)
 		}},
-		{"environment over file", nil, []string{"NPUD_CONFIG", path, "NPUD_MAX_QUEUE", "2", "NPUD_PRELOAD", "e1,e2", "NPUD_API_KEYS", "env:ke"}, func(t *testing.T, c Config) {
+		{"environment over file", nil, []string{"NPUD_CONFIG", path, "NPUD_MAX_QUEUE", "2", "NPUD_PRELOAD", "e1,e2", "NPUD_API_KEYS", "env:ke-0123456789abcdef"}, func(t *testing.T, c Config) {
 			assert.Equal(t, 2, c.MaxQueue)
 			assert.Equal(t, time.Second, c.Heartbeat, "the file still applies where the environment is silent")
 			assert.Equal(t, []string{"e1", "e2"}, c.Preload, "a list from the environment replaces the file's")
-			assert.Equal(t, []APIKey{{Name: "env", Key: "ke"}}, c.APIKeys)
+			assert.Equal(t, []APIKey{{Name: "env", Key: "ke-0123456789abcdef"}}, c.APIKeys)
 		}},
-		{"flags over both", []string{"--config", path, "--max-queue", "3", "--preload", "f", "--api-key", "a:1", "--api-key", "b:2"},
+		{"flags over both", []string{"--config", path, "--max-queue", "3", "--preload", "f", "--api-key", "a:1-0123456789abcdef", "--api-key", "b:2-0123456789abcdef"},
 			[]string{"NPUD_MAX_QUEUE", "2", "NPUD_HEARTBEAT", "2s", "NPUD_PRELOAD", "e"}, func(t *testing.T, c Config) {
 				assert.Equal(t, 3, c.MaxQueue)
 				assert.Equal(t, 2*time.Second, c.Heartbeat)
 				assert.Equal(t, time.Second, c.TokenTimeout)
 				assert.Equal(t, []string{"f"}, c.Preload)
-				assert.Equal(t, []APIKey{{Name: "a", Key: "1"}, {Name: "b", Key: "2"}}, c.APIKeys, "repeated flags add up")
+				assert.Equal(t, []APIKey{{Name: "a", Key: "1-0123456789abcdef"}, {Name: "b", Key: "2-0123456789abcdef"}}, c.APIKeys, "repeated flags add up")
 			}},
 		{"--config flag over NPUD_CONFIG", []string{"--config=" + path}, []string{"NPUD_CONFIG", "/nonexistent.toml"}, func(t *testing.T, c Config) {
 			assert.Equal(t, path, c.ConfigFile)
@@ -101,8 +101,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"bad duration", "heartbeat = 5\n", []string{"heartbeat"}},
 		{"invalid after parsing", "max-queue = -1\n", []string{"--max-queue must be 0 or more"}},
 		{"bad key", "api-key = [\"nocolon\"]\n", []string{"api-key", "NAME:KEY"}},
-		{"secret not echoed", "api-key = [\"a:s3cret:root\"]\n", []string{"only role is admin"}},
-		{"duplicate key name", "api-key = [\"a:1\", \"a:2\"]\n", []string{`name "a" is used twice`}},
+		{"secret not echoed", "api-key = [\"a:s3cret-0123456789abcdef:root\"]\n", []string{"only role is admin"}},
+		{"duplicate key name", "api-key = [\"a:1-0123456789abcdef\", \"a:2-0123456789abcdef\"]\n", []string{`name "a" is used twice`}},
 		{"bad table", "[alias]\nx = 1\n", []string{"alias", "must be a string"}},
 		{"tls half", "tls-cert = \"/c.pem\"\n", []string{"--tls-cert and --tls-key go together"}},
 	}
@@ -122,15 +122,15 @@ func TestConfigFileErrors(t *testing.T) {
 
 func TestAPIKeyFile(t *testing.T) {
 	keys := filepath.Join(t.TempDir(), "keys")
-	require.NoError(t, os.WriteFile(keys, []byte("# ops team\nops:k-ops:admin\n\n  carol:k-carol  \n"), 0o600))
-	cfg, err := ParseServe([]string{"--api-key", "alice:k-alice", "--api-key-file", keys}, env(), io.Discard)
+	require.NoError(t, os.WriteFile(keys, []byte("# ops team\nops:k-ops-0123456789abcdef:admin\n\n  carol:k-carol-0123456789abcdef  \n"), 0o600))
+	cfg, err := ParseServe([]string{"--api-key", "alice:k-alice-0123456789abcdef", "--api-key-file", keys}, env(), io.Discard)
 	require.NoError(t, err)
 	all, err := cfg.Keys()
 	require.NoError(t, err)
-	assert.Equal(t, []APIKey{{Name: "alice", Key: "k-alice"}, {Name: "ops", Key: "k-ops", Admin: true}, {Name: "carol", Key: "k-carol"}}, all)
+	assert.Equal(t, []APIKey{{Name: "alice", Key: "k-alice-0123456789abcdef"}, {Name: "ops", Key: "k-ops-0123456789abcdef", Admin: true}, {Name: "carol", Key: "k-carol-0123456789abcdef"}}, all)
 
-	require.NoError(t, os.WriteFile(keys, []byte("dave:k-alice\n"), 0o600))
-	_, err = ParseServe([]string{"--api-key", "alice:k-alice", "--api-key-file", keys}, env(), io.Discard)
+	require.NoError(t, os.WriteFile(keys, []byte("dave:k-alice-0123456789abcdef\n"), 0o600))
+	_, err = ParseServe([]string{"--api-key", "alice:k-alice-0123456789abcdef", "--api-key-file", keys}, env(), io.Discard)
 	require.ErrorContains(t, err, "reuses another key's secret")
 	require.NoError(t, os.WriteFile(keys, []byte("dave\n"), 0o600))
 	_, err = ParseServe([]string{"--api-key-file", keys}, env(), io.Discard)
@@ -138,7 +138,7 @@ func TestAPIKeyFile(t *testing.T) {
 }
 
 func TestConfigCheckCommand(t *testing.T) {
-	path := writeConfig(t, "max-queue = 5\napi-key = [\"alice:topsecret\", \"ops:alsosecret:admin\"]\nhub-token = \"hf_secret\"\n")
+	path := writeConfig(t, "max-queue = 5\napi-key = [\"alice:topsecret-0123456789abcdef\", \"ops:alsosecret-0123456789abcdef:admin\"]\nhub-token = \"hf_secret\"\n")
 	var out, errOut bytes.Buffer
 	code := Main(t.Context(), []string{"config", "check", "--config", path, "--heartbeat", "2s"}, env("NPUD_LISTEN", "127.0.0.1:9"), &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
@@ -153,7 +153,7 @@ func TestConfigCheckCommand(t *testing.T) {
 	}
 	// The output is itself a valid configuration file.
 	again := writeConfig(t, text)
-	_, err := ParseServe([]string{"--config", again, "--api-key", "x:y", "--hub-token", "t"}, env(), io.Discard)
+	_, err := ParseServe([]string{"--config", again, "--api-key", "x:y-0123456789abcdef", "--hub-token", "t"}, env(), io.Discard)
 	require.NoError(t, err)
 
 	out.Reset()

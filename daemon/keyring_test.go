@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The lookup must not reveal, through how long it takes, whether or where
@@ -48,14 +50,15 @@ func TestParseAPIKey(t *testing.T) {
 		want APIKey
 		err  string
 	}{
-		{"alice:sk-1", APIKey{Name: "alice", Key: "sk-1"}, ""},
-		{" ops:sk-2:admin ", APIKey{Name: "ops", Key: "sk-2", Admin: true}, ""},
+		{"alice:sk-1-0123456789abcdef", APIKey{Name: "alice", Key: "sk-1-0123456789abcdef"}, ""},
+		{" ops:sk-2-0123456789abcdef:admin ", APIKey{Name: "ops", Key: "sk-2-0123456789abcdef", Admin: true}, ""},
+		{"alice:short-key", APIKey{}, "at least 16"}, // issue 12, item 5
 		{"alice", APIKey{}, "NAME:KEY"},
 		{":sk", APIKey{}, "NAME:KEY"},
 		{"alice:", APIKey{}, "NAME:KEY"},
-		{"a:b:root", APIKey{}, "only role is admin"},
+		{"a:b0123456789abcdef:root", APIKey{}, "only role is admin"},
 		{"a:b:admin:x", APIKey{}, "NAME:KEY"},
-		{`bad name:k`, APIKey{}, "metric label"},
+		{`bad name:k0123456789abcdef`, APIKey{}, "metric label"},
 	}
 	for _, tc := range tests {
 		got, err := ParseAPIKey(tc.in)
@@ -65,5 +68,20 @@ func TestParseAPIKey(t *testing.T) {
 		}
 		assert.NoError(t, err)
 		assert.Equal(t, tc.want, got)
+	}
+}
+
+// Issue 12, item 5: a key that does not parse is never printed, neither in
+// the error nor in the usage the flag package writes.
+func TestAPIKeyErrorsMaskTheKey(t *testing.T) {
+	for _, args := range [][]string{
+		{"--api-key", "alice:sk-very-secret-value-1:root"},
+		{"--api-key=alice:sk-short"},
+	} {
+		var usage bytes.Buffer
+		_, err := ParseServe(args, func(string) string { return "" }, &usage)
+		require.Error(t, err)
+		assert.NotContains(t, err.Error()+usage.String(), "sk-", "%v", args)
+		assert.Contains(t, err.Error(), "alice:****")
 	}
 }
