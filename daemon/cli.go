@@ -27,7 +27,7 @@ Usage:
   npud config check [--config FILE] [flags]
                        validate the configuration (file, NPUD_* environment, flags)
                        and print the effective settings, secrets masked
-  npud install | uninstall | start | stop | restart | status
+  npud service install | uninstall | start | stop | restart | status
                        manage npud as an OS service (systemd unit, Windows service)
   npud bench [flags]   load-test a streaming endpoint (OpenAI SSE or Ollama NDJSON),
                        npud's or any other; npud bench -h lists flags
@@ -46,19 +46,36 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return serve(ctx, args[1:], getenv, stderr)
 	case "pull":
 		return pull(ctx, args[1:], getenv, stdout, stderr)
+	case "service":
+		return serviceMain(args[1:], getenv, stdout, stderr)
 	case "install", "uninstall", "start", "stop", "restart", "status":
-		return serviceCommand(args[0], getenv, stdout, stderr)
+		// Not aliases: `npud stop MODEL` is an Ollama habit, and a service
+		// verb at the top level would act on the service instead.
+		fmt.Fprintf(stderr, "npud %s: the service commands are under `npud service`: npud service %s\n", args[0], args[0])
+		return 2
 	case "bench":
 		return benchCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "config":
 		return configCommand(args[1:], getenv, stdout, stderr)
 	case "devices":
+		if len(args) > 1 {
+			if isHelp(args[1]) && len(args) == 2 {
+				fmt.Fprintln(stdout, "usage: npud devices\n\nlists the devices OpenVINO sees")
+				return 0
+			}
+			fmt.Fprintf(stderr, "npud devices takes no arguments, got %q\n", strings.Join(args[1:], " "))
+			return 2
+		}
 		if err := printDevices(stdout); err != nil {
 			fmt.Fprintf(stderr, "npud devices: %v\n", err)
 			return 1
 		}
 		return 0
 	case "version", "--version", "-version":
+		if len(args) > 1 && !(isHelp(args[1]) && len(args) == 2) {
+			fmt.Fprintf(stderr, "npud version takes no arguments, got %q\n", strings.Join(args[1:], " "))
+			return 2
+		}
 		fmt.Fprintf(stdout, "npud %s\n", Version)
 		return 0
 	case "help", "-h", "--help":

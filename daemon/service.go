@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,12 +66,49 @@ func serviceConfig(exe string, p servicePaths) *service.Config {
 	}
 }
 
-const serviceUsage = `usage: npud install | uninstall | start | stop | restart | status
+const serviceUsage = `usage: npud service install | uninstall | start | stop | restart | status
 
 install registers npud with the OS service manager: on Linux the hardened
 systemd unit (configuration %s), on Windows an automatic service that
 restarts on failure, with its configuration and models under ProgramData.
 `
+
+// serviceActions are the service manager's verbs, under `npud service`.
+var serviceActions = []string{"install", "uninstall", "start", "stop", "restart", "status"}
+
+// serviceMain runs `npud service ACTION`. Anything it does not expect,
+// --help included, is answered without touching the service manager: an
+// install must never be the side effect of asking how to install.
+func serviceMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	help := func(w io.Writer) { fmt.Fprintf(w, serviceUsage, defaultServicePaths(runtime.GOOS, getenv).config) }
+	if len(args) == 0 {
+		help(stderr)
+		return 2
+	}
+	if isHelp(args[0]) {
+		help(stdout)
+		return 0
+	}
+	if !slices.Contains(serviceActions, args[0]) {
+		fmt.Fprintf(stderr, "npud service: unknown action %q\n\n", args[0])
+		help(stderr)
+		return 2
+	}
+	if rest := args[1:]; len(rest) > 0 {
+		if isHelp(rest[0]) && len(rest) == 1 {
+			help(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "npud service %s takes no arguments, got %q\n\n", args[0], strings.Join(rest, " "))
+		help(stderr)
+		return 2
+	}
+	return serviceCommand(args[0], getenv, stdout, stderr)
+}
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
 
 // serviceCommand runs one service-manager action.
 func serviceCommand(action string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -79,13 +117,13 @@ func serviceCommand(action string, getenv func(string) string, stdout, stderr io
 		exe, err = filepath.EvalSymlinks(exe)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "npud %s: cannot find the npud executable: %v\n", action, err)
+		fmt.Fprintf(stderr, "npud service %s: cannot find the npud executable: %v\n", action, err)
 		return 1
 	}
 	paths := defaultServicePaths(runtime.GOOS, getenv)
 	svc, err := service.New(&serviceProgram{}, serviceConfig(exe, paths))
 	if err != nil {
-		fmt.Fprintf(stderr, "npud %s: %v\n", action, err)
+		fmt.Fprintf(stderr, "npud service %s: %v\n", action, err)
 		return 1
 	}
 	if action == "status" {
@@ -95,16 +133,16 @@ func serviceCommand(action string, getenv func(string) string, stdout, stderr io
 		// systemd creates the unit's directories; Windows needs them made.
 		for _, dir := range []string{filepath.Dir(paths.config), paths.models, paths.cache} {
 			if err := os.MkdirAll(dir, 0o750); err != nil {
-				fmt.Fprintf(stderr, "npud install: %v\n", err)
+				fmt.Fprintf(stderr, "npud service install: %v\n", err)
 				return 1
 			}
 		}
 	}
 	if err := service.Control(svc, action); err != nil {
-		fmt.Fprintf(stderr, "npud %s (%s): %v\n", action, svc.Platform(), err)
+		fmt.Fprintf(stderr, "npud service %s (%s): %v\n", action, svc.Platform(), err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "npud %s: done (%s)\n", action, svc.Platform())
+	fmt.Fprintf(stdout, "npud service %s: done (%s)\n", action, svc.Platform())
 	return 0
 }
 
@@ -117,7 +155,7 @@ func printServiceStatus(svc service.Service, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "npud: not installed (%s)\n", svc.Platform())
 		return 4
 	case err != nil:
-		fmt.Fprintf(stderr, "npud status (%s): %v\n", svc.Platform(), err)
+		fmt.Fprintf(stderr, "npud service status (%s): %v\n", svc.Platform(), err)
 		return 4
 	case st == service.StatusRunning:
 		fmt.Fprintln(stdout, "npud: running")

@@ -49,7 +49,7 @@ func TestServiceCommandsAreWired(t *testing.T) {
 	// status only reads; it must answer in LSB style whatever this machine
 	// runs (here PID 1 is not systemd, so npud is never installed).
 	var out, errOut bytes.Buffer
-	code := Main(t.Context(), []string{"status"}, env(), &out, &errOut)
+	code := Main(t.Context(), []string{"service", "status"}, env(), &out, &errOut)
 	assert.Contains(t, []int{0, 3, 4}, code, "%s%s", out.String(), errOut.String())
 	assert.True(t, strings.HasPrefix(out.String()+errOut.String(), "npud"), "%q", out.String()+errOut.String())
 
@@ -57,5 +57,44 @@ func TestServiceCommandsAreWired(t *testing.T) {
 	Main(t.Context(), []string{"help"}, env(), &out, &errOut)
 	for _, cmd := range []string{"install", "uninstall", "status", "config check"} {
 		assert.Contains(t, out.String(), cmd)
+	}
+}
+
+// Issue 12, item 14: asking for help, or passing an argument, never acts on
+// the service; the service verbs live under `npud service` so that an
+// Ollama habit such as `npud stop MODEL` cannot stop the service.
+func TestServiceCommandsNeverSurprise(t *testing.T) {
+	// Should anything reach the service manager, it finds no tool to run
+	// (and the exit code is 1, not the usage error's 2).
+	t.Setenv("PATH", t.TempDir())
+	tests := []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"install", "--help"}, 2, "npud service install"},
+		{[]string{"uninstall", "--help"}, 2, "npud service uninstall"},
+		{[]string{"stop", "sim"}, 2, "npud service stop"},
+		{[]string{"start"}, 2, "npud service start"},
+		{[]string{"status"}, 2, "npud service status"},
+		{[]string{"service"}, 2, "usage: npud service"},
+		{[]string{"service", "--help"}, 0, "usage: npud service"},
+		{[]string{"service", "install", "--help"}, 0, "usage: npud service"},
+		{[]string{"service", "uninstall", "-h"}, 0, "usage: npud service"},
+		{[]string{"service", "stop", "sim"}, 2, "takes no arguments"},
+		{[]string{"service", "install", "--force"}, 2, "takes no arguments"},
+		{[]string{"service", "reinstall"}, 2, "unknown action"},
+		{[]string{"version", "extra"}, 2, "takes no arguments"},
+		{[]string{"devices", "extra"}, 2, "takes no arguments"},
+		{[]string{"devices", "--help"}, 0, "usage: npud devices"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Main(t.Context(), tc.args, env(), &out, &errOut)
+			assert.Equal(t, tc.code, code, "%s%s", out.String(), errOut.String())
+			assert.Contains(t, out.String()+errOut.String(), tc.says)
+			assert.NotContains(t, out.String()+errOut.String(), "done (", "nothing was done")
+		})
 	}
 }

@@ -1,5 +1,5 @@
 // Package systemd holds npud's systemd units, embedded in the binary: the
-// hardened service unit that the packages install and `npud install`
+// hardened service unit that the packages install and `npud service install`
 // writes, and the optional socket unit for socket activation.
 //
 // The service is Type=notify with a watchdog, so the daemon must send
