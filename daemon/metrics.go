@@ -115,10 +115,13 @@ func (m *metrics) streamOpened(route string) (done func()) {
 
 // requestEnded records a finished generation request from what its
 // handler learned; it runs once per request, beside the access log.
-func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info) {
+func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info, served func(string) bool) {
 	model := info.Model
-	if model == "" {
-		model = "unknown" // refused before the body named one
+	if model == "" || !served(model) {
+		// Refused before the body named one, or named one nobody serves:
+		// a label per made-up name would let any client grow every series
+		// (and /metrics) without bound.
+		model = "unknown"
 	}
 	var st npu.StreamStats
 	if info.Stream != nil {
@@ -193,4 +196,11 @@ func engineErrorKind(err error) string {
 		return "engine"
 	}
 	return ""
+}
+
+// servesModel reports whether name (or an alias of it) is a model the
+// runner serves: only those become metric labels.
+func (s *Server) servesModel(name string) bool {
+	_, err := s.runner.Model(name)
+	return err == nil
 }

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -252,4 +253,29 @@ func TestMetricsModelReloadIsALoad(t *testing.T) {
 	require.Equal(t, 200, resp.StatusCode, "%s", raw)
 	assert.Equal(t, 2.0, scrapeMetrics(t, srv.URL).sum("npud_model_load_seconds_count", "model", "sim", "device", "simulated"),
 		"the first reload loads, the second reloads")
+}
+
+// Issue 12, item 6: a model name only becomes a label when npud serves it;
+// requests naming made-up models share "unknown", so a client cannot grow
+// every series (and /metrics) with names of its choosing.
+func TestMetricsLabelOnlyServedModels(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	for i := range 5 {
+		name := fmt.Sprintf("made-up-%d-%s", i, strings.Repeat("x", 200))
+		resp, _ := c.Do(t, "POST", "/v1/chat/completions", `{"model":"`+name+`","messages":[{"role":"user","content":"hi"}]}`)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		resp, _ = c.Do(t, "POST", "/api/generate", `{"model":"`+name+`","prompt":"hi"}`)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	}
+	resp, _ := c.Do(t, "POST", "/v1/chat/completions", tinyChat)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var m scrape
+	daemontest.Eventually(t, func() bool {
+		m = scrapeMetrics(t, srv.URL)
+		return m.sum("npud_requests_total", "model", "unknown") == 10 && m.sum("npud_requests_total", "model", "sim") == 1
+	})
+	for series := range m {
+		assert.NotContains(t, series, "made-up", "no label for a model nobody serves")
+	}
 }

@@ -43,7 +43,7 @@ func (s *Server) requestInfo(c *gin.Context) {
 		status = info.Status
 	}
 	if generation && !c.IsAborted() {
-		s.metrics.requestEnded(route, status, info)
+		s.metrics.requestEnded(route, status, info, s.servesModel)
 	}
 	attrs := []slog.Attr{
 		slog.String("request_id", info.ID),

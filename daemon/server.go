@@ -193,7 +193,7 @@ func (s *Server) routes() http.Handler {
 			MaxMessage:     s.cfg.MaxBodyBytes,
 			PingInterval:   s.cfg.Heartbeat,
 			AllowAnyOrigin: true, // s.cors vetted the Origin already
-			RequestEnded:   func(info *reqinfo.Info) { s.metrics.requestEnded(realtimeRoute, http.StatusOK, info) },
+			RequestEnded:   func(info *reqinfo.Info) { s.metrics.requestEnded(realtimeRoute, http.StatusOK, info, s.servesModel) },
 		},
 	}, s.log)
 	s.openai.Register(r)
