@@ -63,6 +63,7 @@ type Security struct {
 	APIKeys         []APIKey      // bearer tokens; none = no authentication
 	APIKeyFile      string        // more keys, one NAME:KEY[:admin] per line; re-read on reload
 	NoAuth          bool          // serve without keys even where keys were configured before
+	MetricsPublic   bool          // with keys, /metrics for every key, not only admin keys
 	PublicPaths     []string      // paths open without a key (GET and HEAD only)
 	AllowedHosts    []string      // extra Host names accepted on a loopback listener; "*" = any
 	CORSOrigins     []string      // browser origins allowed; empty = localhost origins; "*" = any
@@ -263,6 +264,7 @@ func (c *Config) options(ls *layers) []option {
 			return nil
 		})},
 		{"api-key-file", "file of API keys, one NAME:KEY[:admin] per line (# comments); re-read on SIGHUP; a file with no key is an error", str(&c.APIKeyFile, "")},
+		{"metrics-public", "with API keys, let every key read /metrics (it names every tenant); by default only admin keys may", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.MetricsPublic, n, false, u) }},
 		{"no-auth", "switch authentication off explicitly: without it, a reload that would leave no API key where keys were configured is refused", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.NoAuth, n, false, u) }},
 		{"public-paths", "paths open without a key, for GET and HEAD", list(&c.PublicPaths, []string{"/", "/health"}, nil)},
 		{"allowed-hosts", "extra Host names accepted when listening on loopback (* = any; protects against DNS rebinding)", list(&c.AllowedHosts, nil, nil)},

@@ -134,6 +134,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"tls-cert", "/c.pem", func(c Config) any { return c.TLSCert }, "/c.pem"},
 		{"tls-key", "/k.pem", func(c Config) any { return c.TLSKey }, "/k.pem"},
 		{"no-auth", "true", func(c Config) any { return c.NoAuth }, true},
+		{"metrics-public", "true", func(c Config) any { return c.MetricsPublic }, true},
 	}
 	var c Config
 	covered := map[string]bool{}

@@ -17,7 +17,7 @@ import (
 // server. Everything else (the listener, the engine, queue sizes) is read
 // once at start; a change to it is reported as needing a restart.
 var reloadable = map[string]bool{
-	"APIKeys": true, "APIKeyFile": true, "NoAuth": true, "PublicPaths": true, "AllowedHosts": true, "CORSOrigins": true,
+	"APIKeys": true, "APIKeyFile": true, "NoAuth": true, "MetricsPublic": true, "PublicPaths": true, "AllowedHosts": true, "CORSOrigins": true,
 	"RateLimit": true, "RateBurst": true, "MaxStreams": true, "BodyReadTimeout": true,
 	"MaxBodyBytes": true, "LogLevel": true,
 }

@@ -31,6 +31,7 @@ type policy struct {
 	cors            corsPolicy
 	maxBody         int64
 	bodyReadTimeout time.Duration
+	metricsPublic   bool
 }
 
 func newPolicy(cfg Config, listenAddr string) (*policy, error) {
@@ -45,6 +46,7 @@ func newPolicy(cfg Config, listenAddr string) (*policy, error) {
 		cors:            corsPolicy{origins: cfg.CORSOrigins},
 		maxBody:         cfg.MaxBodyBytes,
 		bodyReadTimeout: cfg.BodyReadTimeout,
+		metricsPublic:   cfg.MetricsPublic,
 	}
 	for _, path := range cfg.PublicPaths {
 		p.public[path] = true
@@ -222,7 +224,9 @@ func (s *Server) authenticate(c *gin.Context) {
 	p := s.policy.Load()
 	info := reqinfo.From(c.Request.Context())
 	info.Tenant = anonymous
-	admin := strings.HasPrefix(c.Request.URL.Path, "/admin/")
+	// /metrics names every tenant and its counts: with keys, it is an
+	// admin's view unless metrics-public opens it to every key.
+	admin := strings.HasPrefix(c.Request.URL.Path, "/admin/") || (c.Request.URL.Path == "/metrics" && !p.metricsPublic)
 	if !p.keys.enabled() || (!admin && p.isPublic(c.Request)) {
 		c.Next()
 		return
@@ -246,7 +250,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	info.Tenant = key.Name
 	if admin && !key.Admin {
-		writeDenied(c, http.StatusForbidden, "permission_denied", fmt.Sprintf("key %q may not call admin routes", key.Name), 0)
+		writeDenied(c, http.StatusForbidden, "permission_denied", fmt.Sprintf("key %q may not call admin routes (/admin, /metrics)", key.Name), 0)
 		return
 	}
 	if modelManagement(c.Request) && !key.Admin {

@@ -78,6 +78,9 @@ func TestAuthentication(t *testing.T) {
 		{"good key, Ollama", "POST", "/api/generate", tinyOllama, []string{"Authorization", "Bearer " + alice.Key}, 200, ""},
 		{"models need a key", "GET", "/v1/models", "", nil, 401, "missing_api_key"},
 		{"metrics need a key", "GET", "/metrics", "", nil, 401, "missing_api_key"},
+		// Issue 12, item 5: /metrics names every tenant; an admin's view.
+		{"metrics with a tenant key", "GET", "/metrics", "", []string{"Authorization", "Bearer " + alice.Key}, 403, "permission_denied"},
+		{"metrics with an admin key", "GET", "/metrics", "", []string{"Authorization", "Bearer " + ops.Key}, 200, ""},
 		{"health is open", "GET", "/health", "", nil, 200, ""},
 		{"HEAD / is open", "HEAD", "/", "", nil, 200, ""},
 		{"GET / is open", "GET", "/", "", nil, 200, ""},
