@@ -65,7 +65,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	if ep == completionsEndpoint {
 		id = "cmpl-" + info.ID
 	}
-	enc := newChunkEncoder(ep, id, info.Start.Unix(), req.Model)
+	enc := newChunkEncoder(ep, id, src.createdAt(info.Start).Unix(), req.Model)
 	if req.Stream {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		a.writeStream(ctx, c.Writer, info, src, ep, enc, includeUsage)
@@ -76,6 +76,16 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 
 // source is what a writer reads: the bridge's stream itself, or a cursor
 // on its journal when the client named its request.
+// createdAt is the completion's created time: the generation's start when
+// the source is a journal (joined and resumed readers repeat it), else the
+// request's.
+func (s *source) createdAt(requestStart time.Time) time.Time {
+	if !s.started.IsZero() {
+		return s.started
+	}
+	return requestStart
+}
+
 type source struct {
 	next         func(ctx context.Context) (npu.Event, error)
 	firstTokenAt func() time.Time
@@ -86,6 +96,9 @@ type source struct {
 	position func() int
 	ids      bool
 	resumed  bool
+	// started is when the generation began: a joined or resumed reader
+	// repeats the original created, not its own arrival.
+	started time.Time
 }
 
 // fingerprint identifies a request by what it asks, whatever its
@@ -143,7 +156,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 	}
 	info.Stream = j
 	cur := j.Attach(from)
-	src := &source{firstTokenAt: j.FirstTokenAt, close: cur.Close, ids: resumable, resumed: from > 0}
+	src := &source{firstTokenAt: j.FirstTokenAt, close: cur.Close, ids: resumable, resumed: from > 0, started: j.Started()}
 	last := from - 1
 	src.position = func() int { return last }
 	src.next = func(ctx context.Context) (npu.Event, error) {
@@ -288,7 +301,7 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 	info.FinishReason = finishReason(res.FinishReason)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
-	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, info.Start.Unix(), model, text, info.FinishReason, usageOf(res))); err != nil {
+	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, text, info.FinishReason, usageOf(res))); err != nil {
 		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }

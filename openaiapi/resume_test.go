@@ -275,3 +275,29 @@ func TestResumeErrors(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
 	assert.Contains(t, string(raw), "invalid_last_event_id")
 }
+
+// A reader that joins or resumes a generation later describes the same
+// completion: its chunks and answer carry the generation's created time,
+// not the second the reader arrived in.
+func TestJoinedReadersRepeatTheOriginalCreated(t *testing.T) {
+	srv, _ := startCounting(t, time.Millisecond)
+	c := daemontest.NewClient(t, srv.URL)
+	created := func(raw []byte) string {
+		t.Helper()
+		i := strings.Index(string(raw), `"created":`)
+		require.GreaterOrEqual(t, i, 0, "%s", raw)
+		return strings.SplitN(string(raw[i+len(`"created":`):]), ",", 2)[0]
+	}
+	for _, tc := range []struct{ name, body string }{
+		{"stream", `{"model":"sim","stream":true,"max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`},
+		{"whole", `{"model":"sim","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, first := c.Do(t, http.MethodPost, "/v1/chat/completions", tc.body, "X-Request-ID", "created-"+tc.name)
+			// Into the next second, so a created of the reader's own differs.
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+			_, again := c.Do(t, http.MethodPost, "/v1/chat/completions", tc.body, "X-Request-ID", "created-"+tc.name)
+			assert.Equal(t, created(first), created(again))
+		})
+	}
+}

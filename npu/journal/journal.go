@@ -59,6 +59,7 @@ type Journal struct {
 	resumable       bool
 	stream          *npu.Stream
 	reg             *Registry
+	started         time.Time
 
 	mu        sync.Mutex
 	entries   []Entry // entries[0] has Index first
@@ -104,7 +105,7 @@ func (r *Registry) Open(id, fingerprint string, resumable bool, start func() (*n
 		return nil, false, err
 	}
 	j = &Journal{id: id, fingerprint: fingerprint, resumable: resumable, stream: stream, reg: r,
-		changed: make(chan struct{}), readers: map[*Cursor]struct{}{}}
+		changed: make(chan struct{}), readers: map[*Cursor]struct{}{}, started: time.Now()}
 	r.byID[id] = j
 	r.wg.Add(1)
 	go j.pump()
@@ -210,6 +211,10 @@ func (j *Journal) FirstTokenAt() time.Time { return j.stream.FirstTokenAt() }
 
 // ID is the request id.
 func (j *Journal) ID() string { return j.id }
+
+// Started is when the generation was started: every reader of it, joined
+// or resumed later, describes the same completion (OpenAI's created).
+func (j *Journal) Started() time.Time { return j.started }
 
 // Stats describes the generation, as npu.Stream.Stats does.
 func (j *Journal) Stats() npu.StreamStats { return j.stream.Stats() }
