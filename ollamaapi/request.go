@@ -3,8 +3,10 @@ package ollamaapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"reflect"
 	"sort"
@@ -57,19 +59,33 @@ func (r *request) stream() bool { return r.Stream == nil || *r.Stream }
 // number of seconds (300, -1) or a string of one ("300").
 type keepAlive struct{ d time.Duration }
 
+// maxKeepAliveSeconds is the longest keep_alive a time.Duration holds
+// (about 292 years); a longer one would wrap around to a short or negative
+// one. Negative values (forever) are bounded the same way.
+const maxKeepAliveSeconds = float64(math.MaxInt64) / float64(time.Second)
+
+func keepAliveSeconds(secs float64, raw string) (time.Duration, error) {
+	if math.IsNaN(secs) || math.IsInf(secs, 0) || math.Abs(secs) >= maxKeepAliveSeconds {
+		return 0, fmt.Errorf("keep_alive %s is out of range: use a duration such as \"5m\", a number of seconds, or -1 to keep the model loaded", raw)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
 func (k *keepAlive) UnmarshalJSON(b []byte) error {
 	var secs float64
 	if err := json.Unmarshal(b, &secs); err == nil {
-		k.d = time.Duration(secs * float64(time.Second))
-		return nil
+		d, err := keepAliveSeconds(secs, string(b))
+		k.d = d
+		return err
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return jsonbody.TypeError(b, reflect.TypeFor[string]())
 	}
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		k.d = time.Duration(n * float64(time.Second))
-		return nil
+	if n, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		d, err := keepAliveSeconds(n, strconv.Quote(s))
+		k.d = d
+		return err
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {

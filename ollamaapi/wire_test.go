@@ -260,6 +260,11 @@ func TestWireBadInput(t *testing.T) {
 		{"tool role", "/api/chat", `{"model":"sim","messages":[{"role":"tool","content":"x"}]}`, 400, "tool"},
 		{"think", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"think":true}`, 400, "thinking"},
 		{"bad keep_alive", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":"soon"}`, 400, "keep_alive"},
+		// Issue 12, item 8: NaN, infinite and huge keep_alive meant forever or wrapped around.
+		{"keep_alive NaN", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":"NaN"}`, 400, "keep_alive"},
+		{"keep_alive Inf", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":"+Inf"}`, 400, "keep_alive"},
+		{"keep_alive huge", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":1e300}`, 400, "keep_alive"},
+		{"keep_alive huge string", "/api/chat", `{"model":"sim","messages":[],"keep_alive":"1e20"}`, 400, "keep_alive"},
 		{"embed for an unknown model", "/api/embed", `{"model":"nope","input":"x"}`, 404, "nope"},
 		{"embed input of the wrong type", "/api/embed", `{"model":"sim","input":5}`, 400, "input"},
 		{"copy without destination", "/api/copy", `{"source":"sim"}`, 400, "destination"},

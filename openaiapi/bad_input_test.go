@@ -72,6 +72,8 @@ func TestBadInput(t *testing.T) {
 		{"tool role", "", chat, `{"model":"sim","messages":[{"role":"tool","content":"x"}]}`, 400, "messages[0].role", "unsupported_value", []string{"tool"}},
 		{"user without content", "", chat, `{"model":"sim","messages":[{"role":"system","content":"s"},{"role":"user"}]}`, 400, "messages[1].content", "missing_required_parameter", []string{"messages[1].content"}},
 		{"timeout_ms 0", "", chat, `{"model":"sim",` + msgs + `,"timeout_ms":0}`, 400, "timeout_ms", "invalid_value", []string{"timeout_ms"}},
+		// Issue 12, item 8: far past a week, time.Duration wrapped to a deadline microseconds away.
+		{"timeout_ms huge", "", chat, `{"model":"sim",` + msgs + `,"timeout_ms":9223372036854}`, 400, "timeout_ms", "invalid_value", []string{"timeout_ms"}},
 		{"empty stop string", "", chat, `{"model":"sim",` + msgs + `,"stop":["a",""]}`, 400, "stop", "invalid_value", []string{"stop[1]", "empty"}},
 		{"response_format json", "", chat, `{"model":"sim",` + msgs + `,"response_format":{"type":"json_object"}}`, 400, "response_format", "unsupported_parameter", []string{"json_object"}},
 		{"context too long", "", chat, `{"model":"sim",` + msgs + `,"max_tokens":40000}`, 400, "messages", "context_length_exceeded", []string{"context"}},

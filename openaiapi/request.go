@@ -13,6 +13,10 @@ import (
 
 // request holds the fields of both /v1/chat/completions and /v1/completions.
 // Unknown fields are ignored, as OpenAI-compatible servers do; known fields
+
+// maxTimeoutMS is the longest timeout_ms accepted: 7 days.
+const maxTimeoutMS = 7 * 24 * 3600 * 1000
+
 // npud cannot honour are refused in validate rather than silently dropped.
 type request struct {
 	Model               string          `json:"model"`
@@ -170,8 +174,10 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 	}
 	out.Timeout = defaultTimeout
 	if req.TimeoutMS != nil {
-		if *req.TimeoutMS <= 0 {
-			return nil, invalid("timeout_ms", "invalid_value", "'timeout_ms' must be a positive number of milliseconds, got %d", *req.TimeoutMS)
+		// Past a week it is a mistake, and far past it time.Duration wraps
+		// around to a deadline microseconds away.
+		if *req.TimeoutMS <= 0 || *req.TimeoutMS > maxTimeoutMS {
+			return nil, invalid("timeout_ms", "invalid_value", "'timeout_ms' must be a number of milliseconds from 1 to %d (7 days), got %d", maxTimeoutMS, *req.TimeoutMS)
 		}
 		out.Timeout = time.Duration(*req.TimeoutMS) * time.Millisecond
 	}
