@@ -45,6 +45,7 @@ type Config struct {
 	DrainTimeout    time.Duration     // grace for in-flight streams on shutdown
 	KeepAlive       time.Duration     // how long an idle model stays loaded; negative = forever
 	MaxLoadedModels int               // models in memory at once; 0 = no cap
+	MaxEmbedInputs  int               // inputs of one embedding request
 	ResumeWindow    time.Duration     // how long a stream's events stay for resumes and repeated starts
 	ResumeMaxBytes  int               // text kept per stream for resumes
 	WSMaxRequests   int               // generations at once per WebSocket connection
@@ -245,6 +246,7 @@ func (c *Config) options(ls *layers) []option {
 			c.Aliases[alias] = model
 			return nil
 		})},
+		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"api-key", "API keys NAME:KEY (or NAME:KEY:admin for /admin routes), comma-separated or repeated; none = no authentication", list(&keyList, nil, func(s string) error {
 			if ls.secretErr != nil && ls.secretErrIn < ls.current {
@@ -376,6 +378,7 @@ func (c Config) Validate() error {
 	check(c.NPUGenerateHint == "" || c.NPUGenerateHint == "FAST_COMPILE" || c.NPUGenerateHint == "BEST_PERF",
 		"--npu-generate-hint must be FAST_COMPILE or BEST_PERF, got %q", c.NPUGenerateHint)
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
+	check(c.MaxEmbedInputs > 0, "--max-embed-inputs must be positive, got %d", c.MaxEmbedInputs)
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
 	check(c.SimSlots >= 1, "--sim-slots must be 1 or more, got %d", c.SimSlots)

@@ -102,6 +102,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"keep-alive", "-1s", func(c Config) any { return c.KeepAlive }, -time.Second},
 		{"preload", "sim, other", func(c Config) any { return c.Preload }, []string{"sim", "other"}},
 		{"alias", "fast=sim,big=other", func(c Config) any { return c.Aliases }, map[string]string{"fast": "sim", "big": "other"}},
+		{"max-embed-inputs", "16", func(c Config) any { return c.MaxEmbedInputs }, 16},
 		{"max-loaded-models", "3", func(c Config) any { return c.MaxLoadedModels }, 3},
 		{"hub-endpoint", "http://127.0.0.1:9", func(c Config) any { return c.HubEndpoint }, "http://127.0.0.1:9"},
 		{"hub-token", "secret", func(c Config) any { return c.HubToken }, "secret"},

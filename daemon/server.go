@@ -201,6 +201,7 @@ func (s *Server) routes() http.Handler {
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
 		Version:        Version,
+		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 	}, s.log).Register(r)
 	return r
 }

@@ -26,6 +26,8 @@ type Config struct {
 	WriteTimeout time.Duration
 	// Version is npud's own version, reported beside CompatVersion.
 	Version string
+	// MaxEmbedInputs bounds the inputs of one embedding request; 0 = no cap.
+	MaxEmbedInputs int
 }
 
 // API serves the Ollama-compatible routes.

@@ -183,6 +183,12 @@ func (r *embedRequest) model() string {
 // embedWith runs the embedding and answers errors itself.
 func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][]float32, int, time.Duration, bool) {
 	info := reqinfo.From(c.Request.Context())
+	// A few bytes of input each give kilobytes of vector and engine time:
+	// bound the count, so a small body cannot ask for a huge answer.
+	if n := a.cfg.MaxEmbedInputs; n > 0 && len(inputs) > n {
+		a.fail(c.Writer, info, badRequest("input has %d items: at most %d per request (max-embed-inputs)", len(inputs), n))
+		return nil, 0, 0, false
+	}
 	start := time.Now()
 	vectors, tokens, err := a.runner.Embed(c.Request.Context(), req.model(), inputs)
 	if errors.Is(err, npu.ErrNotSupported) {

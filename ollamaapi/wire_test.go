@@ -313,3 +313,15 @@ func TestWireEmbeddings(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Contains(t, string(raw), `model \"sim\" does not support embeddings`)
 }
+
+// Issue 12, item 7: a small body listing many inputs asked for a huge
+// answer and held the engine; the count is bounded.
+func TestWireEmbeddingInputsAreBounded(t *testing.T) {
+	f := newWire(t, func(c *daemon.Config) { c.MaxEmbedInputs = 3 }, nil)
+	resp, raw := f.do(t, http.MethodPost, "/api/embed", `{"model":"sim","input":["a","b","c","d"]}`)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "at most 3")
+	assert.Contains(t, string(raw), `"error"`)
+	resp, raw = f.do(t, http.MethodPost, "/api/embed", `{"model":"sim","input":["a","b","c"]}`)
+	assert.NotEqual(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+}
