@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/coreos/go-systemd/v22/activation"
 
@@ -130,9 +132,15 @@ func serveUntil(ctx context.Context, args []string, getenv func(string) string, 
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	hupCtx, stopHup := context.WithCancel(ctx)
-	defer stopHup()
-	go srv.reloadOnHangup(hupCtx, args, getenv)
+	// SIGHUP stays handled until the process exits: once the drain began,
+	// its default action (termination) would cut the streams the drain is
+	// finishing.
+	hupDone := make(chan struct{})
+	defer close(hupDone)
+	go srv.reloadOnHangup(ctx, hupDone, args, getenv)
+	// A client or journald going away must not kill the daemon: writes to
+	// them fail with EPIPE instead, as they do on sockets.
+	signal.Ignore(syscall.SIGPIPE)
 	if err := srv.Serve(ctx); err != nil {
 		log.Error("stopped with an error", "err", err)
 		return 1

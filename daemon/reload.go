@@ -142,17 +142,23 @@ func changedFields(a, b Config) []string {
 }
 
 // reloadOnHangup re-reads the configuration (file, environment, args) on
-// each SIGHUP until ctx ends; a configuration that does not validate is
-// logged and ignored, and the running one stays.
-func (s *Server) reloadOnHangup(ctx context.Context, args []string, getenv func(string) string) {
+// each SIGHUP until serving ends (ctx); a configuration that does not
+// validate is logged and ignored, and the running one stays. During the
+// drain it keeps SIGHUP from its default action, terminating the process,
+// until done closes.
+func (s *Server) reloadOnHangup(ctx context.Context, done <-chan struct{}, args []string, getenv func(string) string) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	for {
 		select {
-		case <-ctx.Done():
+		case <-done:
 			return
 		case <-hup:
+		}
+		if ctx.Err() != nil {
+			s.log.Warn("SIGHUP during the drain: ignored")
+			continue
 		}
 		next, err := ParseServe(args, getenv, io.Discard)
 		if err == nil {

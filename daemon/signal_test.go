@@ -166,6 +166,25 @@ func TestBinarySignals(t *testing.T) {
 		assert.NotContains(t, logs, "level=ERROR")
 	})
 
+	// Issue 12, item 12: the SIGHUP handler used to end with the drain's
+	// start, so a SIGHUP during the drain killed the process mid-stream.
+	t.Run("SIGHUP during a drain is ignored", func(t *testing.T) {
+		p := startBinary(t, bin, "--sim-ttft", "1ms", "--sim-itl", "20ms")
+		resp := openStream(t, context.Background(), newClient(t), "http://"+p.addr, chat("hup", `"max_tokens":30`))
+		defer resp.Body.Close()
+		ch := frames(resp.Body)
+		untilContent(t, ch)
+
+		p.signal(t, syscall.SIGTERM)
+		waitFor(t, func() bool { return strings.Contains(p.log(), "msg=draining") })
+		p.signal(t, syscall.SIGHUP)
+		after := collect(ch)
+		require.NotEmpty(t, after)
+		assert.Equal(t, "data: [DONE]", after[len(after)-1].text, "the stream finished during the drain")
+		state := p.wait(t, 20*time.Second)
+		assert.Equal(t, 0, state.ExitCode(), "a drained exit, not killed by SIGHUP: %v\n%s", state, p.log())
+	})
+
 	t.Run("SIGINT when idle exits 0", func(t *testing.T) {
 		p := startBinary(t, bin)
 		p.signal(t, os.Interrupt)
