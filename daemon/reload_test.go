@@ -111,14 +111,7 @@ func TestEmptyKeyFileFailsClosed(t *testing.T) {
 	cfg.APIKeyFile = full
 	srv, err := daemon.New(cfg, discardLogger())
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
-	c := daemontest.NewClient(t, "http://"+srv.Addr().String())
+	c := serveInBackground(t, srv)
 
 	// Cut short: the file exists but holds only a comment now.
 	require.NoError(t, os.WriteFile(full, []byte("# truncated\n"), 0o600))
@@ -142,14 +135,7 @@ func TestReloadKeepsCountsAndAppliesLimits(t *testing.T) {
 	cfg := daemontest.Defaults(t)
 	srv, err := daemon.New(cfg, discardLogger())
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
-	c := daemontest.NewClient(t, "http://"+srv.Addr().String())
+	c := serveInBackground(t, srv)
 	for range 3 {
 		resp, _ := c.Do(t, "POST", "/v1/chat/completions", tinyChat)
 		require.Equal(t, 200, resp.StatusCode)
@@ -266,3 +252,17 @@ func TestAdminReloadDrainTimeout(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// serveInBackground serves srv until the test ends, then checks that it
+// drained cleanly, and returns a client of it.
+func serveInBackground(t *testing.T, srv *daemon.Server) *daemontest.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return daemontest.NewClient(t, "http://"+srv.Addr().String())
+}
