@@ -51,6 +51,7 @@ func TestParseServeDefaults(t *testing.T) {
 		ResumeMaxBytes:     1 << 20,
 		WSMaxRequests:      8,
 		MaxLoadedModels:    2,
+		MaxEmbedInputs:     2048,
 		Security: Security{
 			PublicPaths:     []string{"/", "/health"},
 			RateBurst:       10,

@@ -65,14 +65,6 @@ func (s *Scheduler) grantLocked(t *Ticket) {
 // returned), or maxWait (when positive) passes (ErrQueueTimeout). On error
 // the ticket has left the queue and holds nothing.
 func (t *Ticket) Wait(ctx context.Context, maxWait time.Duration) error {
-	// A slot granted already is taken, whatever else is ready: select picks
-	// at random among ready cases, and a loaded machine can let a short
-	// timer fire before this goroutine gets to run.
-	select {
-	case <-t.ready:
-		return nil
-	default:
-	}
 	var timeout <-chan time.Time
 	if maxWait > 0 {
 		timer := time.NewTimer(maxWait)
