@@ -227,7 +227,12 @@ func (s *Server) authenticate(c *gin.Context) {
 	// /metrics names every tenant and its counts: with keys, it is an
 	// admin's view unless metrics-public opens it to every key.
 	admin := strings.HasPrefix(c.Request.URL.Path, "/admin/") || (c.Request.URL.Path == "/metrics" && !p.metricsPublic)
-	if !p.keys.enabled() || (!admin && p.isPublic(c.Request)) {
+	if !p.keys.enabled() {
+		info.ManagesModels = true // loopback use, as Ollama's
+		c.Next()
+		return
+	}
+	if !admin && p.isPublic(c.Request) {
 		c.Next()
 		return
 	}
@@ -248,7 +253,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		writeDenied(c, http.StatusUnauthorized, "invalid_api_key", "the API key is not valid", 0)
 		return
 	}
-	info.Tenant = key.Name
+	info.Tenant, info.ManagesModels = key.Name, key.Admin
 	if admin && !key.Admin {
 		writeDenied(c, http.StatusForbidden, "permission_denied", fmt.Sprintf("key %q may not call admin routes (/admin, /metrics)", key.Name), 0)
 		return

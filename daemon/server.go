@@ -210,6 +210,12 @@ func (s *Server) routes() http.Handler {
 // in-flight streams finish within the drain timeout, ends the rest with an
 // error event, and waits for the engine. It returns nil after a clean drain.
 func (s *Server) Serve(ctx context.Context) error {
+	// Preloading comes first: a model that fails to load must stop the
+	// start before npud says it listens, and before READY.
+	if err := s.preload(ctx); err != nil {
+		s.ln.Close()
+		return err
+	}
 	engine := s.runner.Engine()
 	s.log.Info("npud listening", "addr", s.Addr().String(), "engine", engine.Name(),
 		"simulated", engine.Simulated(), "config", s.cfg)
@@ -219,10 +225,6 @@ func (s *Server) Serve(ctx context.Context) error {
 	if !loopbackAddr(s.Addr().String()) && !s.policy.Load().keys.enabled() {
 		s.log.Warn("listening beyond loopback with no API key: anyone who can reach this address may use every route, "+
 			"/admin and model deletion included (set api-key or api-key-file, or listen on 127.0.0.1)", "addr", s.Addr().String())
-	}
-	if err := s.preload(ctx); err != nil {
-		s.ln.Close()
-		return err
 	}
 	served := make(chan error, 1)
 	go func() {
@@ -253,14 +255,13 @@ func (s *Server) Serve(ctx context.Context) error {
 // unloaded explicitly, so the first request does not pay for the (slow, on
 // an NPU) compile.
 func (s *Server) preload(ctx context.Context) error {
-	forever := time.Duration(-1)
 	notify := notifier{s.log}
 	for _, model := range s.cfg.Preload {
 		// An NPU compile can outlast the unit's start timeout: tell
 		// systemd what is happening, and ask for more time while it does.
 		notify.send("STATUS=preloading " + model)
 		stop := notify.extendWhile(ctx, preloadExtension)
-		took, err := s.runner.LoadModel(ctx, model, &forever)
+		took, err := s.runner.Preload(ctx, model)
 		stop()
 		if err != nil {
 			return fmt.Errorf("preloading model %q: %w", model, err)

@@ -123,6 +123,10 @@ type Request struct {
 	// KeepAlive is how long the model stays loaded after this request: nil
 	// means the runner's default, negative forever, zero unload at once.
 	KeepAlive *time.Duration
+	// MayUnpin: the caller may unload a preloaded model with a KeepAlive
+	// of 0 (an admin key, or a server without keys); for anyone else a
+	// preloaded model's keep-alive does not change.
+	MayUnpin bool
 }
 
 // FinishReason says why a generation ended.

@@ -31,6 +31,9 @@ type LoadedModel struct {
 	Model     ModelInfo
 	LoadedAt  time.Time
 	ExpiresAt time.Time // zero: kept until unloaded explicitly
+	// Preloaded: loaded by --preload and kept whatever a request's
+	// keep_alive says, until unloaded explicitly by someone allowed to.
+	Preloaded bool
 }
 
 // lifecycle loads models on first use and unloads them when their
@@ -78,12 +81,12 @@ func (l *lifecycle) evictLocked() {
 		var victim string
 		var oldest time.Time
 		for name, e := range l.loaded {
-			if e.inUse == 0 && (victim == "" || e.lastUsed.Before(oldest)) {
+			if e.inUse == 0 && !e.Preloaded && (victim == "" || e.lastUsed.Before(oldest)) {
 				victim, oldest = name, e.lastUsed
 			}
 		}
 		if victim == "" {
-			return // every loaded model is busy; load beyond the cap rather than fail
+			return // every loaded model is busy or preloaded; load beyond the cap rather than fail
 		}
 		l.unloadLocked(victim, "least recently used, over the loaded-model cap")
 	}
@@ -106,7 +109,7 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		select {
 		case <-e.ready:
 		case <-ctx.Done():
-			l.release(info.ID, nil)
+			l.release(info.ID, nil, false)
 			return 0, context.Cause(ctx)
 		}
 		if e.err != nil {
@@ -162,7 +165,7 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 		if _, err := l.acquire(ctx, info); err != nil {
 			return err
 		}
-		l.release(info.ID, nil)
+		l.release(info.ID, nil, false)
 		return nil
 	}
 	r, ok := l.engine.(Reloader)
@@ -185,8 +188,11 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 }
 
 // release ends a use of model and starts its keep-alive: nil means the
-// default, negative keeps it loaded, zero unloads it now.
-func (l *lifecycle) release(model string, keepAlive *time.Duration) {
+// default, negative keeps it loaded, zero unloads it now. A preloaded
+// model stays loaded whatever the keep-alive, unless mayUnpin and the
+// keep-alive is zero: the operator pinned it, a request's keep_alive
+// (explicit or the default) must not unpin it.
+func (l *lifecycle) release(model string, keepAlive *time.Duration, mayUnpin bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.loaded[model]
@@ -200,6 +206,10 @@ func (l *lifecycle) release(model string, keepAlive *time.Duration) {
 		ka = *keepAlive
 	}
 	if e.inUse > 0 {
+		return
+	}
+	if e.Preloaded && !(mayUnpin && ka == 0) {
+		e.ExpiresAt = time.Time{}
 		return
 	}
 	switch {
@@ -262,6 +272,28 @@ func (l *lifecycle) evict(ctx context.Context, model, why string) error {
 			return fmt.Errorf("model %q is still loading: %w", model, ctx.Err())
 		}
 	}
+}
+
+// markPreloaded pins model against every keep-alive (see release).
+func (l *lifecycle) markPreloaded(model string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.loaded[model]; ok {
+		e.Preloaded = true
+		e.ExpiresAt = time.Time{}
+		if e.timer != nil {
+			e.timer.Stop()
+			e.timer = nil
+		}
+	}
+}
+
+// preloaded reports whether model is loaded and pinned by --preload.
+func (l *lifecycle) preloaded(model string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.loaded[model]
+	return ok && e.Preloaded
 }
 
 // pin keeps model loaded until unpin: a reload in progress must not be

@@ -147,14 +147,14 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		}
 		pinned = true
 		if ticket, err = r.sched.Enqueue(); err != nil {
-			r.life.release(model.ID, s.req.KeepAlive)
+			r.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 			s.finish(Result{}, err)
 			return
 		}
 	}
 	if err := ticket.Wait(s.ctx, r.cfg.QueueTimeout); err != nil {
 		if pinned {
-			r.life.release(model.ID, s.req.KeepAlive)
+			r.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 		}
 		s.finish(Result{}, err)
 		return
@@ -171,7 +171,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 	}
 	s.begin(r.DeviceOf(model.ID))
 	res, err := r.generate(s)
-	r.life.release(model.ID, s.req.KeepAlive)
+	r.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 	ticket.Release()
 	res.Timings.Load = loadTime
 	s.finish(res, err)
@@ -190,9 +190,34 @@ func (r *Runner) LoadModel(ctx context.Context, id string, keepAlive *time.Durat
 	// No engine slot: loading one model does not stop others' streams.
 	took, err := r.life.acquire(ctx, m)
 	if err == nil {
-		r.life.release(m.ID, keepAlive)
+		r.life.release(m.ID, keepAlive, false)
 	}
 	return took, err
+}
+
+// Preload loads model and keeps it loaded whatever requests' keep_alive
+// says (--preload): only UnloadModel, or a keep_alive of 0 from a request
+// that MayUnpin, unloads it. It returns how long loading took.
+func (r *Runner) Preload(ctx context.Context, id string) (time.Duration, error) {
+	m, err := r.Model(id)
+	if err != nil {
+		return 0, err
+	}
+	took, err := r.life.acquire(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	r.life.markPreloaded(m.ID)
+	r.life.release(m.ID, nil, false)
+	return took, nil
+}
+
+// Preloaded reports whether model is loaded and pinned by Preload.
+func (r *Runner) Preloaded(id string) bool {
+	if m, err := r.Model(id); err == nil {
+		id = m.ID // an alias names the same pin
+	}
+	return r.life.preloaded(id)
 }
 
 // ReloadModel replaces model with a fresh instance from its files once the

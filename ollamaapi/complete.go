@@ -105,7 +105,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	engineReq := &npu.Request{Model: model, Timeout: a.cfg.DefaultTimeout, KeepAlive: req.KeepAlive.duration()}
+	engineReq := &npu.Request{Model: model, Timeout: a.cfg.DefaultTimeout, KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels}
 	if apiErr := applyOptions(req.Options, engineReq, m, a.log); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
@@ -157,6 +157,12 @@ func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive 
 	var err error
 	if keepAlive != nil && *keepAlive == 0 {
 		reason = "unload"
+		if a.runner.Preloaded(model) && !info.ManagesModels {
+			// The operator pinned it for every tenant.
+			a.fail(c.Writer, info, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
+				"model %q is preloaded (--preload) and kept loaded for everyone: unloading it needs an admin key", model)})
+			return
+		}
 		err = a.runner.UnloadModel(c.Request.Context(), model)
 	} else {
 		_, err = a.runner.LoadModel(c.Request.Context(), model, keepAlive)

@@ -21,6 +21,9 @@ type Info struct {
 	ID           string
 	Start        time.Time
 	Tenant       string // the API key's name; "anonymous" without keys
+	// ManagesModels: the caller may manage models for every tenant
+	// (unload a preloaded one): an admin key, or any caller without keys.
+	ManagesModels bool
 	Model        string
 	TTFT         time.Duration // zero until the first non-empty text was written
 	TokensOut    int
