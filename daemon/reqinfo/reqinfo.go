@@ -18,16 +18,16 @@ var ErrWrite = errors.New("writing to client")
 // Info describes one request. The handler's goroutine writes it; the access
 // log reads it after the handler returned.
 type Info struct {
-	ID           string
-	Start        time.Time
-	Tenant       string // the API key's name; "anonymous" without keys
+	ID     string
+	Start  time.Time
+	Tenant string // the API key's name; "anonymous" without keys
 	// ManagesModels: the caller may manage models for every tenant
 	// (unload a preloaded one): an admin key, or any caller without keys.
 	ManagesModels bool
-	Model        string
-	TTFT         time.Duration // zero until the first non-empty text was written
-	TokensOut    int
-	FinishReason string
+	Model         string
+	TTFT          time.Duration // zero until the first non-empty text was written
+	TokensOut     int
+	FinishReason  string
 	// Status, when set, overrides the HTTP status in the log: 499 for a
 	// client that left before its response began.
 	Status int
