@@ -61,21 +61,22 @@ type Config struct {
 // Security holds who may call npud and how much. All of it can change on
 // SIGHUP without a restart.
 type Security struct {
-	APIKeys         []APIKey      // bearer tokens; none = no authentication
-	APIKeyFile      string        // more keys, one NAME:KEY[:admin] per line; re-read on reload
-	NoAuth          bool          // serve without keys even where keys were configured before
-	MetricsPublic   bool          // with keys, /metrics for every key, not only admin keys
-	PublicPaths     []string      // paths open without a key (GET and HEAD only)
-	AllowedHosts    []string      // extra Host names accepted on a loopback listener; "*" = any
-	CORSOrigins     []string      // browser origins allowed; empty = localhost origins; "*" = any
-	RateLimit       int           // requests per minute per tenant; 0 = no limit
-	RateBurst       int           // requests a tenant may make at once within its rate
-	MaxStreams      int           // concurrent generations per tenant; 0 = no cap
-	MaxHeaderBytes  int           // largest request header block
-	HeaderTimeout   time.Duration // longest time to send the request headers
-	BodyReadTimeout time.Duration // longest time to send the request body
-	TLSCert         string        // certificate file; with TLSKey, serve HTTPS
-	TLSKey          string        // private key file
+	APIKeys          []APIKey      // bearer tokens; none = no authentication
+	APIKeyFile       string        // more keys, one NAME:KEY[:admin] per line; re-read on reload
+	NoAuth           bool          // serve without keys even where keys were configured before
+	MetricsPublic    bool          // with keys, /metrics for every key, not only admin keys
+	PublicPaths      []string      // paths open without a key (GET and HEAD only)
+	AllowedHosts     []string      // extra Host names accepted on a loopback listener; "*" = any
+	CORSOrigins      []string      // browser origins allowed; empty = localhost origins; "*" = any
+	RateLimit        int           // requests per minute per tenant; 0 = no limit
+	AuthFailureLimit int           // failed authentications per minute per client address; 0 = no limit
+	RateBurst        int           // requests a tenant may make at once within its rate
+	MaxStreams       int           // concurrent generations per tenant; 0 = no cap
+	MaxHeaderBytes   int           // largest request header block
+	HeaderTimeout    time.Duration // longest time to send the request headers
+	BodyReadTimeout  time.Duration // longest time to send the request body
+	TLSCert          string        // certificate file; with TLSKey, serve HTTPS
+	TLSKey           string        // private key file
 }
 
 // APIKey is one bearer token. Name is the tenant in logs and metrics.
@@ -272,6 +273,7 @@ func (c *Config) options(ls *layers) []option {
 		{"allowed-hosts", "extra Host names accepted when listening on loopback (* = any; protects against DNS rebinding)", list(&c.AllowedHosts, nil, nil)},
 		{"cors-origins", "browser origins allowed (empty = http(s) on localhost, 127.0.0.1 and [::1], any port; * = any)", list(&c.CORSOrigins, nil, nil)},
 		{"rate-limit", "requests per minute per API key (tenant); 0 = no limit", num(&c.RateLimit, 0)},
+		{"auth-failure-limit", "failed authentications per minute per client address (as many at once); past it the address gets 429 until its budget refills; 0 = no limit", num(&c.AuthFailureLimit, 10)},
 		{"rate-burst", "requests a tenant may send at once within --rate-limit", num(&c.RateBurst, 10)},
 		{"max-streams-per-key", "generations a tenant may run or queue at once; 0 = no cap", num(&c.MaxStreams, 0)},
 		{"max-header-bytes", "largest request header block", num(&c.MaxHeaderBytes, 64<<10)},
@@ -387,6 +389,7 @@ func (c Config) Validate() error {
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "--log-format must be text or json, got %q", c.LogFormat)
 	check(c.RateLimit >= 0 && c.MaxStreams >= 0, "--rate-limit and --max-streams-per-key must be 0 or more")
+	check(c.AuthFailureLimit >= 0, "--auth-failure-limit must be 0 or more, got %d", c.AuthFailureLimit)
 	check(c.RateLimit == 0 || c.RateBurst > 0, "--rate-burst must be positive when --rate-limit is set, got %d", c.RateBurst)
 	check(c.MaxHeaderBytes > 0, "--max-header-bytes must be positive, got %d", c.MaxHeaderBytes)
 	check((c.TLSCert == "") == (c.TLSKey == ""), "--tls-cert and --tls-key go together")

@@ -18,7 +18,7 @@ import (
 // once at start; a change to it is reported as needing a restart.
 var reloadable = map[string]bool{
 	"APIKeys": true, "APIKeyFile": true, "NoAuth": true, "MetricsPublic": true, "PublicPaths": true, "AllowedHosts": true, "CORSOrigins": true,
-	"RateLimit": true, "RateBurst": true, "MaxStreams": true, "BodyReadTimeout": true,
+	"RateLimit": true, "RateBurst": true, "MaxStreams": true, "AuthFailureLimit": true, "BodyReadTimeout": true,
 	"MaxBodyBytes": true, "LogLevel": true,
 }
 
@@ -57,6 +57,7 @@ func (s *Server) Reload(next Config) error {
 	}
 	s.policy.Store(pol)
 	s.limits.configure(next.RateLimit, next.RateBurst, next.MaxStreams)
+	s.authFailures.configure(next.AuthFailureLimit)
 	if s.logLevel != nil {
 		s.logLevel.Set(next.LogLevel)
 	}

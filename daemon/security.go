@@ -236,6 +236,12 @@ func (s *Server) authenticate(c *gin.Context) {
 		c.Next()
 		return
 	}
+	addr, now := clientAddr(c.Request.RemoteAddr), time.Now()
+	if blocked, wait := s.authFailures.blocked(addr, now); blocked {
+		writeDenied(c, http.StatusTooManyRequests, "too_many_failed_authentications",
+			fmt.Sprintf("too many failed authentications from this address; retry in %s", wait.Round(time.Second)), wait)
+		return
+	}
 	token, ok := bearer(c.Request)
 	if !ok && c.Request.URL.Path == realtimeRoute {
 		// Browsers cannot set headers on a WebSocket handshake.
@@ -249,6 +255,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	key, ok := p.keys.lookup(token)
 	if !ok {
+		s.authFailures.failed(addr, now)
 		c.Header("WWW-Authenticate", `Bearer realm="npud", error="invalid_token"`)
 		writeDenied(c, http.StatusUnauthorized, "invalid_api_key", "the API key is not valid", 0)
 		return

@@ -112,6 +112,31 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
+// Issue 12, item 5: failed authentication was not throttled: one client
+// could try thousands of keys a second. Past its budget an address is
+// refused before its key is looked at, a right key included.
+func TestFailedAuthenticationIsThrottledPerAddress(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.APIKeys = []daemon.APIKey{alice}
+		c.AuthFailureLimit = 3
+	}, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	for i := range 3 {
+		resp, raw := c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", fmt.Sprintf("Bearer sk-guess-%016d", i))
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "%s", raw)
+	}
+	for _, key := range []string{"sk-guess-more-0123456789", alice.Key} {
+		resp, raw := c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer "+key)
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", raw)
+		msg, code := openAIError(t, raw)
+		assert.Equal(t, "too_many_failed_authentications", code)
+		assert.NotContains(t, msg, "sk-")
+		assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	}
+	resp, raw := c.Do(t, "GET", "/health", "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "open paths stay open: %s", raw)
+}
+
 func TestOfficialClientsSendTheirKeys(t *testing.T) {
 	srv := daemontest.StartSim(t, withKeys(alice), nil)
 	ctx := t.Context()

@@ -44,6 +44,7 @@ type Server struct {
 	// body limits); SIGHUP swaps it. limits keeps per-tenant counts.
 	policy   atomic.Pointer[policy]
 	limits   *tenantLimits
+	authFailures *authThrottle // failed authentications per client address
 	metrics  *metrics
 	logLevel *slog.LevelVar // nil when the logger's level is fixed
 	reloadMu sync.Mutex     // one reload at a time
@@ -128,6 +129,8 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	s.running = cfg
 	s.policy.Store(pol)
 	s.limits.configure(cfg.RateLimit, cfg.RateBurst, cfg.MaxStreams)
+	s.authFailures = newAuthThrottle(maxThrottledAddrs)
+	s.authFailures.configure(cfg.AuthFailureLimit)
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
