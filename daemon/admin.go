@@ -37,7 +37,7 @@ func (s *Server) adminReload(c *gin.Context) {
 	took, err := s.runner.ReloadModel(ctx, req.Model)
 	if err != nil {
 		info.Fail(err)
-		s.log.Warn("admin reload failed; the loaded model keeps serving", "model", req.Model, "err", err)
+		s.log.Warn("admin reload failed; the loaded model keeps serving", "model", reqinfo.Clip(req.Model), "err", err)
 		e := &openaiapi.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "reload_failed", Message: err.Error(), Cause: err}
 		switch {
 		case errors.Is(err, npu.ErrModelNotFound):
@@ -52,6 +52,6 @@ func (s *Server) adminReload(c *gin.Context) {
 		openaiapi.WriteError(c.Writer, e)
 		return
 	}
-	s.log.Info("admin reload", "model", req.Model, "tenant", info.Tenant, "load_ms", took.Milliseconds())
+	s.log.Info("admin reload", "model", reqinfo.Clip(req.Model), "tenant", info.Tenant, "load_ms", took.Milliseconds())
 	c.JSON(http.StatusOK, gin.H{"status": "reloaded", "model": req.Model, "load_ms": took.Milliseconds(), "device": s.runner.DeviceOf(req.Model)})
 }

@@ -51,7 +51,7 @@ func (s *Server) requestInfo(c *gin.Context) {
 		slog.String("route", logRoute(c)),
 		slog.String("tenant", info.Tenant),
 		slog.Int("status", status),
-		slog.String("model", info.Model),
+		slog.String("model", reqinfo.Clip(info.Model)),
 		slog.Float64("ttft_ms", float64(info.TTFT)/float64(time.Millisecond)),
 		slog.Int("tokens_out", info.TokensOut),
 		slog.String("finish_reason", info.FinishReason),
@@ -59,7 +59,7 @@ func (s *Server) requestInfo(c *gin.Context) {
 	}
 	level := slog.LevelInfo
 	if info.Error != "" {
-		attrs = append(attrs, slog.String("error", info.Error))
+		attrs = append(attrs, slog.String("error", reqinfo.Clip(info.Error)))
 		if status >= 500 || status < 300 { // a server fault, or a stream that failed after its 200
 			level = slog.LevelWarn
 		}

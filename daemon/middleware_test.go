@@ -98,3 +98,41 @@ func TestPanicIsAnsweredAndLogged(t *testing.T) {
 		})
 	}
 }
+
+// Issue 12, item 6: a client string (a model name, an error quoting it)
+// went into the log whole: 200 KB names made 200 KB log lines. Lines are
+// bounded, and control characters stay escaped in them.
+func TestClientStringsAreClippedInTheLog(t *testing.T) {
+	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0"}, env(), io.Discard)
+	require.NoError(t, err)
+	logs := &lockedBuffer{}
+	srv, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		assert.NoError(t, <-served)
+	}()
+
+	model := strings.Repeat("m", 100_000) + "\nlevel=ERROR msg=forged"
+	body, err := json.Marshal(map[string]any{"model": model, "prompt": "hi"})
+	require.NoError(t, err)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, path := range []string{"/api/generate", "/v1/chat/completions"} {
+		req, err := http.NewRequest(http.MethodPost, "http://"+srv.Addr().String()+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Request-ID", "clip-"+strings.Trim(path, "/")[:3])
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	require.Eventually(t, func() bool { return strings.Count(logs.String(), "msg=request") == 2 }, 5*time.Second, 5*time.Millisecond)
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		assert.Less(t, len(line), 4096, "a bounded line: %.200s", line)
+		assert.False(t, strings.HasPrefix(line, "level=ERROR msg=forged"), "a client cannot start a log line")
+	}
+	assert.Contains(t, logs.String(), "bytes more")
+}

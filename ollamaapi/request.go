@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/daemon/jsonbody"
+	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
 )
 
@@ -166,7 +167,7 @@ func applyOptions(opts map[string]json.RawMessage, out *npu.Request, info npu.Mo
 			return err
 		}
 		if !knownOptions[key] {
-			log.Debug("ignoring unknown option", "option", key)
+			log.Debug("ignoring unknown option", "option", reqinfo.Clip(key))
 		}
 	}
 	return nil

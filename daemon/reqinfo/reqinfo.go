@@ -6,7 +6,9 @@ package reqinfo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/npud/npud/npu"
 )
@@ -68,4 +70,22 @@ func (i *Info) MarkFirstTokenAt(at time.Time) {
 	if i.TTFT == 0 && !at.IsZero() {
 		i.TTFT = max(at.Sub(i.Start), time.Nanosecond)
 	}
+}
+
+// maxLogString is the longest client string a log line carries.
+const maxLogString = 256
+
+// Clip bounds a client string (a model name, an error quoting one) for a
+// log line: a 200 KB model name must not become 200 KB of log per request.
+// It cuts on a rune boundary and says how much was cut. Control
+// characters need no care here: slog's handlers quote and escape them.
+func Clip(s string) string {
+	if len(s) <= maxLogString {
+		return s
+	}
+	cut := maxLogString
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes more)", s[:cut], len(s)-cut)
 }
