@@ -42,15 +42,15 @@ type Server struct {
 
 	// policy is what requests are checked against (keys, hosts, origins,
 	// body limits); SIGHUP swaps it. limits keeps per-tenant counts.
-	policy   atomic.Pointer[policy]
-	limits   *tenantLimits
+	policy       atomic.Pointer[policy]
+	limits       *tenantLimits
 	authFailures *authThrottle // failed authentications per client address
-	metrics  *metrics
-	logLevel *slog.LevelVar // nil when the logger's level is fixed
-	reloadMu sync.Mutex     // one reload at a time
-	running  Config         // the configuration in effect, reloads included; under reloadMu
-	openai   *openaiapi.API
-	requests sync.WaitGroup // every request, until its access-log line is written
+	metrics      *metrics
+	logLevel     *slog.LevelVar // nil when the logger's level is fixed
+	reloadMu     sync.Mutex     // one reload at a time
+	running      Config         // the configuration in effect, reloads included; under reloadMu
+	openai       *openaiapi.API
+	requests     sync.WaitGroup // every request, until its access-log line is written
 }
 
 // Option adjusts a Server; tests use it to inject an engine.
