@@ -114,12 +114,12 @@ func TestUsageCountsWhatTheClientGot(t *testing.T) {
 
 func TestDeliveredTokens(t *testing.T) {
 	for _, tc := range []struct{ generated, sent, total, want int }{
-		{10, 50, 50, 10},  // everything went out: GenAI's count
-		{10, 60, 50, 10},  // never more than generated
-		{10, 25, 50, 5},   // half the text, half the tokens
-		{10, 1, 50, 1},    // a sliver is still a token
-		{10, 0, 50, 0},    // nothing went out
-		{10, 20, -1, 10},  // the text length is unknown
+		{10, 50, 50, 10}, // everything went out: GenAI's count
+		{10, 60, 50, 10}, // never more than generated
+		{10, 25, 50, 5},  // half the text, half the tokens
+		{10, 1, 50, 1},   // a sliver is still a token
+		{10, 0, 50, 0},   // nothing went out
+		{10, 20, -1, 10}, // the text length is unknown
 		{0, 0, 0, 0},
 	} {
 		assert.Equal(t, tc.want, deliveredTokens(tc.generated, tc.sent, tc.total), "%+v", tc)
