@@ -56,6 +56,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime/cgo"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -107,6 +108,9 @@ type pipeline struct {
 	chatTemplate bool
 	// context is the model's own context length (config.json), 0 if unknown.
 	context int
+	// conversation: what the stateful pipeline's KV cache holds; touched
+	// only by the goroutine that holds busy.
+	conversation conversation
 }
 
 // newPipeline compiles the model in dir for device.
@@ -154,10 +158,13 @@ type streamState struct {
 	sink  npu.Sink
 	calls atomic.Int64
 	// stoppedAt is the number of calls up to the first one the sink
-	// answered STOP or CANCEL (0: never). GenAI on CPU/GPU keeps generating
-	// for a while after that and counts those tokens; the client never gets
-	// them, so usage counts up to here.
+	// answered STOP or CANCEL (0: never), sentBytes the text the sink took
+	// up to and including that call. GenAI on CPU/GPU keeps generating for
+	// a while after STOP and counts those tokens; the final flush after it
+	// carries text the bridge no longer passes on. Usage counts what the
+	// client got (see deliveredTokens).
 	stoppedAt atomic.Int64
+	sentBytes atomic.Int64
 	// panicked holds what a panic in the sink carried: the generation was
 	// cancelled and must end as an engine error, not as a clean stop.
 	panicked atomic.Value
@@ -175,6 +182,12 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		return npu.Result{}, errors.New("openvino: concurrent generate on one pipeline (the scheduler must serialise them)")
 	}
 	defer p.busy.Store(false)
+	done := false
+	defer func() {
+		if !done {
+			p.conversation = conversation{} // what the cache holds after a failure is unknown
+		}
+	}()
 
 	config, maxNew, err := p.config(req, maxNewCap)
 	if err != nil {
@@ -229,13 +242,79 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		return npu.Result{}, err
 	}
 	res, err := resultOf(results, maxNew, elapsed)
-	if n := int(state.stoppedAt.Load()); n > 0 && res.CompletionTokens > n {
-		// A callback carries at least one token; what came after the
-		// STOP/CANCEL answer never reached the client.
-		res.CompletionTokens = n
+	if err != nil {
+		return npu.Result{}, err
 	}
-	return res, err
+	generated := res.CompletionTokens
+	if state.stoppedAt.Load() > 0 {
+		res.CompletionTokens = deliveredTokens(generated, int(state.sentBytes.Load()), generatedBytes(results))
+	}
+	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful(), res.PromptTokens, generated)
+	done = true
+	return res, nil
 }
+
+// deliveredTokens estimates how many of the generated tokens reached the
+// client when the sink stopped the generation: GenAI counts every token it
+// generated, the streamer holds the last ones back (TextStreamer delays
+// three tokens and incomplete code points), and CPU/GPU go on generating
+// until they see the STOP. Without a tokenizer in the C API the share of
+// the generated text the sink took before it answered STOP stands in for
+// the share of tokens. When the sink took everything the count is exact.
+func deliveredTokens(generated, sentBytes, totalBytes int) int {
+	if totalBytes <= 0 || sentBytes >= totalBytes || generated <= 0 {
+		return generated
+	}
+	n := (generated*sentBytes + totalBytes - 1) / totalBytes
+	return max(n, min(sentBytes, 1))
+}
+
+// generatedBytes is the length of the text GenAI generated (every token's,
+// streamed or not), -1 when it cannot say.
+func generatedBytes(results *C.ov_genai_decoded_results) int {
+	var size C.size_t
+	if C.ov_genai_decoded_results_get_string(results, nil, &size) != C.OK || size == 0 {
+		return -1
+	}
+	return int(size) - 1 // the size counts the terminating NUL
+}
+
+// conversation is what a stateful pipeline's KV cache holds: GenAI keeps
+// the cache of the last history it ran and, when the next history extends
+// it (pipeline_stateful.cpp: is_history_continuation), prefills only the
+// new part and counts only that as input tokens. Usage reports the whole
+// prompt, so the binding keeps the count of what is cached.
+type conversation struct {
+	history []npu.Message
+	tokens  int // the cached history's prompt tokens plus the answer generated after it
+}
+
+// account returns the prompt's whole token count for a generation that
+// reported prefilled input tokens and generated more, and remembers what
+// the cache now holds. Only the generation's own goroutine calls it (the
+// pipeline is busy), so it needs no lock.
+func (c *conversation) account(msgs []npu.Message, stateful bool, prefilled, generated int) int {
+	if !stateful {
+		c.history, c.tokens = nil, 0
+		return prefilled
+	}
+	total := prefilled
+	if continues(c.history, msgs) {
+		total += c.tokens
+	}
+	c.history, c.tokens = slices.Clone(msgs), total+generated
+	return total
+}
+
+// continues is GenAI's rule: more messages, and every earlier one equal.
+func continues(cached, next []npu.Message) bool {
+	return len(cached) > 0 && len(next) > len(cached) && slices.Equal(cached, next[:len(cached)])
+}
+
+// stateful: the NPU runs GenAI's stateful pipeline, which keeps the KV
+// cache between generates; CPU and GPU run continuous batching, which
+// counts the whole prompt.
+func (p *pipeline) stateful() bool { return deviceKind(p.device) == "NPU" }
 
 // config starts from the pipeline's own defaults (the model's
 // generation_config.json) and applies the request.

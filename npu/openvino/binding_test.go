@@ -113,11 +113,14 @@ func TestStreamingOnEachKindOfDevice(t *testing.T) {
 
 func TestMaxTokensAndChat(t *testing.T) {
 	_, r := newTestEngine(t, "CPU", Config{Device: "AUTO"})
-	text, res, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "count", MaxTokens: 3})
+	full, _, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "count", Sampling: npu.Sampling{Seed: seed(5)}})
+	require.NoError(t, err)
+	text, res, err := run(t, r, &npu.Request{Model: "tiny", Prompt: "count", Sampling: npu.Sampling{Seed: seed(5)}, MaxTokens: 3})
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.CompletionTokens)
 	assert.Equal(t, npu.FinishLength, res.FinishReason, "max_new_tokens reached")
-	assert.Len(t, strings.Fields(text), 3)
+	assert.NotEmpty(t, text, "the final flush delivers what the streamer held back")
+	assert.True(t, strings.HasPrefix(full, text), "%q is the start of %q", text, full)
 
 	chat, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: []npu.Message{
 		{Role: "system", Content: `quotes " and \ backslashes`}, {Role: "user", Content: "hi\nthere 🙂"},
@@ -141,7 +144,7 @@ func TestStopAndCancelStopTheNativeLoop(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, full[:strings.Index(full, stop)], text)
 	assert.Equal(t, npu.FinishStop, res.FinishReason)
-	assert.Equal(t, 1, testLastCallsAfterStop(), "the flush after STOP reached the callback and was accepted")
+	assert.LessOrEqual(t, testLastCallsAfterStop(), 1, "after STOP only the final flush reaches the callback")
 	assert.Less(t, testLastGenerated(), len(words), "the native loop stopped early")
 
 }
@@ -173,8 +176,9 @@ func TestCancelStopsTheNativeLoopWithinAToken(t *testing.T) {
 
 	statuses := rec.Statuses()
 	require.Contains(t, statuses, npu.Cancel)
-	// After the abandon: the token in flight answered Cancel, then the flush.
-	assert.LessOrEqual(t, len(statuses)-atCancel, 2, "the native loop stopped within a token of the cancel")
+	// After the abandon: a call already under way, the next one answers
+	// Cancel, then the final flush of what the streamer held back.
+	assert.LessOrEqual(t, len(statuses)-atCancel, 3, "the native loop stopped within a token of the cancel")
 	assert.Less(t, testLastGenerated(), 16, "far fewer tokens than the shortest answer")
 	require.NoError(t, e.Unload("tiny"))
 }

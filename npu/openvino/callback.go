@@ -30,7 +30,11 @@ func npudStreamChunk(handle C.uintptr_t, text *C.char) (status C.int) {
 		}
 	}()
 	n := state.calls.Add(1)
-	st := state.sink(C.GoString(text))
+	chunk := C.GoString(text)
+	if state.stoppedAt.Load() == 0 {
+		state.sentBytes.Add(int64(len(chunk)))
+	}
+	st := state.sink(chunk)
 	if st != npu.Running {
 		state.stoppedAt.CompareAndSwap(0, n)
 	}

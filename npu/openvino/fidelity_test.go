@@ -4,7 +4,9 @@ package openvino
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,7 +76,7 @@ func TestHistoryContinuationPrefillsOnlyTheNewTurn(t *testing.T) {
 	_, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: next})
 	require.NoError(t, err)
 	assert.Less(t, testLastPrefilled(), whole, "only the new turns were prefilled")
-	assert.Equal(t, testLastPrefilled(), res.PromptTokens, "GenAI counts the prefilled part")
+	continued := res.PromptTokens
 
 	other := []npu.Message{{Role: "user", Content: "a different conversation entirely, from its start"}}
 	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: other})
@@ -83,6 +85,20 @@ func TestHistoryContinuationPrefillsOnlyTheNewTurn(t *testing.T) {
 	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: first})
 	require.NoError(t, err)
 	assert.Equal(t, whole, testLastPrefilled(), "a history that does not continue the cached one is prefilled whole")
+
+	// GenAI counts only the prefilled part; usage counts the whole prompt.
+	_, res, err = run(t, r, &npu.Request{Model: "tiny", Messages: next[:3:3]})
+	require.NoError(t, err)
+	_, res, err = run(t, r, &npu.Request{Model: "tiny", Messages: []npu.Message{{Role: "user", Content: "reset"}}})
+	require.NoError(t, err)
+	_, res, err = run(t, r, &npu.Request{Model: "tiny", Messages: next})
+	require.NoError(t, err)
+	assert.Equal(t, testLastPrefilled(), res.PromptTokens, "prefilled whole this time")
+	// The binding adds the cached count to GenAI's; GenAI re-aligns the
+	// cache with the re-tokenized history, so the sum can exceed the whole
+	// by the few tokens it trimmed, never fall short of it.
+	assert.GreaterOrEqual(t, continued, res.PromptTokens, "a continued history's usage counts its cached part too")
+	assert.InDelta(t, res.PromptTokens, continued, float64(res.PromptTokens)/4)
 }
 
 // Issue 11, defect 6: when the NPU's KV cache (MAX_PROMPT_LEN +
@@ -93,4 +109,57 @@ func TestFullNPUCacheIsFinishLength(t *testing.T) {
 	_, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: []npu.Message{{Role: "user", Content: "one two three"}}, MaxTokens: 1000})
 	require.NoError(t, err)
 	assert.Equal(t, npu.FinishLength, res.FinishReason)
+}
+
+// The test library streams like GenAI's TextStreamer: the last tokens are
+// held back (so the first callback comes late, and a short answer arrives
+// whole in the final flush), a newline flushes, an incomplete code point is
+// never sent, empty text never is, and the final flush ends every
+// generation: on CPU/GPU on the caller's thread, after GenAI's streamer
+// thread is joined.
+func TestStreamerBehavesLikeGenAIs(t *testing.T) {
+	for _, device := range []string{"CPU", "NPU"} {
+		t.Run(device, func(t *testing.T) {
+			e, _ := newTestEngine(t, device, Config{Device: device})
+			require.NoError(t, e.Load(context.Background(), "tiny"))
+			collect := func(req *npu.Request) ([]string, npu.Result) {
+				var chunks []string
+				res, err := e.Generate(context.Background(), req, func(text string) npu.Status {
+					chunks = append(chunks, text)
+					return npu.Running
+				})
+				require.NoError(t, err)
+				return chunks, res
+			}
+
+			for _, n := range []int{1, 2} {
+				chunks, res := collect(&npu.Request{Model: "tiny", Prompt: "short", MaxTokens: n, Sampling: npu.Sampling{Seed: seed(1)}})
+				assert.Len(t, chunks, 1, "%d tokens: nothing until the final flush", n)
+				assert.Equal(t, n, res.CompletionTokens)
+				assert.False(t, testLastCallbacksForeign(), "the final flush runs on the caller's thread")
+			}
+
+			// A seed whose answer holds the split emoji and a line end.
+			var chunks []string
+			var res npu.Result
+			for s := int64(1); s < 500; s++ {
+				chunks, res = collect(&npu.Request{Model: "tiny", Prompt: "long", Sampling: npu.Sampling{Seed: seed(s)}})
+				if whole := strings.Join(chunks, ""); strings.Contains(whole, "🙂") && strings.Contains(whole, "\n") {
+					break
+				}
+			}
+			whole := strings.Join(chunks, "")
+			require.Contains(t, whole, "🙂")
+			require.Contains(t, whole, "\n")
+			assert.Less(t, len(chunks), res.CompletionTokens, "held-back tokens arrive together")
+			for i, c := range chunks {
+				assert.NotEmpty(t, c, "chunk %d", i)
+				assert.True(t, utf8.ValidString(c), "chunk %d %q: an incomplete code point was sent", i, c)
+				if j := strings.IndexByte(c, '\n'); j >= 0 {
+					assert.Equal(t, len(c)-1, j, "chunk %d %q: a newline flushes, so it ends the chunk", i, c)
+				}
+			}
+			assert.Equal(t, device != "NPU", testLastCallbacksForeign(), "CPU/GPU stream from a thread of GenAI's")
+		})
+	}
 }

@@ -15,3 +15,4 @@ func testLastCallbacksForeign() bool { return C.ovtest_last_callbacks_foreign() 
 func testLastCallsAfterStop() int    { return int(C.ovtest_last_calls_after_stop()) }
 func testLastGenerated() int         { return int(C.ovtest_last_generated()) }
 func testLastPrefilled() int         { return int(C.ovtest_last_prefilled()) }
+func testLastWritten() int           { return int(C.ovtest_last_written()) }

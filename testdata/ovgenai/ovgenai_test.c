@@ -1,12 +1,18 @@
 /*
  * npud's test implementation of the OpenVINO GenAI C API subset npud calls,
- * written from shared/reference/openvino-genai-c-api.md. It runs no model:
+ * written from the official 2026.3 headers and GenAI's sources. It runs no model:
  * a deterministic "model" makes up tokens from the prompt and the seed. What
  * it reproduces is the behaviour the binding must cope with:
- *   - the streamer callback runs on a thread of its own for CPU/GPU and on
- *     the caller's thread for NPU;
- *   - after the callback answers STOP or CANCEL it is called once more (the
- *     detokenizer's flush) and its answer is ignored;
+ *   - GenAI's TextStreamer: the last tokens are held back (the first
+ *     callback comes with the third token), a newline flushes, a token that
+ *     leaves a code point incomplete is held back (the model spells an emoji
+ *     as two byte-fallback tokens), empty text is never sent, and a final
+ *     flush, whose answer is ignored, ends every generation;
+ *   - the stateful (NPU) pipeline calls back on the caller's thread and stops
+ *     at the token whose callback answered STOP or CANCEL; the continuous-
+ *     batching (CPU/GPU) pipeline calls back from a streamer thread of its
+ *     own, keeps generating until it sees the answer (those tokens are
+ *     counted, never streamed), and flushes on the caller's thread;
  *   - every failure is UNKNOW_EXCEPTION (-17) with no message: a model folder
  *     without openvino_model.xml, a device not in OVTEST_DEVICES, an NPU
  *     prompt longer than MAX_PROMPT_LEN, a prompt containing OVTEST_FAIL;
@@ -37,13 +43,14 @@ const char* ovtest_devices(void);
 void ovtest_object_created(void);
 void ovtest_object_freed(void);
 
-static atomic_int last_foreign, last_after_stop, last_generated, last_prefilled;
+static atomic_int last_foreign, last_after_stop, last_generated, last_prefilled, last_written;
 
 int ovtest_last_prefilled(void) { return atomic_load(&last_prefilled); }
 
 int ovtest_last_callbacks_foreign(void) { return atomic_load(&last_foreign); }
 int ovtest_last_calls_after_stop(void) { return atomic_load(&last_after_stop); }
 int ovtest_last_generated(void) { return atomic_load(&last_generated); }
+int ovtest_last_written(void) { return atomic_load(&last_written); }
 
 /* ---- generation config ---- */
 
@@ -226,6 +233,7 @@ struct ov_genai_perf_metrics_opaque {
 
 struct ov_genai_decoded_results_opaque {
     struct ov_genai_perf_metrics_opaque metrics;
+    char* text; /* the generated text, every token's: what get_string answers */
 };
 
 static double now_ms(void) {
@@ -346,10 +354,13 @@ ov_status_e ov_genai_llm_pipeline_get_generation_config(const ov_genai_llm_pipel
     return st;
 }
 
-/* The test model's vocabulary: ASCII and multi-byte words. */
+/* The test model's vocabulary: ASCII words, multi-byte words, an emoji that
+ * the model spells as two byte-fallback tokens (neither half is valid UTF-8
+ * alone), and a full stop that ends a line. */
 static const char* const vocab[] = {"the", "npu", "answers", "quickly", "and", "quietly", "café", "日本", "🙂",
-                                    "tokens", "flow", "through", "a", "bridge", "to", "clients"};
+                                    "tokens", "flow", "through", "a", "bridge", "to", "clients", ".\n"};
 #define VOCAB_SIZE (sizeof vocab / sizeof vocab[0])
+#define MAX_TOKEN 32
 
 static uint64_t fnv1a(const char* s, uint64_t h) {
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
@@ -367,52 +378,238 @@ static size_t count_tokens(const char* text) {
     return n;
 }
 
-/* ovtest_token writes the i-th token of the answer to input into buf. */
-static void ovtest_token(uint64_t seed, size_t i, char* buf, size_t size) {
-    uint64_t h = (seed + i * 0x9e3779b97f4a7c15ULL) * 6364136223846793005ULL;
-    snprintf(buf, size, "%s%s", i == 0 ? "" : " ", vocab[(h >> 33) % VOCAB_SIZE]);
+/* The test model's token stream: word after word, a word being one token or,
+ * for the emoji, two. */
+struct tokens {
+    uint64_t seed;
+    size_t word;   /* the word being spelled */
+    int piece;     /* the emoji's second half comes next */
+    int line_start;
+};
+
+static void next_token(struct tokens* t, char* buf) {
+    uint64_t h = (t->seed + t->word * 0x9e3779b97f4a7c15ULL) * 6364136223846793005ULL;
+    const char* w = vocab[(h >> 33) % VOCAB_SIZE];
+    const char* space = t->word == 0 || t->line_start || strcmp(w, ".\n") == 0 ? "" : " ";
+    if (strcmp(w, "🙂") == 0) {
+        if (!t->piece) {
+            snprintf(buf, MAX_TOKEN, "%s%.2s", space, w); /* F0 9F: a code point's first half */
+            t->piece = 1;
+            return;
+        }
+        snprintf(buf, MAX_TOKEN, "%s", w + 2);
+        t->piece = 0;
+    } else {
+        snprintf(buf, MAX_TOKEN, "%s%s", space, w);
+    }
+    t->line_start = strcmp(w, ".\n") == 0;
+    t->word++;
 }
+
+/* ---- GenAI's TextStreamer (src/cpp/src/text_streamer.cpp), over the test
+ * model's tokens: decoding a token list is concatenating the tokens. ---- */
+
+struct text_streamer {
+    const streamer_callback* cb;
+    char* text;            /* the decoded cache */
+    size_t len, cap;
+    long* lengths;         /* decoded length at each cached position; -1: ends mid code point */
+    size_t n, ncap;
+    size_t printed;        /* bytes of text already given to the callback */
+    pthread_t caller;
+    atomic_int foreign;    /* a callback ran on a thread other than the caller's */
+    int stopped;           /* a callback answered STOP or CANCEL */
+    int after_stop;        /* calls after that answer */
+};
+
+/* incomplete: the text ends inside a UTF-8 sequence (GenAI's decode ends it
+ * with U+FFFD then). */
+static int incomplete(const char* s, size_t n) {
+    size_t i = n, cont = 0;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80 && cont < 3) i--, cont++;
+    if (i == 0) return cont > 0;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t need = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+    return need > cont;
+}
+
+static ov_genai_streaming_status_e streamer_call(struct text_streamer* s, const char* from, size_t n) {
+    if (n == 0) return OV_GENAI_STREAMING_STATUS_RUNNING; /* never called with empty text */
+    char* word = malloc(n + 1);                          /* a std::string's c_str(): gone after the call */
+    memcpy(word, from, n);
+    word[n] = 0;
+    if (!pthread_equal(pthread_self(), s->caller)) atomic_store(&s->foreign, 1);
+    if (s->stopped) s->after_stop++;
+    ov_genai_streaming_status_e st = s->cb->callback_func(word, s->cb->args);
+    free(word);
+    if (st != OV_GENAI_STREAMING_STATUS_RUNNING) s->stopped = 1;
+    return st;
+}
+
+static void streamer_clear(struct text_streamer* s) {
+    s->len = s->n = s->printed = 0;
+}
+
+static ov_genai_streaming_status_e streamer_write(struct text_streamer* s, const char* token) {
+    size_t t = strlen(token);
+    if (s->len + t + 1 > s->cap) {
+        s->cap = (s->len + t + 1) * 2;
+        s->text = realloc(s->text, s->cap);
+    }
+    memcpy(s->text + s->len, token, t);
+    s->len += t;
+    if (s->n == s->ncap) {
+        s->ncap = s->ncap ? s->ncap * 2 : 16;
+        s->lengths = realloc(s->lengths, s->ncap * sizeof *s->lengths);
+    }
+    s->lengths[s->n++] = (long)s->len;
+    if (s->len > 0 && s->text[s->len - 1] == '\n' && s->len > s->printed) {
+        /* A newline flushes the whole cache. */
+        ov_genai_streaming_status_e st = streamer_call(s, s->text + s->printed, s->len - s->printed);
+        streamer_clear(s);
+        return st;
+    }
+    if (incomplete(s->text, s->len)) {
+        s->lengths[s->n - 1] = -1; /* held back until the code point completes */
+        return OV_GENAI_STREAMING_STATUS_RUNNING;
+    }
+    if (s->n < 3) return OV_GENAI_STREAMING_STATUS_RUNNING; /* the last 3 tokens are held back */
+    long until = s->lengths[s->n - 3];
+    if (until < 0 || (size_t)until <= s->printed) return OV_GENAI_STREAMING_STATUS_RUNNING;
+    ov_genai_streaming_status_e st = streamer_call(s, s->text + s->printed, (size_t)until - s->printed);
+    s->printed = (size_t)until;
+    return st;
+}
+
+/* streamer_end is TextStreamer::end: what is still held back goes to the
+ * callback, whose answer is ignored. Every generation ends with it. */
+static void streamer_end(struct text_streamer* s) {
+    if (s->len > s->printed) (void)streamer_call(s, s->text + s->printed, s->len - s->printed);
+    streamer_clear(s);
+}
+
+static void streamer_free(struct text_streamer* s) {
+    free(s->text);
+    free(s->lengths);
+}
+
+/* ---- the generation loops ---- */
 
 struct run {
     ov_genai_llm_pipeline* pipe;
-    const ov_genai_generation_config* config;
-    const streamer_callback* streamer;
-    uint64_t seed;
+    struct text_streamer* streamer; /* NULL without a callback */
+    struct tokens tokens;
     size_t length;
     long delay_us;
-    pthread_t caller;
     /* out */
-    int foreign, after_stop;
-    size_t generated;
+    size_t generated, written;
+    char* answer; /* every generated token's text: DecodedResults */
+    size_t answer_len;
+    int stopped;  /* the callback answered STOP or CANCEL */
     double first_token_ms;
 };
 
-static void* run_tokens(void* arg) {
-    struct run* r = arg;
-    char tok[64];
-    int stopped = 0;
+static void run_append(struct run* r, const char* tok) {
+    size_t t = strlen(tok);
+    r->answer = realloc(r->answer, r->answer_len + t + 1);
+    memcpy(r->answer + r->answer_len, tok, t + 1);
+    r->answer_len += t;
+    r->generated++;
+    if (r->first_token_ms == 0) r->first_token_ms = now_ms();
+}
+
+/* The stateful (NPU) pipeline: the callback runs on the caller's thread,
+ * after each token; STOP or CANCEL ends the loop at once. */
+static void run_stateful(struct run* r) {
+    char tok[MAX_TOKEN];
     for (size_t i = 0; i < r->length; i++) {
         if (i > 0 && r->delay_us > 0) usleep((useconds_t)r->delay_us);
-        ovtest_token(r->seed, i, tok, sizeof tok);
-        r->generated++;
-        if (r->first_token_ms == 0) r->first_token_ms = now_ms();
+        next_token(&r->tokens, tok);
+        run_append(r, tok);
         if (!r->streamer) continue;
-        if (!pthread_equal(pthread_self(), r->caller)) r->foreign = 1;
-        ov_genai_streaming_status_e st = r->streamer->callback_func(tok, r->streamer->args);
-        if (st != OV_GENAI_STREAMING_STATUS_RUNNING) {
-            stopped = 1;
-            /* The detokenizer's flush: once more, answer ignored. */
-            if (i + 1 < r->length) {
-                ovtest_token(r->seed, i + 1, tok, sizeof tok);
-                r->generated++;
-                r->streamer->callback_func(tok, r->streamer->args);
-                r->after_stop++;
-            }
+        r->written++;
+        if (streamer_write(r->streamer, tok) != OV_GENAI_STREAMING_STATUS_RUNNING) {
+            r->stopped = 1;
             break;
         }
     }
-    (void)stopped;
+    if (r->streamer) streamer_end(r->streamer);
+}
+
+/* The continuous-batching (CPU/GPU) pipeline streams from a thread of its
+ * own (ThreadedStreamerWrapper): the generation loop queues tokens and
+ * only looks at the streamer's answer before queueing the next, so tokens
+ * generated meanwhile are counted but never written; the final flush runs
+ * on the caller's thread after the streamer thread is joined. */
+struct token_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char (*items)[MAX_TOKEN];
+    size_t head, tail, cap;
+    int closed;
+    atomic_int status;
+    struct run* run;
+};
+
+static void queue_push(struct token_queue* q, const char* tok) {
+    pthread_mutex_lock(&q->mu);
+    if (q->tail == q->cap) {
+        q->cap = q->cap ? q->cap * 2 : 16;
+        q->items = realloc(q->items, q->cap * sizeof *q->items);
+    }
+    snprintf(q->items[q->tail++], MAX_TOKEN, "%s", tok);
+    pthread_cond_signal(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+}
+
+static void* streamer_thread(void* arg) {
+    struct token_queue* q = arg;
+    char tok[MAX_TOKEN];
+    while (atomic_load(&q->status) == OV_GENAI_STREAMING_STATUS_RUNNING) {
+        pthread_mutex_lock(&q->mu);
+        while (q->head == q->tail && !q->closed) pthread_cond_wait(&q->cv, &q->mu);
+        if (q->head == q->tail) {
+            pthread_mutex_unlock(&q->mu);
+            break;
+        }
+        memcpy(tok, q->items[q->head++], MAX_TOKEN);
+        pthread_mutex_unlock(&q->mu);
+        q->run->written++;
+        atomic_store(&q->status, streamer_write(q->run->streamer, tok));
+    }
     return NULL;
+}
+
+static int run_batching(struct run* r) {
+    struct token_queue q = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .run = r};
+    atomic_init(&q.status, OV_GENAI_STREAMING_STATUS_RUNNING);
+    pthread_t worker;
+    if (r->streamer && pthread_create(&worker, NULL, streamer_thread, &q) != 0) return 0;
+    char tok[MAX_TOKEN];
+    for (size_t i = 0; i < r->length; i++) {
+        if (i > 0 && r->delay_us > 0) usleep((useconds_t)r->delay_us);
+        next_token(&r->tokens, tok);
+        run_append(r, tok);
+        if (!r->streamer) continue;
+        if (atomic_load(&q.status) != OV_GENAI_STREAMING_STATUS_RUNNING) {
+            r->stopped = 1; /* this token was generated; it is never streamed */
+            break;
+        }
+        queue_push(&q, tok);
+    }
+    if (r->streamer) {
+        pthread_mutex_lock(&q.mu);
+        q.closed = 1;
+        pthread_cond_signal(&q.cv);
+        pthread_mutex_unlock(&q.mu);
+        pthread_join(worker, NULL);
+        if (atomic_load(&q.status) != OV_GENAI_STREAMING_STATUS_RUNNING) r->stopped = 1;
+        streamer_end(r->streamer);
+    }
+    free(q.items);
+    pthread_mutex_destroy(&q.mu);
+    pthread_cond_destroy(&q.cv);
+    return 1;
 }
 
 static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input, int is_history,
@@ -461,14 +658,13 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
     const char* delay = getenv("OVTEST_TOKEN_DELAY_US");
     uint64_t seed = fnv1a(input, 1469598103934665603ULL) ^ (uint64_t)config->rng_seed;
     size_t natural = 16 + (size_t)(seed % 17);
+    struct text_streamer ts = {.cb = streamer, .caller = pthread_self()};
     struct run r = {
         .pipe = pipe,
-        .config = config,
-        .streamer = streamer,
-        .seed = seed,
+        .streamer = streamer ? &ts : NULL,
+        .tokens = {.seed = seed},
         .length = natural < config->max_new_tokens ? natural : config->max_new_tokens,
         .delay_us = delay ? atol(delay) : 0,
-        .caller = pthread_self(),
     };
     if (is_npu(pipe->device)) {
         /* The NPU's KV cache holds MAX_PROMPT_LEN + MIN_RESPONSE_LEN - 1
@@ -477,21 +673,23 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         size_t capacity = pipe->max_prompt_len + pipe->min_response_len - 1;
         size_t room = capacity > input_tokens ? capacity - input_tokens : 0;
         if (r.length > room) r.length = room;
-        run_tokens(&r); /* the stateful pipeline calls back on the caller's thread */
+        run_stateful(&r);
         if (is_history) pipe->cached_answer = r.generated;
-    } else {
-        pthread_t worker; /* the continuous-batching pipeline's streamer thread */
-        if (pthread_create(&worker, NULL, run_tokens, &r) != 0) {
-            status = UNKNOW_EXCEPTION;
-            goto out;
-        }
-        pthread_join(worker, NULL);
+    } else if (!run_batching(&r)) {
+        status = UNKNOW_EXCEPTION;
+        streamer_free(&ts);
+        free(r.answer);
+        goto out;
     }
-    atomic_store(&last_foreign, r.foreign);
-    atomic_store(&last_after_stop, r.after_stop);
+    atomic_store(&last_foreign, atomic_load(&ts.foreign));
+    atomic_store(&last_after_stop, ts.after_stop);
     atomic_store(&last_generated, (int)r.generated);
+    atomic_store(&last_written, (int)r.written);
+    streamer_free(&ts);
     if (results) {
         *results = calloc(1, sizeof(ov_genai_decoded_results));
+        (*results)->text = r.answer ? r.answer : strdup("");
+        r.answer = NULL;
         struct ov_genai_perf_metrics_opaque* m = &(*results)->metrics;
         double end = now_ms();
         m->load_ms = pipe->load_ms;
@@ -503,6 +701,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         m->generate_ms = (float)(end - start);
         ovtest_object_created();
     }
+    free(r.answer);
 out:
     ov_genai_generation_config_free(defaults);
     atomic_store(&pipe->busy, 0);
@@ -554,6 +753,8 @@ ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* p
 
 void ov_genai_decoded_results_free(ov_genai_decoded_results* results) {
     if (!results) return;
+    free(results->text);
+    memset(results, 0xdd, sizeof *results);
     free(results);
     ovtest_object_freed();
 }
@@ -571,6 +772,18 @@ void ov_genai_decoded_results_perf_metrics_free(ov_genai_perf_metrics* metrics) 
     if (!metrics) return;
     free(metrics);
     ovtest_object_freed();
+}
+
+ov_status_e ov_genai_decoded_results_get_string(const ov_genai_decoded_results* results, char* output,
+                                                size_t* output_size) {
+    if (!results || !output_size) return INVALID_C_PARAM;
+    size_t need = strlen(results->text) + 1;
+    if (output) {
+        if (*output_size < need) return OUT_OF_BOUNDS;
+        memcpy(output, results->text, need);
+    }
+    *output_size = need;
+    return OK;
 }
 
 /* ---- perf metrics ---- */

@@ -9,10 +9,14 @@
 int64_t ovtest_live_objects(void);
 /* 1 when the last generate ran its callbacks on a thread of its own. */
 int ovtest_last_callbacks_foreign(void);
-/* Callback calls of the last generate after it answered STOP or CANCEL. */
+/* Callback calls of the last generate after one answered STOP or CANCEL
+ * (the final flush, when text was held back). */
 int ovtest_last_calls_after_stop(void);
-/* Tokens the last generate produced (flush included). */
+/* Tokens the last generate produced, streamed or not. */
 int ovtest_last_generated(void);
+/* Tokens the last generate gave its TextStreamer: up to and including the
+ * one whose callback answered STOP or CANCEL. */
+int ovtest_last_written(void);
 /* Prompt tokens the last generate prefilled: on the NPU only the new part
  * of a history that continues the cached one. */
 int ovtest_last_prefilled(void);
