@@ -103,7 +103,7 @@ type realtimeConn struct {
 type realtimeRequest struct {
 	id      string
 	journal *journal.Journal
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc // set before the relay starts; guarded by realtimeConn.mu
 
 	mu        sync.Mutex
 	paused    bool
@@ -124,7 +124,10 @@ func (a *API) realtime(c *gin.Context) {
 	rc := &realtimeConn{a: a, conn: conn, cfg: cfg, log: a.log, requests: map[string]*realtimeRequest{}}
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
-	stop := context.AfterFunc(a.closeAll, cancel)
+	// Past the drain timeout the generations still running end with an
+	// in-band shutting_down error, then the close handshake (1001) below:
+	// never a bare TCP close.
+	stop := context.AfterFunc(a.closeAll, rc.abort)
 	defer stop()
 	goingAway := make(chan struct{})
 	go func() {
@@ -290,8 +293,10 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		from = *msg.ResumeFrom
 	}
 	cur := j.Attach(from)
-	rctx, cancel := context.WithCancel(ctx)
+	rctx, cancel := context.WithCancelCause(ctx)
+	rc.mu.Lock()
 	r.cancel = cancel
+	rc.mu.Unlock()
 	rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()})
 	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: req.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
 	rc.wg.Add(1)
@@ -299,12 +304,43 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		defer rc.wg.Done()
 		defer rc.forget(id)
 		defer cur.Close()
-		defer cancel()
+		defer cancel(nil)
 		rc.relay(rctx, r, cur, info)
 		if rc.cfg.RequestEnded != nil {
 			rc.cfg.RequestEnded(info)
 		}
 	}()
+}
+
+// abort ends every generation of the connection now (the drain timeout
+// passed): each relay sends its shutting_down error and returns; the
+// connection then closes with 1001.
+func (rc *realtimeConn) abort() {
+	rc.draining.Store(true)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, r := range rc.requests {
+		if r.cancel != nil {
+			r.cancel(npu.ErrShuttingDown)
+		}
+	}
+}
+
+// shutdownErr is ErrShuttingDown when the relay's context ended because
+// the connection was aborted.
+func shutdownErr(ctx context.Context) error {
+	if cause := context.Cause(ctx); errors.Is(cause, npu.ErrShuttingDown) {
+		return cause
+	}
+	return nil
+}
+
+// failDetached sends an error after ctx ended (abort): the write gets a
+// short deadline of its own.
+func (rc *realtimeConn) failDetached(ctx context.Context, id string, e *Error) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	rc.fail(wctx, id, e)
 }
 
 func (rc *realtimeConn) forget(id string) {
@@ -322,6 +358,11 @@ func (rc *realtimeConn) relay(ctx context.Context, r *realtimeRequest, cur *jour
 			select {
 			case <-wait:
 			case <-ctx.Done():
+				if err := shutdownErr(ctx); err != nil {
+					info.Fail(err)
+					rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint))
+					return
+				}
 				info.Fail(fmt.Errorf("%w: connection ended while paused", npu.ErrClientGone))
 				return
 			}
@@ -334,6 +375,11 @@ func (rc *realtimeConn) relay(ctx context.Context, r *realtimeRequest, cur *jour
 		case err != nil && r.wasCancelled():
 			info.FinishReason = "cancelled"
 			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"})
+			return
+		case err != nil && shutdownErr(ctx) != nil:
+			err = shutdownErr(ctx)
+			info.Fail(err)
+			rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint))
 			return
 		case err != nil:
 			info.Fail(err)

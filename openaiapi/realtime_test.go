@@ -344,3 +344,28 @@ func TestRealtimeDrain(t *testing.T) {
 	assert.Equal(t, websocket.StatusGoingAway, websocket.CloseStatus(err), "%v", err)
 	require.NoError(t, <-stopped)
 }
+
+// Issue 12, item 12: a generation that outlasted the drain got a bare TCP
+// close. It ends with an in-band shutting_down error (retryable), and the
+// connection with the close handshake, 1001.
+func TestRealtimeGenerationPastTheDrainTimeout(t *testing.T) {
+	srv := startSim(t, func(c *daemon.Config) {
+		c.SimITL = 20 * time.Millisecond
+		c.DrainTimeout = 100 * time.Millisecond
+	}, nil)
+	c := mustDial(t, srv.URL)
+	c.send(startMsg("long", "never finishes in time", 5000))
+	for c.next().Type != "token" {
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Stop() }()
+	_, last := c.collect("long")
+	assert.Equal(t, "error", last["long"].Type, "%+v", last["long"])
+	assert.Equal(t, "shutting_down", last["long"].Code)
+	assert.True(t, last["long"].Retryable)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, _, err := c.conn.Read(ctx)
+	assert.Equal(t, websocket.StatusGoingAway, websocket.CloseStatus(err), "%v", err)
+	require.NoError(t, <-stopped)
+}
