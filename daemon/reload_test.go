@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -265,4 +266,27 @@ func serveInBackground(t *testing.T, srv *daemon.Server) *daemontest.Client {
 		require.NoError(t, <-done)
 	})
 	return daemontest.NewClient(t, "http://"+srv.Addr().String())
+}
+
+// Issue 12, item 9: the WebSocket message limit was fixed at start; it
+// follows a reloaded body limit, as HTTP bodies do.
+func TestReloadedBodyLimitAppliesToWebSocketMessages(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.MaxBodyBytes = 64 << 10
+	srv, err := daemon.New(cfg, discardLogger())
+	require.NoError(t, err)
+	c := serveInBackground(t, srv)
+	next := cfg
+	next.MaxBodyBytes = 1 << 10
+	require.NoError(t, srv.Reload(next))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/realtime", nil)
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	big := `{"type":"ping","id":"` + strings.Repeat("x", 4<<10) + `"}`
+	require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(big)))
+	_, _, err = conn.Read(ctx)
+	assert.Equal(t, websocket.StatusMessageTooBig, websocket.CloseStatus(err), "%v", err)
 }

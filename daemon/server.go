@@ -193,7 +193,7 @@ func (s *Server) routes() http.Handler {
 		},
 		Realtime: openaiapi.RealtimeConfig{
 			MaxRequests:    s.cfg.WSMaxRequests,
-			MaxMessage:     s.cfg.MaxBodyBytes,
+			MaxMessage:     func() int64 { return s.policy.Load().maxBody },
 			PingInterval:   s.cfg.Heartbeat,
 			AllowAnyOrigin: true, // s.cors vetted the Origin already
 			RequestEnded:   func(info *reqinfo.Info) { s.metrics.requestEnded(realtimeRoute, http.StatusOK, info, s.servesModel) },

@@ -80,7 +80,7 @@ type wsPong struct {
 // RealtimeConfig bounds the WebSocket endpoint.
 type RealtimeConfig struct {
 	MaxRequests    int           // generations at once per connection
-	MaxMessage     int64         // largest client message
+	MaxMessage     func() int64  // largest client message, read per connection (a reload may change it)
 	PingInterval   time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
 	RequestEnded   func(info *reqinfo.Info)
 	AllowAnyOrigin bool // the daemon's CORS check already vetted Origin
@@ -120,7 +120,7 @@ func (a *API) realtime(c *gin.Context) {
 	}
 	a.realtimeConns.Add(1)
 	defer a.realtimeConns.Done()
-	conn.SetReadLimit(cfg.MaxMessage)
+	conn.SetReadLimit(cfg.MaxMessage())
 	rc := &realtimeConn{a: a, conn: conn, cfg: cfg, log: a.log, requests: map[string]*realtimeRequest{}}
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
@@ -239,8 +239,9 @@ func (rc *realtimeConn) fail(ctx context.Context, id string, e *Error) {
 
 func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte) {
 	id := msg.RequestID
-	if id == "" || len(id) > 128 {
-		rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id", Message: "start needs a request_id of 1 to 128 characters"})
+	if !validClientID(id) {
+		rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
+			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 		return
 	}
 	var req request
@@ -453,4 +454,19 @@ func (rc *realtimeConn) control(ctx context.Context, msg clientMessage) {
 			close(r.resumed)
 		}
 	}
+}
+
+// validClientID: 1 to 128 characters of [A-Za-z0-9._:-], the set
+// X-Request-ID follows too; the id ends up in JSON, logs and journals.
+func validClientID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -148,6 +148,9 @@ func TestRealtimeMessagesAndPong(t *testing.T) {
 		{"not json", "invalid_message"},
 		{`{"type":"dance"}`, "invalid_message"},
 		{`{"type":"start","model":"sim","messages":[]}`, "invalid_request_id"},
+		// Issue 12, item 9: the documented character set, as X-Request-ID's.
+		{`{"type":"start","request_id":"a b\n<script>","model":"sim","messages":[{"role":"user","content":"hi"}]}`, "invalid_request_id"},
+		{`{"type":"start","request_id":"ünïcode","model":"sim","messages":[{"role":"user","content":"hi"}]}`, "invalid_request_id"},
 		{`{"type":"start","request_id":"x","model":"sim","messages":[],"max_tokens":-1}`, ""},
 		{`{"type":"start","request_id":"y","model":"nope","messages":[{"role":"user","content":"hi"}]}`, "model_not_found"},
 		{`{"type":"cancel","request_id":"ghost"}`, "unknown_request"},
