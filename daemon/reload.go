@@ -57,6 +57,7 @@ func (s *Server) Reload(next Config) error {
 	}
 	s.policy.Store(pol)
 	s.limits.configure(next.RateLimit, next.RateBurst, next.MaxStreams)
+	s.runner.SetStreamCap(next.MaxStreams)
 	s.authFailures.configure(next.AuthFailureLimit)
 	if s.logLevel != nil {
 		s.logLevel.Set(next.LogLevel)

@@ -379,13 +379,31 @@ func (l *tenantLimits) openStream(tenant string) (release func(), ok bool) {
 // realtimeRoute is the WebSocket endpoint.
 const realtimeRoute = "/v1/realtime"
 
-// generationRoutes start engine work; the per-tenant stream cap counts them.
+// generationRoute: the routes that start engine work (for the request
+// metrics).
 func generationRoute(path string) bool {
 	switch path {
 	case "/v1/chat/completions", "/v1/completions", "/api/generate", "/api/chat", "/api/embed", "/api/embeddings":
 		return true
 	}
 	return false
+}
+
+// embeddingRoute: engine work that ends with its request, so the stream
+// cap counts it here. Generations are counted by the runner for as long
+// as they run (a resumable one outlives its request), wherever they come
+// from, the WebSocket included.
+func embeddingRoute(path string) bool { return path == "/api/embed" || path == "/api/embeddings" }
+
+// admitRealtime takes a WebSocket start message from its tenant's request
+// rate, as an HTTP request is taken by limitTenant.
+func (s *Server) admitRealtime(tenant string) *openaiapi.Error {
+	if ok, wait := s.limits.allow(tenant, time.Now()); !ok {
+		s.metrics.rateLimited(tenant, "rate")
+		return &openaiapi.Error{Status: http.StatusTooManyRequests, Type: "invalid_request_error", Code: "rate_limit_exceeded",
+			Message: fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond)), RetryAfter: wait}
+	}
+	return nil
 }
 
 // limitTenant enforces the per-tenant request rate and stream cap.
@@ -401,7 +419,7 @@ func (s *Server) limitTenant(c *gin.Context) {
 			fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond)), wait)
 		return
 	}
-	if generationRoute(c.Request.URL.Path) {
+	if embeddingRoute(c.Request.URL.Path) {
 		release, ok := s.limits.openStream(tenant)
 		if !ok {
 			s.metrics.rateLimited(tenant, "streams")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -421,4 +422,99 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Issue 12, item 4: a resumable generation runs on after its client left;
+// it still holds its tenant's stream slot until it ends.
+func TestResumableGenerationKeepsItsStreamSlot(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.APIKeys = []daemon.APIKey{alice}
+		c.MaxStreams = 1
+		c.SimITL = 10 * time.Millisecond
+	}, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"sim","stream":true,"resumable":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":300}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+alice.Key)
+	req.Header.Set("X-Request-ID", "keep-running-1")
+	long, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, 200, long.StatusCode)
+	cancel() // the client leaves; the resumable generation goes on
+	long.Body.Close()
+	time.Sleep(50 * time.Millisecond)
+
+	resp, raw := c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer "+alice.Key)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the running generation still counts: %s", raw)
+	_, code := openAIError(t, raw)
+	assert.Equal(t, "too_many_streams", code)
+}
+
+// Issue 12, item 4: WebSocket generations were checked once, at the
+// upgrade: every start message now takes from the tenant's request rate,
+// and its generation counts against the stream cap.
+func TestWebSocketGenerationsCountAgainstTenantLimits(t *testing.T) {
+	dial := func(t *testing.T, url, key string) *websocket.Conn {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		conn, _, err := websocket.Dial(ctx, strings.Replace(url, "http://", "ws://", 1)+"/v1/realtime",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.CloseNow() })
+		return conn
+	}
+	start := func(t *testing.T, conn *websocket.Conn, id string, maxTokens int) {
+		b, err := json.Marshal(map[string]any{"type": "start", "request_id": id, "model": "sim", "max_tokens": maxTokens,
+			"messages": []map[string]string{{"role": "user", "content": "hi"}}})
+		require.NoError(t, err)
+		require.NoError(t, conn.Write(t.Context(), websocket.MessageText, b))
+	}
+	// next returns the next message about id other than tokens.
+	next := func(t *testing.T, conn *websocket.Conn, id string) map[string]any {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		for {
+			_, data, err := conn.Read(ctx)
+			require.NoError(t, err)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(data, &m))
+			if m["request_id"] == id && m["type"] != "token" {
+				return m
+			}
+		}
+	}
+
+	t.Run("rate", func(t *testing.T) {
+		srv := daemontest.StartSim(t, func(c *daemon.Config) {
+			c.APIKeys = []daemon.APIKey{alice}
+			c.RateLimit, c.RateBurst = 1, 2 // the upgrade and one start
+		}, nil)
+		conn := dial(t, srv.URL, alice.Key)
+		start(t, conn, "one", 2)
+		assert.Equal(t, "started", next(t, conn, "one")["type"])
+		start(t, conn, "two", 2)
+		m := next(t, conn, "two")
+		assert.Equal(t, "error", m["type"])
+		assert.Equal(t, "rate_limit_exceeded", m["code"])
+		assert.Equal(t, true, m["retryable"])
+	})
+	t.Run("streams", func(t *testing.T) {
+		srv := daemontest.StartSim(t, func(c *daemon.Config) {
+			c.APIKeys = []daemon.APIKey{alice}
+			c.MaxStreams = 1
+			c.SimITL = 10 * time.Millisecond
+		}, nil)
+		conn := dial(t, srv.URL, alice.Key)
+		start(t, conn, "long", 500)
+		assert.Equal(t, "started", next(t, conn, "long")["type"])
+		start(t, conn, "more", 2)
+		m := next(t, conn, "more")
+		assert.Equal(t, "error", m["type"])
+		assert.Equal(t, "too_many_streams", m["code"])
+		c := daemontest.NewClient(t, srv.URL)
+		resp, raw := c.Do(t, "POST", "/v1/chat/completions", tinyChat, "Authorization", "Bearer "+alice.Key)
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the WebSocket's generation holds the slot: %s", raw)
+	})
 }

@@ -129,6 +129,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	s.running = cfg
 	s.policy.Store(pol)
 	s.limits.configure(cfg.RateLimit, cfg.RateBurst, cfg.MaxStreams)
+	s.runner.SetStreamCap(cfg.MaxStreams)
 	s.authFailures = newAuthThrottle(maxThrottledAddrs)
 	s.authFailures.configure(cfg.AuthFailureLimit)
 	s.http = &http.Server{
@@ -197,6 +198,7 @@ func (s *Server) routes() http.Handler {
 			PingInterval:   s.cfg.Heartbeat,
 			AllowAnyOrigin: true, // s.cors vetted the Origin already
 			RequestEnded:   func(info *reqinfo.Info) { s.metrics.requestEnded(realtimeRoute, http.StatusOK, info, s.servesModel) },
+			Admit:          s.admitRealtime,
 		},
 	}, s.log)
 	s.openai.Register(r)

@@ -123,6 +123,10 @@ type Request struct {
 	// KeepAlive is how long the model stays loaded after this request: nil
 	// means the runner's default, negative forever, zero unload at once.
 	KeepAlive *time.Duration
+	// Tenant is who the generation counts against (the API key's name):
+	// the runner's per-tenant stream cap applies to it wherever the
+	// request came from, for as long as the generation runs.
+	Tenant string
 	// MayUnpin: the caller may unload a preloaded model with a KeepAlive
 	// of 0 (an admin key, or a server without keys); for anyone else a
 	// preloaded model's keep-alive does not change.

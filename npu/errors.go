@@ -32,6 +32,10 @@ var (
 	// ErrNotSupported is returned (wrapped) for an operation the engine or
 	// model cannot do, such as embeddings or pulling models.
 	ErrNotSupported = errors.New("not supported")
+	// ErrTooManyStreams is returned by Runner.Start when the request's
+	// tenant already runs or queues its maximum of generations. It is
+	// retryable (a 429).
+	ErrTooManyStreams = errors.New("too many concurrent streams for this tenant")
 )
 
 // EngineError is a failure inside an engine. The API layers report it as a
@@ -47,7 +51,7 @@ func (e *EngineError) Unwrap() error { return e.Cause }
 // Retryable reports whether a client may retry the request unchanged.
 func Retryable(err error) bool {
 	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueTimeout) ||
-		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown)
+		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown) || errors.Is(err, ErrTooManyStreams)
 }
 
 // ErrInvalidRequest is wrapped by InvalidRequestError: a request the engine

@@ -45,6 +45,7 @@ type Runner struct {
 	abort    context.CancelCauseFunc
 	closing  atomic.Bool
 	inflight sync.WaitGroup // engine goroutines
+	tenants  tenantStreams  // generations per tenant, for the stream cap
 }
 
 // NewRunner returns a runner for engine.
@@ -119,14 +120,72 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Model = m.ID // an alias names the model the engine knows
+	release, ok := r.tenants.open(req.Tenant)
+	if !ok {
+		return nil, fmt.Errorf("tenant %q already runs or queues %d generations: %w", req.Tenant, r.tenants.limit(), ErrTooManyStreams)
+	}
 	ticket, err := r.sched.Enqueue()
 	if err != nil {
+		release()
 		return nil, err
 	}
 	s := newStream(r.base, req, r.cfg.Stream, r.cfg.Observer)
 	r.inflight.Add(1)
-	go r.run(s, ticket)
+	go func() {
+		defer release() // a generation counts until it ends, client or not
+		r.run(s, ticket)
+	}()
 	return s, nil
+}
+
+// SetStreamCap sets how many generations one tenant may run or queue at
+// once (0 = no cap); generations already counted stay counted.
+func (r *Runner) SetStreamCap(n int) { r.tenants.setLimit(n) }
+
+// tenantStreams counts each tenant's generations. The map holds only
+// tenants with a generation running, so it is bounded by them.
+type tenantStreams struct {
+	mu     sync.Mutex
+	max    int
+	counts map[string]int
+}
+
+func (t *tenantStreams) setLimit(n int) {
+	t.mu.Lock()
+	t.max = n
+	t.mu.Unlock()
+}
+
+func (t *tenantStreams) limit() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.max
+}
+
+// open counts one generation for tenant ("" counts against nobody).
+func (t *tenantStreams) open(tenant string) (release func(), ok bool) {
+	if tenant == "" {
+		return func() {}, true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.max > 0 && t.counts[tenant] >= t.max {
+		return nil, false
+	}
+	if t.counts == nil {
+		t.counts = map[string]int{}
+	}
+	t.counts[tenant]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.counts[tenant]--; t.counts[tenant] <= 0 {
+				delete(t.counts, tenant)
+			}
+		})
+	}, true
 }
 
 // run waits for the engine, generates, and reports the end to the stream.

@@ -105,7 +105,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	engineReq := &npu.Request{Model: model, Timeout: a.cfg.DefaultTimeout, KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels}
+	engineReq := &npu.Request{Model: model, Timeout: a.cfg.DefaultTimeout, KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels, Tenant: info.Tenant}
 	if apiErr := applyOptions(req.Options, engineReq, m, a.log); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return

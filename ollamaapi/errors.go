@@ -59,6 +59,8 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 		status = http.StatusBadRequest
 	case errors.Is(err, npu.ErrNotSupported):
 		status = http.StatusNotImplemented
+	case errors.Is(err, npu.ErrTooManyStreams):
+		status, retry = http.StatusTooManyRequests, max(time.Second, retryAfter())
 	case npu.Retryable(err):
 		status, retry = http.StatusServiceUnavailable, retryAfter()
 	case errors.Is(err, npu.ErrTokenTimeout):

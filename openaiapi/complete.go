@@ -54,6 +54,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
+	engineReq.Tenant = info.Tenant
 	src, err := a.open(c, info, &req, engineReq)
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err, ep))

@@ -108,6 +108,9 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 			Code: "model_not_found", Message: fmt.Sprintf("%v: it does not exist or is not served here", err)}
 	case errors.Is(err, npu.ErrContextLength):
 		return invalid("messages", "context_length_exceeded", "%v", err)
+	case errors.Is(err, npu.ErrTooManyStreams):
+		return &Error{Status: http.StatusTooManyRequests, Type: "invalid_request_error", Code: "too_many_streams",
+			Message: err.Error(), RetryAfter: max(time.Second, retryAfter())}
 	case errors.Is(err, npu.ErrQueueFull):
 		return overloaded("queue_full")
 	case errors.Is(err, npu.ErrQueueTimeout):

@@ -79,8 +79,11 @@ type wsPong struct {
 
 // RealtimeConfig bounds the WebSocket endpoint.
 type RealtimeConfig struct {
-	MaxRequests    int           // generations at once per connection
-	MaxMessage     func() int64  // largest client message, read per connection (a reload may change it)
+	MaxRequests int          // generations at once per connection
+	MaxMessage  func() int64 // largest client message, read per connection (a reload may change it)
+	// Admit, when set, takes one request from the tenant's rate budget for
+	// each start message, or says why not (a 429).
+	Admit          func(tenant string) *Error
 	PingInterval   time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
 	RequestEnded   func(info *reqinfo.Info)
 	AllowAnyOrigin bool // the daemon's CORS check already vetted Origin
@@ -259,6 +262,15 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	if rc.draining.Load() {
 		rc.fail(ctx, id, &Error{Status: http.StatusServiceUnavailable, Code: "shutting_down", Message: "npud is shutting down"})
 		return
+	}
+	// Every generation counts against its tenant: the request rate here
+	// (the upgrade was one request), the stream cap in the runner.
+	engineReq.Tenant = reqinfo.From(ctx).Tenant
+	if rc.cfg.Admit != nil {
+		if e := rc.cfg.Admit(engineReq.Tenant); e != nil {
+			rc.fail(ctx, id, e)
+			return
+		}
 	}
 	rc.mu.Lock()
 	if _, busy := rc.requests[id]; busy {
