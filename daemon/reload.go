@@ -56,6 +56,11 @@ func (s *Server) Reload(next Config) error {
 		applied = append(applied, "api-key-file") // the file's keys changed, not its path
 	}
 	s.policy.Store(pol)
+	// A revoked key's open WebSockets close now (1008): its holder may no
+	// longer start anything, and must not keep a channel that can.
+	if revoked := revokedKeys(old.keys, pol.keys); len(revoked) > 0 {
+		s.openai.CloseKeys(revoked)
+	}
 	s.limits.configure(next.RateLimit, next.RateBurst, next.MaxStreams)
 	s.runner.SetStreamCap(next.MaxStreams)
 	s.authFailures.configure(next.AuthFailureLimit)

@@ -290,3 +290,38 @@ func TestReloadedBodyLimitAppliesToWebSocketMessages(t *testing.T) {
 	_, _, err = conn.Read(ctx)
 	assert.Equal(t, websocket.StatusMessageTooBig, websocket.CloseStatus(err), "%v", err)
 }
+
+// Issue 12, item 4: revoking a key left its open WebSockets working. A
+// reload that removes a key closes them with 1008; other keys' stay.
+func TestRevokedKeyClosesItsWebSockets(t *testing.T) {
+	alice := daemon.APIKey{Name: "alice", Key: "sk-alice-0123456789"}
+	bob := daemon.APIKey{Name: "bob", Key: "sk-bob-0123456789ab"}
+	cfg := daemontest.Defaults(t)
+	cfg.APIKeys = []daemon.APIKey{alice, bob}
+	srv, err := daemon.New(cfg, discardLogger())
+	require.NoError(t, err)
+	c := serveInBackground(t, srv)
+	dial := func(key string) *websocket.Conn {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/realtime",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.CloseNow() })
+		return conn
+	}
+	aliceWS, bobWS := dial(alice.Key), dial(bob.Key)
+
+	next := cfg
+	next.APIKeys = []daemon.APIKey{bob}
+	require.NoError(t, srv.Reload(next))
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, _, err = aliceWS.Read(ctx)
+	assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v", err)
+	require.NoError(t, bobWS.Write(ctx, websocket.MessageText, []byte(`{"type":"ping","id":"still-here"}`)))
+	_, data, err := bobWS.Read(ctx)
+	require.NoError(t, err, "bob's key was not revoked")
+	assert.Contains(t, string(data), "still-here")
+}

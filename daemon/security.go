@@ -3,6 +3,7 @@ package daemon
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -78,7 +79,7 @@ func newKeyring(keys []APIKey) keyring {
 func (r keyring) enabled() bool { return len(r.keys) > 0 }
 
 // lookup finds the key whose secret is token.
-func (r keyring) lookup(token string) (APIKey, bool) {
+func (r keyring) lookup(token string) (storedKey, bool) {
 	d := sha256.Sum256([]byte(token))
 	found := -1
 	for i := range r.keys {
@@ -87,9 +88,28 @@ func (r keyring) lookup(token string) (APIKey, bool) {
 		}
 	}
 	if found < 0 {
-		return APIKey{}, false
+		return storedKey{}, false
 	}
-	return r.keys[found].APIKey, true
+	return r.keys[found], true
+}
+
+// id names a key without revealing it, for closing what it opened when
+// a reload revokes it.
+func (k storedKey) id() string { return hex.EncodeToString(k.digest[:]) }
+
+// revokedKeys lists the ids of prev's keys that next no longer holds.
+func revokedKeys(prev, next keyring) []string {
+	held := map[[sha256.Size]byte]bool{}
+	for _, k := range next.keys {
+		held[k.digest] = true
+	}
+	var out []string
+	for _, k := range prev.keys {
+		if !held[k.digest] {
+			out = append(out, k.id())
+		}
+	}
+	return out
 }
 
 // hostPolicy guards against DNS rebinding: a page on evil.example that
@@ -260,7 +280,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		writeDenied(c, http.StatusUnauthorized, "invalid_api_key", "the API key is not valid", 0)
 		return
 	}
-	info.Tenant, info.ManagesModels = key.Name, key.Admin
+	info.Tenant, info.ManagesModels, info.KeyID = key.Name, key.Admin, key.id()
 	if admin && !key.Admin {
 		writeDenied(c, http.StatusForbidden, "permission_denied", fmt.Sprintf("key %q may not call admin routes (/admin, /metrics)", key.Name), 0)
 		return

@@ -42,6 +42,8 @@ type API struct {
 	// WebSocket connections outlive http.Server.Shutdown (they are
 	// hijacked), so the API tracks them for the drain.
 	realtimeConns sync.WaitGroup
+	connsMu       sync.Mutex
+	conns         map[*realtimeConn]string // open WebSockets, with the id of the key that opened each
 	drainOnce     sync.Once
 	draining      chan struct{} // closed when the drain begins
 	closeAll      context.Context
@@ -67,6 +69,40 @@ func (a *API) DrainRealtime(ctx context.Context) {
 	case <-ctx.Done():
 		a.closeAllNow()
 		<-done
+	}
+}
+
+// CloseKeys closes, with 1008 (policy violation), the WebSockets opened
+// with any of the API keys named by keyIDs: a reload revoked them.
+func (a *API) CloseKeys(keyIDs []string) {
+	revoked := map[string]bool{}
+	for _, id := range keyIDs {
+		revoked[id] = true
+	}
+	a.connsMu.Lock()
+	var closing []*realtimeConn
+	for rc, key := range a.conns {
+		if key != "" && revoked[key] {
+			closing = append(closing, rc)
+		}
+	}
+	a.connsMu.Unlock()
+	for _, rc := range closing {
+		rc.revoke()
+	}
+}
+
+func (a *API) trackConn(rc *realtimeConn, keyID string) (untrack func()) {
+	a.connsMu.Lock()
+	defer a.connsMu.Unlock()
+	if a.conns == nil {
+		a.conns = map[*realtimeConn]string{}
+	}
+	a.conns[rc] = keyID
+	return func() {
+		a.connsMu.Lock()
+		delete(a.conns, rc)
+		a.connsMu.Unlock()
 	}
 }
 

@@ -127,6 +127,7 @@ func (a *API) realtime(c *gin.Context) {
 	rc := &realtimeConn{a: a, conn: conn, cfg: cfg, log: a.log, requests: map[string]*realtimeRequest{}}
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
+	defer a.trackConn(rc, reqinfo.From(ctx).KeyID)()
 	// Past the drain timeout the generations still running end with an
 	// in-band shutting_down error, then the close handshake (1001) below:
 	// never a bare TCP close.
@@ -338,6 +339,22 @@ func (rc *realtimeConn) abort() {
 		}
 	}
 }
+
+// revoke ends the connection because its API key was revoked: no more
+// starts, the generations stop, and the close handshake says why (1008).
+func (rc *realtimeConn) revoke() {
+	rc.draining.Store(true)
+	rc.mu.Lock()
+	for _, r := range rc.requests {
+		if r.cancel != nil {
+			r.cancel(errKeyRevoked)
+		}
+	}
+	rc.mu.Unlock()
+	go rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked")
+}
+
+var errKeyRevoked = errors.New("the API key was revoked")
 
 // shutdownErr is ErrShuttingDown when the relay's context ended because
 // the connection was aborted.

@@ -26,6 +26,10 @@ type Info struct {
 	// ManagesModels: the caller may manage models for every tenant
 	// (unload a preloaded one): an admin key, or any caller without keys.
 	ManagesModels bool
+	// KeyID names the API key the request came with (a digest, never the
+	// key); empty without keys. A reload that revokes the key closes the
+	// WebSockets it opened.
+	KeyID string
 	Model         string
 	TTFT          time.Duration // zero until the first non-empty text was written
 	TokensOut     int
