@@ -230,7 +230,7 @@ func (c *Config) options(ls *layers) []option {
 		{"max-pending-bytes", "unread output a stream may hold for a slow client before it fails", num(&c.MaxPendingBytes, 1<<20)},
 		{"max-body-bytes", "largest request body accepted", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 4<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
-		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for X-Request-ID repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
+		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for Idempotency-Key repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
 		{"resume-max-bytes", "text kept per stream for resumes; a client further behind gets resume_expired", num(&c.ResumeMaxBytes, 1<<20)},
 		{"ws-max-requests", "generations one WebSocket connection (/v1/realtime) may run at once", num(&c.WSMaxRequests, 8)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},

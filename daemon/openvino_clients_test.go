@@ -133,10 +133,10 @@ func TestOpenVINOResumeAndRealtime(t *testing.T) {
 	srv := startOpenVINO(t)
 	body := `{"model":"tiny","stream":true,"resumable":true,"max_tokens":20,"messages":[{"role":"user","content":"resume"}]}`
 	c := daemontest.NewClient(t, srv.URL)
-	_, whole := c.Do(t, http.MethodPost, "/v1/chat/completions", body, "X-Request-ID", "ov-resume")
+	_, whole := c.Do(t, http.MethodPost, "/v1/chat/completions", body, "Idempotency-Key", "ov-resume")
 	require.Contains(t, string(whole), "data: [DONE]")
 	// Join the finished stream from event 3: the same events, from there.
-	_, rest := c.Do(t, http.MethodPost, "/v1/chat/completions", body, "X-Request-ID", "ov-resume", "Last-Event-ID", "2")
+	_, rest := c.Do(t, http.MethodPost, "/v1/chat/completions", body, "Idempotency-Key", "ov-resume", "Last-Event-ID", "2")
 	assert.True(t, strings.HasSuffix(string(whole), string(rest)), "a resume replays the tail:\n%s\n---\n%s", whole, rest)
 	assert.NotContains(t, string(rest), `"role"`)
 

@@ -438,7 +438,7 @@ func TestResumableGenerationKeepsItsStreamSlot(t *testing.T) {
 		strings.NewReader(`{"model":"sim","stream":true,"resumable":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":300}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+alice.Key)
-	req.Header.Set("X-Request-ID", "keep-running-1")
+	req.Header.Set("Idempotency-Key", "keep-running-1")
 	long, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, 200, long.StatusCode)

@@ -62,9 +62,13 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	}
 	defer src.close()
 
-	id := "chatcmpl-" + info.ID
+	owner := info.ID
+	if src.owner != "" {
+		owner = src.owner
+	}
+	id := "chatcmpl-" + owner
 	if ep == completionsEndpoint {
-		id = "cmpl-" + info.ID
+		id = "cmpl-" + owner
 	}
 	enc := newChunkEncoder(ep, id, src.createdAt(info.Start).Unix(), req.Model)
 	if req.Stream {
@@ -100,7 +104,14 @@ type source struct {
 	// started is when the generation began: a joined or resumed reader
 	// repeats the original created, not its own arrival.
 	started time.Time
+	// owner is the id of the request that started the generation: a
+	// joined reader shows its completion id.
+	owner string
 }
+
+// maxEventID bounds Last-Event-ID: no stream has that many events, and
+// the next index must not overflow.
+const maxEventID = 1 << 31
 
 // fingerprint identifies a request by what it asks, whatever its
 // formatting: a digest of the decoded request. One request id must always
@@ -120,8 +131,11 @@ var errAfterEnd = errors.New("the client has every event")
 // attaches instead of generating again (409 if the body differs), and
 // Last-Event-ID resumes after the event the client saw last.
 func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *npu.Request) (*source, error) {
-	clientID := c.GetHeader("X-Request-ID")
-	if clientID == "" || clientID != info.ID {
+	// Joining is opt-in, with Idempotency-Key: X-Request-ID is for
+	// tracing (a proxy may stamp every request with one) and names the
+	// completion.
+	clientID := c.GetHeader("Idempotency-Key")
+	if clientID == "" {
 		stream, err := a.runner.Start(engineReq)
 		if err != nil {
 			return nil, err
@@ -129,25 +143,29 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		info.Stream = stream
 		return &source{next: stream.Next, firstTokenAt: stream.FirstTokenAt, close: stream.Close}, nil
 	}
+	if !validClientID(clientID) {
+		return nil, invalid("", "invalid_idempotency_key", "Idempotency-Key: want 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'")
+	}
+	key := journal.Key{Tenant: info.Tenant, ID: clientID}
 	resumable := req.Resumable || strings.EqualFold(c.GetHeader("X-Npud-Resumable"), "true")
 	from := 0
 	if last := c.GetHeader("Last-Event-ID"); last != "" {
 		n, err := strconv.Atoi(last)
-		if err != nil || n < 0 {
-			return nil, invalid("", "invalid_last_event_id", "Last-Event-ID %q: want the number of an event", last)
+		if err != nil || n < 0 || n >= maxEventID {
+			return nil, invalid("", "invalid_last_event_id", "Last-Event-ID %q: want the number of an event", reqinfo.Clip(last))
 		}
-		if _, ok := a.journals.Lookup(clientID); !ok {
+		if _, ok := a.journals.Lookup(key); !ok {
 			return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "stream_not_found",
 				Message: fmt.Sprintf("no stream %q to resume: it finished more than %s ago, or never started", clientID, a.cfg.Journal.Window)}
 		}
 		from = n + 1
 	}
-	j, joined, err := a.journals.Open(clientID, req.fingerprint(), resumable, func() (*npu.Stream, error) {
+	j, joined, err := a.journals.Open(key, info.ID, req.fingerprint(), resumable, func() (*npu.Stream, error) {
 		return a.runner.Start(engineReq)
 	})
 	if errors.Is(err, journal.ErrConflict) {
-		return nil, &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "request_id_conflict", Cause: err,
-			Message: fmt.Sprintf("X-Request-ID %q belongs to a different request; use a new id for a new request", clientID)}
+		return nil, &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "idempotency_key_conflict", Cause: err,
+			Message: fmt.Sprintf("Idempotency-Key %q belongs to a different request; use a new key for a new request", clientID)}
 	}
 	if err != nil {
 		return nil, err
@@ -157,7 +175,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 	}
 	info.Stream = j
 	cur := j.Attach(from)
-	src := &source{firstTokenAt: j.FirstTokenAt, close: cur.Close, ids: resumable, resumed: from > 0, started: j.Started()}
+	src := &source{firstTokenAt: j.FirstTokenAt, close: cur.Close, ids: resumable, resumed: from > 0, started: j.Started(), owner: j.Owner()}
 	last := from - 1
 	src.position = func() int { return last }
 	src.next = func(ctx context.Context) (npu.Event, error) {

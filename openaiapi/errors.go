@@ -119,6 +119,8 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 		return overloaded("shutting_down")
 	case errors.Is(err, npu.ErrSlowConsumer):
 		return overloaded("slow_consumer")
+	case errors.Is(err, journal.ErrCancelled):
+		return &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "cancelled", Message: err.Error()}
 	case errors.Is(err, journal.ErrExpired):
 		return &Error{Status: http.StatusGone, Type: "invalid_request_error", Code: "resume_expired", Message: err.Error()}
 	case errors.Is(err, npu.ErrTokenTimeout):

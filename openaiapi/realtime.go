@@ -106,6 +106,7 @@ type realtimeConn struct {
 type realtimeRequest struct {
 	id      string
 	journal *journal.Journal
+	joined  bool // this connection joined a generation another start began
 	cancel  context.CancelCauseFunc // set before the relay starts; guarded by realtimeConn.mu
 
 	mu        sync.Mutex
@@ -289,7 +290,8 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.requests[id] = r
 	rc.mu.Unlock()
 
-	j, joined, err := rc.a.journals.Open(id, req.fingerprint(), req.Resumable, func() (*npu.Stream, error) {
+	key := journal.Key{Tenant: engineReq.Tenant, ID: id}
+	j, joined, err := rc.a.journals.Open(key, id, req.fingerprint(), req.Resumable, func() (*npu.Stream, error) {
 		return rc.a.runner.Start(engineReq)
 	})
 	if err != nil {
@@ -301,10 +303,10 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		rc.fail(ctx, id, e)
 		return
 	}
-	r.journal = j
+	r.journal, r.joined = j, joined
 	from := 0
 	if msg.ResumeFrom != nil && *msg.ResumeFrom > 0 {
-		from = *msg.ResumeFrom
+		from = min(*msg.ResumeFrom, maxEventID) // past the end is "after the end", never an overflow
 	}
 	cur := j.Attach(from)
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -354,7 +356,10 @@ func (rc *realtimeConn) revoke() {
 	go rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked")
 }
 
-var errKeyRevoked = errors.New("the API key was revoked")
+var (
+	errKeyRevoked = errors.New("the API key was revoked")
+	errReaderLeft = errors.New("this reader cancelled; the generation goes on for its starter")
+)
 
 // shutdownErr is ErrShuttingDown when the relay's context ended because
 // the connection was aborted.
@@ -402,9 +407,17 @@ func (rc *realtimeConn) relay(ctx context.Context, r *realtimeRequest, cur *jour
 			err = e.Err
 		}
 		switch {
-		case err != nil && r.wasCancelled():
+		case err != nil && errors.Is(err, journal.ErrCancelled) && !r.wasCancelled():
+			// The starter cancelled the generation this reader joined.
 			info.FinishReason = "cancelled"
 			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"})
+			return
+		case err != nil && r.wasCancelled():
+			info.FinishReason = "cancelled"
+			// A joined reader's cancel ended only its own context.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			rc.send(wctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"})
+			cancel()
 			return
 		case err != nil && shutdownErr(ctx) != nil:
 			err = shutdownErr(ctx)
@@ -468,7 +481,17 @@ func (rc *realtimeConn) control(ctx context.Context, msg clientMessage) {
 	switch msg.Type {
 	case "cancel":
 		r.cancelled = true
-		r.journal.Cancel() // the engine stops at its next callback
+		if r.joined {
+			// A reader that joined leaves; the generation is its
+			// starter's to stop.
+			rc.mu.Lock()
+			if r.cancel != nil {
+				r.cancel(errReaderLeft)
+			}
+			rc.mu.Unlock()
+		} else {
+			r.journal.Cancel() // the engine stops at its next callback
+		}
 		if r.paused {
 			r.paused = false
 			close(r.resumed)

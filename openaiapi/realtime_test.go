@@ -372,3 +372,42 @@ func TestRealtimeGenerationPastTheDrainTimeout(t *testing.T) {
 	assert.Equal(t, websocket.StatusGoingAway, websocket.CloseStatus(err), "%v", err)
 	require.NoError(t, <-stopped)
 }
+
+// Issue 12, item 3: a reader that joined a generation and cancelled it
+// stopped it for its starter, whose stream then ended without an error.
+// A joined reader's cancel detaches that reader only.
+func TestRealtimeJoinedReaderCancelsOnlyItself(t *testing.T) {
+	srv := startSim(t, func(c *daemon.Config) { c.SimITL = 3 * time.Millisecond }, nil)
+	owner, joiner := mustDial(t, srv.URL), mustDial(t, srv.URL)
+	owner.send(startMsg("shared", "one story", 60))
+	require.Equal(t, "started", owner.next().Type)
+	joiner.send(startMsg("shared", "one story", 60))
+	started := joiner.next()
+	require.Equal(t, "started", started.Type)
+	require.True(t, started.Joined)
+	joiner.send(map[string]any{"type": "cancel", "request_id": "shared"})
+	_, last := joiner.collect("shared")
+	assert.Equal(t, "cancelled", last["shared"].FinishReason, "%+v", last["shared"])
+
+	text, final := owner.collect("shared")
+	assert.Equal(t, "final", final["shared"].Type, "%+v", final["shared"])
+	assert.Equal(t, "length", final["shared"].FinishReason, "the starter's generation ran to its end")
+	assert.Equal(t, prefix(3, userPrompt("one story"), 60), text["shared"])
+}
+
+// When the starter cancels, a reader that joined is told: its stream ends
+// with a final "cancelled", not silently.
+func TestRealtimeStarterCancelEndsJoinedReaders(t *testing.T) {
+	srv := startSim(t, func(c *daemon.Config) { c.SimITL = 3 * time.Millisecond }, nil)
+	owner, joiner := mustDial(t, srv.URL), mustDial(t, srv.URL)
+	owner.send(startMsg("shared2", "another story", 200))
+	require.Equal(t, "started", owner.next().Type)
+	joiner.send(startMsg("shared2", "another story", 200))
+	require.True(t, joiner.next().Joined)
+	owner.send(map[string]any{"type": "cancel", "request_id": "shared2"})
+	_, last := owner.collect("shared2")
+	assert.Equal(t, "cancelled", last["shared2"].FinishReason)
+	_, last = joiner.collect("shared2")
+	assert.Equal(t, "final", last["shared2"].Type, "%+v", last["shared2"])
+	assert.Equal(t, "cancelled", last["shared2"].FinishReason)
+}

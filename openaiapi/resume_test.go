@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"
@@ -125,7 +126,7 @@ func post(t *testing.T, ctx context.Context, base, body string, header ...string
 // Without an id, events carry no id: lines (some SDKs break on them).
 func TestNoEventIDsUnlessOptedIn(t *testing.T) {
 	srv, _ := startCounting(t, 0)
-	for _, header := range [][]string{nil, {"X-Request-ID", "not-resumable-1"}} {
+	for _, header := range [][]string{nil, {"Idempotency-Key", "not-resumable-1"}} {
 		resp := post(t, t.Context(), srv.URL, `{"model":"sim","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, header...)
 		raw, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -140,7 +141,7 @@ func TestNoEventIDsUnlessOptedIn(t *testing.T) {
 func TestResumeAfterDroppedConnections(t *testing.T) {
 	srv, engine := startCounting(t, 2*time.Millisecond)
 	// The uninterrupted run, under another id.
-	resp := post(t, t.Context(), srv.URL, resumableBody, "X-Request-ID", "whole-run")
+	resp := post(t, t.Context(), srv.URL, resumableBody, "Idempotency-Key", "whole-run")
 	whole, err := readEvents(resp.Body, nil)
 	resp.Body.Close()
 	require.NoError(t, err)
@@ -161,7 +162,7 @@ func TestResumeAfterDroppedConnections(t *testing.T) {
 		for attempt := 0; ; attempt++ {
 			require.Less(t, attempt, 50, "too many reconnects")
 			ctx, cancel := context.WithCancel(t.Context())
-			header := []string{"X-Request-ID", id}
+			header := []string{"Idempotency-Key", id}
 			if last >= 0 {
 				header = append(header, "Last-Event-ID", strconv.Itoa(last))
 			}
@@ -201,7 +202,7 @@ func TestDuplicateStartJoinsTheGeneration(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp := post(t, t.Context(), srv.URL, `{"model":"sim","stream":true,"max_tokens":60,"messages":[{"role":"user","content":"once"}]}`, "X-Request-ID", "same-id")
+			resp := post(t, t.Context(), srv.URL, `{"model":"sim","stream":true,"max_tokens":60,"messages":[{"role":"user","content":"once"}]}`, "Idempotency-Key", "same-id")
 			defer resp.Body.Close()
 			events, err := readEvents(resp.Body, nil)
 			assert.NoError(t, err)
@@ -216,7 +217,7 @@ func TestDuplicateStartJoinsTheGeneration(t *testing.T) {
 	// Recently finished: a repeat gets the same answer, whole, without a
 	// generation; the official client sees an ordinary response.
 	oc := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("unused"),
-		option.WithHeader("X-Request-ID", "whole-once"))
+		option.WithHeader("Idempotency-Key", "whole-once"))
 	params := openai.ChatCompletionNewParams{Model: "sim", MaxTokens: openai.Int(10),
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("repeat me")}}
 	first, err := oc.Chat.Completions.New(t.Context(), params)
@@ -232,7 +233,7 @@ func TestDuplicateStartJoinsTheGeneration(t *testing.T) {
 	var apiErr *openai.Error
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, http.StatusConflict, apiErr.StatusCode)
-	assert.Equal(t, "request_id_conflict", apiErr.Code)
+	assert.Equal(t, "idempotency_key_conflict", apiErr.Code)
 }
 
 // A resumable stream runs on after its client left; without opting in,
@@ -248,7 +249,7 @@ func TestDisconnectCancelsUnlessResumable(t *testing.T) {
 		{`{"model":"sim","stream":true,"resumable":true,"max_tokens":2000,"messages":[{"role":"user","content":"b"}]}`, true},
 	} {
 		ctx, cancel := context.WithCancel(t.Context())
-		resp := post(t, ctx, srv.URL, tc.body, "X-Request-ID", "leave-"+strconv.FormatBool(tc.runsAfter))
+		resp := post(t, ctx, srv.URL, tc.body, "Idempotency-Key", "leave-"+strconv.FormatBool(tc.runsAfter))
 		_, err := readEvents(resp.Body, func(idEvent) bool { return true })
 		require.NoError(t, err)
 		cancel()
@@ -257,7 +258,7 @@ func TestDisconnectCancelsUnlessResumable(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			assert.Equal(t, 1.0, activeStreams(t, hc, srv.URL), "still generating for a client that may come back")
 			// Nobody comes back: free the engine for the next case.
-			resp := post(t, t.Context(), srv.URL, tc.body, "X-Request-ID", "leave-true", "Last-Event-ID", "0")
+			resp := post(t, t.Context(), srv.URL, tc.body, "Idempotency-Key", "leave-true", "Last-Event-ID", "0")
 			resp.Body.Close()
 		} else {
 			daemontest.Eventually(t, func() bool { return activeStreams(t, hc, srv.URL) == 0 })
@@ -268,10 +269,10 @@ func TestDisconnectCancelsUnlessResumable(t *testing.T) {
 func TestResumeErrors(t *testing.T) {
 	srv, _ := startCounting(t, 0)
 	c := daemontest.NewClient(t, srv.URL)
-	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", resumableBody, "X-Request-ID", "never-started", "Last-Event-ID", "3")
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", resumableBody, "Idempotency-Key", "never-started", "Last-Event-ID", "3")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", raw)
 	assert.Contains(t, string(raw), "stream_not_found")
-	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", resumableBody, "X-Request-ID", "x", "Last-Event-ID", "three")
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", resumableBody, "Idempotency-Key", "x", "Last-Event-ID", "three")
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
 	assert.Contains(t, string(raw), "invalid_last_event_id")
 }
@@ -293,11 +294,52 @@ func TestJoinedReadersRepeatTheOriginalCreated(t *testing.T) {
 		{"whole", `{"model":"sim","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, first := c.Do(t, http.MethodPost, "/v1/chat/completions", tc.body, "X-Request-ID", "created-"+tc.name)
+			_, first := c.Do(t, http.MethodPost, "/v1/chat/completions", tc.body, "Idempotency-Key", "created-"+tc.name)
 			// Into the next second, so a created of the reader's own differs.
 			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
-			_, again := c.Do(t, http.MethodPost, "/v1/chat/completions", tc.body, "X-Request-ID", "created-"+tc.name)
+			_, again := c.Do(t, http.MethodPost, "/v1/chat/completions", tc.body, "Idempotency-Key", "created-"+tc.name)
 			assert.Equal(t, created(first), created(again))
 		})
 	}
+}
+
+// Issue 12, item 3: joining was a side effect of X-Request-ID, a tracing
+// header proxies stamp on every request, and ids were one namespace for
+// every tenant. Joining is Idempotency-Key now, scoped to the tenant.
+func TestJoiningIsIdempotencyKeyWithinATenant(t *testing.T) {
+	alice := daemon.APIKey{Name: "alice", Key: "sk-alice-0123456789"}
+	bob := daemon.APIKey{Name: "bob", Key: "sk-bob-0123456789ab"}
+	cfg := daemontest.Defaults(t)
+	cfg.ResumeWindow = 5 * time.Second
+	cfg.APIKeys = []daemon.APIKey{alice, bob}
+	engine := &countingSim{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond})}
+	srv := daemontest.Start(t, cfg, engine)
+	c := daemontest.NewClient(t, srv.URL)
+	body := `{"model":"sim","max_tokens":5,"messages":[{"role":"user","content":"mine"}]}`
+	as := func(k daemon.APIKey, h ...string) []string { return append([]string{"Authorization", "Bearer " + k.Key}, h...) }
+
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", body, as(alice, "Idempotency-Key", "k-1")...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", body, as(alice, "Idempotency-Key", "k-1", "X-Request-ID", "trace-2")...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.EqualValues(t, 1, engine.generations.Load(), "alice's repeat joined her generation")
+	assert.Equal(t, "trace-2", resp.Header.Get("X-Request-ID"), "the tracing id stays the request's own")
+
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", body, as(bob, "Idempotency-Key", "k-1")...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.EqualValues(t, 2, engine.generations.Load(), "bob's k-1 is his own: he cannot read alice's stream")
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", strings.Replace(body, "mine", "other", 1), as(bob, "Idempotency-Key", "k-2")...)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "no 409 tells bob that alice used an id: %s", raw)
+
+	for range 2 {
+		resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", body, as(alice, "X-Request-ID", "same-trace")...)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	}
+	assert.EqualValues(t, 5, engine.generations.Load(), "a repeated X-Request-ID is tracing, not a join")
+
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", body, as(alice, "Idempotency-Key", "bad key/ü")...)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"sim","stream":true,"resumable":true,"max_tokens":5,"messages":[{"role":"user","content":"mine"}]}`,
+		as(alice, "Idempotency-Key", "k-9", "Last-Event-ID", "9223372036854775807")...)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "an event number that would wrap: %s", raw)
 }

@@ -26,6 +26,9 @@ var (
 	ErrConflict = errors.New("request id already used by a different request")
 	// ErrExpired: the events asked for are no longer kept.
 	ErrExpired = errors.New("the events to resume from are no longer kept")
+	// ErrCancelled ends the stream for every reader when the client that
+	// started the generation cancelled it.
+	ErrCancelled = errors.New("the generation was cancelled by the client that started it")
 )
 
 // Config bounds what journals keep.
@@ -53,9 +56,17 @@ type Entry struct {
 	AfterEnd bool
 }
 
+// Key names a journal: the client's id within its tenant. Ids are the
+// client's choice, so one tenant's id never reaches another's journal.
+type Key struct {
+	Tenant, ID string
+}
+
 // Journal is one generation's emitted events.
 type Journal struct {
-	id, fingerprint string
+	key             Key
+	owner           string // the id of the request that started it: the completion id every reader shows
+	fingerprint     string
 	resumable       bool
 	stream          *npu.Stream
 	reg             *Registry
@@ -77,26 +88,27 @@ type Registry struct {
 	cfg Config
 
 	mu   sync.Mutex
-	byID map[string]*Journal
+	byID map[Key]*Journal
 	wg   sync.WaitGroup // pumps
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry(cfg Config) *Registry {
-	return &Registry{cfg: cfg, byID: map[string]*Journal{}}
+	return &Registry{cfg: cfg, byID: map[Key]*Journal{}}
 }
 
-// Open returns the journal of id, starting the generation with start when
-// there is none. fingerprint identifies the request (a digest of its
-// body): the same id with another fingerprint is ErrConflict. joined says
-// whether an existing generation was joined. resumable keeps a generation
-// running for the window after its last reader left.
-func (r *Registry) Open(id, fingerprint string, resumable bool, start func() (*npu.Stream, error)) (j *Journal, joined bool, err error) {
+// Open returns the journal of key, starting the generation with start
+// when there is none; owner is the id of the request that starts it.
+// fingerprint identifies the request (a digest of its body): the same key
+// with another fingerprint is ErrConflict. joined says whether an
+// existing generation was joined. resumable keeps a generation running for
+// the window after its last reader left.
+func (r *Registry) Open(key Key, owner, fingerprint string, resumable bool, start func() (*npu.Stream, error)) (j *Journal, joined bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if j, ok := r.byID[id]; ok {
+	if j, ok := r.byID[key]; ok {
 		if j.fingerprint != fingerprint {
-			return nil, false, fmt.Errorf("request id %q: %w", id, ErrConflict)
+			return nil, false, fmt.Errorf("id %q: %w", key.ID, ErrConflict)
 		}
 		return j, true, nil
 	}
@@ -104,19 +116,19 @@ func (r *Registry) Open(id, fingerprint string, resumable bool, start func() (*n
 	if err != nil {
 		return nil, false, err
 	}
-	j = &Journal{id: id, fingerprint: fingerprint, resumable: resumable, stream: stream, reg: r,
+	j = &Journal{key: key, owner: owner, fingerprint: fingerprint, resumable: resumable, stream: stream, reg: r,
 		changed: make(chan struct{}), readers: map[*Cursor]struct{}{}, started: time.Now()}
-	r.byID[id] = j
+	r.byID[key] = j
 	r.wg.Add(1)
 	go j.pump()
 	return j, false, nil
 }
 
-// Lookup returns the journal of id, if it is kept.
-func (r *Registry) Lookup(id string) (*Journal, bool) {
+// Lookup returns the journal of key, if it is kept.
+func (r *Registry) Lookup(key Key) (*Journal, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	j, ok := r.byID[id]
+	j, ok := r.byID[key]
 	return j, ok
 }
 
@@ -142,8 +154,8 @@ func (r *Registry) Wait(ctx context.Context) error {
 func (r *Registry) forget(j *Journal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.byID[j.id] == j {
-		delete(r.byID, j.id)
+	if r.byID[j.key] == j {
+		delete(r.byID, j.key)
 	}
 }
 
@@ -196,7 +208,7 @@ func (j *Journal) append(e Entry) {
 		}
 		if behind == len(j.readers) {
 			j.abandoned = true
-			j.stream.Abandon(fmt.Errorf("every reader of %q fell %d bytes behind: %w", j.id, j.reg.cfg.MaxBytes, npu.ErrSlowConsumer))
+			j.stream.Abandon(fmt.Errorf("every reader of %q fell %d bytes behind: %w", j.key.ID, j.reg.cfg.MaxBytes, npu.ErrSlowConsumer))
 		}
 	}
 	if e.Done || e.Err != nil {
@@ -209,8 +221,11 @@ func (j *Journal) append(e Entry) {
 // FirstTokenAt is when the engine produced its first text, or zero.
 func (j *Journal) FirstTokenAt() time.Time { return j.stream.FirstTokenAt() }
 
-// ID is the request id.
-func (j *Journal) ID() string { return j.id }
+// ID is the client's id for the journal.
+func (j *Journal) ID() string { return j.key.ID }
+
+// Owner is the id of the request that started the generation.
+func (j *Journal) Owner() string { return j.owner }
 
 // Started is when the generation was started: every reader of it, joined
 // or resumed later, describes the same completion (OpenAI's created).
@@ -239,7 +254,8 @@ func (j *Journal) Cancel() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if !j.ended && !j.abandoned {
-		j.abandonLocked()
+		j.abandoned = true
+		j.stream.Abandon(ErrCancelled) // every reader learns why; the engine gets Cancel
 	}
 }
 
@@ -287,7 +303,7 @@ func (c *Cursor) Next(ctx context.Context) (Entry, error) {
 		c.j.mu.Lock()
 		if c.next < c.j.first {
 			c.j.mu.Unlock()
-			err := fmt.Errorf("event %d of %q (oldest kept: %d): %w", c.next, c.j.id, c.j.first, ErrExpired)
+			err := fmt.Errorf("event %d of %q (oldest kept: %d): %w", c.next, c.j.key.ID, c.j.first, ErrExpired)
 			if c.read {
 				// A reader that fell further behind than the journal
 				// keeps: the same verdict as the bridge's hard limit.

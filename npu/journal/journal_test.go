@@ -80,10 +80,10 @@ func readAll(t *testing.T, c *Cursor) (string, Entry) {
 
 func TestTwoStartsWithOneIDRunOneGeneration(t *testing.T) {
 	f := newFixture(t, time.Millisecond, Config{})
-	j1, joined, err := f.reg.Open("r1", "fp", false, f.starter(40))
+	j1, joined, err := f.reg.Open(Key{ID: "r1"}, "r1", "fp", false, f.starter(40))
 	require.NoError(t, err)
 	assert.False(t, joined)
-	j2, joined, err := f.reg.Open("r1", "fp", false, f.starter(40))
+	j2, joined, err := f.reg.Open(Key{ID: "r1"}, "r1", "fp", false, f.starter(40))
 	require.NoError(t, err)
 	assert.True(t, joined)
 	assert.Same(t, j1, j2)
@@ -99,13 +99,35 @@ func TestTwoStartsWithOneIDRunOneGeneration(t *testing.T) {
 	assert.Equal(t, sim.Text(0, "journal")[:len(text1)], text1, "the engine's own text")
 	assert.EqualValues(t, 1, f.engine.generations.Load(), "one generation for two starts")
 
-	_, _, err = f.reg.Open("r1", "other body", false, f.starter(40))
+	_, _, err = f.reg.Open(Key{ID: "r1"}, "r1", "other body", false, f.starter(40))
 	require.ErrorIs(t, err, ErrConflict)
+}
+
+// Issue 12, item 3: ids were one global namespace, so another tenant who
+// guessed an id and body read the stream (and a different body got a 409
+// that confirmed the id). Each tenant has its own.
+func TestTenantsHaveTheirOwnIDs(t *testing.T) {
+	f := newFixture(t, time.Millisecond, Config{})
+	a, _, err := f.reg.Open(Key{Tenant: "alice", ID: "r1"}, "a-1", "fp", false, f.starter(10))
+	require.NoError(t, err)
+	b, joined, err := f.reg.Open(Key{Tenant: "bob", ID: "r1"}, "b-1", "fp", false, f.starter(10))
+	require.NoError(t, err)
+	assert.False(t, joined, "bob's r1 is not alice's")
+	assert.NotSame(t, a, b)
+	_, _, err = f.reg.Open(Key{Tenant: "bob", ID: "r1"}, "b-2", "other body", false, f.starter(10))
+	assert.ErrorIs(t, err, ErrConflict, "a conflict only within one tenant")
+	assert.Equal(t, "a-1", a.Owner())
+	for _, j := range []*Journal{a, b} {
+		c := j.Attach(0)
+		readAll(t, c)
+		c.Close()
+	}
+	assert.EqualValues(t, 2, f.engine.generations.Load())
 }
 
 func TestResumeFromAnyPositionHasNoGapAndNoDuplicate(t *testing.T) {
 	f := newFixture(t, 0, Config{})
-	j, _, err := f.reg.Open("r", "fp", false, f.starter(30))
+	j, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, f.starter(30))
 	require.NoError(t, err)
 	first := j.Attach(0)
 	whole, _ := readAll(t, first)
@@ -133,7 +155,7 @@ func TestResumeFromAnyPositionHasNoGapAndNoDuplicate(t *testing.T) {
 
 func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	f := newFixture(t, 5*time.Millisecond, Config{Window: 300 * time.Millisecond})
-	j, _, err := f.reg.Open("plain", "fp", false, f.starter(10000))
+	j, _, err := f.reg.Open(Key{ID: "plain"}, "plain", "fp", false, f.starter(10000))
 	require.NoError(t, err)
 	c := j.Attach(0)
 	_, err = c.Next(t.Context())
@@ -145,7 +167,7 @@ func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 
 	// Resumable: the generation goes on without a reader, and a reader
 	// that comes back within the window finds every event.
-	rj, _, err := f.reg.Open("resumable", "fp", true, f.starter(60))
+	rj, _, err := f.reg.Open(Key{ID: "resumable"}, "resumable", "fp", true, f.starter(60))
 	require.NoError(t, err)
 	c = rj.Attach(0)
 	e, err := c.Next(t.Context())
@@ -161,7 +183,7 @@ func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	assert.Equal(t, sim.Text(0, "journal")[:len(got+rest)], got+rest)
 
 	// Resumable but nobody comes back: cancelled after the window.
-	gone, _, err := f.reg.Open("gone", "fp", true, f.starter(20000))
+	gone, _, err := f.reg.Open(Key{ID: "gone"}, "gone", "fp", true, f.starter(20000))
 	require.NoError(t, err)
 	gone.Attach(0).Close()
 	require.Eventually(t, func() bool { return f.runner.Running() == 0 }, 5*time.Second, time.Millisecond)
@@ -175,7 +197,7 @@ func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 
 func TestOldEventsExpirePastMaxBytes(t *testing.T) {
 	f := newFixture(t, time.Millisecond, Config{MaxBytes: 64})
-	j, _, err := f.reg.Open("r", "fp", false, f.starter(200))
+	j, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, f.starter(200))
 	require.NoError(t, err)
 	c := j.Attach(0)
 	_, end := readAll(t, c) // a reader that keeps up loses nothing
@@ -195,7 +217,7 @@ func TestOldEventsExpirePastMaxBytes(t *testing.T) {
 
 func TestAReaderFallingBehindTheJournalIsASlowConsumer(t *testing.T) {
 	f := newFixture(t, time.Millisecond, Config{MaxBytes: 64})
-	j, _, err := f.reg.Open("r", "fp", false, f.starter(20000))
+	j, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, f.starter(20000))
 	require.NoError(t, err)
 	c := j.Attach(0)
 	defer c.Close()
@@ -216,15 +238,15 @@ func TestAReaderFallingBehindTheJournalIsASlowConsumer(t *testing.T) {
 
 func TestFinishedJournalsAreForgottenAfterTheWindow(t *testing.T) {
 	f := newFixture(t, 0, Config{Window: 50 * time.Millisecond})
-	j, _, err := f.reg.Open("r", "fp", false, f.starter(3))
+	j, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, f.starter(3))
 	require.NoError(t, err)
 	c := j.Attach(0)
 	readAll(t, c)
 	c.Close()
-	_, ok := f.reg.Lookup("r")
+	_, ok := f.reg.Lookup(Key{ID: "r"})
 	assert.True(t, ok, "kept right after it finished")
 	require.Eventually(t, func() bool { return f.reg.Len() == 0 }, 5*time.Second, time.Millisecond)
-	_, joined, err := f.reg.Open("r", "fp", false, f.starter(3))
+	_, joined, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, f.starter(3))
 	require.NoError(t, err)
 	assert.False(t, joined, "after the window the id starts a new generation")
 	c = mustAttach(t, f, "r")
@@ -234,14 +256,14 @@ func TestFinishedJournalsAreForgottenAfterTheWindow(t *testing.T) {
 
 func mustAttach(t *testing.T, f *fixture, id string) *Cursor {
 	t.Helper()
-	j, ok := f.reg.Lookup(id)
+	j, ok := f.reg.Lookup(Key{ID: id})
 	require.True(t, ok)
 	return j.Attach(0)
 }
 
 func TestCursorHeartbeatsAndLeaves(t *testing.T) {
 	f := newFixture(t, 200*time.Millisecond, Config{Heartbeat: 20 * time.Millisecond})
-	j, _, err := f.reg.Open("r", "fp", false, f.starter(1000))
+	j, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, f.starter(1000))
 	require.NoError(t, err)
 	c := j.Attach(0)
 	sawBeat := false
@@ -261,7 +283,7 @@ func TestCursorHeartbeatsAndLeaves(t *testing.T) {
 
 func TestStartErrorsAreReturnedAndNothingIsKept(t *testing.T) {
 	f := newFixture(t, 0, Config{})
-	_, _, err := f.reg.Open("r", "fp", false, func() (*npu.Stream, error) {
+	_, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, func() (*npu.Stream, error) {
 		return f.runner.Start(&npu.Request{Model: "nope"})
 	})
 	require.ErrorIs(t, err, npu.ErrModelNotFound)
