@@ -106,7 +106,7 @@ type realtimeConn struct {
 type realtimeRequest struct {
 	id      string
 	journal *journal.Journal
-	joined  bool // this connection joined a generation another start began
+	joined  bool                    // this connection joined a generation another start began
 	cancel  context.CancelCauseFunc // set before the relay starts; guarded by realtimeConn.mu
 
 	mu        sync.Mutex

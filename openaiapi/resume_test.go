@@ -316,7 +316,9 @@ func TestJoiningIsIdempotencyKeyWithinATenant(t *testing.T) {
 	srv := daemontest.Start(t, cfg, engine)
 	c := daemontest.NewClient(t, srv.URL)
 	body := `{"model":"sim","max_tokens":5,"messages":[{"role":"user","content":"mine"}]}`
-	as := func(k daemon.APIKey, h ...string) []string { return append([]string{"Authorization", "Bearer " + k.Key}, h...) }
+	as := func(k daemon.APIKey, h ...string) []string {
+		return append([]string{"Authorization", "Bearer " + k.Key}, h...)
+	}
 
 	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", body, as(alice, "Idempotency-Key", "k-1")...)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)

@@ -29,11 +29,11 @@ type Info struct {
 	// KeyID names the API key the request came with (a digest, never the
 	// key); empty without keys. A reload that revokes the key closes the
 	// WebSockets it opened.
-	KeyID string
-	Model         string
-	TTFT          time.Duration // zero until the first non-empty text was written
-	TokensOut     int
-	FinishReason  string
+	KeyID        string
+	Model        string
+	TTFT         time.Duration // zero until the first non-empty text was written
+	TokensOut    int
+	FinishReason string
 	// Status, when set, overrides the HTTP status in the log: 499 for a
 	// client that left before its response began.
 	Status int

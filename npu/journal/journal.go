@@ -64,13 +64,13 @@ type Key struct {
 
 // Journal is one generation's emitted events.
 type Journal struct {
-	key             Key
-	owner           string // the id of the request that started it: the completion id every reader shows
-	fingerprint     string
-	resumable       bool
-	stream          *npu.Stream
-	reg             *Registry
-	started         time.Time
+	key         Key
+	owner       string // the id of the request that started it: the completion id every reader shows
+	fingerprint string
+	resumable   bool
+	stream      *npu.Stream
+	reg         *Registry
+	started     time.Time
 
 	mu        sync.Mutex
 	entries   []Entry // entries[0] has Index first
