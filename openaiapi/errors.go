@@ -119,6 +119,9 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 		return overloaded("shutting_down")
 	case errors.Is(err, npu.ErrSlowConsumer):
 		return overloaded("slow_consumer")
+	case errors.Is(err, journal.ErrAbandoned):
+		return &Error{Status: http.StatusGone, Type: "invalid_request_error", Code: "stream_abandoned",
+			Message: err.Error() + "; send the request with a new Idempotency-Key to generate again"}
 	case errors.Is(err, journal.ErrCancelled):
 		return &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "cancelled", Message: err.Error()}
 	case errors.Is(err, journal.ErrExpired):

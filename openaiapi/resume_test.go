@@ -345,3 +345,53 @@ func TestJoiningIsIdempotencyKeyWithinATenant(t *testing.T) {
 		as(alice, "Idempotency-Key", "k-9", "Last-Event-ID", "9223372036854775807")...)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "an event number that would wrap: %s", raw)
 }
+
+// Issue 12, item 10: a generation stopped because its client left was
+// replayed to a retrying client as EOF with no error and no [DONE] (or an
+// empty 200): the replay ends with the stream's real outcome.
+func TestReplayOfAnAbandonedStreamEndsHonestly(t *testing.T) {
+	srv, _ := startCounting(t, 5*time.Millisecond)
+	body := `{"model":"sim","stream":true,"max_tokens":2000,"messages":[{"role":"user","content":"left"}]}`
+	ctx, cancel := context.WithCancel(t.Context())
+	resp := post(t, ctx, srv.URL, body, "Idempotency-Key", "abandoned-1")
+	_, err := readEvents(resp.Body, func(idEvent) bool { return true })
+	require.NoError(t, err)
+	cancel() // the only reader leaves: the generation stops
+	resp.Body.Close()
+	daemontest.Eventually(t, func() bool { return activeStreams(t, http.DefaultClient, srv.URL) == 0 })
+
+	again := post(t, t.Context(), srv.URL, body, "Idempotency-Key", "abandoned-1")
+	defer again.Body.Close()
+	require.Equal(t, http.StatusOK, again.StatusCode)
+	events, err := readEvents(again.Body, nil)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(events), 2)
+	assert.Equal(t, "[DONE]", events[len(events)-1].data, "the terminator")
+	assert.Contains(t, events[len(events)-2].data, `"code":"stream_abandoned"`, "an in-band error says what happened")
+
+	srv, _ = startCounting(t, 20*time.Millisecond)
+	c := daemontest.NewClient(t, srv.URL)
+	whole := strings.Replace(body, `"stream":true`, `"stream":false`, 1)
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		req, err := http.NewRequestWithContext(ctx2, http.MethodPost, srv.URL+"/v1/chat/completions",
+			strings.NewReader(strings.Replace(whole, "left", "left too", 1)))
+		if !assert.NoError(t, err) {
+			return
+		}
+		req.Header.Set("Idempotency-Key", "abandoned-2")
+		if resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	daemontest.Eventually(t, func() bool { return activeStreams(t, http.DefaultClient, srv.URL) == 1 })
+	time.Sleep(60 * time.Millisecond) // a few tokens of an answer that takes over 600 ms
+	cancel2()
+	<-left
+	daemontest.Eventually(t, func() bool { return activeStreams(t, http.DefaultClient, srv.URL) == 0 })
+	r, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", strings.Replace(whole, "left", "left too", 1), "Idempotency-Key", "abandoned-2")
+	assert.Equal(t, http.StatusGone, r.StatusCode, "not an empty 200: %s", raw)
+	assert.Contains(t, string(raw), "stream_abandoned")
+}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,11 @@ var (
 	ErrConflict = errors.New("request id already used by a different request")
 	// ErrExpired: the events asked for are no longer kept.
 	ErrExpired = errors.New("the events to resume from are no longer kept")
+	// ErrAbandoned is the outcome of a generation stopped because every
+	// reader had left (npu.ErrClientGone, for the readers that left). A
+	// reader that comes later must get an error and its terminator, not
+	// the silence owed to a client that went away.
+	ErrAbandoned = errors.New("the generation was stopped before it finished: every reader had left")
 	// ErrCancelled ends the stream for every reader when the client that
 	// started the generation cancelled it.
 	ErrCancelled = errors.New("the generation was cancelled by the client that started it")
@@ -168,6 +174,9 @@ func (j *Journal) pump() {
 	for {
 		ev, err := j.stream.Next(context.Background())
 		switch {
+		case err != nil && errors.Is(err, npu.ErrClientGone):
+			// Whoever reads this entry is not the client that left.
+			j.append(Entry{Err: fmt.Errorf("%w (%s)", ErrAbandoned, strings.TrimPrefix(err.Error(), npu.ErrClientGone.Error()+": "))})
 		case err != nil:
 			j.append(Entry{Err: err})
 		case ev.Heartbeat:

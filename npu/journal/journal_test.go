@@ -192,7 +192,11 @@ func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 		e, err = gone.Attach(e.Index + 1).Next(t.Context())
 	}
 	require.NoError(t, err)
-	assert.ErrorIs(t, e.Err, npu.ErrClientGone)
+	// Issue 12, item 10: a reader that comes later is not the client that
+	// left: it is told the generation was abandoned (an error it must
+	// pass on, with its terminator), not "client gone" (silence).
+	assert.ErrorIs(t, e.Err, ErrAbandoned)
+	assert.NotErrorIs(t, e.Err, npu.ErrClientGone)
 }
 
 func TestOldEventsExpirePastMaxBytes(t *testing.T) {
