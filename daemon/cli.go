@@ -10,10 +10,13 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub"
+	"github.com/npud/npud/npu/modelstore"
 )
 
 // Version is the npud version; release builds set it with -ldflags.
@@ -176,19 +179,46 @@ func pull(ctx context.Context, args []string, getenv func(string) string, stdout
 		}
 		return 2
 	}
-	last := ""
-	err = cfg.hubClient().Download(ctx, repo, cfg.ModelsDir, func(p hub.Progress) {
-		if p.Status != last || p.Completed == p.Total {
-			fmt.Fprintf(stdout, "%s %d/%d\n", p.Status, p.Completed, p.Total)
-			last = p.Status
-		}
-	})
+	err = modelstore.New(cfg.ModelsDir, cfg.hubClient()).Pull(ctx, repo, pullPrinter(stdout, time.Now))
 	if err != nil {
 		fmt.Fprintf(stderr, "npud pull: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "success: model %q in %s\n", hub.ModelName(repo), cfg.ModelsDir)
 	return 0
+}
+
+// pullPrinter prints a pull's progress a line at a time: each step once,
+// and the bytes of a file at most every second (a multi-GB file shows its
+// bytes moving) and when it is complete.
+func pullPrinter(w io.Writer, now func() time.Time) func(npu.PullProgress) {
+	last, lastAt := "", time.Time{}
+	return func(p npu.PullProgress) {
+		complete := p.Total > 0 && p.Completed == p.Total
+		if p.Status == last && !complete && now().Sub(lastAt) < time.Second {
+			return
+		}
+		last, lastAt = p.Status, now()
+		if p.Total <= 0 {
+			fmt.Fprintln(w, p.Status)
+			return
+		}
+		fmt.Fprintf(w, "%s %s/%s (%d%%)\n", p.Status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
+	}
+}
+
+// byteSize is n in the largest binary unit that keeps it at least 1.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
 func (c Config) hubClient() *hub.Client {

@@ -58,3 +58,32 @@ func TestOpenVINORequestErrorsInEachProtocol(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &out))
 	assert.LessOrEqual(t, out["prompt_eval_count"], float64(8))
 }
+
+// Issue 11 (model store): bad model names were 500s; they are 400s, and
+// nothing of a refused copy or pull reaches the disk.
+func TestOpenVINOModelNamesAreRequestErrors(t *testing.T) {
+	models := t.TempDir()
+	daemontest.WriteOpenVINOModel(t, models, "tiny")
+	t.Setenv("OVTEST_DEVICES", "CPU")
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "CPU", ""
+	cfg.HubEndpoint = "http://127.0.0.1:9" // never reached: the names are refused first
+	srv := daemontest.Start(t, cfg, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodPost, "/api/copy", `{"source":"tiny","destination":"../escape"}`},
+		{http.MethodPost, "/api/copy", `{"source":"tiny","destination":"a/b"}`},
+		{http.MethodPost, "/api/copy", `{"source":"tiny","destination":"half.partial"}`},
+		{http.MethodPost, "/api/pull", `{"model":"not a repo","stream":false}`},
+		{http.MethodPost, "/api/pull", `{"model":"a/../b","stream":false}`},
+	} {
+		resp, raw := c.Do(t, tc.method, tc.path, tc.body)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s: %s", tc.path, tc.body, raw)
+		assert.Contains(t, string(raw), `"error"`)
+	}
+	entries, err := os.ReadDir(models)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "only the model that was there")
+	_, err = os.Stat(filepath.Join(filepath.Dir(models), "escape"))
+	assert.True(t, os.IsNotExist(err))
+}

@@ -5,11 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub/hubtest"
 )
 
@@ -32,4 +35,36 @@ func TestPullCommand(t *testing.T) {
 	assert.Contains(t, stderr.String(), "usage: npud pull")
 	assert.Equal(t, 1, Main(context.Background(), []string{"pull", "--models-dir", models, "OpenVINO/tiny-ov"},
 		env("NPUD_HUB_ENDPOINT", hubSrv.URL), &stdout, &stderr), "already there")
+}
+
+// Issue 11: `npud pull` printed a file's line only when it was complete, so
+// a multi-GB file looked hung. Bytes inside a file are shown at most every
+// second, and every step once.
+func TestPullPrinterShowsBytesInsideAFile(t *testing.T) {
+	var out bytes.Buffer
+	clock := time.Unix(0, 0)
+	show := pullPrinter(&out, func() time.Time { return clock })
+	show(npu.PullProgress{Status: "pulling manifest"})
+	const gib = int64(1) << 30
+	for done := int64(0); done <= 4*gib; done += gib / 4 {
+		clock = clock.Add(300 * time.Millisecond)
+		show(npu.PullProgress{Status: "downloading openvino_model.bin", Digest: "openvino_model.bin", Total: 4 * gib, Completed: done})
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	assert.Equal(t, "pulling manifest", lines[0])
+	assert.Contains(t, lines, "downloading openvino_model.bin 4.0 GiB/4.0 GiB (100%)")
+	var inside int
+	for _, l := range lines {
+		if strings.Contains(l, "GiB/4.0 GiB") && !strings.Contains(l, "(100%)") {
+			inside++
+		}
+	}
+	assert.GreaterOrEqual(t, inside, 3, "bytes moving inside the file:\n%s", out.String())
+	assert.Less(t, len(lines), 17, "throttled to a line a second:\n%s", out.String())
+}
+
+func TestByteSize(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"} {
+		assert.Equal(t, want, byteSize(n))
+	}
 }

@@ -1,5 +1,7 @@
 // Package hub downloads model repositories from a Hugging Face–compatible
-// hub into a models directory: resumable, with sizes and sha256 checked
+// hub into a models directory: pinned to the revision it listed, resumed
+// with HTTP ranges when a transfer breaks, retried with backoff, never
+// written past the size the hub announced, with sizes and sha256 checked
 // where the hub gives them, written to a partial folder and renamed into
 // place only when complete.
 package hub
@@ -12,12 +14,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // DefaultEndpoint is used when neither the configuration nor HF_ENDPOINT
@@ -32,7 +36,91 @@ var ErrCorrupt = errors.New("downloaded file does not match the hub's checksum")
 type Client struct {
 	Endpoint string // base URL; "" means HF_ENDPOINT, else DefaultEndpoint
 	Token    string // optional bearer token
-	HTTP     *http.Client
+	// HTTP is the client for every request; nil means one with connect,
+	// TLS and response-header timeouts (no whole-request timeout: a
+	// weights file takes as long as it takes).
+	HTTP *http.Client
+	// Attempts is how many times a request is tried when the network or
+	// the hub fails (5xx, 429, a broken transfer); 0 means 4. A broken
+	// file transfer resumes where it stopped.
+	Attempts int
+	// Backoff is the first wait between attempts, doubled each time up
+	// to 30 s; 0 means 1 s.
+	Backoff time.Duration
+	// IdleTimeout fails a transfer that delivers nothing for this long
+	// (then it is retried); 0 means 60 s.
+	IdleTimeout time.Duration
+}
+
+// defaultHTTP bounds everything but the length of a body. A pull makes
+// a few requests of long transfers: no connection is kept between them.
+func defaultHTTP() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+		DisableKeepAlives:     true,
+		ForceAttemptHTTP2:     true,
+	}}
+}
+
+// ErrTooLarge is returned (wrapped) when the hub sends more bytes than it
+// announced for a file: the download stops there instead of filling the
+// disk.
+var ErrTooLarge = errors.New("the hub sent more than the size it announced")
+
+// statusError is a hub answer other than success.
+type statusError struct {
+	what   string
+	status string
+	code   int
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("%s: hub answered %s", e.what, e.status) }
+
+// retryable: worth another attempt (the network, the hub's own trouble),
+// not a refusal that would only repeat.
+func retryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) {
+		return false
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
+	}
+	var pe *os.PathError
+	return !errors.As(err, &pe) // a local file error would only repeat
+}
+
+func (c *Client) attempts() int {
+	if c.Attempts > 0 {
+		return c.Attempts
+	}
+	return 4
+}
+
+// retry runs op until it succeeds, fails for good, runs out of attempts
+// or ctx ends, waiting with exponential backoff between attempts.
+func (c *Client) retry(ctx context.Context, op func() error) error {
+	wait := c.Backoff
+	if wait <= 0 {
+		wait = time.Second
+	}
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = op(); !retryable(err) || attempt >= c.attempts() || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (after: %w)", context.Cause(ctx), err)
+		case <-t.C:
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
 }
 
 // Progress reports a pull as it goes, in the shape Ollama clients show.
@@ -77,7 +165,7 @@ func (c *Client) get(ctx context.Context, u string, header http.Header) (*http.R
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = defaultHTTP()
 	}
 	return hc.Do(req)
 }
@@ -100,7 +188,12 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 		return fmt.Errorf("model %q already exists in %s", ModelName(repo), modelsDir)
 	}
 	progress(Progress{Status: "pulling manifest"})
-	files, err := c.list(ctx, repo)
+	var rev string
+	var files []entry
+	err := c.retry(ctx, func() (err error) {
+		rev, files, err = c.list(ctx, repo)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -109,7 +202,7 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 	}
 	partial := dest + ".partial"
 	for _, f := range files {
-		if err := c.fetch(ctx, repo, f, partial, progress); err != nil {
+		if err := c.fetch(ctx, repo, rev, f, partial, progress); err != nil {
 			return err
 		}
 	}
@@ -129,36 +222,74 @@ func hasModel(files []entry) bool {
 	return false
 }
 
-// list returns the repository's files.
-func (c *Client) list(ctx context.Context, repo string) ([]entry, error) {
-	u := fmt.Sprintf("%s/api/models/%s/tree/main?recursive=true", c.endpoint(), repo)
+// maxListing bounds a repository listing (a hostile hub could send an
+// endless one).
+const maxListing = 16 << 20
+
+// getJSON decodes the answer to u into v.
+func (c *Client) getJSON(ctx context.Context, what, u string, v any) error {
 	resp, err := c.get(ctx, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", repo, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("listing %s: hub answered %s", repo, resp.Status)
+		return &statusError{what: what, status: resp.Status, code: resp.StatusCode}
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxListing)).Decode(v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// list resolves the repository's main branch to a commit and returns that
+// commit's files: every file is then fetched at that commit, so a
+// repository that changes during the pull cannot give a mix of versions.
+func (c *Client) list(ctx context.Context, repo string) (rev string, files []entry, err error) {
+	var info struct {
+		SHA string `json:"sha"`
+	}
+	if err := c.getJSON(ctx, "resolving "+repo, fmt.Sprintf("%s/api/models/%s/revision/main", c.endpoint(), repo), &info); err != nil {
+		return "", nil, err
+	}
+	if !validRevision(info.SHA) {
+		return "", nil, fmt.Errorf("resolving %s: the hub gave no usable commit id (%q)", repo, info.SHA)
 	}
 	var all []entry
-	if err := json.NewDecoder(resp.Body).Decode(&all); err != nil {
-		return nil, fmt.Errorf("listing %s: %w", repo, err)
+	if err := c.getJSON(ctx, "listing "+repo, fmt.Sprintf("%s/api/models/%s/tree/%s?recursive=true", c.endpoint(), repo, info.SHA), &all); err != nil {
+		return "", nil, err
 	}
-	var files []entry
 	for _, e := range all {
 		if e.Type != "file" {
 			continue
 		}
-		if strings.HasPrefix(e.Path, "/") || strings.Contains(e.Path, "..") {
-			return nil, fmt.Errorf("listing %s: unsafe path %q", repo, e.Path)
+		if strings.HasPrefix(e.Path, "/") || strings.Contains(e.Path, "..") || strings.ContainsRune(e.Path, '\\') {
+			return "", nil, fmt.Errorf("listing %s: unsafe path %q", repo, e.Path)
+		}
+		if e.Size < 0 || (e.LFS != nil && e.LFS.Size < 0) {
+			return "", nil, fmt.Errorf("listing %s: %q has a negative size", repo, e.Path)
 		}
 		files = append(files, e)
 	}
-	return files, nil
+	return info.SHA, files, nil
 }
 
-// fetch downloads one file into dir, resuming a partial one, and checks it.
-func (c *Client) fetch(ctx context.Context, repo string, f entry, dir string, progress func(Progress)) error {
+// validRevision: a commit id, hexadecimal (it goes into URLs).
+func validRevision(s string) bool {
+	if len(s) < 7 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// fetch downloads one file of revision rev into dir, resuming a partial
+// one (also after a broken transfer, on retry), and checks it.
+func (c *Client) fetch(ctx context.Context, repo, rev string, f entry, dir string, progress func(Progress)) error {
 	local := filepath.Join(dir, filepath.FromSlash(f.Path))
 	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 		return err
@@ -167,17 +298,24 @@ func (c *Client) fetch(ctx context.Context, repo string, f entry, dir string, pr
 	if f.LFS != nil {
 		size, sum = f.LFS.Size, f.LFS.OID
 	}
-	have := int64(0)
-	if st, err := os.Stat(local); err == nil {
-		have = st.Size()
-	}
-	if have > size {
-		have = 0 // not a prefix of this file: start again
-	}
-	if have < size {
-		if err := c.resume(ctx, repo, f.Path, local, have, size, progress); err != nil {
-			return err
+	err := c.retry(ctx, func() error {
+		have := int64(0)
+		if st, err := os.Stat(local); err == nil {
+			have = st.Size()
 		}
+		if have > size {
+			have = 0 // not a prefix of this file: start again
+		}
+		if have == size {
+			return nil
+		}
+		return c.resume(ctx, repo, rev, f.Path, local, have, size, progress)
+	})
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			os.Remove(local)
+		}
+		return err
 	}
 	if err := verify(local, size, sum); err != nil {
 		os.Remove(local) // the next pull starts this file again
@@ -187,15 +325,36 @@ func (c *Client) fetch(ctx context.Context, repo string, f entry, dir string, pr
 	return nil
 }
 
-// resume appends bytes [have, size) of file to local.
-func (c *Client) resume(ctx context.Context, repo, file, local string, have, size int64, progress func(Progress)) error {
-	u := fmt.Sprintf("%s/%s/resolve/main/%s", c.endpoint(), repo, escapePath(file))
+// Progress is reported at most this often within a file (and at its end),
+// so a multi-GB file shows its bytes moving without a flood of updates.
+const (
+	progressBytes    = 1 << 20
+	progressInterval = 200 * time.Millisecond
+)
+
+// resume appends bytes [have, size) of file at revision rev to local. It
+// never writes past size: a hub that sends more is cut off.
+func (c *Client) resume(ctx context.Context, repo, rev, file, local string, have, size int64, progress func(Progress)) error {
+	u := fmt.Sprintf("%s/%s/resolve/%s/%s", c.endpoint(), repo, rev, escapePath(file))
 	header := http.Header{}
 	if have > 0 {
 		header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 	}
-	resp, err := c.get(ctx, u, header)
+	// The idle timer cancels a transfer that stalls; every read re-arms it.
+	idle := c.IdleTimeout
+	if idle <= 0 {
+		idle = time.Minute
+	}
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stalled := fmt.Errorf("downloading %s: nothing received for %s", file, idle)
+	timer := time.AfterFunc(idle, func() { cancel(stalled) })
+	defer timer.Stop()
+	resp, err := c.get(reqCtx, u, header)
 	if err != nil {
+		if cause := context.Cause(reqCtx); cause != nil && ctx.Err() == nil {
+			err = cause // the idle timer: retryable
+		}
 		return fmt.Errorf("downloading %s: %w", file, err)
 	}
 	defer resp.Body.Close()
@@ -206,7 +365,7 @@ func (c *Client) resume(ctx context.Context, repo, file, local string, have, siz
 		flags |= os.O_TRUNC // the hub ignored the range: take the whole file
 		have = 0
 	default:
-		return fmt.Errorf("downloading %s: hub answered %s", file, resp.Status)
+		return &statusError{what: "downloading " + file, status: resp.Status, code: resp.StatusCode}
 	}
 	out, err := os.OpenFile(local, flags, 0o644)
 	if err != nil {
@@ -214,19 +373,30 @@ func (c *Client) resume(ctx context.Context, repo, file, local string, have, siz
 	}
 	defer out.Close()
 	buf := make([]byte, 256<<10)
+	reported, reportedAt := have, time.Now()
 	for {
 		n, rerr := resp.Body.Read(buf)
+		timer.Reset(idle)
 		if n > 0 {
+			if int64(n) > size-have {
+				return fmt.Errorf("downloading %s: more than the %d bytes announced: %w", file, size, ErrTooLarge)
+			}
 			if _, err := out.Write(buf[:n]); err != nil {
 				return err
 			}
 			have += int64(n)
-			progress(Progress{Status: "downloading " + file, File: file, Total: size, Completed: have})
+			if have-reported >= progressBytes || time.Since(reportedAt) >= progressInterval || have == size {
+				progress(Progress{Status: "downloading " + file, File: file, Total: size, Completed: have})
+				reported, reportedAt = have, time.Now()
+			}
 		}
 		if rerr == io.EOF {
 			return out.Close()
 		}
 		if rerr != nil {
+			if cause := context.Cause(reqCtx); cause != nil && ctx.Err() == nil {
+				rerr = cause // the idle timer: retryable
+			}
 			return fmt.Errorf("downloading %s (%d of %d bytes kept for resuming): %w", file, have, size, rerr)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub"
 	"github.com/npud/npud/npu/hub/hubtest"
+	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/nputest"
 )
 
@@ -78,7 +79,7 @@ func run(t testing.TB, r *npu.Runner, req *npu.Request) (string, npu.Result, err
 func seed(n int64) *int64 { return &n }
 
 func TestScanModels(t *testing.T) {
-	models, err := scanModels(modelsDir(t, "b-model", "a-model"), 2048)
+	models, err := modelstore.New(modelsDir(t, "b-model", "a-model"), nil).Scan(2048)
 	require.NoError(t, err)
 	require.Len(t, models, 2)
 	assert.Equal(t, "a-model", models[0].ID, "sorted, and folders without openvino_model.xml are not models")

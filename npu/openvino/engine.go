@@ -7,15 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"sync"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub"
+	"github.com/npud/npud/npu/modelstore"
 )
 
 // Config sets up the engine.
@@ -44,6 +43,7 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	devices []Device
+	store   *modelstore.Store // the models folder: scanning, pull, copy, delete
 
 	mu        sync.Mutex
 	models    []npu.ModelInfo // rescanned after pull, delete and copy
@@ -67,49 +67,13 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		// trained for.
 		cfg.ContextLength = cfg.npuKVCapacity()
 	}
-	models, err := scanModels(cfg.ModelsDir, cfg.ContextLength)
+	store := modelstore.New(cfg.ModelsDir, cfg.Hub)
+	models, err := store.Scan(cfg.ContextLength)
 	if err != nil {
 		return nil, err
 	}
 	log.Info("openvino engine ready", "devices", names(devices), "device", cfg.Device, "models", len(models))
-	return &Engine{cfg: cfg, log: log, devices: devices, models: models, pipelines: map[string]*pipeline{}}, nil
-}
-
-// scanModels lists the subfolders of dir that hold an OpenVINO IR model.
-func scanModels(dir string, contextLength int) ([]npu.ModelInfo, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("reading models directory: %w", err)
-	}
-	var out []npu.ModelInfo
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		st, err := os.Stat(filepath.Join(dir, e.Name(), "openvino_model.xml"))
-		if err != nil {
-			continue // not a model folder
-		}
-		out = append(out, npu.ModelInfo{ID: e.Name(), OwnedBy: "openvino", Created: st.ModTime(),
-			ContextLength: contextLength, Size: dirSize(filepath.Join(dir, e.Name()))})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
-}
-
-// dirSize is the size of the files under dir (a model's weights and
-// tokenizers), for /api/tags and /api/show.
-func dirSize(dir string) int64 {
-	var total int64
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				total += info.Size()
-			}
-		}
-		return nil // a file that vanished or cannot be read adds nothing
-	})
-	return total
+	return &Engine{cfg: cfg, log: log, devices: devices, store: store, models: models, pipelines: map[string]*pipeline{}}, nil
 }
 
 func (e *Engine) Name() string    { return "openvino" }
@@ -331,7 +295,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 
 // rescan reads the models directory again after it changed.
 func (e *Engine) rescan() error {
-	models, err := scanModels(e.cfg.ModelsDir, e.cfg.ContextLength)
+	models, err := e.store.Scan(e.cfg.ContextLength)
 	if err != nil {
 		return err
 	}
@@ -351,24 +315,19 @@ func (e *Engine) has(model string) bool {
 }
 
 // Pull implements npu.Registry: name is a hub repository (owner/name); the
-// model is named after its last element.
+// model is named after its last element. The store runs one pull per
+// repository and leaves nothing behind when one fails.
 func (e *Engine) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
 	if e.has(name) || e.has(hub.ModelName(name)) {
 		return nil // already here
 	}
-	if e.cfg.Hub == nil {
-		return fmt.Errorf("cannot pull %q: no model hub is configured: %w", name, npu.ErrNotSupported)
-	}
-	err := e.cfg.Hub.Download(ctx, name, e.cfg.ModelsDir, func(p hub.Progress) {
-		progress(npu.PullProgress{Status: p.Status, Digest: p.File, Total: p.Total, Completed: p.Completed})
-	})
-	if err != nil {
-		return fmt.Errorf("pulling %q: %w", name, err)
+	if err := e.store.Pull(ctx, name, progress); err != nil {
+		return err
 	}
 	return e.rescan()
 }
 
-// Delete implements npu.Registry: it unloads the model and removes its folder.
+// Delete implements npu.Registry: it removes the model's folder.
 func (e *Engine) Delete(ctx context.Context, name string) error {
 	if !e.has(name) {
 		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
@@ -382,26 +341,20 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 	if loaded {
 		return fmt.Errorf("model %q is loaded: unload it through the runner before deleting its files", name)
 	}
-	if err := os.RemoveAll(filepath.Join(e.cfg.ModelsDir, name)); err != nil {
-		return fmt.Errorf("deleting model %q: %w", name, err)
+	if err := e.store.Delete(name); err != nil {
+		return err
 	}
 	return e.rescan()
 }
 
-// Copy implements npu.Registry: it copies the model's folder under a new name.
+// Copy implements npu.Registry: it copies the model's folder under a new
+// name, complete or not at all.
 func (e *Engine) Copy(ctx context.Context, source, destination string) error {
 	if !e.has(source) {
 		return fmt.Errorf("model %q: %w", source, npu.ErrModelNotFound)
 	}
-	if destination == "" || destination != filepath.Base(destination) || destination == ".." {
-		return fmt.Errorf("copy destination %q: want a plain folder name", destination)
-	}
-	dst := filepath.Join(e.cfg.ModelsDir, destination)
-	if _, err := os.Stat(dst); err == nil {
-		return fmt.Errorf("model %q already exists", destination)
-	}
-	if err := os.CopyFS(dst, os.DirFS(filepath.Join(e.cfg.ModelsDir, source))); err != nil {
-		return fmt.Errorf("copying model %q to %q: %w", source, destination, err)
+	if err := e.store.Copy(ctx, source, destination); err != nil {
+		return err
 	}
 	return e.rescan()
 }

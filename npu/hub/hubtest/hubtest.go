@@ -11,12 +11,20 @@ import (
 	"testing"
 )
 
+// Revision is the commit the served repository's main branch resolves to.
+const Revision = "0123456789abcdef0123456789abcdef01234567"
+
 // Serve serves repo ("owner/name") with files (path → content) until the
-// test ends: the listing at /api/models/REPO/tree/main and each file at
-// /REPO/resolve/main/PATH.
+// test ends: main resolved at /api/models/REPO/revision/main, the listing
+// at /api/models/REPO/tree/REVISION and each file at
+// /REPO/resolve/REVISION/PATH.
 func Serve(t testing.TB, repo string, files map[string]string) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/models/"+repo+"/tree/main" {
+		switch r.URL.Path {
+		case "/api/models/" + repo + "/revision/main":
+			_ = json.NewEncoder(w).Encode(map[string]string{"id": repo, "sha": Revision})
+			return
+		case "/api/models/" + repo + "/tree/" + Revision:
 			list := []map[string]any{}
 			for p, b := range files {
 				list = append(list, map[string]any{"type": "file", "path": p, "size": len(b)})
@@ -24,7 +32,7 @@ func Serve(t testing.TB, repo string, files map[string]string) *httptest.Server 
 			_ = json.NewEncoder(w).Encode(list)
 			return
 		}
-		if b, ok := files[strings.TrimPrefix(r.URL.Path, "/"+repo+"/resolve/main/")]; ok {
+		if b, ok := files[strings.TrimPrefix(r.URL.Path, "/"+repo+"/resolve/"+Revision+"/")]; ok {
 			_, _ = io.WriteString(w, b)
 			return
 		}
