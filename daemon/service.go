@@ -15,6 +15,7 @@ import (
 
 	"github.com/kardianos/service"
 
+	"github.com/npud/npud/packaging"
 	"github.com/npud/npud/systemd"
 )
 
@@ -129,21 +130,111 @@ func serviceCommand(action string, getenv func(string) string, stdout, stderr io
 	if action == "status" {
 		return printServiceStatus(svc, stdout, stderr)
 	}
-	if action == "install" && runtime.GOOS == "windows" {
-		// systemd creates the unit's directories; Windows needs them made.
-		for _, dir := range []string{filepath.Dir(paths.config), paths.models, paths.cache} {
-			if err := os.MkdirAll(dir, 0o750); err != nil {
-				fmt.Fprintf(stderr, "npud service install: %v\n", err)
-				return 1
-			}
+	if action == "install" {
+		// The unit points at the configuration: without one the service
+		// could not start.
+		wrote, err := installServiceFiles(string(filepath.Separator), runtime.GOOS, paths)
+		if err != nil {
+			fmt.Fprintf(stderr, "npud service install: %v\n", err)
+			return 1
+		}
+		for _, f := range wrote {
+			fmt.Fprintf(stdout, "npud service install: wrote %s\n", f)
 		}
 	}
 	if err := service.Control(svc, action); err != nil {
 		fmt.Fprintf(stderr, "npud service %s (%s): %v\n", action, svc.Platform(), err)
 		return 1
 	}
+	if action == "uninstall" && strings.HasSuffix(svc.Platform(), "systemv") {
+		// kardianos removes the init script but not its rc?.d links.
+		removed, err := removeSysVLinks(string(filepath.Separator), serviceName)
+		for _, l := range removed {
+			fmt.Fprintf(stdout, "npud service uninstall: removed %s\n", l)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "npud service uninstall: %v\n", err)
+			return 1
+		}
+	}
 	fmt.Fprintf(stdout, "npud service %s: done (%s)\n", action, svc.Platform())
 	return 0
+}
+
+// installServiceFiles writes, under root, what the service needs besides
+// its unit: the default configuration where none exists (an operator's is
+// never touched), and on Windows the folders systemd would create
+// (ConfigurationDirectory, StateDirectory, CacheDirectory). It returns
+// what it wrote.
+func installServiceFiles(root, goos string, p servicePaths) ([]string, error) {
+	var wrote []string
+	under := func(path string) string { return filepath.Join(root, path) }
+	if goos == "windows" {
+		for _, dir := range []string{filepath.Dir(p.config), p.models, p.cache} {
+			if err := os.MkdirAll(under(dir), 0o750); err != nil {
+				return wrote, err
+			}
+		}
+	}
+	config := under(p.config)
+	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
+		return wrote, err
+	}
+	// 0644 as the packages install it: the service's dynamic user reads
+	// it. Keys belong in api-key-file (or the environment), not here.
+	f, err := os.OpenFile(config, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return wrote, nil
+	}
+	if err != nil {
+		return wrote, err
+	}
+	if _, err := io.WriteString(f, packaging.DefaultConfig()); err != nil {
+		f.Close()
+		os.Remove(config)
+		return wrote, err
+	}
+	if err := f.Close(); err != nil {
+		return wrote, err
+	}
+	return append(wrote, p.config), nil
+}
+
+// removeSysVLinks removes, under root, the /etc/rc?.d links to
+// /etc/init.d/NAME that a SysV install made, and nothing else. It returns
+// what it removed.
+func removeSysVLinks(root, name string) ([]string, error) {
+	script := "/etc/init.d/" + name
+	dirs, err := filepath.Glob(filepath.Join(root, "etc", "rc?.d"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range entries {
+			n := e.Name()
+			if len(n) != 3+len(name) || (n[0] != 'S' && n[0] != 'K') || n[3:] != name || e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			link := filepath.Join(dir, n)
+			if target, err := os.Readlink(link); err != nil || (target != script && filepath.Clean(filepath.Join(dir, target)) != filepath.Join(root, script)) {
+				continue // someone else's link
+			}
+			if err := os.Remove(link); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rel, _ := filepath.Rel(root, link)
+			removed = append(removed, string(filepath.Separator)+rel)
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 // printServiceStatus answers like an LSB status action: 0 running, 3 not

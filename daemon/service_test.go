@@ -2,11 +2,16 @@ package daemon
 
 import (
 	"bytes"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/packaging"
 )
 
 func TestServiceConfig(t *testing.T) {
@@ -96,5 +101,79 @@ func TestServiceCommandsNeverSurprise(t *testing.T) {
 			assert.Contains(t, out.String()+errOut.String(), tc.says)
 			assert.NotContains(t, out.String()+errOut.String(), "done (", "nothing was done")
 		})
+	}
+}
+
+// Issue 12, item 15: install pointed the unit at /etc/npud/npud.toml
+// without creating it, so the service could not start. Install writes the
+// packaged default where none exists and never touches an operator's. The
+// test runs in a throwaway root, never on the host.
+func TestInstallWritesTheDefaultConfigurationOnce(t *testing.T) {
+	for _, goos := range []string{"linux", "windows"} {
+		t.Run(goos, func(t *testing.T) {
+			root := t.TempDir()
+			paths := servicePaths{config: "/etc/npud/npud.toml", models: "/var/lib/npud/models", cache: "/var/cache/npud"}
+			wrote, err := installServiceFiles(root, goos, paths)
+			require.NoError(t, err)
+			assert.Equal(t, []string{paths.config}, wrote)
+			config := filepath.Join(root, paths.config)
+			got, err := os.ReadFile(config)
+			require.NoError(t, err)
+			assert.Equal(t, packaging.DefaultConfig(), string(got))
+			st, err := os.Stat(config)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), "as the packages install it")
+
+			// What was written parses: the service can start with it.
+			_, err = ParseServe([]string{"--config", config}, env(), io.Discard)
+			require.NoError(t, err)
+
+			require.NoError(t, os.WriteFile(config, []byte("listen = \"0.0.0.0:11434\"\n"), 0o600))
+			wrote, err = installServiceFiles(root, goos, paths)
+			require.NoError(t, err)
+			assert.Empty(t, wrote)
+			got, err = os.ReadFile(config)
+			require.NoError(t, err)
+			assert.Equal(t, "listen = \"0.0.0.0:11434\"\n", string(got), "the operator's configuration is kept")
+
+			_, err = os.Stat(filepath.Join(root, paths.models))
+			assert.Equal(t, goos == "windows", err == nil, "Windows gets its folders made; systemd makes them on Linux")
+		})
+	}
+}
+
+// Issue 12, item 15: uninstalling on SysV left /etc/rc?.d links behind.
+// Only the links to npud's own init script go.
+func TestUninstallRemovesTheSysVLinks(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc", "init.d"), 0o755))
+	var ours, theirs []string
+	for _, rc := range []string{"0", "1", "2", "3", "4", "5", "6"} {
+		dir := filepath.Join(root, "etc", "rc"+rc+".d")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		name := "S50npud"
+		if rc == "0" || rc == "1" || rc == "6" {
+			name = "K02npud"
+		}
+		target := "/etc/init.d/npud" // as kardianos links them
+		if rc == "5" {
+			target = "../init.d/npud" // as update-rc.d links them
+		}
+		require.NoError(t, os.Symlink(target, filepath.Join(dir, name)))
+		ours = append(ours, "/etc/rc"+rc+".d/"+name)
+		require.NoError(t, os.Symlink("/etc/init.d/cron", filepath.Join(dir, "S01cron")))
+		require.NoError(t, os.Symlink("/etc/init.d/other", filepath.Join(dir, "S50npudx")))
+		theirs = append(theirs, filepath.Join(dir, "S01cron"), filepath.Join(dir, "S50npudx"))
+	}
+	removed, err := removeSysVLinks(root, "npud")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, ours, removed)
+	for _, l := range ours {
+		_, err := os.Lstat(filepath.Join(root, l))
+		assert.True(t, os.IsNotExist(err), l)
+	}
+	for _, l := range theirs {
+		_, err := os.Lstat(l)
+		assert.NoError(t, err, "someone else's link stays: %s", l)
 	}
 }

@@ -190,9 +190,19 @@ func TestErrorPaths(t *testing.T) {
 		_, err := New(Config{ModelsDir: modelsDir(t, "tiny"), Device: "NPU"}, discard)
 		require.ErrorContains(t, err, `device "NPU" is not available`)
 	})
-	t.Run("models directory missing", func(t *testing.T) {
+	t.Run("models directory missing is made", func(t *testing.T) {
 		t.Setenv("OVTEST_DEVICES", "CPU")
-		_, err := New(Config{ModelsDir: filepath.Join(t.TempDir(), "none"), Device: "CPU"}, discard)
+		dir := filepath.Join(t.TempDir(), "none")
+		e, err := New(Config{ModelsDir: dir, Device: "CPU"}, discard)
+		require.NoError(t, err, "a fresh service starts with no models, ready for pulls")
+		assert.Empty(t, e.Models())
+		assert.DirExists(t, dir)
+	})
+	t.Run("models directory unusable", func(t *testing.T) {
+		t.Setenv("OVTEST_DEVICES", "CPU")
+		file := filepath.Join(t.TempDir(), "a-file")
+		require.NoError(t, os.WriteFile(file, nil, 0o644))
+		_, err := New(Config{ModelsDir: file, Device: "CPU"}, discard)
 		require.ErrorContains(t, err, "models directory")
 	})
 	t.Run("broken model folder", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -68,6 +69,11 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		cfg.ContextLength = cfg.npuKVCapacity()
 	}
 	store := modelstore.New(cfg.ModelsDir, cfg.Hub)
+	// A fresh service's models folder (under its StateDirectory) does not
+	// exist yet: an empty one is a valid start, ready for pulls.
+	if err := os.MkdirAll(cfg.ModelsDir, 0o750); err != nil {
+		return nil, fmt.Errorf("models directory: %w", err)
+	}
 	models, err := store.Scan(cfg.ContextLength)
 	if err != nil {
 		return nil, err
