@@ -8,10 +8,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/daemon/jsonbody"
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // adminReload serves POST /admin/reload {"model": "..."}: it waits for the

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // Latency buckets reach a minute: on an NPU a long prompt's prefill takes

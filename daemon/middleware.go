@@ -12,9 +12,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // requestInfo gives every request an id (the client's X-Request-ID when it

@@ -16,8 +16,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // anonymous is the tenant of requests when no API keys are configured.

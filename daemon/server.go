@@ -16,12 +16,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // Server is one running npud: a listener, an HTTP server and the runner

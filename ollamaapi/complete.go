@@ -11,10 +11,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/daemon/jsonbody"
-	"github.com/npud/npud/daemon/reqinfo"
-	"github.com/npud/npud/daemon/streamwriter"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/reqinfo"
+	"github.com/npud/npud/wire/streamwriter"
 )
 
 type endpoint int

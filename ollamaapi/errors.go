@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/npud/npud/daemon/jsonbody"
-	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
+	"github.com/npud/npud/wire/jsonbody"
 )
 
 // Error is an Ollama API error: a status and {"error": "..."}.
@@ -27,7 +27,7 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) Unwrap() error { return e.Cause }
 
 // statusClientClosed is logged for a client that left before its answer.
-const statusClientClosed = 499
+const statusClientClosed = errclass.StatusClientClosed
 
 // WriteError answers with e before any byte of the response was written.
 func WriteError(w http.ResponseWriter, e *Error) {
@@ -48,25 +48,18 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
-	status := http.StatusInternalServerError
-	var retry time.Duration
+	c := errclass.Of(err)
 	msg := err.Error()
-	switch {
-	case errors.Is(err, npu.ErrModelNotFound):
-		status = http.StatusNotFound
+	if c.Code == "model_not_found" {
 		msg = fmt.Sprintf("%v, try pulling it first", err)
-	case errors.Is(err, npu.ErrContextLength), errors.Is(err, npu.ErrInvalidRequest):
-		status = http.StatusBadRequest
-	case errors.Is(err, npu.ErrNotSupported):
-		status = http.StatusNotImplemented
-	case errors.Is(err, npu.ErrTooManyStreams):
-		status, retry = http.StatusTooManyRequests, max(time.Second, retryAfter())
-	case npu.Retryable(err):
-		status, retry = http.StatusServiceUnavailable, retryAfter()
-	case errors.Is(err, npu.ErrTokenTimeout):
-		status = http.StatusGatewayTimeout
-	case errors.Is(err, npu.ErrClientGone):
-		status = statusClientClosed
 	}
+	var retry time.Duration
+	if c.Retryable {
+		retry = retryAfter()
+		if c.Status == http.StatusTooManyRequests {
+			retry = max(time.Second, retry)
+		}
+	}
+	status := c.Status
 	return &Error{Status: status, Message: msg, RetryAfter: retry, Cause: err}
 }

@@ -13,9 +13,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/npud/npud/daemon/jsonbody"
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // message is one chat turn as Ollama sends it.

@@ -14,10 +14,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/daemon/jsonbody"
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 type usage struct {

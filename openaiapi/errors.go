@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/wire/errclass"
+	"github.com/npud/npud/wire/jsonbody"
 )
 
 // Error is an OpenAI-shaped API error: an HTTP status and the body
@@ -78,9 +78,9 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
 }
 
-// statusClientClosed is the de facto status (nginx's) for a client that
-// went away before the response began; it only appears in logs.
-const statusClientClosed = 499
+// statusClientClosed is logged for a client that went away before its
+// response began.
+const statusClientClosed = errclass.StatusClientClosed
 
 // toError classifies any error from validation, the runner or a stream.
 func toError(err error, retryAfter func() time.Duration) *Error {
@@ -94,46 +94,30 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 }
 
 func classify(err error, retryAfter func() time.Duration) *Error {
-	overloaded := func(code string) *Error {
-		return &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: code,
-			Message: err.Error(), RetryAfter: retryAfter()}
-	}
-	var engineErr *npu.EngineError
 	var invalidErr *npu.InvalidRequestError
-	switch {
-	case errors.As(err, &invalidErr):
+	if errors.As(err, &invalidErr) {
 		return invalidRequest(invalidErr)
-	case errors.Is(err, npu.ErrModelNotFound):
-		return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model",
-			Code: "model_not_found", Message: fmt.Sprintf("%v: it does not exist or is not served here", err)}
-	case errors.Is(err, npu.ErrContextLength):
-		return invalid("messages", "context_length_exceeded", "%v", err)
-	case errors.Is(err, npu.ErrTooManyStreams):
-		return &Error{Status: http.StatusTooManyRequests, Type: "invalid_request_error", Code: "too_many_streams",
-			Message: err.Error(), RetryAfter: max(time.Second, retryAfter())}
-	case errors.Is(err, npu.ErrQueueFull):
-		return overloaded("queue_full")
-	case errors.Is(err, npu.ErrQueueTimeout):
-		return overloaded("queue_timeout")
-	case errors.Is(err, npu.ErrShuttingDown):
-		return overloaded("shutting_down")
-	case errors.Is(err, npu.ErrSlowConsumer):
-		return overloaded("slow_consumer")
-	case errors.Is(err, journal.ErrAbandoned):
-		return &Error{Status: http.StatusGone, Type: "invalid_request_error", Code: "stream_abandoned",
-			Message: err.Error() + "; send the request with a new Idempotency-Key to generate again"}
-	case errors.Is(err, journal.ErrCancelled):
-		return &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "cancelled", Message: err.Error()}
-	case errors.Is(err, journal.ErrExpired):
-		return &Error{Status: http.StatusGone, Type: "invalid_request_error", Code: "resume_expired", Message: err.Error()}
-	case errors.Is(err, npu.ErrTokenTimeout):
-		return &Error{Status: http.StatusGatewayTimeout, Type: "server_error", Code: "token_timeout", Message: err.Error()}
-	case errors.Is(err, npu.ErrClientGone):
-		return &Error{Status: statusClientClosed, Type: "invalid_request_error", Code: "client_closed", Message: err.Error()}
-	case errors.As(err, &engineErr):
-		return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "engine_error", Message: err.Error()}
 	}
-	return &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error", Message: err.Error()}
+	c := errclass.Of(err)
+	e := &Error{Status: c.Status, Type: "invalid_request_error", Code: c.Code, Message: err.Error()}
+	if c.Server {
+		e.Type = "server_error"
+	}
+	if c.Retryable {
+		e.RetryAfter = retryAfter()
+		if c.Status == http.StatusTooManyRequests {
+			e.RetryAfter = max(time.Second, e.RetryAfter)
+		}
+	}
+	switch c.Code {
+	case "model_not_found":
+		e.Param, e.Message = "model", fmt.Sprintf("%v: it does not exist or is not served here", err)
+	case "context_length_exceeded":
+		e.Param = "messages"
+	case "stream_abandoned":
+		e.Message += "; send the request with a new Idempotency-Key to generate again"
+	}
+	return e
 }
 
 // invalidRequest renders a parameter the engine refuses (npu.Request.Validate

@@ -15,9 +15,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/daemon/reqinfo"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // GET /v1/realtime: one WebSocket carries many generations, each named by

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/npud/npud/daemon/jsonbody"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/jsonbody"
 )
 
 // request holds the fields of both /v1/chat/completions and /v1/completions.

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/npud/npud/daemon/streamwriter"
+	"github.com/npud/npud/wire/streamwriter"
 )
 
 // sseWriter writes an OpenAI event stream: `data: <json>\n\n` frames, no

@@ -1,0 +1,41 @@
+package errclass
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/journal"
+)
+
+func TestOf(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Class
+	}{
+		{&npu.InvalidRequestError{Param: "top_p", Message: "bad"}, Class{Status: 400, Code: "invalid_value"}},
+		{fmt.Errorf("model %q: %w", "x", npu.ErrModelNotFound), Class{Status: 404, Code: "model_not_found"}},
+		{npu.ErrContextLength, Class{Status: 400, Code: "context_length_exceeded"}},
+		// Issue 13: 501 on one API and 500 on the other before.
+		{fmt.Errorf("embeddings: %w", npu.ErrNotSupported), Class{Status: 501, Code: "not_supported"}},
+		{npu.ErrTooManyStreams, Class{Status: 429, Code: "too_many_streams", Retryable: true}},
+		{npu.ErrQueueFull, Class{Status: 503, Code: "queue_full", Server: true, Retryable: true}},
+		{npu.ErrQueueTimeout, Class{Status: 503, Code: "queue_timeout", Server: true, Retryable: true}},
+		{npu.ErrShuttingDown, Class{Status: 503, Code: "shutting_down", Server: true, Retryable: true}},
+		{npu.ErrSlowConsumer, Class{Status: 503, Code: "slow_consumer", Server: true, Retryable: true}},
+		{journal.ErrExpired, Class{Status: 410, Code: "resume_expired"}},
+		{journal.ErrAbandoned, Class{Status: 410, Code: "stream_abandoned"}},
+		{journal.ErrCancelled, Class{Status: 409, Code: "cancelled"}},
+		{npu.ErrTokenTimeout, Class{Status: 504, Code: "token_timeout", Server: true}},
+		{npu.ErrClientGone, Class{Status: StatusClientClosed, Code: "client_closed"}},
+		{&npu.EngineError{Engine: "x", Cause: errors.New("boom")}, Class{Status: 500, Code: "engine_error", Server: true}},
+		{errors.New("anything else"), Class{Status: http.StatusInternalServerError, Code: "internal_error", Server: true}},
+	} {
+		assert.Equal(t, tc.want, Of(tc.err), "%v", tc.err)
+		assert.Equal(t, tc.want.Retryable, npu.Retryable(tc.err), "npu.Retryable agrees: %v", tc.err)
+	}
+}
