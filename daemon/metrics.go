@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -171,7 +172,7 @@ func outcome(status int, info *reqinfo.Info) (reason, cause string) {
 		return "abort", "write_failed"
 	case errors.Is(err, npu.ErrSlowConsumer):
 		return "abort", "slow_consumer"
-	case errors.Is(err, npu.ErrClientGone) || status == 499:
+	case errors.Is(err, npu.ErrClientGone) || status == errclass.StatusClientClosed:
 		return "abort", "client_closed"
 	case errors.Is(err, npu.ErrShuttingDown) && status < 400:
 		return "error", "shutdown" // the drain ended a stream already under way
