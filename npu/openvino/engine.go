@@ -39,6 +39,16 @@ type Config struct {
 	Hub *hub.Client
 }
 
+// What the OpenVINO engine offers the runner, checked at compile time.
+var (
+	_ npu.Engine         = (*Engine)(nil)
+	_ npu.ModelLoader    = (*Engine)(nil)
+	_ npu.Reloader       = (*Engine)(nil)
+	_ npu.Registry       = (*Engine)(nil)
+	_ npu.DeviceReporter = (*Engine)(nil)
+	_ npu.Closer         = (*Engine)(nil)
+)
+
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
 type Engine struct {
 	cfg     Config

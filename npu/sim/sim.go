@@ -58,6 +58,13 @@ type Fault struct {
 	SplitRunes bool
 }
 
+// What the simulated engine offers the runner, checked at compile time.
+var (
+	_ npu.Engine   = (*Engine)(nil)
+	_ npu.Reloader = (*Engine)(nil)
+	_ npu.Embedder = (*Engine)(nil)
+)
+
 // Engine is the simulated engine.
 type Engine struct {
 	cfg     Config
