@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/npud/npud/npu"
 )
 
 type healthModel struct {
@@ -41,13 +39,8 @@ func (s *Server) health(c *gin.Context) {
 	if report.Simulated {
 		report.Engine += " (simulated: no inference)"
 	}
-	devices, _ := engine.(npu.DeviceReporter)
 	for _, m := range s.runner.Models() {
-		hm := healthModel{ID: m.ID, ContextLength: m.ContextLength}
-		if devices != nil {
-			hm.Device = devices.DeviceOf(m.ID)
-		}
-		report.Models = append(report.Models, hm)
+		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength, Device: s.runner.Placement(m.ID)})
 	}
 	status := http.StatusOK
 	select {

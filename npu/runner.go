@@ -324,6 +324,27 @@ func (r *Runner) withSlot(ctx context.Context, id string, fn func(ModelInfo) err
 	return fn(m)
 }
 
+// EngineName names the engine serving the models.
+func (r *Runner) EngineName() string { return r.engine.Name() }
+
+// Simulated reports whether the engine makes up its text.
+func (r *Runner) Simulated() bool { return r.engine.Simulated() }
+
+// Embeds reports whether the engine can embed text.
+func (r *Runner) Embeds() bool {
+	_, ok := r.engine.(Embedder)
+	return ok
+}
+
+// Placement is the device a loaded model runs on, for engines that place
+// models on devices; "" otherwise.
+func (r *Runner) Placement(model string) string {
+	if d, ok := r.engine.(DeviceReporter); ok {
+		return d.DeviceOf(model)
+	}
+	return ""
+}
+
 // DeviceOf names the device model runs on: the engine's answer, or
 // "simulated" for the simulated engine.
 func (r *Runner) DeviceOf(model string) string {

@@ -41,10 +41,10 @@ type listedModel struct {
 }
 
 func (a *API) describe(m npu.ModelInfo) listedModel {
-	sum := sha256.Sum256([]byte(a.runner.Engine().Name() + "/" + m.ID))
-	d := details{Format: a.runner.Engine().Name(), Family: a.runner.Engine().Name(),
-		Families: []string{a.runner.Engine().Name()}, ParameterSize: "unknown", QuantizationLevel: "unknown"}
-	if a.runner.Engine().Simulated() {
+	sum := sha256.Sum256([]byte(a.runner.EngineName() + "/" + m.ID))
+	d := details{Format: a.runner.EngineName(), Family: a.runner.EngineName(),
+		Families: []string{a.runner.EngineName()}, ParameterSize: "unknown", QuantizationLevel: "unknown"}
+	if a.runner.Simulated() {
 		d.Format, d.ParameterSize, d.QuantizationLevel = "simulated", "0", "none"
 	}
 	return listedModel{Name: m.ID, Model: m.ID, ModifiedAt: m.Created.UTC().Format(time.RFC3339Nano),
@@ -74,9 +74,7 @@ func (a *API) ps(c *gin.Context) {
 		m.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
 		zero := int64(0)
 		m.SizeVRAM = &zero
-		if d, ok := a.runner.Engine().(npu.DeviceReporter); ok {
-			m.Device = d.DeviceOf(lm.Model.ID)
-		}
+		m.Device = a.runner.Placement(lm.Model.ID)
 		models = append(models, m)
 	}
 	c.JSON(http.StatusOK, gin.H{"models": models})
@@ -129,11 +127,11 @@ func (a *API) show(c *gin.Context) {
 	}
 	d := a.describe(m)
 	capabilities := []string{"completion"}
-	if _, ok := a.runner.Engine().(npu.Embedder); ok {
+	if a.runner.Embeds() {
 		capabilities = append(capabilities, "embedding")
 	}
-	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.runner.Engine().Name())
-	if a.runner.Engine().Simulated() {
+	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.runner.EngineName())
+	if a.runner.Simulated() {
 		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)
 	}
 	c.JSON(http.StatusOK, gin.H{
@@ -208,7 +206,7 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 			vectors[i] = normalize(v[:req.Dimensions])
 		}
 	}
-	if a.runner.Engine().Simulated() {
+	if a.runner.Simulated() {
 		// Say so where a client can see it: the vectors carry no meaning.
 		c.Header("X-Npud-Simulated", "true")
 	}
