@@ -83,7 +83,7 @@ test-openvino-asan: ## the cgo binding and the daemon's OpenVINO suites under Ad
 
 SOAK_STREAMS ?= 5000
 soak: ## the soak and fault harness at full size (make test runs a small one): SOAK_STREAMS streams, direct and through nginx
-	NPUD_SOAK_STREAMS=$(SOAK_STREAMS) $(GO) test -race -count=1 -run 'Soak' -v -timeout 60m . 2>&1 | grep --line-buffered -v 'level='
+	NPUD_SOAK_STREAMS=$(SOAK_STREAMS) $(GO) test -race -count=1 -run 'Soak' -v -timeout 60m ./daemon/e2e/ 2>&1 | grep --line-buffered -v 'level='
 
 FUZZTIME ?= 60s
 fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
