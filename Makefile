@@ -29,10 +29,15 @@ build-openvino: ## build npud with the OpenVINO GenAI engine (needs OpenVINO_DIR
 run: build ## start the daemon on 127.0.0.1:11434 with the simulated engine
 	./$(BINARY) serve
 
-check: ## gofmt and go vet
+# golangci-lint at a pinned version, built from the module proxy (cached
+# after the first run); its settings are in .golangci.yml.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+
+check: ## gofmt, go vet and golangci-lint (errcheck, staticcheck, ...)
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GOLANGCI_LINT) run ./...
 	@# The Windows service build must keep compiling.
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack -o /dev/null .

@@ -48,7 +48,9 @@ const module = "github.com/npud/npud"
 func TestLayering(t *testing.T) {
 	pkgs := listPackages(t, "-tags", "openvino", "./...")
 	require.NotEmpty(t, pkgs)
-	under := func(p, prefix string) bool { return p == module+"/"+prefix || strings.HasPrefix(p, module+"/"+prefix+"/") }
+	under := func(p, prefix string) bool {
+		return p == module+"/"+prefix || strings.HasPrefix(p, module+"/"+prefix+"/")
+	}
 	for _, p := range pkgs {
 		for _, imp := range p.Imports {
 			if under(imp, "daemon") && !under(p.ImportPath, "daemon") && p.ImportPath != module {

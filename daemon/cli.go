@@ -125,7 +125,7 @@ func serveUntil(ctx context.Context, args []string, getenv func(string) string, 
 		log.Info("serving on the socket systemd passed", "addr", lns[0].Addr().String(), "sockets", len(lns))
 		for _, extra := range lns[1:] {
 			if extra != nil {
-				extra.Close() // one listener is served; npud.socket declares one
+				_ = extra.Close() // one listener is served; npud.socket declares one
 			}
 		}
 		opts = append(opts, WithListener(lns[0]))

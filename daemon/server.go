@@ -111,13 +111,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	if cfg.TLSCert != "" {
 		// Fail at start, not at the first handshake.
 		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
-			ln.Close()
+			_ = ln.Close()
 			return nil, fmt.Errorf("loading the TLS certificate and key: %w", err)
 		}
 	}
 	pol, err := newPolicy(cfg, ln.Addr().String())
 	if err != nil {
-		ln.Close()
+		_ = ln.Close()
 		return nil, err
 	}
 	handlers, cancel := context.WithCancel(context.Background())
@@ -218,7 +218,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	// Preloading comes first: a model that fails to load must stop the
 	// start before npud says it listens, and before READY.
 	if err := s.preload(ctx); err != nil {
-		s.ln.Close()
+		_ = s.ln.Close()
 		return err
 	}
 	engine := s.runner.Engine()
@@ -252,7 +252,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	stopWatchdog()
 	notify.send("STOPPING=1\nSTATUS=draining")
 	err := s.drain()
-	<-served // http.Serve has returned, so the listener is closed
+	if serveErr := <-served; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("serving http: %w", serveErr))
+	} // http.Serve has returned, so the listener is closed
 	return err
 }
 

@@ -190,8 +190,8 @@ func installServiceFiles(root, goos string, p servicePaths) ([]string, error) {
 		return wrote, err
 	}
 	if _, err := io.WriteString(f, packaging.DefaultConfig()); err != nil {
-		f.Close()
-		os.Remove(config)
+		_ = f.Close()
+		_ = os.Remove(config) // the half-written default; the write error is reported
 		return wrote, err
 	}
 	if err := f.Close(); err != nil {

@@ -47,9 +47,8 @@ type process struct {
 	mu   sync.Mutex
 	logs strings.Builder
 
-	exited   chan struct{} // closed once Wait returned
-	waitErr  error
-	waitOnce sync.Once
+	exited  chan struct{} // closed once Wait returned
+	waitErr error
 }
 
 // startBinary runs `npud serve --listen 127.0.0.1:0 args...` and returns

@@ -215,9 +215,9 @@ func TestWireQueueFullIs503(t *testing.T) {
 
 func TestWireOtherEndpoints(t *testing.T) {
 	f := newWire(t, nil, nil)
-	resp, raw := f.do(t, http.MethodGet, "/", "")
+	_, raw := f.do(t, http.MethodGet, "/", "")
 	assert.Equal(t, "Ollama is running", string(raw))
-	resp, raw = f.do(t, http.MethodHead, "/", "")
+	resp, raw := f.do(t, http.MethodHead, "/", "")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Empty(t, raw)
 

@@ -116,8 +116,8 @@ const maxEventID = 1 << 31
 // fingerprint identifies a request by what it asks, whatever its
 // formatting: a digest of the decoded request. One request id must always
 // carry the same request.
-func (r *request) fingerprint() string {
-	canonical, _ := json.Marshal(r) // a decoded request always encodes
+func (req *request) fingerprint() string {
+	canonical, _ := json.Marshal(req) // a decoded request always encodes
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }

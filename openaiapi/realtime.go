@@ -147,7 +147,7 @@ func (a *API) realtime(c *gin.Context) {
 		close(goingAway)
 		// A close handshake, not a cancelled read (which would drop the
 		// TCP connection without one); readLoop then returns.
-		conn.Close(websocket.StatusGoingAway, "npud is shutting down")
+		_ = conn.Close(websocket.StatusGoingAway, "npud is shutting down")
 	}()
 	if cfg.PingInterval > 0 {
 		go rc.ping(ctx, cancel)
@@ -163,11 +163,11 @@ func (a *API) realtime(c *gin.Context) {
 	}
 	switch {
 	case status == websocket.StatusNormalClosure || status == websocket.StatusGoingAway:
-		conn.Close(websocket.StatusNormalClosure, "")
+		_ = conn.Close(websocket.StatusNormalClosure, "")
 	case status == websocket.StatusMessageTooBig:
 		// coder/websocket closed it with 1009 already.
 	default:
-		conn.Close(websocket.StatusInternalError, "connection ended")
+		_ = conn.Close(websocket.StatusInternalError, "connection ended")
 	}
 }
 
@@ -200,24 +200,32 @@ func (rc *realtimeConn) readLoop(ctx context.Context) error {
 			return err
 		}
 		if typ != websocket.MessageText {
-			rc.send(ctx, wsError{Type: "error", Code: "invalid_message", Message: "messages are JSON text frames"})
+			if err := rc.send(ctx, wsError{Type: "error", Code: "invalid_message", Message: "messages are JSON text frames"}); err != nil {
+				return err // the connection is gone
+			}
 			continue
 		}
 		var msg clientMessage
 		if err := json.Unmarshal(data, &msg); err != nil {
-			rc.send(ctx, wsError{Type: "error", Code: "invalid_message", Message: "not a JSON object: " + err.Error()})
+			if err := rc.send(ctx, wsError{Type: "error", Code: "invalid_message", Message: "not a JSON object: " + err.Error()}); err != nil {
+				return err // the connection is gone
+			}
 			continue
 		}
+		var err2 error
 		switch msg.Type {
 		case "start":
-			rc.start(ctx, msg, data)
+			err2 = rc.start(ctx, msg, data)
 		case "cancel", "pause", "resume":
-			rc.control(ctx, msg)
+			err2 = rc.control(ctx, msg)
 		case "ping":
-			rc.send(ctx, wsPong{Type: "pong", ID: msg.ID})
+			err2 = rc.send(ctx, wsPong{Type: "pong", ID: msg.ID})
 		default:
-			rc.send(ctx, wsError{Type: "error", RequestID: msg.RequestID, Code: "invalid_message",
+			err2 = rc.send(ctx, wsError{Type: "error", RequestID: msg.RequestID, Code: "invalid_message",
 				Message: fmt.Sprintf("unknown message type %q: use start, cancel, pause, resume or ping", msg.Type)})
+		}
+		if err2 != nil {
+			return err2 // the connection is gone
 		}
 	}
 }
@@ -237,54 +245,47 @@ func (rc *realtimeConn) send(ctx context.Context, v any) error {
 	return rc.conn.Write(ctx, websocket.MessageText, b)
 }
 
-func (rc *realtimeConn) fail(ctx context.Context, id string, e *Error) {
-	rc.send(ctx, wsError{Type: "error", RequestID: id, Code: e.Code, Message: e.Message,
+func (rc *realtimeConn) fail(ctx context.Context, id string, e *Error) error {
+	return rc.send(ctx, wsError{Type: "error", RequestID: id, Code: e.Code, Message: e.Message,
 		Retryable: e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests})
 }
 
-func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte) {
+func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte) error {
 	id := msg.RequestID
 	if !validClientID(id) {
-		rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
+		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
-		return
 	}
 	var req request
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&req); err != nil {
-		rc.fail(ctx, id, invalid("", "invalid_message", "start: %v", err))
-		return
+		return rc.fail(ctx, id, invalid("", "invalid_message", "start: %v", err))
 	}
 	req.Stream = true // a WebSocket always streams
 	engineReq, apiErr := req.toEngineRequest(chatEndpoint, rc.a.cfg.DefaultTimeout)
 	if apiErr != nil {
-		rc.fail(ctx, id, apiErr)
-		return
+		return rc.fail(ctx, id, apiErr)
 	}
 	if rc.draining.Load() {
-		rc.fail(ctx, id, &Error{Status: http.StatusServiceUnavailable, Code: "shutting_down", Message: "npud is shutting down"})
-		return
+		return rc.fail(ctx, id, &Error{Status: http.StatusServiceUnavailable, Code: "shutting_down", Message: "npud is shutting down"})
 	}
 	// Every generation counts against its tenant: the request rate here
 	// (the upgrade was one request), the stream cap in the runner.
 	engineReq.Tenant = reqinfo.From(ctx).Tenant
 	if rc.cfg.Admit != nil {
 		if e := rc.cfg.Admit(engineReq.Tenant); e != nil {
-			rc.fail(ctx, id, e)
-			return
+			return rc.fail(ctx, id, e)
 		}
 	}
 	rc.mu.Lock()
 	if _, busy := rc.requests[id]; busy {
 		rc.mu.Unlock()
-		rc.fail(ctx, id, invalid("request_id", "duplicate_request_id", "request %q is already running on this connection", id))
-		return
+		return rc.fail(ctx, id, invalid("request_id", "duplicate_request_id", "request %q is already running on this connection", id))
 	}
 	if len(rc.requests) >= rc.cfg.MaxRequests {
 		rc.mu.Unlock()
-		rc.send(ctx, wsError{Type: "error", RequestID: id, Code: "rate_limited", Retryable: true,
+		return rc.send(ctx, wsError{Type: "error", RequestID: id, Code: "rate_limited", Retryable: true,
 			Message: fmt.Sprintf("this connection already runs %d requests, its maximum", rc.cfg.MaxRequests)})
-		return
 	}
 	r := &realtimeRequest{id: id, resumed: make(chan struct{})}
 	rc.requests[id] = r
@@ -300,8 +301,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		if errors.Is(err, journal.ErrConflict) {
 			e = &Error{Status: http.StatusConflict, Code: "request_id_conflict", Message: err.Error()}
 		}
-		rc.fail(ctx, id, e)
-		return
+		return rc.fail(ctx, id, e)
 	}
 	r.journal, r.joined = j, joined
 	from := 0
@@ -313,7 +313,13 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.mu.Lock()
 	r.cancel = cancel
 	rc.mu.Unlock()
-	rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()})
+	if err := rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()}); err != nil {
+		// The connection is gone: this reader leaves at once.
+		cancel(nil)
+		cur.Close()
+		rc.forget(id)
+		return err
+	}
 	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: req.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
 	rc.wg.Add(1)
 	go func() {
@@ -321,11 +327,12 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		defer rc.forget(id)
 		defer cur.Close()
 		defer cancel(nil)
-		rc.relay(rctx, r, cur, info)
+		rc.relay(ctx, rctx, r, cur, info)
 		if rc.cfg.RequestEnded != nil {
 			rc.cfg.RequestEnded(info)
 		}
 	}()
+	return nil
 }
 
 // abort ends every generation of the connection now (the drain timeout
@@ -353,7 +360,7 @@ func (rc *realtimeConn) revoke() {
 		}
 	}
 	rc.mu.Unlock()
-	go rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked")
+	go func() { _ = rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked") }()
 }
 
 var (
@@ -372,10 +379,10 @@ func shutdownErr(ctx context.Context) error {
 
 // failDetached sends an error after ctx ended (abort): the write gets a
 // short deadline of its own.
-func (rc *realtimeConn) failDetached(ctx context.Context, id string, e *Error) {
+func (rc *realtimeConn) failDetached(ctx context.Context, id string, e *Error) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	rc.fail(wctx, id, e)
+	return rc.fail(wctx, id, e)
 }
 
 func (rc *realtimeConn) forget(id string) {
@@ -384,25 +391,27 @@ func (rc *realtimeConn) forget(id string) {
 	rc.mu.Unlock()
 }
 
-// relay writes one generation's events to the client. While paused it
+// relay writes one generation's events to the client. It reads with rctx,
+// which a cancel of this request ends, and writes with ctx, the
+// connection's: cancelling a write would close the whole connection. While paused it
 // reads nothing: the journal keeps the text, and past its limit the
 // generation stops as a slow consumer, as an unread SSE stream would.
-func (rc *realtimeConn) relay(ctx context.Context, r *realtimeRequest, cur *journal.Cursor, info *reqinfo.Info) {
+func (rc *realtimeConn) relay(ctx, rctx context.Context, r *realtimeRequest, cur *journal.Cursor, info *reqinfo.Info) {
 	for {
 		if wait := r.pausedUntil(); wait != nil {
 			select {
 			case <-wait:
-			case <-ctx.Done():
-				if err := shutdownErr(ctx); err != nil {
+			case <-rctx.Done():
+				if err := shutdownErr(rctx); err != nil {
 					info.Fail(err)
-					rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint))
+					rc.sent(info, rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint)))
 					return
 				}
 				info.Fail(fmt.Errorf("%w: connection ended while paused", npu.ErrClientGone))
 				return
 			}
 		}
-		e, err := cur.Next(ctx)
+		e, err := cur.Next(rctx)
 		if err == nil && e.Err != nil {
 			err = e.Err
 		}
@@ -410,37 +419,34 @@ func (rc *realtimeConn) relay(ctx context.Context, r *realtimeRequest, cur *jour
 		case err != nil && errors.Is(err, journal.ErrCancelled) && !r.wasCancelled():
 			// The starter cancelled the generation this reader joined.
 			info.FinishReason = "cancelled"
-			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"})
+			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"}))
 			return
 		case err != nil && r.wasCancelled():
 			info.FinishReason = "cancelled"
-			// A joined reader's cancel ended only its own context.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			rc.send(wctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"})
-			cancel()
+			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"}))
 			return
-		case err != nil && shutdownErr(ctx) != nil:
-			err = shutdownErr(ctx)
+		case err != nil && shutdownErr(rctx) != nil:
+			err = shutdownErr(rctx)
 			info.Fail(err)
-			rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint))
+			rc.sent(info, rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint)))
 			return
 		case err != nil:
 			info.Fail(err)
 			if !errors.Is(err, npu.ErrClientGone) {
-				rc.fail(ctx, r.id, rc.a.toError(err, chatEndpoint))
+				rc.sent(info, rc.fail(ctx, r.id, rc.a.toError(err, chatEndpoint)))
 			}
 			return
 		case e.Heartbeat:
 			continue // WebSocket pings keep the connection alive
 		case e.AfterEnd:
-			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "stop"})
+			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "stop"}))
 			return
 		case e.Done:
 			res := e.Result
 			info.TokensOut, info.FinishReason = res.CompletionTokens, finishReason(res.FinishReason)
-			rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: info.FinishReason, Usage: usageOf(res),
+			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: info.FinishReason, Usage: usageOf(res),
 				Timings: wsTimings{QueueMS: res.Timings.Queue.Milliseconds(), LoadMS: res.Timings.Load.Milliseconds(),
-					PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}})
+					PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}}))
 			return
 		}
 		info.MarkFirstToken()
@@ -448,6 +454,14 @@ func (rc *realtimeConn) relay(ctx context.Context, r *realtimeRequest, cur *jour
 			info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 			return
 		}
+	}
+}
+
+// sent records a failed write of a generation's last message: the client
+// did not get its outcome.
+func (rc *realtimeConn) sent(info *reqinfo.Info, err error) {
+	if err != nil && info.Err == nil {
+		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }
 
@@ -467,14 +481,13 @@ func (r *realtimeRequest) wasCancelled() bool {
 }
 
 // control applies cancel, pause or resume to a running request.
-func (rc *realtimeConn) control(ctx context.Context, msg clientMessage) {
+func (rc *realtimeConn) control(ctx context.Context, msg clientMessage) error {
 	rc.mu.Lock()
 	r, ok := rc.requests[msg.RequestID]
 	rc.mu.Unlock()
 	if !ok || r.journal == nil {
-		rc.send(ctx, wsError{Type: "error", RequestID: msg.RequestID, Code: "unknown_request",
+		return rc.send(ctx, wsError{Type: "error", RequestID: msg.RequestID, Code: "unknown_request",
 			Message: fmt.Sprintf("%s: no request %q runs on this connection", msg.Type, msg.RequestID)})
-		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -506,6 +519,7 @@ func (rc *realtimeConn) control(ctx context.Context, msg clientMessage) {
 			close(r.resumed)
 		}
 	}
+	return nil
 }
 
 // validClientID: 1 to 128 characters of [A-Za-z0-9._:-], the set

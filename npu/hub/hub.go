@@ -313,12 +313,12 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f entry, dir strin
 	})
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
-			os.Remove(local)
+			_ = os.Remove(local) // what it kept is not this file; the error says why
 		}
 		return err
 	}
 	if err := verify(local, size, sum); err != nil {
-		os.Remove(local) // the next pull starts this file again
+		_ = os.Remove(local) // the next pull starts this file again
 		return fmt.Errorf("%s: %w", f.Path, err)
 	}
 	progress(Progress{Status: "downloading " + f.Path, File: f.Path, Total: size, Completed: size})
@@ -371,7 +371,7 @@ func (c *Client) resume(ctx context.Context, repo, rev, file, local string, have
 	if err != nil {
 		return err
 	}
-	defer out.Close()
+	defer func() { _ = out.Close() }() // closed, and checked, below on success
 	buf := make([]byte, 256<<10)
 	reported, reportedAt := have, time.Now()
 	for {
@@ -416,7 +416,7 @@ func verify(local string, size int64, sum string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {

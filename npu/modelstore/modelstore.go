@@ -188,11 +188,11 @@ func (s *Store) Copy(ctx context.Context, source, destination string) error {
 		return err
 	}
 	if err := os.CopyFS(tmp, os.DirFS(s.Path(source))); err != nil {
-		os.RemoveAll(tmp)
+		_ = os.RemoveAll(tmp) // best effort: the copy error is the one to report
 		return fmt.Errorf("copying model %q to %q: %w", source, destination, err)
 	}
 	if err := os.Rename(tmp, s.Path(destination)); err != nil {
-		os.RemoveAll(tmp)
+		_ = os.RemoveAll(tmp)
 		return fmt.Errorf("copying model %q to %q: %w", source, destination, err)
 	}
 	return nil

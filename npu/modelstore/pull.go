@@ -2,6 +2,7 @@ package modelstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -70,7 +71,9 @@ func (s *Store) run(ctx context.Context, p *pull, repo, name string) {
 	})
 	if err != nil {
 		// Nothing half-done stays: the next pull starts over.
-		os.RemoveAll(s.Path(name) + partialSuffix)
+		if rmErr := os.RemoveAll(s.Path(name) + partialSuffix); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("removing what the failed pull left: %w", rmErr))
+		}
 		err = fmt.Errorf("pulling %q: %w", repo, err)
 	}
 	s.mu.Lock()
