@@ -35,22 +35,26 @@ type Config struct {
 	SimPromptTokenCost time.Duration // simulated prefill cost per prompt token
 	SimSlots           int           // simulated generations at once (benchmarks of the serving layer)
 
-	Heartbeat       time.Duration     // keep-alive interval on streams; 0 = off
-	MaxQueue        int               // requests waiting for the engine before 503
-	QueueTimeout    time.Duration     // longest wait in the queue; 0 = unbounded
-	TokenTimeout    time.Duration     // longest gap between tokens before the stream fails
-	RequestTimeout  time.Duration     // default generation deadline (timeout_ms); 0 = none
-	MaxPendingBytes int               // unread output per stream before it fails
-	MaxBodyBytes    int64             // largest request body
-	DrainTimeout    time.Duration     // grace for in-flight streams on shutdown
-	KeepAlive       time.Duration     // how long an idle model stays loaded; negative = forever
-	MaxLoadedModels int               // models in memory at once; 0 = no cap
-	MaxEmbedInputs  int               // inputs of one embedding request
-	ResumeWindow    time.Duration     // how long a stream's events stay for resumes and repeated starts
-	ResumeMaxBytes  int               // text kept per stream for resumes
-	WSMaxRequests   int               // generations at once per WebSocket connection
-	Preload         []string          // models loaded at start and kept loaded
-	Aliases         map[string]string // extra model names: alias → served model
+	Heartbeat       time.Duration // keep-alive interval on streams; 0 = off
+	MaxQueue        int           // requests waiting for the engine before 503
+	QueueTimeout    time.Duration // longest wait in the queue; 0 = unbounded
+	TokenTimeout    time.Duration // longest gap between tokens before the stream fails
+	RequestTimeout  time.Duration // default generation deadline (timeout_ms); 0 = none
+	MaxPendingBytes int           // unread output per stream before it fails
+	MaxBodyBytes    int64         // largest request body
+	DrainTimeout    time.Duration // grace for in-flight streams on shutdown
+	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
+	MaxLoadedModels int           // models in memory at once; 0 = no cap
+	// Conversation affinity (see npu.Scheduler).
+	AffinityMaxOvertakes int               // times a waiting request may be passed over; 0 = plain FIFO
+	AffinityMaxWait      time.Duration     // after this long a request is never passed over
+	AffinityLinger       time.Duration     // how long a freed engine waits for a conversation's next turn
+	MaxEmbedInputs       int               // inputs of one embedding request
+	ResumeWindow         time.Duration     // how long a stream's events stay for resumes and repeated starts
+	ResumeMaxBytes       int               // text kept per stream for resumes
+	WSMaxRequests        int               // generations at once per WebSocket connection
+	Preload              []string          // models loaded at start and kept loaded
+	Aliases              map[string]string // extra model names: alias → served model
 
 	Security
 
@@ -249,6 +253,9 @@ func (c *Config) options(ls *layers) []option {
 		})},
 		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
+		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues its model's cached conversation (only its new tokens are prefilled); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 4)},
+		{"affinity-max-wait", "after waiting this long a request is never passed over", dur(&c.AffinityMaxWait, 30*time.Second)},
+		{"affinity-linger", "how long a freed engine keeps a conversation's cache for its next turn before serving another conversation of the model (for clients that answer at once, such as agents); 0 = never", dur(&c.AffinityLinger, 0)},
 		{"api-key", "API keys NAME:KEY (or NAME:KEY:admin for /admin routes), comma-separated or repeated; none = no authentication", list(&keyList, nil, func(s string) error {
 			if ls.secretErr != nil && ls.secretErrIn < ls.current {
 				ls.secretErr = nil // this layer's keys replace that layer's
@@ -381,6 +388,7 @@ func (c Config) Validate() error {
 		"--npu-generate-hint must be FAST_COMPILE or BEST_PERF, got %q", c.NPUGenerateHint)
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxEmbedInputs > 0, "--max-embed-inputs must be positive, got %d", c.MaxEmbedInputs)
+	check(c.AffinityMaxOvertakes >= 0 && c.AffinityMaxWait >= 0 && c.AffinityLinger >= 0, "--affinity-max-overtakes, --affinity-max-wait and --affinity-linger must be 0 or more")
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
 	check(c.SimSlots >= 1, "--sim-slots must be 1 or more, got %d", c.SimSlots)

@@ -35,6 +35,7 @@ type metrics struct {
 	requests, promptTokens, completionTokens *prometheus.CounterVec
 	disconnects, slowConsumer, engineErrors  *prometheus.CounterVec
 	rateLimitedTotal                         *prometheus.CounterVec
+	prefillTokens, conversationCache         *prometheus.CounterVec
 	activeStreams                            *prometheus.GaugeVec
 }
 
@@ -61,6 +62,8 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.slowConsumer = counter("npud_slow_consumer_events_total", "Slow readers: chunks coalesced while the writer was behind, and streams dropped at the pending-bytes limit.", "route", "action")
 	m.engineErrors = counter("npud_engine_errors_total", "Engine failures by kind: engine (a failed call), token_timeout, panic.", "model", "device", "kind")
 	m.rateLimitedTotal = counter("npud_rate_limited_total", "Requests refused with 429: rate (requests per minute) or streams (concurrent cap).", "tenant", "reason")
+	m.prefillTokens = counter("npud_prefill_tokens_total", "Prompt tokens of finished generations by what the engine did with them: prefilled, or reused from its cache of the conversation's earlier turn.", "model", "kind")
+	m.conversationCache = counter("npud_conversation_cache_total", "Conversation requests by what they found in their model's cache when they got the engine: continued (only new tokens prefilled), new (nothing cached), switched (another conversation was cached and is reset).", "model", "result")
 	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running."}, []string{"route"})
 
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_build_info", Help: "Always 1: the npud version, engine and Go version."}, []string{"version", "engine", "goversion"})
@@ -74,6 +77,7 @@ func newMetrics(engine npu.Engine) *metrics {
 	}
 	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,
 		m.completionTokens, m.disconnects, m.slowConsumer, m.engineErrors, m.rateLimitedTotal, m.activeStreams,
+		m.prefillTokens, m.conversationCache,
 		build, devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -96,6 +100,15 @@ func (m *metrics) handler() gin.HandlerFunc {
 // ModelLoaded implements npu.Observer.
 func (m *metrics) ModelLoaded(model, device string, took time.Duration) {
 	m.load.WithLabelValues(model, device).Observe(took.Seconds())
+}
+
+// Prefill implements npu.Observer. The model is one the runner served.
+func (m *metrics) Prefill(model string, cache npu.CacheResult, prefilled, reused int) {
+	m.prefillTokens.WithLabelValues(model, "prefilled").Add(float64(prefilled))
+	m.prefillTokens.WithLabelValues(model, "reused").Add(float64(reused))
+	if cache != npu.CacheNone {
+		m.conversationCache.WithLabelValues(model, string(cache)).Inc()
+	}
 }
 
 // TokenGap implements npu.Observer.

@@ -94,6 +94,11 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		Aliases:          cfg.Aliases,
 		Observer:         m,
 		Slots:            engineSlots(cfg, engine),
+		Affinity: npu.Affinity{
+			MaxOvertakes: cfg.AffinityMaxOvertakes,
+			MaxWait:      cfg.AffinityMaxWait,
+			Linger:       cfg.AffinityLinger,
+		},
 		Stream: npu.StreamLimits{
 			MaxPendingBytes: cfg.MaxPendingBytes,
 			TokenTimeout:    cfg.TokenTimeout,

@@ -157,8 +157,11 @@ type Timings struct {
 
 // Result is what an engine reports when a generation ends.
 type Result struct {
-	FinishReason     FinishReason
-	PromptTokens     int
-	CompletionTokens int
-	Timings          Timings
+	FinishReason FinishReason
+	PromptTokens int // the whole prompt
+	// CachedPromptTokens is the part of PromptTokens the engine did not
+	// prefill: it was in its cache from the conversation's earlier turn.
+	CachedPromptTokens int
+	CompletionTokens   int
+	Timings            Timings
 }

@@ -44,6 +44,7 @@ type lifecycle struct {
 	maxLoaded        int // 0 = no cap; past it the least recently used idle model goes
 	log              *slog.Logger
 	onLoad           func(model string, took time.Duration) // set once before use; for metrics
+	onUnload         func(model string)                     // set once before use; the scheduler forgets its cache
 
 	mu     sync.Mutex
 	loaded map[string]*loadedEntry
@@ -332,6 +333,9 @@ func (l *lifecycle) unloadLocked(model, why string) {
 		e.timer.Stop()
 	}
 	delete(l.loaded, model)
+	if l.onUnload != nil {
+		l.onUnload(model)
+	}
 	if loader, ok := l.engine.(ModelLoader); ok {
 		if err := loader.Unload(model); err != nil {
 			l.log.Warn("unloading model failed", "model", model, "err", err)

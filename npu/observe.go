@@ -12,12 +12,17 @@ type Observer interface {
 	// handed to a protocol writer: the inter-token latency a client sees,
 	// coarser while a slow reader gets coalesced chunks.
 	TokenGap(model, device string, gap time.Duration)
+	// Prefill reports a finished generation's prompt: the tokens the
+	// engine prefilled and those it reused from its conversation cache,
+	// and what the request found in that cache when it got the engine.
+	Prefill(model string, cache CacheResult, prefilled, reused int)
 }
 
 type noObserver struct{}
 
 func (noObserver) ModelLoaded(string, string, time.Duration) {}
 func (noObserver) TokenGap(string, string, time.Duration)    {}
+func (noObserver) Prefill(string, CacheResult, int, int)     {}
 
 // StreamStats describes a stream for logs and metrics once its writer is
 // done with it.

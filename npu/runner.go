@@ -30,6 +30,10 @@ type RunnerConfig struct {
 	// engine that can run concurrent generations (the simulated one) may
 	// have more: a GenAI pipeline runs one generate at a time.
 	Slots int
+	// Affinity lets a request that continues its model's cached
+	// conversation go first, within fairness bounds (see Scheduler); the
+	// zero value is plain FIFO.
+	Affinity Affinity
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -56,7 +60,7 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 	}
 	r := &Runner{
 		engine: engine,
-		sched:  NewScheduler(max(cfg.Slots, 1), cfg.MaxQueue),
+		sched:  NewAffinityScheduler(max(cfg.Slots, 1), cfg.MaxQueue, cfg.Affinity),
 		life:   newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
 		cfg:    cfg,
 		log:    log,
@@ -66,6 +70,7 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 	r.life.onLoad = func(model string, took time.Duration) {
 		cfg.Observer.ModelLoaded(model, r.DeviceOf(model), took)
 	}
+	r.life.onUnload = r.sched.Forget // a new pipeline's cache starts empty
 	return r
 }
 
@@ -120,11 +125,12 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Model = m.ID // an alias names the model the engine knows
+	req.Normalize()
 	release, ok := r.tenants.open(req.Tenant)
 	if !ok {
 		return nil, fmt.Errorf("tenant %q already runs or queues %d generations: %w", req.Tenant, r.tenants.limit(), ErrTooManyStreams)
 	}
-	ticket, err := r.sched.Enqueue()
+	ticket, err := r.sched.EnqueueConversation(req.Model, req.Messages)
 	if err != nil {
 		release()
 		return nil, err
@@ -205,7 +211,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 			return
 		}
 		pinned = true
-		if ticket, err = r.sched.Enqueue(); err != nil {
+		if ticket, err = r.sched.EnqueueConversation(s.req.Model, s.req.Messages); err != nil {
 			r.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 			s.finish(Result{}, err)
 			return
@@ -233,6 +239,9 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 	r.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 	ticket.Release()
 	res.Timings.Load = loadTime
+	if err == nil {
+		r.cfg.Observer.Prefill(model.ID, ticket.CacheHint, max(res.PromptTokens-res.CachedPromptTokens, 0), res.CachedPromptTokens)
+	}
 	s.finish(res, err)
 }
 

@@ -5,27 +5,61 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
 
-// Scheduler hands out an engine's generation slots in FIFO order. An
-// OpenVINO pipeline is not safe for concurrent generate, so an engine has
-// one slot; waiters queue up to a maximum depth.
+// Scheduler hands out an engine's generation slots. An OpenVINO pipeline
+// is not safe for concurrent generate, so an engine has one slot; waiters
+// queue up to a maximum depth.
+//
+// The order is FIFO, with one exception that pays on the NPU: a stateful
+// pipeline keeps the KV cache of the conversation it ran last, and a
+// request that continues that conversation prefills only its new tokens,
+// while any other request for the model resets the cache and prefills its
+// whole history. So among the waiters, one that continues its model's
+// cached conversation goes first, and after a turn the slot may wait a
+// little (Affinity.Linger) for the same conversation's next turn, instead
+// of handing the cache to another conversation of that model. Fairness
+// bounds both: no request is passed over more than Affinity.MaxOvertakes
+// times, or once it has waited Affinity.MaxWait.
 type Scheduler struct {
 	slots    int
 	maxDepth int
+	affinity Affinity
 
 	mu          sync.Mutex
 	inUse       int
 	waiting     list.List // of *Ticket, oldest first
 	meanService time.Duration
+	held        map[string][]Message // per model: the conversation its cache holds; bounded by the models served
+	linger      *lingering           // the slot kept free for a conversation's next turn
 }
 
-// NewScheduler returns a scheduler with the given number of slots and
+// Affinity bounds the preference for requests that continue a cached
+// conversation; a zero MaxOvertakes means plain FIFO.
+type Affinity struct {
+	MaxOvertakes int           // times a request may be passed over
+	MaxWait      time.Duration // after waiting this long a request is never passed over; 0 = no time bound
+	Linger       time.Duration // how long a freed slot waits for the same conversation's next turn; 0 = never
+}
+
+// lingering is a slot kept free for model's conversation.
+type lingering struct {
+	model string
+	timer *time.Timer
+}
+
+// NewScheduler returns a FIFO scheduler with the given number of slots and
 // maximum queue depth (waiters beyond the running ones).
 func NewScheduler(slots, maxDepth int) *Scheduler {
-	return &Scheduler{slots: max(slots, 1), maxDepth: max(maxDepth, 0)}
+	return NewAffinityScheduler(slots, maxDepth, Affinity{})
+}
+
+// NewAffinityScheduler is NewScheduler with conversation affinity.
+func NewAffinityScheduler(slots, maxDepth int, a Affinity) *Scheduler {
+	return &Scheduler{slots: max(slots, 1), maxDepth: max(maxDepth, 0), affinity: a, held: map[string][]Message{}}
 }
 
 // Ticket is one request's place in the queue.
@@ -35,30 +69,117 @@ type Ticket struct {
 	elem    *list.Element
 	granted bool // guarded by s.mu
 	since   time.Time
+	// The conversation the request carries (model and messages; none for
+	// a plain prompt), and what happened to it, guarded by s.mu.
+	model     string
+	msgs      []Message
+	queued    time.Time
+	passed    int         // times passed over
+	CacheHint CacheResult // set when granted
 }
+
+// CacheResult says what a request found in its model's conversation cache
+// when it was granted the slot.
+type CacheResult string
+
+const (
+	CacheNone      CacheResult = ""          // not a conversation
+	CacheContinued CacheResult = "continued" // it continues the cached conversation
+	CacheNew       CacheResult = "new"       // nothing was cached for the model
+	CacheSwitched  CacheResult = "switched"  // another conversation was cached: it is reset
+)
 
 // Enqueue takes a place in the queue, or a slot at once when one is free and
 // nobody waits. It fails with ErrQueueFull when the queue is at its depth.
-func (s *Scheduler) Enqueue() (*Ticket, error) {
-	t := &Ticket{s: s, ready: make(chan struct{})}
+func (s *Scheduler) Enqueue() (*Ticket, error) { return s.EnqueueConversation("", nil) }
+
+// EnqueueConversation is Enqueue for a request carrying conversation msgs
+// for model, which the affinity may let go first.
+func (s *Scheduler) EnqueueConversation(model string, msgs []Message) (*Ticket, error) {
+	t := &Ticket{s: s, ready: make(chan struct{}), model: model, msgs: msgs, queued: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.inUse < s.slots && s.waiting.Len() == 0:
-		s.grantLocked(t)
-	case s.waiting.Len() >= s.maxDepth:
+	t.elem = s.waiting.PushBack(t)
+	s.dispatchLocked()
+	if !t.granted && s.waiting.Len() > s.maxDepth {
+		s.waiting.Remove(t.elem)
 		return nil, fmt.Errorf("%d requests waiting: %w", s.waiting.Len(), ErrQueueFull)
-	default:
-		t.elem = s.waiting.PushBack(t)
 	}
 	return t, nil
+}
+
+// continuesLocked: t's conversation extends the one its model's cache
+// holds (GenAI's rule: more messages, every earlier one equal).
+func (s *Scheduler) continuesLocked(t *Ticket) bool {
+	held, ok := s.held[t.model]
+	return t.msgs != nil && ok && len(t.msgs) > len(held) && slices.Equal(held, t.msgs[:len(held)])
 }
 
 func (s *Scheduler) grantLocked(t *Ticket) {
 	s.inUse++
 	t.granted = true
 	t.since = time.Now()
+	if t.msgs != nil {
+		held, ok := s.held[t.model]
+		switch {
+		case s.continuesLocked(t):
+			t.CacheHint = CacheContinued
+		case !ok || held == nil:
+			t.CacheHint = CacheNew
+		default:
+			t.CacheHint = CacheSwitched
+		}
+		s.held[t.model] = t.msgs // what the cache holds once this runs
+	} else if t.model != "" {
+		s.held[t.model] = nil // a plain prompt resets the cache too
+	}
 	close(t.ready)
+}
+
+// exhaustedLocked: t may no longer be passed over.
+func (s *Scheduler) exhaustedLocked(t *Ticket, now time.Time) bool {
+	a := s.affinity
+	return a.MaxOvertakes <= 0 || t.passed >= a.MaxOvertakes || (a.MaxWait > 0 && now.Sub(t.queued) >= a.MaxWait)
+}
+
+// dispatchLocked hands free slots to waiters: a waiter that continues its
+// model's cached conversation first, unless one ahead of it may not be
+// passed over; otherwise the oldest, unless it would reset a cache the
+// slot lingers for.
+func (s *Scheduler) dispatchLocked() {
+	for s.inUse < s.slots && s.waiting.Len() > 0 {
+		now := time.Now()
+		var pick *list.Element
+		for e := s.waiting.Front(); e != nil; e = e.Next() {
+			t := e.Value.(*Ticket)
+			if s.continuesLocked(t) || s.exhaustedLocked(t, now) {
+				pick = e
+				break
+			}
+		}
+		if pick == nil {
+			// Nothing continues a cache and everyone may still wait: the
+			// oldest goes, unless the slot lingers for its model's
+			// conversation; then the oldest of another model does.
+			for e := s.waiting.Front(); e != nil; e = e.Next() {
+				if s.linger == nil || e.Value.(*Ticket).model != s.linger.model {
+					pick = e
+					break
+				}
+			}
+			if pick == nil {
+				return // the linger timer dispatches
+			}
+		}
+		for e := s.waiting.Front(); e != pick; e = e.Next() {
+			e.Value.(*Ticket).passed++
+		}
+		t := s.waiting.Remove(pick).(*Ticket)
+		if s.linger != nil && t.model == s.linger.model {
+			s.endLingerLocked()
+		}
+		s.grantLocked(t)
+	}
 }
 
 // Wait blocks until the ticket holds a slot, ctx ends (the cause is
@@ -114,10 +235,37 @@ func (s *Scheduler) releaseLocked(t *Ticket) {
 	} else {
 		s.meanService = (s.meanService*7 + held) / 8 // EWMA, for Retry-After
 	}
-	if front := s.waiting.Front(); front != nil {
-		next := s.waiting.Remove(front).(*Ticket)
-		s.grantLocked(next)
+	if t.msgs != nil && s.affinity.Linger > 0 && s.affinity.MaxOvertakes > 0 && s.linger == nil {
+		// The next turn of this conversation comes once its client has
+		// read the answer: keep the cache for it a moment.
+		model := t.model
+		l := &lingering{model: model}
+		l.timer = time.AfterFunc(s.affinity.Linger, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.linger == l {
+				s.linger = nil
+				s.dispatchLocked()
+			}
+		})
+		s.linger = l
 	}
+	s.dispatchLocked()
+}
+
+func (s *Scheduler) endLingerLocked() {
+	if s.linger != nil {
+		s.linger.timer.Stop()
+		s.linger = nil
+	}
+}
+
+// Forget drops what the scheduler knows of model's cache (it was
+// unloaded: a new pipeline starts empty).
+func (s *Scheduler) Forget(model string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.held, model)
 }
 
 // Waiting is the number of requests in the queue.

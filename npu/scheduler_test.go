@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -305,4 +306,121 @@ func TestRetryAfterLearnsFromService(t *testing.T) {
 	s.mu.Unlock()
 	assert.GreaterOrEqual(t, mean, 5*time.Millisecond, "the held time was recorded")
 	assert.Equal(t, time.Second, s.RetryAfter(), "a few milliseconds still clamp to one second")
+}
+
+func conv(turns ...string) []Message {
+	var out []Message
+	for i, t := range turns {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		out = append(out, Message{Role: role, Content: t})
+	}
+	return out
+}
+
+// Issue 18: among the waiters, one that continues its model's cached
+// conversation goes first; one that does not is passed over at most
+// MaxOvertakes times.
+func TestAffinityPrefersAContinuationWithinTheFairnessBound(t *testing.T) {
+	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 2, MaxWait: time.Hour})
+	run, err := s.EnqueueConversation("m", conv("a1"))
+	require.NoError(t, err)
+	require.True(t, granted(run))
+	assert.Equal(t, CacheNew, run.CacheHint)
+
+	other, err := s.EnqueueConversation("m", conv("b1"))
+	require.NoError(t, err)
+	history := conv("a1")
+	for turn := 2; turn <= 5; turn++ {
+		history = append(history, Message{Role: "assistant", Content: "answer"}, Message{Role: "user", Content: "more"})
+		next, err := s.EnqueueConversation("m", slices.Clone(history))
+		require.NoError(t, err)
+		run.Release()
+		switch {
+		case turn <= 3: // other may be passed over twice
+			require.True(t, granted(next), "turn %d continues the cache: it goes first", turn)
+			assert.Equal(t, CacheContinued, next.CacheHint)
+			assert.False(t, granted(other))
+			run = next
+		default:
+			require.True(t, granted(other), "passed over twice: its turn now, whatever continues")
+			assert.Equal(t, CacheSwitched, other.CacheHint)
+			assert.Equal(t, 2, other.passed)
+			other.Release()
+			require.True(t, granted(next), "then the conversation, from the start: its cache was reset")
+			assert.Equal(t, CacheSwitched, next.CacheHint)
+			next.Release()
+			return
+		}
+	}
+}
+
+// Issue 18: after waiting MaxWait a request is never passed over.
+func TestAffinityNeverPassesOverALongWaiter(t *testing.T) {
+	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 100, MaxWait: 20 * time.Millisecond})
+	run, err := s.EnqueueConversation("m", conv("a1"))
+	require.NoError(t, err)
+	other, err := s.EnqueueConversation("m", conv("b1"))
+	require.NoError(t, err)
+	time.Sleep(30 * time.Millisecond)
+	next, err := s.EnqueueConversation("m", conv("a1", "answer", "more"))
+	require.NoError(t, err)
+	run.Release()
+	require.True(t, granted(other), "it waited longer than MaxWait")
+	assert.False(t, granted(next))
+	other.Release()
+	require.True(t, granted(next))
+	next.Release()
+}
+
+// Plain FIFO when affinity is off.
+func TestAffinityOffIsFIFO(t *testing.T) {
+	s := NewScheduler(1, 16)
+	run, err := s.EnqueueConversation("m", conv("a1"))
+	require.NoError(t, err)
+	other, err := s.EnqueueConversation("m", conv("b1"))
+	require.NoError(t, err)
+	next, err := s.EnqueueConversation("m", conv("a1", "answer", "more"))
+	require.NoError(t, err)
+	run.Release()
+	require.True(t, granted(other))
+	assert.False(t, granted(next))
+	other.Release()
+	next.Release()
+}
+
+// Issue 18: with Linger, a freed slot waits a moment for the conversation's
+// next turn instead of handing its cache to another conversation of the
+// model; another model's request does not wait; the linger ends in time.
+func TestAffinityLingerKeepsTheCacheForTheNextTurn(t *testing.T) {
+	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: time.Hour})
+	run, err := s.EnqueueConversation("m", conv("a1"))
+	require.NoError(t, err)
+	run.Release() // the slot lingers for a1's next turn
+
+	other, err := s.EnqueueConversation("m", conv("b1"))
+	require.NoError(t, err)
+	assert.False(t, granted(other), "it would reset the cache the slot keeps")
+	elsewhere, err := s.EnqueueConversation("n", conv("c1"))
+	require.NoError(t, err)
+	require.True(t, granted(elsewhere), "another model's pipeline has its own cache")
+	elsewhere.Release()
+	assert.False(t, granted(other))
+
+	next, err := s.EnqueueConversation("m", conv("a1", "answer", "more"))
+	require.NoError(t, err)
+	require.True(t, granted(next), "the turn the slot waited for")
+	assert.Equal(t, CacheContinued, next.CacheHint)
+
+	short := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: 10 * time.Millisecond})
+	first, err := short.EnqueueConversation("m", conv("a1"))
+	require.NoError(t, err)
+	first.Release()
+	waiter, err := short.EnqueueConversation("m", conv("b1"))
+	require.NoError(t, err)
+	require.NoError(t, waiter.Wait(t.Context(), time.Second), "the linger ends and the waiter goes")
+	waiter.Release()
+	next.Release()
 }

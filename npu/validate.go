@@ -61,3 +61,19 @@ func (r *Request) Validate() error {
 	}
 	return nil
 }
+
+// Normalize puts the messages in the one form every request gets, so that
+// a client that sends back exactly what it received continues its
+// conversation whatever its line endings and the whitespace around the
+// answer it streamed: roles lower-case, CRLF as LF, an assistant message
+// without surrounding whitespace.
+func (r *Request) Normalize() {
+	for i := range r.Messages {
+		m := &r.Messages[i]
+		m.Role = strings.ToLower(strings.TrimSpace(m.Role))
+		m.Content = strings.ReplaceAll(m.Content, "\r\n", "\n")
+		if m.Role == "assistant" {
+			m.Content = strings.TrimSpace(m.Content)
+		}
+	}
+}

@@ -14,7 +14,9 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -69,6 +71,7 @@ var (
 type Engine struct {
 	cfg     Config
 	created time.Time
+	cache   convCache
 }
 
 // New returns a simulated engine.
@@ -102,12 +105,13 @@ func (e *Engine) Reload(_ context.Context, model string) error {
 func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	prompt := PromptText(req)
 	promptTokens := CountTokens(prompt)
+	reused := e.cache.reuse(req, promptTokens)
 	if need := promptTokens + req.MaxTokens; need > e.cfg.ContextLength {
 		return npu.Result{}, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the context of %d tokens: %w",
 			promptTokens, req.MaxTokens, e.cfg.ContextLength, npu.ErrContextLength)
 	}
 	tokens := Tokens(seedOf(req), prompt)
-	res := npu.Result{FinishReason: npu.FinishStop, PromptTokens: promptTokens}
+	res := npu.Result{FinishReason: npu.FinishStop, PromptTokens: promptTokens, CachedPromptTokens: reused}
 	limit := e.cfg.ContextLength - promptTokens
 	if req.MaxTokens > 0 {
 		limit = req.MaxTokens
@@ -126,11 +130,51 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	}
 	done := make(chan outcome, 1)
 	go func() { // a "native" thread, as OpenVINO's streamer worker
-		r, err := e.emit(ctx, tokens, fault, sink, res, time.Duration(promptTokens)*e.cfg.PromptTokenCost)
+		r, err := e.emit(ctx, tokens, fault, sink, res, time.Duration(promptTokens-reused)*e.cfg.PromptTokenCost)
 		done <- outcome{r, err}
 	}()
 	o := <-done
+	e.cache.hold(req, o.err == nil)
 	return o.res, o.err
+}
+
+// convCache models a stateful pipeline's KV cache per model, as GenAI's
+// does: the conversation it ran last, whose tokens a request that
+// continues it (more messages, every earlier one equal) does not prefill
+// again.
+type convCache struct {
+	mu   sync.Mutex
+	held map[string][]npu.Message // bounded by the models served
+}
+
+// reuse is how many of req's prompt tokens the cache holds.
+func (c *convCache) reuse(req *npu.Request, promptTokens int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held, ok := c.held[req.Model]
+	if !ok || len(held) == 0 || len(req.Messages) <= len(held) || !slices.Equal(held, req.Messages[:len(held)]) {
+		return 0
+	}
+	cached := req.Messages[:len(held)]
+	if req.Messages[len(held)].Role == "assistant" {
+		cached = req.Messages[:len(held)+1] // the answer generated last time is cached too
+	}
+	return min(CountTokens(PromptText(&npu.Request{Messages: cached})), promptTokens-1)
+}
+
+// hold records what the cache holds after req: its conversation, or
+// nothing known after a failure.
+func (c *convCache) hold(req *npu.Request, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held == nil {
+		c.held = map[string][]npu.Message{}
+	}
+	if !ok || len(req.Messages) == 0 {
+		delete(c.held, req.Model)
+		return
+	}
+	c.held[req.Model] = slices.Clone(req.Messages)
 }
 
 func (e *Engine) emit(ctx context.Context, tokens []string, fault Fault, sink npu.Sink, res npu.Result, prefillCost time.Duration) (npu.Result, error) {
