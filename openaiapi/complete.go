@@ -24,11 +24,23 @@ type usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptDetails says how much of the prompt came from the engine's
+	// cache of the conversation (OpenAI's prompt caching field); only
+	// when some did.
+	PromptDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func usageOf(r npu.Result) usage {
-	return usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+	u := usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.PromptTokens + r.CompletionTokens}
+	if r.CachedPromptTokens > 0 {
+		u.PromptDetails = &promptDetails{CachedTokens: r.CachedPromptTokens}
+	}
+	return u
 }
 
 // finishReason maps the engine's reason to OpenAI's.

@@ -475,3 +475,26 @@ func TestSDKClientDisconnectMidStreamFreesTheEngine(t *testing.T) {
 	assert.Equal(t, sim.Text(2, "user: hi\n"), resp.Choices[0].Message.Content)
 	assert.Equal(t, "stop", resp.Choices[0].FinishReason)
 }
+
+// Issue 18: a turn that continues the conversation the engine's cache
+// holds prefills only its new tokens; usage says how many came from the
+// cache, in OpenAI's prompt_tokens_details.cached_tokens, which the SDK
+// reads.
+func TestSDKCachedTokensOfAContinuedConversation(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	first := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("be brief"), openai.UserMessage("tell me about the npu")}
+	one, err := f.client.Chat.Completions.New(sdkContext(t), openai.ChatCompletionNewParams{Model: "sim", Messages: first, MaxTokens: openai.Int(8), Seed: openai.Int(1)})
+	require.NoError(t, err)
+	assert.Zero(t, one.Usage.PromptTokensDetails.CachedTokens, "nothing was cached yet")
+
+	next := append(first, openai.AssistantMessage(one.Choices[0].Message.Content), openai.UserMessage("and then?"))
+	two, err := f.client.Chat.Completions.New(sdkContext(t), openai.ChatCompletionNewParams{Model: "sim", Messages: next, MaxTokens: openai.Int(8), Seed: openai.Int(1)})
+	require.NoError(t, err)
+	cached := two.Usage.PromptTokensDetails.CachedTokens
+	assert.Positive(t, cached, "the earlier turns came from the cache")
+	assert.Less(t, cached, two.Usage.PromptTokens, "the new turn was prefilled")
+
+	other, err := f.client.Chat.Completions.New(sdkContext(t), chatParams("a different conversation", 1))
+	require.NoError(t, err)
+	assert.Zero(t, other.Usage.PromptTokensDetails.CachedTokens, "another conversation resets the cache")
+}

@@ -146,6 +146,11 @@ func (e *chunkEncoder) usage(u usage) []byte {
 	e.buf = strconv.AppendInt(e.buf, int64(u.CompletionTokens), 10)
 	e.buf = append(e.buf, `,"total_tokens":`...)
 	e.buf = strconv.AppendInt(e.buf, int64(u.TotalTokens), 10)
+	if u.PromptDetails != nil {
+		e.buf = append(e.buf, `,"prompt_tokens_details":{"cached_tokens":`...)
+		e.buf = strconv.AppendInt(e.buf, int64(u.PromptDetails.CachedTokens), 10)
+		e.buf = append(e.buf, '}')
+	}
 	e.buf = append(e.buf, "}}\n\n"...)
 	return e.buf
 }

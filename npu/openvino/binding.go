@@ -249,7 +249,9 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	if state.stoppedAt.Load() > 0 {
 		res.CompletionTokens = deliveredTokens(generated, int(state.sentBytes.Load()), generatedBytes(results))
 	}
-	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful(), res.PromptTokens, generated)
+	prefilled := res.PromptTokens
+	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful(), prefilled, generated)
+	res.CachedPromptTokens = res.PromptTokens - prefilled
 	done = true
 	return res, nil
 }

@@ -77,6 +77,7 @@ func TestHistoryContinuationPrefillsOnlyTheNewTurn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, testLastPrefilled(), whole, "only the new turns were prefilled")
 	continued := res.PromptTokens
+	assert.Equal(t, res.PromptTokens-testLastPrefilled(), res.CachedPromptTokens, "what was not prefilled came from the cache")
 
 	other := []npu.Message{{Role: "user", Content: "a different conversation entirely, from its start"}}
 	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: other})
