@@ -40,6 +40,8 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.IntVar(&cfg.PromptTokens, "prompt-tokens", 64, "approximate prompt length in tokens")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 128, "output tokens asked for per request")
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "per-request limit")
+	fs.IntVar(&cfg.Turns, "turns", 0, "multi-turn conversations of this many turns per stream, each sending the whole history back (--api openai); reports TTFT of first and later turns")
+	fs.DurationVar(&cfg.ThinkTime, "think", 0, "pause between a conversation's turns")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

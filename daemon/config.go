@@ -253,9 +253,9 @@ func (c *Config) options(ls *layers) []option {
 		})},
 		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
-		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues its model's cached conversation (only its new tokens are prefilled); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 4)},
+		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues its model's cached conversation (only its new tokens are prefilled); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
 		{"affinity-max-wait", "after waiting this long a request is never passed over", dur(&c.AffinityMaxWait, 30*time.Second)},
-		{"affinity-linger", "how long a freed engine keeps a conversation's cache for its next turn before serving another conversation of the model (for clients that answer at once, such as agents); 0 = never", dur(&c.AffinityLinger, 0)},
+		{"affinity-linger", "how long a freed engine keeps a conversation's cache for its next turn before serving another conversation of the model, for conversations whose client answered within this long last time (agents, not people typing); 0 = never", dur(&c.AffinityLinger, 250*time.Millisecond)},
 		{"api-key", "API keys NAME:KEY (or NAME:KEY:admin for /admin routes), comma-separated or repeated; none = no authentication", list(&keyList, nil, func(s string) error {
 			if ls.secretErr != nil && ls.secretErrIn < ls.current {
 				ls.secretErr = nil // this layer's keys replace that layer's

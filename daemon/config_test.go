@@ -52,8 +52,9 @@ func TestParseServeDefaults(t *testing.T) {
 		WSMaxRequests:        8,
 		MaxLoadedModels:      2,
 		MaxEmbedInputs:       2048,
-		AffinityMaxOvertakes: 4,
+		AffinityMaxOvertakes: 8,
 		AffinityMaxWait:      30 * time.Second,
+		AffinityLinger:       250 * time.Millisecond,
 		Security: Security{
 			PublicPaths:      []string{"/", "/health"},
 			RateBurst:        10,

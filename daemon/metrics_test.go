@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"context"
 	"fmt"
 	"io"
@@ -278,4 +279,31 @@ func TestMetricsLabelOnlyServedModels(t *testing.T) {
 	for series := range m {
 		assert.NotContains(t, series, "made-up", "no label for a model nobody serves")
 	}
+}
+
+// Issue 18: what the conversation cache did shows in the metrics: prompt
+// tokens prefilled and reused, and each conversation request's cache
+// result.
+func TestMetricsConversationCache(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	turn1 := `{"model":"sim","max_tokens":4,"messages":[{"role":"user","content":"first question"}]}`
+	resp, raw := c.Do(t, "POST", "/v1/chat/completions", turn1)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	var out struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	require.NoError(t, json.Unmarshal(raw, &out))
+	answer, err := json.Marshal(out.Choices[0].Message.Content)
+	require.NoError(t, err)
+	turn2 := `{"model":"sim","max_tokens":4,"messages":[{"role":"user","content":"first question"},{"role":"assistant","content":` +
+		string(answer) + `},{"role":"user","content":"and the next"}]}`
+	resp, raw = c.Do(t, "POST", "/v1/chat/completions", turn2)
+	require.Equal(t, 200, resp.StatusCode, "%s", raw)
+
+	m := scrapeMetrics(t, srv.URL)
+	assert.Equal(t, 1.0, m.sum("npud_conversation_cache_total", "model", "sim", "result", "new"))
+	assert.Equal(t, 1.0, m.sum("npud_conversation_cache_total", "model", "sim", "result", "continued"))
+	assert.Positive(t, m.sum("npud_prefill_tokens_total", "model", "sim", "kind", "reused"))
+	assert.Positive(t, m.sum("npud_prefill_tokens_total", "model", "sim", "kind", "prefilled"))
 }

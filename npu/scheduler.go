@@ -34,6 +34,7 @@ type Scheduler struct {
 	waiting     list.List // of *Ticket, oldest first
 	meanService time.Duration
 	held        map[string][]Message // per model: the conversation its cache holds; bounded by the models served
+	released    map[string]turnEnd   // per model: its last conversation turn to end
 	linger      *lingering           // the slot kept free for a conversation's next turn
 }
 
@@ -42,7 +43,16 @@ type Scheduler struct {
 type Affinity struct {
 	MaxOvertakes int           // times a request may be passed over
 	MaxWait      time.Duration // after waiting this long a request is never passed over; 0 = no time bound
-	Linger       time.Duration // how long a freed slot waits for the same conversation's next turn; 0 = never
+	// Linger is how long a freed slot waits for the same conversation's
+	// next turn, for conversations whose client answered within Linger
+	// last time (an agent, not a person typing); 0 = never.
+	Linger time.Duration
+}
+
+// turnEnd is a conversation turn that ended, and when.
+type turnEnd struct {
+	msgs []Message
+	at   time.Time
 }
 
 // lingering is a slot kept free for model's conversation.
@@ -59,7 +69,8 @@ func NewScheduler(slots, maxDepth int) *Scheduler {
 
 // NewAffinityScheduler is NewScheduler with conversation affinity.
 func NewAffinityScheduler(slots, maxDepth int, a Affinity) *Scheduler {
-	return &Scheduler{slots: max(slots, 1), maxDepth: max(maxDepth, 0), affinity: a, held: map[string][]Message{}}
+	return &Scheduler{slots: max(slots, 1), maxDepth: max(maxDepth, 0), affinity: a,
+		held: map[string][]Message{}, released: map[string]turnEnd{}}
 }
 
 // Ticket is one request's place in the queue.
@@ -75,6 +86,7 @@ type Ticket struct {
 	msgs      []Message
 	queued    time.Time
 	passed    int         // times passed over
+	quick     bool        // it continued its conversation within Linger of the previous turn's end
 	CacheHint CacheResult // set when granted
 }
 
@@ -99,6 +111,9 @@ func (s *Scheduler) EnqueueConversation(model string, msgs []Message) (*Ticket, 
 	t := &Ticket{s: s, ready: make(chan struct{}), model: model, msgs: msgs, queued: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if last, ok := s.released[model]; ok && s.affinity.Linger > 0 && extends(last.msgs, msgs) && t.queued.Sub(last.at) <= s.affinity.Linger {
+		t.quick = true // its client answered at once: worth lingering for its next turn
+	}
 	t.elem = s.waiting.PushBack(t)
 	s.dispatchLocked()
 	if !t.granted && s.waiting.Len() > s.maxDepth {
@@ -109,10 +124,16 @@ func (s *Scheduler) EnqueueConversation(model string, msgs []Message) (*Ticket, 
 }
 
 // continuesLocked: t's conversation extends the one its model's cache
-// holds (GenAI's rule: more messages, every earlier one equal).
+// holds.
 func (s *Scheduler) continuesLocked(t *Ticket) bool {
 	held, ok := s.held[t.model]
-	return t.msgs != nil && ok && len(t.msgs) > len(held) && slices.Equal(held, t.msgs[:len(held)])
+	return ok && extends(held, t.msgs)
+}
+
+// extends is GenAI's rule for a conversation that continues another: more
+// messages, every earlier one equal.
+func extends(held, msgs []Message) bool {
+	return len(held) > 0 && len(msgs) > len(held) && slices.Equal(held, msgs[:len(held)])
 }
 
 func (s *Scheduler) grantLocked(t *Ticket) {
@@ -235,9 +256,13 @@ func (s *Scheduler) releaseLocked(t *Ticket) {
 	} else {
 		s.meanService = (s.meanService*7 + held) / 8 // EWMA, for Retry-After
 	}
-	if t.msgs != nil && s.affinity.Linger > 0 && s.affinity.MaxOvertakes > 0 && s.linger == nil {
+	if t.msgs != nil {
+		s.released[t.model] = turnEnd{msgs: t.msgs, at: time.Now()}
+	}
+	if t.quick && s.affinity.Linger > 0 && s.affinity.MaxOvertakes > 0 && s.linger == nil {
 		// The next turn of this conversation comes once its client has
-		// read the answer: keep the cache for it a moment.
+		// read the answer, and this client answered at once last time:
+		// keep the cache for it a moment.
 		model := t.model
 		l := &lingering{model: model}
 		l.timer = time.AfterFunc(s.affinity.Linger, func() {
@@ -266,6 +291,7 @@ func (s *Scheduler) Forget(model string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.held, model)
+	delete(s.released, model)
 }
 
 // Waiting is the number of requests in the queue.

@@ -391,14 +391,20 @@ func TestAffinityOffIsFIFO(t *testing.T) {
 	next.Release()
 }
 
-// Issue 18: with Linger, a freed slot waits a moment for the conversation's
-// next turn instead of handing its cache to another conversation of the
-// model; another model's request does not wait; the linger ends in time.
-func TestAffinityLingerKeepsTheCacheForTheNextTurn(t *testing.T) {
-	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: time.Hour})
+// Issue 18: with Linger, a freed slot waits a moment for the next turn of
+// a conversation whose client answered at once last time (an agent),
+// instead of handing its cache to another conversation of the model;
+// another model's request does not wait; a person's conversation (slower
+// than Linger) is never waited for; the linger ends in time.
+func TestAffinityLingerKeepsTheCacheForAQuickConversation(t *testing.T) {
+	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: 200 * time.Millisecond})
 	run, err := s.EnqueueConversation("m", conv("a1"))
 	require.NoError(t, err)
-	run.Release() // the slot lingers for a1's next turn
+	run.Release()
+	next, err := s.EnqueueConversation("m", conv("a1", "answer", "more")) // at once: an agent
+	require.NoError(t, err)
+	require.True(t, granted(next))
+	next.Release() // the slot lingers for its next turn
 
 	other, err := s.EnqueueConversation("m", conv("b1"))
 	require.NoError(t, err)
@@ -409,18 +415,28 @@ func TestAffinityLingerKeepsTheCacheForTheNextTurn(t *testing.T) {
 	elsewhere.Release()
 	assert.False(t, granted(other))
 
+	third, err := s.EnqueueConversation("m", conv("a1", "answer", "more", "answer", "again"))
+	require.NoError(t, err)
+	require.True(t, granted(third), "the turn the slot waited for")
+	assert.Equal(t, CacheContinued, third.CacheHint)
+	third.Release() // lingers again: it was quick
+	require.NoError(t, other.Wait(t.Context(), time.Second), "the linger ends and the waiter goes")
+	other.Release()
+}
+
+func TestAffinityNeverLingersForAPersonsConversation(t *testing.T) {
+	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: 20 * time.Millisecond})
+	run, err := s.EnqueueConversation("m", conv("a1"))
+	require.NoError(t, err)
+	run.Release()
+	time.Sleep(40 * time.Millisecond) // reading, thinking, typing
 	next, err := s.EnqueueConversation("m", conv("a1", "answer", "more"))
 	require.NoError(t, err)
-	require.True(t, granted(next), "the turn the slot waited for")
-	assert.Equal(t, CacheContinued, next.CacheHint)
-
-	short := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: 10 * time.Millisecond})
-	first, err := short.EnqueueConversation("m", conv("a1"))
-	require.NoError(t, err)
-	first.Release()
-	waiter, err := short.EnqueueConversation("m", conv("b1"))
-	require.NoError(t, err)
-	require.NoError(t, waiter.Wait(t.Context(), time.Second), "the linger ends and the waiter goes")
-	waiter.Release()
+	require.True(t, granted(next))
+	assert.Equal(t, CacheContinued, next.CacheHint, "still a continuation: nothing else ran")
 	next.Release()
+	other, err := s.EnqueueConversation("m", conv("b1"))
+	require.NoError(t, err)
+	assert.True(t, granted(other), "no linger for a slow client: nobody waits for it")
+	other.Release()
 }

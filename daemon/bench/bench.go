@@ -42,6 +42,12 @@ type Config struct {
 	PromptTokens int           // approximate prompt length
 	MaxTokens    int
 	Timeout      time.Duration // per request; 0 = none
+	// Turns > 0 makes a multi-turn workload (OpenAI API): each of the
+	// Concurrency workers holds conversations of Turns turns, each turn
+	// sending the whole history back (its earlier questions and the
+	// answers it got) and a new question, after ThinkTime.
+	Turns     int
+	ThinkTime time.Duration
 }
 
 // Preset returns a named configuration: quick, standard or soak. Flags
@@ -65,6 +71,9 @@ type Sample struct {
 	Tokens int
 	Gaps   []time.Duration
 	Err    string // error kind; "" = success
+	Turn   int    // the turn of its conversation (multi-turn workloads), from 1
+	Cached int    // prompt tokens the server took from its cache (usage.prompt_tokens_details)
+	text   string // the answer, kept for multi-turn workloads' histories
 }
 
 // Run drives the endpoint and returns every sample. progress, if not nil,
@@ -75,6 +84,9 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 	}
 	if cfg.Concurrency <= 0 || (cfg.Requests <= 0 && cfg.Duration <= 0) {
 		return nil, 0, errors.New("need --concurrency > 0 and --requests or --duration")
+	}
+	if cfg.Turns > 0 && cfg.API != "openai" {
+		return nil, 0, errors.New("--turns needs --api openai (chat messages)")
 	}
 	transport := &http.Transport{
 		MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency,
@@ -109,11 +121,40 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 					return
 				}
 			}
+			var history []map[string]string // a multi-turn worker's conversation
+			turn, conversation := 0, 0
 			for runCtx.Err() == nil {
 				if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
 					return
 				}
-				s := one(runCtx, client, cfg, body)
+				reqBody := body
+				if cfg.Turns > 0 {
+					if turn == cfg.Turns {
+						history, turn = nil, 0
+						conversation++
+					}
+					if turn > 0 && cfg.ThinkTime > 0 {
+						select {
+						case <-time.After(cfg.ThinkTime):
+						case <-runCtx.Done():
+							return
+						}
+					}
+					turn++
+					history = append(history, map[string]string{"role": "user",
+						"content": fmt.Sprintf("worker %d conversation %d turn %d: %s", w, conversation, turn, question(cfg.PromptTokens))})
+					reqBody = chatBody(cfg, history)
+				}
+				s := one(runCtx, client, cfg, reqBody)
+				if cfg.Turns > 0 {
+					s.Turn = turn
+					if s.Err != "" {
+						history, turn = nil, cfg.Turns // start a new conversation
+					} else {
+						history = append(history, map[string]string{"role": "assistant", "content": s.text})
+					}
+				}
+				s.text = "" // only a conversation keeps it, in its history
 				if cfg.Requests == 0 && runCtx.Err() != nil && s.Err != "" {
 					return // cut by the end of the run, not a failure
 				}
@@ -128,6 +169,16 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 	}
 	wg.Wait()
 	return samples, time.Since(start), ctx.Err()
+}
+
+// question is a prompt of about n tokens.
+func question(n int) string { return strings.TrimSpace(strings.Repeat("abc ", max(n, 1))) }
+
+// chatBody is a streaming chat request with messages.
+func chatBody(cfg Config, messages []map[string]string) []byte {
+	b, _ := json.Marshal(map[string]any{"model": cfg.Model, "stream": true, "max_tokens": cfg.MaxTokens,
+		"stream_options": map[string]any{"include_usage": true}, "messages": messages})
+	return b
 }
 
 // requestBody builds the request once: every request is the same.
@@ -203,12 +254,14 @@ type tracker struct {
 	sent, last time.Time
 	s          Sample
 	chunks     int
+	text       strings.Builder
 }
 
 func (t *tracker) content(text string) {
 	if text == "" {
 		return
 	}
+	t.text.WriteString(text)
 	now := time.Now()
 	if t.chunks == 0 {
 		t.s.TTFT = now.Sub(t.sent)
@@ -221,6 +274,7 @@ func (t *tracker) content(text string) {
 
 func (t *tracker) finish(tokens int, errKind string) Sample {
 	t.s.E2E = time.Since(t.sent)
+	t.s.text = t.text.String()
 	t.s.Tokens = tokens
 	if tokens == 0 {
 		t.s.Tokens = t.chunks
@@ -251,6 +305,9 @@ func readSSE(r io.Reader, sent time.Time) Sample {
 			} `json:"choices"`
 			Usage *struct {
 				CompletionTokens int `json:"completion_tokens"`
+				PromptDetails    *struct {
+					CachedTokens int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
 			} `json:"usage"`
 			Error *struct {
 				Code string `json:"code"`
@@ -264,6 +321,9 @@ func readSSE(r io.Reader, sent time.Time) Sample {
 		}
 		if chunk.Usage != nil {
 			tokens = chunk.Usage.CompletionTokens
+			if chunk.Usage.PromptDetails != nil {
+				t.s.Cached = chunk.Usage.PromptDetails.CachedTokens
+			}
 		}
 		if len(chunk.Choices) > 0 {
 			t.content(chunk.Choices[0].Delta.Content)
@@ -331,13 +391,20 @@ type Report struct {
 	MaxTokens     int            `json:"max_tokens"`
 	PromptTokens  int            `json:"prompt_tokens"`
 	FirstErrorsAt []string       `json:"-"`
+	// Multi-turn workloads: TTFT of first turns and of later ones, and
+	// the prompt tokens the server took from its cache.
+	Turns        int   `json:"turns,omitempty"`
+	TTFTFirst    Stats `json:"ttft_first_turn"`
+	TTFTLater    Stats `json:"ttft_later_turns"`
+	CachedTokens int   `json:"cached_prompt_tokens,omitempty"`
 }
 
 // Summarise computes the report of samples taken over elapsed.
 func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 	r := Report{Requests: len(samples), Errors: map[string]int{}, Seconds: elapsed.Seconds(),
 		Concurrency: cfg.Concurrency, API: cfg.API, URL: cfg.URL, MaxTokens: cfg.MaxTokens, PromptTokens: cfg.PromptTokens}
-	var ttft, itl, tpot, e2e []time.Duration
+	r.Turns = cfg.Turns
+	var ttft, itl, tpot, e2e, first, later []time.Duration
 	for _, s := range samples {
 		if s.Err != "" {
 			r.Errors[s.Err]++
@@ -345,8 +412,15 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 		}
 		r.Succeeded++
 		r.OutputTokens += s.Tokens
+		r.CachedTokens += s.Cached
 		if s.TTFT > 0 {
 			ttft = append(ttft, s.TTFT)
+			switch {
+			case s.Turn == 1:
+				first = append(first, s.TTFT)
+			case s.Turn > 1:
+				later = append(later, s.TTFT)
+			}
 		}
 		itl = append(itl, s.Gaps...)
 		e2e = append(e2e, s.E2E)
@@ -359,6 +433,7 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 		r.TokensPerS = float64(r.OutputTokens) / elapsed.Seconds()
 	}
 	r.TTFT, r.ITL, r.TPOT, r.EndToEnd = stats(ttft), stats(itl), stats(tpot), stats(e2e)
+	r.TTFTFirst, r.TTFTLater = stats(first), stats(later)
 	return r
 }
 
@@ -395,5 +470,14 @@ func (r Report) WriteTable(w io.Writer) {
 		s    Stats
 	}{{"TTFT", r.TTFT}, {"ITL", r.ITL}, {"TPOT", r.TPOT}, {"E2E", r.EndToEnd}} {
 		fmt.Fprintf(w, "%-6s %10.2f %10.2f %10.2f %10.2f %10.2f %8d\n", row.name, row.s.P50, row.s.P90, row.s.P99, row.s.Max, row.s.Mean, row.s.Count)
+	}
+	if r.Turns > 0 {
+		fmt.Fprintf(w, "\n%d-turn conversations; %d prompt tokens came from the server's cache\n", r.Turns, r.CachedTokens)
+		for _, row := range []struct {
+			name string
+			s    Stats
+		}{{"TTFT turn 1", r.TTFTFirst}, {"TTFT turn 2+", r.TTFTLater}} {
+			fmt.Fprintf(w, "%-12s %10.2f %10.2f %10.2f %10.2f %10.2f %8d\n", row.name, row.s.P50, row.s.P90, row.s.P99, row.s.Max, row.s.Mean, row.s.Count)
+		}
 	}
 }

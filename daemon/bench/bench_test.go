@@ -134,3 +134,28 @@ func TestPresets(t *testing.T) {
 	_, ok := bench.Preset("huge")
 	assert.False(t, ok)
 }
+
+// Issue 18: the multi-turn workload sends each conversation's whole
+// history back, turn after turn, and reports first and later turns apart,
+// with the prompt tokens the server reused.
+func TestBenchMultiTurn(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.SimITL = time.Millisecond }, nil)
+	cfg := bench.Config{URL: srv.URL, API: "openai", Model: "sim", Concurrency: 1, Requests: 6, PromptTokens: 8, MaxTokens: 6, Turns: 3}
+	samples, elapsed, err := bench.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	require.Len(t, samples, 6)
+	for i, s := range samples {
+		assert.Equal(t, i%3+1, s.Turn, "two conversations of three turns")
+	}
+	r := bench.Summarise(cfg, samples, elapsed)
+	assert.Equal(t, 6, r.Succeeded, "%v", r.Errors)
+	assert.Equal(t, 2, r.TTFTFirst.Count)
+	assert.Equal(t, 4, r.TTFTLater.Count)
+	assert.Positive(t, r.CachedTokens, "later turns continued the conversation the engine held")
+	var b strings.Builder
+	r.WriteTable(&b)
+	assert.Contains(t, b.String(), "TTFT turn 2+")
+
+	_, _, err = bench.Run(t.Context(), bench.Config{URL: srv.URL, API: "ollama", Concurrency: 1, Requests: 1, Turns: 2}, nil)
+	assert.ErrorContains(t, err, "--turns needs --api openai")
+}
