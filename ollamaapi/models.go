@@ -37,7 +37,10 @@ type listedModel struct {
 	Details    details `json:"details"`
 	ExpiresAt  string  `json:"expires_at,omitempty"`
 	SizeVRAM   *int64  `json:"size_vram,omitempty"`
-	Device     string  `json:"device,omitempty"` // npud's addition: where a loaded model runs
+	// ContextLength is what /api/ps reports of a loaded model (the CLI's
+	// CONTEXT column).
+	ContextLength int    `json:"context_length,omitempty"`
+	Device        string `json:"device,omitempty"` // npud's addition: where a loaded model runs
 }
 
 func (a *API) describe(m npu.ModelInfo) listedModel {
@@ -73,7 +76,8 @@ func (a *API) ps(c *gin.Context) {
 		}
 		m.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
 		zero := int64(0)
-		m.SizeVRAM = &zero
+		m.SizeVRAM = &zero // NPU and CPU models live in system memory
+		m.ContextLength = lm.Model.ContextLength
 		m.Device = a.runner.Placement(lm.Model.ID)
 		models = append(models, m)
 	}
@@ -126,20 +130,21 @@ func (a *API) show(c *gin.Context) {
 		return
 	}
 	d := a.describe(m)
+	// Every model npud serves is a completion model. Ollama's CLI takes a
+	// model listing "embedding" for an embedding model and `ollama run`
+	// would print vectors: /api/embed works without saying so.
 	capabilities := []string{"completion"}
-	if a.runner.Embeds() {
-		capabilities = append(capabilities, "embedding")
-	}
 	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.runner.EngineName())
 	if a.runner.Simulated() {
 		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)
 	}
 	c.JSON(http.StatusOK, gin.H{
-		"modelfile":    modelfile,
-		"parameters":   "",
-		"template":     "",
-		"details":      d.Details,
-		"model_info":   gin.H{"general.architecture": d.Details.Family, d.Details.Family + ".context_length": m.ContextLength},
+		"modelfile":  modelfile,
+		"parameters": "",
+		"template":   "",
+		"details":    d.Details,
+		"model_info": gin.H{"general.architecture": d.Details.Family, d.Details.Family + ".context_length": m.ContextLength,
+			"general.parameter_count": 0, "general.basename": m.ID},
 		"capabilities": capabilities,
 		"modified_at":  d.ModifiedAt,
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+	"github.com/ollama/ollama/types/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -71,6 +72,9 @@ func TestClientHeartbeatVersionListShow(t *testing.T) {
 	assert.NotNil(t, show.ModelInfo)
 	assert.Contains(t, show.Modelfile, "simulated")
 	assert.EqualValues(t, 32768, show.ModelInfo["sim.context_length"])
+	// Issue 17: "embedding" among the capabilities made `ollama run` print
+	// a vector instead of chatting.
+	assert.Equal(t, []model.Capability{model.CapabilityCompletion}, show.Capabilities)
 
 	_, err = f.client.Show(ctx, &api.ShowRequest{Model: "nope"})
 	var statusErr api.StatusError
@@ -175,6 +179,7 @@ func TestClientLoadUnloadAndListRunning(t *testing.T) {
 	require.Len(t, running.Models, 1)
 	assert.Equal(t, "sim", running.Models[0].Name)
 	assert.WithinDuration(t, time.Now().Add(10*time.Minute), running.Models[0].ExpiresAt, time.Minute)
+	assert.Equal(t, 32768, running.Models[0].ContextLength, "the CLI's CONTEXT column (issue 17)")
 
 	var chat api.ChatResponse
 	require.NoError(t, f.client.Chat(ctx, &api.ChatRequest{Model: "sim", KeepAlive: &api.Duration{Duration: 0}},
