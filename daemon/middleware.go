@@ -31,7 +31,7 @@ func (s *Server) requestInfo(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	generation := generationRoute(route)
+	generation := s.routeTable.Generation(route)
 	if generation {
 		done := s.metrics.streamOpened(route)
 		defer done()

@@ -263,7 +263,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	token, ok := bearer(c.Request)
-	if !ok && c.Request.URL.Path == realtimeRoute {
+	if !ok && s.routeTable.WebSocket(c.Request.URL.Path) {
 		// Browsers cannot set headers on a WebSocket handshake.
 		token = c.Query("token")
 		ok = token != ""
@@ -285,7 +285,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		writeDenied(c, http.StatusForbidden, "permission_denied", fmt.Sprintf("key %q may not call admin routes (/admin, /metrics)", key.Name), 0)
 		return
 	}
-	if modelManagement(c.Request) && !key.Admin {
+	if s.routeTable.ModelManagement(c.Request.URL.Path) && !key.Admin {
 		// Deleting, copying (disk) and pulling (disk, network) models acts
 		// for every tenant: the admin role's, as /admin is.
 		writeDenied(c, http.StatusForbidden, "permission_denied",
@@ -293,15 +293,6 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	c.Next()
-}
-
-// modelManagement reports the Ollama routes that change the models folder.
-func modelManagement(r *http.Request) bool {
-	switch r.URL.Path {
-	case "/api/delete", "/api/copy", "/api/pull", "/api/create", "/api/push":
-		return true
-	}
-	return false
 }
 
 func (p *policy) isPublic(r *http.Request) bool {
@@ -396,25 +387,6 @@ func (l *tenantLimits) openStream(tenant string) (release func(), ok bool) {
 	}, true
 }
 
-// realtimeRoute is the WebSocket endpoint.
-const realtimeRoute = "/v1/realtime"
-
-// generationRoute: the routes that start engine work (for the request
-// metrics).
-func generationRoute(path string) bool {
-	switch path {
-	case "/v1/chat/completions", "/v1/completions", "/api/generate", "/api/chat", "/api/embed", "/api/embeddings":
-		return true
-	}
-	return false
-}
-
-// embeddingRoute: engine work that ends with its request, so the stream
-// cap counts it here. Generations are counted by the runner for as long
-// as they run (a resumable one outlives its request), wherever they come
-// from, the WebSocket included.
-func embeddingRoute(path string) bool { return path == "/api/embed" || path == "/api/embeddings" }
-
 // admitRealtime takes a WebSocket start message from its tenant's request
 // rate, as an HTTP request is taken by limitTenant.
 func (s *Server) admitRealtime(tenant string) *openaiapi.Error {
@@ -439,7 +411,7 @@ func (s *Server) limitTenant(c *gin.Context) {
 			fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond)), wait)
 		return
 	}
-	if embeddingRoute(c.Request.URL.Path) {
+	if s.routeTable.Embedding(c.Request.URL.Path) {
 		release, ok := s.limits.openStream(tenant)
 		if !ok {
 			s.metrics.rateLimited(tenant, "streams")

@@ -22,6 +22,7 @@ import (
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
+	"github.com/npud/npud/wire/route"
 )
 
 // Server is one running npud: a listener, an HTTP server and the runner
@@ -50,6 +51,7 @@ type Server struct {
 	reloadMu     sync.Mutex     // one reload at a time
 	running      Config         // the configuration in effect, reloads included; under reloadMu
 	openai       *openaiapi.API
+	routeTable   route.Table    // what each API declares its routes do; set before serving
 	requests     sync.WaitGroup // every request, until its access-log line is written
 }
 
@@ -202,17 +204,22 @@ func (s *Server) routes() http.Handler {
 			MaxMessage:     func() int64 { return s.policy.Load().maxBody },
 			PingInterval:   s.cfg.Heartbeat,
 			AllowAnyOrigin: true, // s.cors vetted the Origin already
-			RequestEnded:   func(info *reqinfo.Info) { s.metrics.requestEnded(realtimeRoute, http.StatusOK, info, s.servesModel) },
-			Admit:          s.admitRealtime,
+			RequestEnded: func(info *reqinfo.Info) {
+				s.metrics.requestEnded(openaiapi.RealtimePath, http.StatusOK, info, s.servesModel)
+			},
+			Admit: s.admitRealtime,
 		},
 	}, s.log)
 	s.openai.Register(r)
-	ollamaapi.New(s.runner, ollamaapi.Config{
+	ollama := ollamaapi.New(s.runner, ollamaapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
 		Version:        Version,
 		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
-	}, s.log).Register(r)
+	}, s.log)
+	ollama.Register(r)
+	// The guards and the accounting follow what each API declares.
+	s.routeTable = route.NewTable(s.openai.Routes(), ollama.Routes())
 	return r
 }
 

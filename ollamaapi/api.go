@@ -5,6 +5,7 @@
 package ollamaapi
 
 import (
+	"github.com/npud/npud/wire/route"
 	"log/slog"
 	"net/http"
 	"time"
@@ -43,6 +44,15 @@ func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
 }
 
 // Register adds the routes to r.
+// Routes declares what the API's routes do.
+func (a *API) Routes() route.Set {
+	return route.Set{
+		Generation:      []string{"/api/generate", "/api/chat", "/api/embed", "/api/embeddings"},
+		Embedding:       []string{"/api/embed", "/api/embeddings"},
+		ModelManagement: []string{"/api/pull", "/api/delete", "/api/copy"},
+	}
+}
+
 func (a *API) Register(r gin.IRouter) {
 	r.GET("/", a.root)
 	r.HEAD("/", a.root)

@@ -6,6 +6,7 @@ package openaiapi
 
 import (
 	"context"
+	"github.com/npud/npud/wire/route"
 	"log/slog"
 	"sync"
 	"time"
@@ -109,12 +110,23 @@ func (a *API) trackConn(rc *realtimeConn, keyID string) (untrack func()) {
 // Journals holds the streams kept for idempotent starts and resumes.
 func (a *API) Journals() *journal.Registry { return a.journals }
 
+// RealtimePath is the WebSocket endpoint.
+const RealtimePath = "/v1/realtime"
+
+// Routes declares what the API's routes do.
+func (a *API) Routes() route.Set {
+	return route.Set{
+		Generation: []string{"/v1/chat/completions", "/v1/completions"},
+		WebSocket:  []string{RealtimePath},
+	}
+}
+
 // Register adds the routes to r.
 func (a *API) Register(r gin.IRouter) {
 	v1 := r.Group("/v1")
 	v1.POST("/chat/completions", func(c *gin.Context) { a.complete(c, chatEndpoint) })
 	v1.POST("/completions", func(c *gin.Context) { a.complete(c, completionsEndpoint) })
-	v1.GET("/realtime", a.realtime)
+	r.GET(RealtimePath, a.realtime)
 	v1.GET("/models", a.listModels)
 	v1.GET("/models/*id", a.getModel)
 }
