@@ -70,12 +70,17 @@ func TestOllamaJSGenerateWhole(t *testing.T) {
 
 func TestOllamaJSAbortCancelsTheEngine(t *testing.T) {
 	cfg := daemontest.Defaults(t)
-	cfg.SimITL = 20 * time.Millisecond
+	cfg.SimITL = 50 * time.Millisecond
 	engine := &nputest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
 	srv := daemontest.Start(t, cfg, engine)
 	r := runJS(t, srv.URL, "abortMidStream")
 	assert.Equal(t, true, r["aborted"], "abort() ends the iteration with an AbortError")
-	assert.EqualValues(t, 3, r["parts"])
+	// abort() at the third part; parts the client had already buffered
+	// may still be handed out before the AbortError (a loaded machine
+	// reads several at once).
+	parts, _ := r["parts"].(float64)
+	assert.GreaterOrEqual(t, parts, 3.0)
+	assert.LessOrEqual(t, parts, 5.0)
 
 	hc := &http.Client{}
 	require.Eventually(t, func() bool {
@@ -86,7 +91,7 @@ func TestOllamaJSAbortCancelsTheEngine(t *testing.T) {
 	assert.Equal(t, npu.Cancel, statuses[len(statuses)-1], "the engine was cancelled")
 	// Three parts were read; the engine may have produced a token or two
 	// more before the abort reached it (one token interval), and the flush.
-	assert.LessOrEqual(t, len(statuses), 3+3, "the engine stopped within about one token interval of the abort")
+	assert.LessOrEqual(t, len(statuses), int(parts)+3, "the engine stopped within about one token interval of the abort")
 }
 
 func TestOllamaJSMidStreamErrorThrows(t *testing.T) {
