@@ -299,6 +299,9 @@ func (r *Runner) ReloadModel(ctx context.Context, id string) (time.Duration, err
 		start := time.Now()
 		err := r.life.reload(ctx, m)
 		took = time.Since(start)
+		if err == nil {
+			r.sched.Forget(m.ID) // the new pipeline's cache starts empty
+		}
 		return err
 	})
 	return took, err
