@@ -351,20 +351,30 @@ func TestMainServeUsesTheEnvironment(t *testing.T) {
 	cancel() // a signal that came before the server was up: it still starts and drains
 	var stdout, stderr bytes.Buffer
 	code := Main(ctx, []string{"serve"}, env("NPUD_LISTEN", "127.0.0.1:0", "NPUD_LOG_FORMAT", "json",
-		"NPUD_MAX_QUEUE", "7"), &stdout, &stderr)
+		"NPUD_MAX_QUEUE", "7", "NPUD_LOG_LEVEL", "debug"), &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr: %s", stderr.String())
 	assert.Empty(t, stdout.String())
-	var listening map[string]any
+	var listening, configuration map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &m), "every log line is JSON: %s", line)
-		if m["msg"] == "npud listening" {
+		switch m["msg"] {
+		case "npud listening":
 			listening = m
+		case "configuration":
+			configuration = m
 		}
 	}
 	require.NotNil(t, listening, "stderr: %s", stderr.String())
 	assert.Regexp(t, `^127\.0\.0\.1:[1-9][0-9]*$`, listening["addr"])
-	assert.Equal(t, float64(7), listening["config"].(map[string]any)["max_queue"])
+	// Issue 17: the start-up line says what a person checks first, not
+	// every setting; those come at debug level.
+	assert.Equal(t, "off", listening["auth"])
+	assert.Equal(t, []any{"sim"}, listening["models"])
+	assert.Equal(t, []any{"simulated"}, listening["devices"])
+	assert.NotContains(t, listening, "config")
+	require.NotNil(t, configuration, "the whole configuration at debug level")
+	assert.Equal(t, float64(7), configuration["config"].(map[string]any)["max_queue"])
 	assert.Contains(t, stderr.String(), `"msg":"stopped"`)
 }
 

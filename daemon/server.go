@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,8 +235,22 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	}
 	engine := s.runner.Engine()
-	s.log.Info("npud listening", "addr", s.Addr().String(), "engine", engine.Name(),
-		"simulated", engine.Simulated(), "config", s.cfg)
+	// One line with what a person checks first; every setting at debug.
+	auth := "off"
+	if n := len(s.policy.Load().keys.keys); n > 0 {
+		auth = fmt.Sprintf("on (%d keys)", n)
+	}
+	models := s.runner.Models()
+	names := make([]string, 0, min(len(models), 8))
+	for _, m := range models[:min(len(models), 8)] {
+		names = append(names, m.ID)
+	}
+	if len(models) > 8 {
+		names = append(names, fmt.Sprintf("… %d more", len(models)-8))
+	}
+	s.log.Info("npud listening", "addr", s.Addr().String(), "engine", engine.Name(), "simulated", engine.Simulated(),
+		"devices", deviceList(engine), "models", names, "preloaded", s.cfg.Preload, "auth", auth, "tls", s.cfg.TLSCert != "")
+	s.log.Debug("configuration", "config", s.cfg)
 	if engine.Simulated() {
 		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name())
 	}
@@ -337,4 +352,17 @@ func (s *Server) drain() error {
 	}
 	s.log.Info("stopped")
 	return nil
+}
+
+// deviceList names the devices the engine can use, for the start-up line.
+func deviceList(engine npu.Engine) []string {
+	if engine.Simulated() {
+		return []string{"simulated"}
+	}
+	names := make([]string, 0, 4)
+	for name := range deviceNames() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
