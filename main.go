@@ -13,8 +13,13 @@ import (
 
 func main() {
 	// SIGTERM and SIGINT start a graceful drain; a second one is not
-	// caught, so it stops the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// caught, so it stops the process at once. `npud run` handles Ctrl-C
+	// itself: it stops an answer, not the chat.
+	signals := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if len(os.Args) > 1 && os.Args[1] == "run" {
+		signals = signals[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	go func() {
 		<-ctx.Done()
 		stop()

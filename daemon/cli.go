@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -32,6 +33,12 @@ Usage:
   npud config check [--config FILE] [flags]
                        validate the configuration (file, NPUD_* environment, flags)
                        and print the effective settings, secrets masked
+  npud run MODEL [PROMPT]
+                       chat with a model of the running daemon (a prompt: answer and exit;
+                       none: an interactive chat; Ctrl-C stops an answer); --verbose timings
+  npud list | ps | show MODEL | rm MODEL | cp SOURCE DESTINATION | stop MODEL
+                       the running daemon's models, as Ollama's CLI (stop unloads a model)
+                       (--host, else NPUD_HOST, OLLAMA_HOST, 127.0.0.1:11434; key NPUD_API_KEY)
   npud service install | uninstall | start | stop | restart | status
                        manage npud as an OS service (systemd unit, Windows service)
   npud bench [flags]   load-test a streaming endpoint (OpenAI SSE or Ollama NDJSON),
@@ -42,6 +49,12 @@ Usage:
 
 // Main runs the npud command line and returns the process exit code.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return MainIO(ctx, args, getenv, os.Stdin, stdout, stderr)
+}
+
+// MainIO is Main with the standard input given (npud run reads its prompt
+// or its chat from it).
+func MainIO(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -53,7 +66,15 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return pull(ctx, args[1:], getenv, stdout, stderr)
 	case "service":
 		return serviceMain(args[1:], getenv, stdout, stderr)
-	case "install", "uninstall", "start", "stop", "restart", "status":
+	case "run":
+		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "list", "ls", "ps", "show", "rm", "cp", "stop":
+		name := args[0]
+		if name == "ls" {
+			name = "list"
+		}
+		return modelCommand(ctx, name, args[1:], getenv, stdout, stderr)
+	case "install", "uninstall", "start", "restart", "status":
 		// Not aliases: `npud stop MODEL` is an Ollama habit, and a service
 		// verb at the top level would act on the service instead.
 		fmt.Fprintf(stderr, "npud %s: the service commands are under `npud service`: npud service %s\n", args[0], args[0])

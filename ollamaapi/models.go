@@ -78,7 +78,7 @@ func (a *API) ps(c *gin.Context) {
 		zero := int64(0)
 		m.SizeVRAM = &zero // NPU and CPU models live in system memory
 		m.ContextLength = lm.Model.ContextLength
-		m.Device = a.runner.Placement(lm.Model.ID)
+		m.Device = a.runner.DeviceOf(lm.Model.ID) // "simulated" for the simulated engine
 		models = append(models, m)
 	}
 	c.JSON(http.StatusOK, gin.H{"models": models})

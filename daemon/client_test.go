@@ -1,0 +1,160 @@
+package daemon_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu/sim"
+)
+
+func npud(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = daemon.MainIO(t.Context(), args, func(string) string { return "" }, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// Issue 17: the Ollama habits against a running daemon: list, ps, show,
+// run (one-shot, from stdin, --verbose), stop, cp, rm.
+func TestModelCommands(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	host := "--host=" + srv.URL
+
+	code, out, errOut := npud(t, "", "list", host)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `NAME\s+SIZE\s+FORMAT\s+MODIFIED`, out)
+	assert.Contains(t, out, "sim")
+
+	code, out, errOut = npud(t, "", "run", host, "sim", "hello", "there")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, sim.Text(0, "user: hello there\n")+"\n", out, "the answer, streamed")
+
+	code, out, errOut = npud(t, "a prompt from a pipe\n", "run", host, "--verbose", "sim")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, sim.Text(0, "user: a prompt from a pipe\n")+"\n", out)
+	assert.Contains(t, errOut, "eval rate:")
+	assert.Contains(t, errOut, "prompt eval count:")
+
+	code, out, errOut = npud(t, "", "ps", host)
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `sim\s+.*simulated\s+32768\s+in `, out, "device, context and keep-alive left")
+
+	code, out, errOut = npud(t, "", "show", host, "sim")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "context length  32768")
+	assert.Contains(t, out, "completion")
+
+	code, _, errOut = npud(t, "", "stop", host, "sim")
+	require.Equal(t, 0, code, errOut)
+	_, out, _ = npud(t, "", "ps", host)
+	assert.NotContains(t, out, "sim", "stop unloads the model, not the service")
+
+	code, _, errOut = npud(t, "", "cp", host, "sim", "copy")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "npud cp:", "the simulated engine has no models folder: the daemon's answer, said plainly")
+
+	code, _, errOut = npud(t, "", "run", host, "nope", "hi")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `model "nope"`)
+
+	code, _, errOut = npud(t, "", "list", "--host=127.0.0.1:9")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no npud answers at http://127.0.0.1:9: start it with `npud serve`")
+
+	code, _, errOut = npud(t, "", "show", host)
+	assert.Equal(t, 2, code, "show needs a model")
+	assert.Contains(t, errOut, "usage: npud show")
+	code, out, _ = npud(t, "", "run", "--help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "usage: npud run")
+}
+
+// Issue 17: the interactive chat, through a real pseudo-terminal: history
+// kept, Ctrl-C stops the answer (the engine is cancelled) and the chat
+// goes on, /bye ends it.
+func TestRunInteractiveThroughAPseudoTerminal(t *testing.T) {
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.SimITL = 100 * time.Millisecond }, nil)
+	long := sim.Tokens(0, "user: short question\nassistant: "+sim.Text(0, "user: short question\n")+"\nuser: a question with a long answer please\n")
+	require.Greater(t, len(long), 20, "the answer Ctrl-C stops lasts seconds")
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "run", "--host", srv.URL, "sim")
+	tty, err := pty.Start(cmd)
+	require.NoError(t, err)
+	defer tty.Close()
+	out := make(chan string, 1024)
+	go func() {
+		r := bufio.NewReader(tty)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 {
+				out <- string(buf[:n])
+			}
+			if err != nil {
+				close(out)
+				return
+			}
+		}
+	}()
+	var seen strings.Builder
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for !strings.Contains(seen.String(), what) {
+			select {
+			case s, ok := <-out:
+				if !ok {
+					t.Fatalf("the chat ended before %q:\n%s", what, seen.String())
+				}
+				seen.WriteString(s)
+			case <-deadline:
+				t.Fatalf("no %q in:\n%s", what, seen.String())
+			}
+		}
+	}
+	waitFor(">>> ")
+	_, err = io.WriteString(tty, "short question\n")
+	require.NoError(t, err)
+	first := sim.Text(0, "user: short question\n")
+	waitFor(first)
+	waitFor(">>> ")
+
+	seen.Reset()
+	_, err = io.WriteString(tty, "a question with a long answer please\n")
+	require.NoError(t, err)
+	daemontest.Eventually(t, func() bool { return daemontest.Health(t, http.DefaultClient, srv.URL)["active_streams"] == 1.0 })
+	_, err = tty.Write([]byte{3}) // Ctrl-C
+	require.NoError(t, err)
+	stopped := time.Now()
+	waitFor(">>> ")
+	require.Eventually(t, func() bool { return daemontest.Health(t, http.DefaultClient, srv.URL)["active_streams"] == 0.0 },
+		time.Second, 10*time.Millisecond, "the engine's generation was cancelled, not run to its end")
+	assert.Less(t, time.Since(stopped), time.Second)
+	assert.True(t, cmd.ProcessState == nil, "Ctrl-C stopped the answer, not the chat")
+
+	_, err = io.WriteString(tty, "/bye\n")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("/bye did not end the chat")
+	}
+}

@@ -1,0 +1,26 @@
+//go:build unix
+
+package daemon
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// interruptible returns a context that Ctrl-C (SIGINT) cancels, for one
+// generation: while it runs, Ctrl-C stops the answer, not the program.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT)
+	go func() {
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sig); cancel() }
+}
