@@ -79,7 +79,10 @@ func TestServiceCommandsNeverSurprise(t *testing.T) {
 	}{
 		{[]string{"install", "--help"}, 2, "npud service install"},
 		{[]string{"uninstall", "--help"}, 2, "npud service uninstall"},
-		{[]string{"stop", "sim"}, 2, "npud service stop"},
+		// `npud stop MODEL` is the Ollama habit: it unloads a model of the
+		// running daemon, never the service.
+		{[]string{"stop", "--host=127.0.0.1:9", "sim"}, 1, "no npud answers"},
+		{[]string{"stop"}, 2, "usage: npud stop"},
 		{[]string{"start"}, 2, "npud service start"},
 		{[]string{"status"}, 2, "npud service status"},
 		{[]string{"service"}, 2, "usage: npud service"},
