@@ -236,7 +236,7 @@ func (c *Config) options(ls *layers) []option {
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
 		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for Idempotency-Key repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
 		{"resume-max-bytes", "text kept per stream for resumes; a client further behind gets resume_expired", num(&c.ResumeMaxBytes, 1<<20)},
-		{"ws-max-requests", "generations one WebSocket connection (/v1/realtime) may run at once", num(&c.WSMaxRequests, 8)},
+		{"ws-max-requests", "generations one WebSocket connection (/npud/v1/streams) may run at once", num(&c.WSMaxRequests, 8)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
 		{"preload", "models to load at start and keep loaded, comma-separated", list(&c.Preload, nil, nil)},
 		{"alias", "extra model names, ALIAS=MODEL, comma-separated or repeated", list(&aliasList, nil, func(pair string) error {

@@ -142,7 +142,7 @@ func TestOpenVINOResumeAndRealtime(t *testing.T) {
 
 	wctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(wctx, strings.Replace(srv.URL, "http", "ws", 1)+"/v1/realtime", nil)
+	conn, _, err := websocket.Dial(wctx, strings.Replace(srv.URL, "http", "ws", 1)+"/npud/v1/streams", nil)
 	require.NoError(t, err)
 	defer conn.CloseNow()
 	require.NoError(t, conn.Write(wctx, websocket.MessageText,

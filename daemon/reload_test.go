@@ -282,7 +282,7 @@ func TestReloadedBodyLimitAppliesToWebSocketMessages(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/realtime", nil)
+	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/npud/v1/streams", nil)
 	require.NoError(t, err)
 	defer conn.CloseNow()
 	big := `{"type":"ping","id":"` + strings.Repeat("x", 4<<10) + `"}`
@@ -304,7 +304,7 @@ func TestRevokedKeyClosesItsWebSockets(t *testing.T) {
 	dial := func(key string) *websocket.Conn {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/realtime",
+		conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/npud/v1/streams",
 			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
 		require.NoError(t, err)
 		t.Cleanup(func() { conn.CloseNow() })

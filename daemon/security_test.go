@@ -459,7 +459,7 @@ func TestWebSocketGenerationsCountAgainstTenantLimits(t *testing.T) {
 	dial := func(t *testing.T, url, key string) *websocket.Conn {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		conn, _, err := websocket.Dial(ctx, strings.Replace(url, "http://", "ws://", 1)+"/v1/realtime",
+		conn, _, err := websocket.Dial(ctx, strings.Replace(url, "http://", "ws://", 1)+"/npud/v1/streams",
 			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
 		require.NoError(t, err)
 		t.Cleanup(func() { conn.CloseNow() })

@@ -206,7 +206,7 @@ func (s *Server) routes() http.Handler {
 			PingInterval:   s.cfg.Heartbeat,
 			AllowAnyOrigin: true, // s.cors vetted the Origin already
 			RequestEnded: func(info *reqinfo.Info) {
-				s.metrics.requestEnded(openaiapi.RealtimePath, http.StatusOK, info, s.servesModel)
+				s.metrics.requestEnded(openaiapi.StreamsPath, http.StatusOK, info, s.servesModel)
 			},
 			Admit: s.admitRealtime,
 		},
@@ -313,7 +313,7 @@ func (s *Server) drain() error {
 	defer cancel()
 	err := s.http.Shutdown(drainCtx)
 	// Shutdown does not wait for hijacked (WebSocket) connections.
-	s.openai.DrainRealtime(drainCtx)
+	s.openai.Shutdown(drainCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Streams still open get an error event (not a silent close) and
 		// the engine gets Cancel at its next callback.

@@ -58,10 +58,11 @@ func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
 		draining: make(chan struct{}), closeAll: closeAll, closeAllNow: closeAllNow}
 }
 
-// DrainRealtime ends the WebSocket connections: each one finishes the
-// generations it runs and closes with 1001 (going away); when ctx ends
-// first, the rest are closed at once. It returns when all are gone.
-func (a *API) DrainRealtime(ctx context.Context) {
+// Shutdown ends the API's long-lived work for a drain: each WebSocket
+// connection finishes the generations it runs and closes with 1001 (going
+// away); when ctx ends first, the rest end with an in-band error and are
+// closed. It returns when all are gone.
+func (a *API) Shutdown(ctx context.Context) {
 	a.drainOnce.Do(func() { close(a.draining) })
 	done := make(chan struct{})
 	go func() { a.realtimeConns.Wait(); close(done) }()
@@ -110,14 +111,20 @@ func (a *API) trackConn(rc *realtimeConn, keyID string) (untrack func()) {
 // Journals holds the streams kept for idempotent starts and resumes.
 func (a *API) Journals() *journal.Registry { return a.journals }
 
-// RealtimePath is the WebSocket endpoint.
-const RealtimePath = "/v1/realtime"
+// StreamsPath is npud's WebSocket endpoint. Its protocol is npud's own,
+// so its path cannot be taken for OpenAI's Realtime API.
+const StreamsPath = "/npud/v1/streams"
+
+// LegacyRealtimePath is where the WebSocket was first served; it still
+// works, answers with a Deprecation header, and will go: OpenAI's
+// Realtime clients connect there and would find another protocol.
+const LegacyRealtimePath = "/v1/realtime"
 
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
 	return route.Set{
 		Generation: []string{"/v1/chat/completions", "/v1/completions"},
-		WebSocket:  []string{RealtimePath},
+		WebSocket:  []string{StreamsPath, LegacyRealtimePath},
 	}
 }
 
@@ -126,7 +133,12 @@ func (a *API) Register(r gin.IRouter) {
 	v1 := r.Group("/v1")
 	v1.POST("/chat/completions", func(c *gin.Context) { a.complete(c, chatEndpoint) })
 	v1.POST("/completions", func(c *gin.Context) { a.complete(c, completionsEndpoint) })
-	r.GET(RealtimePath, a.realtime)
+	r.GET(StreamsPath, a.realtime)
+	r.GET(LegacyRealtimePath, func(c *gin.Context) {
+		c.Header("Deprecation", "true")
+		c.Header("Link", "<"+StreamsPath+">; rel=\"successor-version\"")
+		a.realtime(c)
+	})
 	v1.GET("/models", a.listModels)
 	v1.GET("/models/*id", a.getModel)
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/npud/npud/wire/reqinfo"
 )
 
-// GET /v1/realtime: one WebSocket carries many generations, each named by
+// GET /npud/v1/streams: one WebSocket carries many generations, each named by
 // the client's request_id, which the client can cancel, pause and resume.
 // Every generation goes through the journal, so a start with a running or
 // recent request_id joins it and resume_from picks it up after a lost

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/openaiapi"
 )
 
 // wsClient is a test client of /v1/realtime: a real WebSocket over loopback.
@@ -42,7 +43,7 @@ type serverMsg struct {
 
 func dialWS(t *testing.T, base string, opts *websocket.DialOptions, query string) (*wsClient, *http.Response, error) {
 	t.Helper()
-	url := strings.Replace(base, "http://", "ws://", 1) + "/v1/realtime" + query
+	url := strings.Replace(base, "http://", "ws://", 1) + openaiapi.StreamsPath + query
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, url, opts)
@@ -410,4 +411,21 @@ func TestRealtimeStarterCancelEndsJoinedReaders(t *testing.T) {
 	_, last = joiner.collect("shared2")
 	assert.Equal(t, "final", last["shared2"].Type, "%+v", last["shared2"])
 	assert.Equal(t, "cancelled", last["shared2"].FinishReason)
+}
+
+// Issue 13: the WebSocket protocol is npud's own, so it lives at
+// /npud/v1/streams; /v1/realtime, OpenAI's Realtime path, still works for
+// npud's clients and says it is deprecated.
+func TestRealtimeLegacyPathIsDeprecated(t *testing.T) {
+	srv := startSim(t, nil, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http://", "ws://", 1)+openaiapi.LegacyRealtimePath, nil)
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	assert.Equal(t, "true", resp.Header.Get("Deprecation"))
+	assert.Contains(t, resp.Header.Get("Link"), openaiapi.StreamsPath)
+	c := &wsClient{t: t, conn: conn}
+	c.send(map[string]any{"type": "ping", "id": "p"})
+	assert.Equal(t, "pong", c.next().Type)
 }

@@ -85,7 +85,7 @@ func TestGoldenTranscripts(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http://", "ws://", 1)+"/v1/realtime", nil)
+	conn, _, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http://", "ws://", 1)+"/npud/v1/streams", nil)
 	require.NoError(t, err)
 	defer conn.CloseNow()
 	require.NoError(t, conn.Write(ctx, websocket.MessageText,

@@ -1,9 +1,9 @@
 // Command realtime is an example client of npud's WebSocket endpoint
-// (/v1/realtime): it starts two generations on one connection, pauses and
+// (/npud/v1/streams): it starts two generations on one connection, pauses and
 // resumes the first, cancels the second after a few tokens, and prints what
 // arrives.
 //
-//	go run ./docs/examples/realtime -url ws://127.0.0.1:11434/v1/realtime
+//	go run ./docs/examples/realtime -url ws://127.0.0.1:11434/npud/v1/streams
 package main
 
 import (
@@ -33,7 +33,7 @@ type message struct {
 }
 
 func main() {
-	url := flag.String("url", "ws://127.0.0.1:11434/v1/realtime", "the endpoint")
+	url := flag.String("url", "ws://127.0.0.1:11434/npud/v1/streams", "the endpoint")
 	key := flag.String("key", os.Getenv("NPUD_API_KEY"), "API key, if npud has keys")
 	model := flag.String("model", "sim", "model")
 	flag.Parse()
