@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -204,7 +203,7 @@ func engineErrorKind(err error) string {
 	case errors.Is(err, npu.ErrTokenTimeout):
 		return "token_timeout"
 	case errors.As(err, &engineErr):
-		if strings.Contains(engineErr.Error(), "panic") {
+		if errors.Is(err, npu.ErrPanic) {
 			return "panic"
 		}
 		return "engine"

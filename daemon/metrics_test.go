@@ -307,3 +307,26 @@ func TestMetricsConversationCache(t *testing.T) {
 	assert.Positive(t, m.sum("npud_prefill_tokens_total", "model", "sim", "kind", "reused"))
 	assert.Positive(t, m.sum("npud_prefill_tokens_total", "model", "sim", "kind", "prefilled"))
 }
+
+// panickingEngine panics in every generation.
+type panickingEngine struct{ npu.Engine }
+
+func (panickingEngine) Generate(context.Context, *npu.Request, npu.Sink) (npu.Result, error) {
+	panic("the engine broke")
+}
+
+// Issue 13: a panic is told apart by its type (npu.ErrPanic), not by a
+// word in the message: a model that failed with "panic" in its error text
+// is an ordinary engine error.
+func TestMetricsCountPanicsByType(t *testing.T) {
+	srv := daemontest.Start(t, daemontest.Defaults(t), panickingEngine{sim.New(sim.Config{})})
+	c := daemontest.NewClient(t, srv.URL)
+	_, raw := c.Do(t, "POST", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`)
+	assert.Contains(t, string(raw), "engine_error")
+	var m scrape
+	daemontest.Eventually(t, func() bool {
+		m = scrapeMetrics(t, srv.URL)
+		return m.sum("npud_engine_errors_total") == 1
+	})
+	assert.Equal(t, 1.0, m.sum("npud_engine_errors_total", "kind", "panic"))
+}

@@ -36,6 +36,10 @@ var (
 	// tenant already runs or queues its maximum of generations. It is
 	// retryable (a 429).
 	ErrTooManyStreams = errors.New("too many concurrent streams for this tenant")
+	// ErrPanic is wrapped (inside an EngineError) when an engine, or the
+	// stream callback it called, panicked: metrics count it apart from
+	// failed calls.
+	ErrPanic = errors.New("panic")
 )
 
 // EngineError is a failure inside an engine. The API layers report it as a

@@ -378,7 +378,7 @@ func (r *Runner) generate(s *Stream) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("engine panicked", "engine", r.engine.Name(), "panic", p)
-			err = &EngineError{Engine: r.engine.Name(), Cause: fmt.Errorf("panic: %v", p)}
+			err = &EngineError{Engine: r.engine.Name(), Cause: fmt.Errorf("%w: %v", ErrPanic, p)}
 		}
 	}()
 	return r.engine.Generate(s.ctx, s.req, s.sink)

@@ -235,7 +235,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		defer C.ov_genai_decoded_results_free(results)
 	}
 	if v := state.panicked.Load(); v != nil {
-		return npu.Result{}, fmt.Errorf("the stream callback panicked, so the generation was cancelled: %v", v)
+		return npu.Result{}, fmt.Errorf("the stream callback panicked, so the generation was cancelled: %w: %v", npu.ErrPanic, v)
 	}
 	if err := check("ov_genai_llm_pipeline_generate", fmt.Sprintf("model %q, device %q", p.model, p.device), status); err != nil {
 		err.(*StatusError).BeforeOutput = state.calls.Load() == 0
