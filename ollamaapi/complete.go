@@ -13,6 +13,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"
 )
@@ -187,65 +188,61 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 	WriteError(rw, e)
 }
 
-// writeStream relays a stream as NDJSON (or SSE), committing the 200 at the
-// first event so that early failures stay real HTTP errors.
+// writeStream relays a stream as NDJSON (or SSE), through the relay every
+// streaming protocol shares: the 200 is committed at the first event, so
+// early failures stay real HTTP errors.
 func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
-	w := streamwriter.New(rw, a.cfg.WriteTimeout)
-	contentType := "application/x-ndjson"
-	if sse {
-		contentType = "text/event-stream"
+	relay.Run(ctx, streamwriter.New(rw, a.cfg.WriteTimeout), stream, &lineFraming{sse: sse, ep: ep, model: model, start: info.Start, a: a}, info,
+		func(err error) { a.fail(rw, info, toError(err, a.runner.RetryAfter)) })
+}
+
+// lineFraming is Ollama's stream: one JSON object a line (or an SSE
+// event), the last one done: true; a failure is a last line {"error": …}
+// with no done object.
+type lineFraming struct {
+	sse   bool
+	ep    endpoint
+	model string
+	start time.Time
+	a     *API
+}
+
+func (f *lineFraming) ContentType() string {
+	if f.sse {
+		return "text/event-stream"
 	}
-	frame := func(v any) error {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		if sse {
-			b = append(append([]byte("data: "), b...), "\n\n"...)
-		} else {
-			b = append(b, '\n')
-		}
-		return w.Write(b, true)
+	return "application/x-ndjson"
+}
+
+func (f *lineFraming) frame(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil // a chunk of strings and numbers always encodes
 	}
-	for {
-		ev, err := stream.Next(ctx)
-		if err != nil {
-			apiErr := toError(err, a.runner.RetryAfter)
-			if !w.Committed() {
-				a.fail(rw, info, apiErr)
-				return
-			}
-			info.Fail(apiErr)
-			if apiErr.Status != statusClientClosed {
-				// The last line: an error and no done object.
-				_ = frame(map[string]string{"error": apiErr.Message})
-			}
-			return
-		}
-		if !w.Committed() {
-			w.Commit(contentType)
-		}
-		var out chunk
-		switch {
-		case ev.Heartbeat:
-			out = newChunk(ep, model, "") // an ordinary empty chunk: every client accepts it
-		case ev.Done:
-			info.TokensOut = ev.Result.CompletionTokens
-			out = final(ep, model, "", ev.Result, info.Start)
-			info.FinishReason = out.DoneReason
-		default:
-			info.MarkFirstToken()
-			out = newChunk(ep, model, ev.Text)
-		}
-		if err := frame(out); err != nil {
-			info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
-			stream.Close()
-			return
-		}
-		if ev.Done {
-			return
-		}
+	if f.sse {
+		return append(append([]byte("data: "), b...), "\n\n"...)
 	}
+	return append(b, '\n')
+}
+
+func (f *lineFraming) Open() []byte            { return nil }
+func (f *lineFraming) Text(text string) []byte { return f.frame(newChunk(f.ep, f.model, text)) }
+
+// Heartbeat is an ordinary empty chunk: every client accepts it.
+func (f *lineFraming) Heartbeat() []byte  { return f.frame(newChunk(f.ep, f.model, "")) }
+func (f *lineFraming) Terminator() []byte { return nil }
+
+func (f *lineFraming) End(res npu.Result) ([]byte, string) {
+	out := final(f.ep, f.model, "", res, f.start)
+	return f.frame(out), out.DoneReason
+}
+
+func (f *lineFraming) Fail(err error) []byte {
+	apiErr := toError(err, f.a.runner.RetryAfter)
+	if apiErr.Status == statusClientClosed {
+		return nil
+	}
+	return f.frame(map[string]string{"error": apiErr.Message})
 }
 
 // writeWhole answers stream: false with one object.

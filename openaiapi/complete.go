@@ -17,6 +17,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -134,9 +135,6 @@ func (req *request) fingerprint() string {
 	return hex.EncodeToString(sum[:])
 }
 
-// errAfterEnd: a resuming client already has every event.
-var errAfterEnd = errors.New("the client has every event")
-
 // open starts the generation, or joins the one this request id started.
 // A request without a client id reads the bridge's stream directly; one
 // with X-Request-ID goes through a journal, so a second start with that id
@@ -196,7 +194,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		case err != nil:
 			return npu.Event{}, err
 		case e.AfterEnd:
-			return npu.Event{}, errAfterEnd
+			return npu.Event{}, relay.ErrAfterEnd
 		case e.Heartbeat:
 			return npu.Event{Heartbeat: true}, nil
 		}
@@ -234,90 +232,72 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 	WriteError(rw, e)
 }
 
-// writeStream relays a stream as server-sent events. The 200 is committed
-// at the first event (text, heartbeat or the end), so errors that come
-// first (queue full or timed out, context too long) stay real HTTP errors.
+// writeStream relays a stream as server-sent events, through the relay
+// every streaming protocol shares: the 200 is committed at the first event
+// (text, heartbeat or the end), so errors that come first (queue full or
+// timed out, context too long) stay real HTTP errors.
 func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, src *source, ep endpoint, enc *chunkEncoder, includeUsage bool) {
 	w := newSSEWriter(rw, a.cfg.WriteTimeout)
-	// withID prefixes a frame with its event number for resumable streams.
-	withID := func(frame []byte) []byte {
-		if !src.ids {
-			return frame
-		}
-		return append(append(append([]byte("id: "), strconv.Itoa(src.position())...), '\n'), frame...)
-	}
-	for {
-		ev, err := src.next(ctx)
-		if errors.Is(err, errAfterEnd) {
-			if !w.Committed() {
-				w.Commit("text/event-stream")
-			}
-			_ = w.done()
-			return
-		}
-		if err != nil {
-			a.endWithError(w, rw, info, a.toError(err, ep))
-			return
-		}
-		if !w.Committed() {
-			w.Commit("text/event-stream")
-			if enc.chat && !src.resumed {
-				// The role chunk rides in the same flush as the first event.
-				if err := w.Write(enc.role(), false); err != nil {
-					a.clientGone(info, src, err)
-					return
-				}
-			}
-		}
-		var werr error
-		switch {
-		case ev.Heartbeat:
-			werr = w.Write(heartbeatFrame, true)
-		case ev.Done:
-			info.TokensOut = ev.Result.CompletionTokens
-			info.FinishReason = finishReason(ev.Result.FinishReason)
-			werr = w.Write(withID(enc.finish(info.FinishReason)), !includeUsage)
-			if werr == nil && includeUsage {
-				werr = w.Write(enc.usage(usageOf(ev.Result)), true)
-			}
-			if werr == nil {
-				werr = w.done()
-			}
-			if werr != nil {
-				a.clientGone(info, src, werr)
-			}
-			return
-		default:
-			info.MarkFirstToken()
-			werr = w.Write(withID(enc.text(ev.Text)), true)
-		}
-		if werr != nil {
-			a.clientGone(info, src, werr)
-			return
-		}
-	}
+	relay.Run(ctx, w, sourceEvents(src.next), &sseFraming{a: a, ep: ep, src: src, enc: enc, includeUsage: includeUsage}, info,
+		func(err error) { a.fail(rw, info, a.toError(err, ep)) })
 }
 
-// endWithError ends a stream that failed: before the 200 as an HTTP error,
-// after it in-band followed by [DONE], so no client mistakes it for success.
-func (a *API) endWithError(w sseWriter, rw http.ResponseWriter, info *reqinfo.Info, apiErr *Error) {
-	if !w.Committed() {
-		a.fail(rw, info, apiErr)
-		return
+// sourceEvents adapts a source's next function to relay.Source.
+type sourceEvents func(ctx context.Context) (npu.Event, error)
+
+func (f sourceEvents) Next(ctx context.Context) (npu.Event, error) { return f(ctx) }
+
+// sseFraming is OpenAI's event stream: `data: <json>` chunks, the role
+// chunk first, ids on resumable streams, [DONE] at the end, an error
+// object then [DONE] on failure.
+type sseFraming struct {
+	a            *API
+	ep           endpoint
+	src          *source
+	enc          *chunkEncoder // its frames share one buffer: each is written before the next is made
+	includeUsage bool
+}
+
+func (f *sseFraming) ContentType() string { return "text/event-stream" }
+
+func (f *sseFraming) Open() []byte {
+	if f.enc.chat && !f.src.resumed {
+		return f.enc.role() // rides in the same flush as the first event
 	}
-	info.Fail(apiErr)
+	return nil
+}
+
+// withID prefixes a frame with its event number for resumable streams.
+func (f *sseFraming) withID(frame []byte) []byte {
+	if !f.src.ids {
+		return frame
+	}
+	return append(append(append([]byte("id: "), strconv.Itoa(f.src.position())...), '\n'), frame...)
+}
+
+func (f *sseFraming) Text(text string) []byte { return f.withID(f.enc.text(text)) }
+func (f *sseFraming) Heartbeat() []byte       { return heartbeatFrame }
+func (f *sseFraming) Terminator() []byte      { return doneFrame }
+
+func (f *sseFraming) End(res npu.Result) ([]byte, string) {
+	reason := finishReason(res.FinishReason)
+	frame := append([]byte(nil), f.withID(f.enc.finish(reason))...)
+	if f.includeUsage {
+		frame = append(frame, f.enc.usage(usageOf(res))...)
+	}
+	// [DONE] goes with the handler's return, in the same packet as the
+	// chunked-encoding terminator.
+	return append(frame, doneFrame...), reason
+}
+
+// Fail is the in-band error after the 200, followed by [DONE], so no
+// client mistakes it for success.
+func (f *sseFraming) Fail(err error) []byte {
+	apiErr := f.a.toError(err, f.ep)
 	if apiErr.Status == statusClientClosed {
-		return
+		return nil // nobody to tell
 	}
-	if err := w.Write(errorFrame(apiErr), false); err == nil {
-		_ = w.done() // the client may be gone; nothing more to do
-	}
-}
-
-// clientGone abandons the stream after a failed write.
-func (a *API) clientGone(info *reqinfo.Info, src *source, err error) {
-	info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
-	src.close()
+	return append(append([]byte(nil), errorFrame(apiErr)...), doneFrame...)
 }
 
 // writeWhole collects the stream into one chat.completion or text_completion.

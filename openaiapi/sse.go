@@ -22,11 +22,6 @@ var (
 	doneFrame      = []byte("data: [DONE]\n\n")
 )
 
-// done ends the stream. It is not flushed here: the handler returns at once
-// and net/http sends [DONE] together with the chunked-encoding terminator,
-// so clients that read to EOF see the end in the same packet.
-func (s sseWriter) done() error { return s.Write(doneFrame, false) }
-
 // appendJSONString appends s as a JSON string. s must be valid UTF-8 (the
 // bridge guarantees it); U+2028 and U+2029 are escaped so the JSON is also
 // safe to embed in JavaScript.

@@ -1,0 +1,112 @@
+// Package relay writes a generation's events to a client, the same way for
+// every streaming protocol: the response is committed at the first event,
+// so a failure before it stays a real HTTP error; a failure after it is
+// written in-band, terminator included; the first text marks the time to
+// first token; heartbeats keep idle connections open; a client that cannot
+// be written to ends the relay. Each protocol supplies only its framing.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/reqinfo"
+)
+
+// Source is a generation's events: the bridge's stream, or a journal
+// cursor adapted to the same shape.
+type Source interface {
+	Next(ctx context.Context) (npu.Event, error)
+}
+
+// Writer is where frames go: an HTTP response (wire/streamwriter), or a
+// connection that is always committed.
+type Writer interface {
+	Committed() bool
+	Commit(contentType string)
+	Write(frame []byte, flush bool) error
+}
+
+// Framing is one protocol's frames. A nil frame writes nothing.
+type Framing interface {
+	// ContentType is the response's, committed with the first event.
+	ContentType() string
+	// Open is written (unflushed) right after the commit, before the first
+	// event: OpenAI's role chunk.
+	Open() []byte
+	Text(text string) []byte
+	Heartbeat() []byte
+	// End frames the generation's end and its terminator, and names the
+	// finish reason for the access log.
+	End(res npu.Result) (frame []byte, finishReason string)
+	// Terminator is the terminator alone, for a reader that already has
+	// every event (a resume from after the last one).
+	Terminator() []byte
+	// Fail frames a failure after the commit, terminator included; nil when
+	// there is nobody to tell (the client left).
+	Fail(err error) []byte
+}
+
+// ErrAfterEnd is returned by a Source whose reader asked for events past
+// the last one: it has everything, and only the terminator is left.
+var ErrAfterEnd = errors.New("nothing after the end")
+
+// Run relays src through f to w until the end, a failure or the client
+// leaving. early answers a failure that comes before the commit, as a
+// real HTTP error in the protocol's shape. info gathers what the access
+// log and the metrics report.
+func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Info, early func(error)) {
+	write := func(frame []byte, flush bool) bool {
+		if frame == nil {
+			return true
+		}
+		if err := w.Write(frame, flush); err != nil {
+			info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
+			return false
+		}
+		return true
+	}
+	for {
+		ev, err := src.Next(ctx)
+		if errors.Is(err, ErrAfterEnd) {
+			if !w.Committed() {
+				w.Commit(f.ContentType())
+			}
+			write(f.Terminator(), false)
+			return
+		}
+		if err != nil {
+			if !w.Committed() {
+				early(err)
+				return
+			}
+			info.Fail(err)
+			write(f.Fail(err), false)
+			return
+		}
+		if !w.Committed() {
+			w.Commit(f.ContentType())
+			if !write(f.Open(), false) {
+				return
+			}
+		}
+		switch {
+		case ev.Heartbeat:
+			if !write(f.Heartbeat(), true) {
+				return
+			}
+		case ev.Done:
+			frame, reason := f.End(ev.Result)
+			info.TokensOut, info.FinishReason = ev.Result.CompletionTokens, reason
+			write(frame, false)
+			return
+		default:
+			info.MarkFirstToken()
+			if !write(f.Text(ev.Text), true) {
+				return
+			}
+		}
+	}
+}
