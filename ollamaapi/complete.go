@@ -237,12 +237,12 @@ func (f *lineFraming) End(res npu.Result) ([]byte, string) {
 	return f.frame(out), out.DoneReason
 }
 
-func (f *lineFraming) Fail(err error) []byte {
+func (f *lineFraming) Fail(err error) ([]byte, string, error) {
 	apiErr := toError(err, f.a.runner.RetryAfter)
 	if apiErr.Status == statusClientClosed {
-		return nil
+		return nil, "", err
 	}
-	return f.frame(map[string]string{"error": apiErr.Message})
+	return f.frame(map[string]string{"error": apiErr.Message}), "", err
 }
 
 // writeWhole answers stream: false with one object.

@@ -292,12 +292,12 @@ func (f *sseFraming) End(res npu.Result) ([]byte, string) {
 
 // Fail is the in-band error after the 200, followed by [DONE], so no
 // client mistakes it for success.
-func (f *sseFraming) Fail(err error) []byte {
+func (f *sseFraming) Fail(err error) ([]byte, string, error) {
 	apiErr := f.a.toError(err, f.ep)
 	if apiErr.Status == statusClientClosed {
-		return nil // nobody to tell
+		return nil, "", err // nobody to tell
 	}
-	return append(append([]byte(nil), errorFrame(apiErr)...), doneFrame...)
+	return append(append([]byte(nil), errorFrame(apiErr)...), doneFrame...), "", err
 }
 
 // writeWhole collects the stream into one chat.completion or text_completion.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -377,92 +378,129 @@ func shutdownErr(ctx context.Context) error {
 	return nil
 }
 
-// failDetached sends an error after ctx ended (abort): the write gets a
-// short deadline of its own.
-func (rc *realtimeConn) failDetached(ctx context.Context, id string, e *Error) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	return rc.fail(wctx, id, e)
-}
-
 func (rc *realtimeConn) forget(id string) {
 	rc.mu.Lock()
 	delete(rc.requests, id)
 	rc.mu.Unlock()
 }
 
-// relay writes one generation's events to the client. It reads with rctx,
-// which a cancel of this request ends, and writes with ctx, the
-// connection's: cancelling a write would close the whole connection. While paused it
-// reads nothing: the journal keeps the text, and past its limit the
-// generation stops as a slow consumer, as an unread SSE stream would.
+// relay writes one generation's events to the client through the relay
+// every streaming protocol shares. It reads with rctx, which a cancel of
+// this request ends, and writes with ctx, the connection's: cancelling a
+// write would close the whole connection. While paused it reads nothing:
+// the journal keeps the text, and past its limit the generation stops as
+// a slow consumer, as an unread SSE stream would.
 func (rc *realtimeConn) relay(ctx, rctx context.Context, r *realtimeRequest, cur *journal.Cursor, info *reqinfo.Info) {
-	for {
-		if wait := r.pausedUntil(); wait != nil {
-			select {
-			case <-wait:
-			case <-rctx.Done():
-				if err := shutdownErr(rctx); err != nil {
-					info.Fail(err)
-					rc.sent(info, rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint)))
-					return
-				}
-				info.Fail(fmt.Errorf("%w: connection ended while paused", npu.ErrClientGone))
-				return
-			}
-		}
-		e, err := cur.Next(rctx)
-		if err == nil && e.Err != nil {
-			err = e.Err
-		}
-		switch {
-		case err != nil && errors.Is(err, journal.ErrCancelled) && !r.wasCancelled():
-			// The starter cancelled the generation this reader joined.
-			info.FinishReason = "cancelled"
-			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"}))
-			return
-		case err != nil && r.wasCancelled():
-			info.FinishReason = "cancelled"
-			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "cancelled"}))
-			return
-		case err != nil && shutdownErr(rctx) != nil:
-			err = shutdownErr(rctx)
-			info.Fail(err)
-			rc.sent(info, rc.failDetached(ctx, r.id, rc.a.toError(err, chatEndpoint)))
-			return
-		case err != nil:
-			info.Fail(err)
-			if !errors.Is(err, npu.ErrClientGone) {
-				rc.sent(info, rc.fail(ctx, r.id, rc.a.toError(err, chatEndpoint)))
-			}
-			return
-		case e.Heartbeat:
-			continue // WebSocket pings keep the connection alive
-		case e.AfterEnd:
-			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: "stop"}))
-			return
-		case e.Done:
-			res := e.Result
-			info.TokensOut, info.FinishReason = res.CompletionTokens, finishReason(res.FinishReason)
-			rc.sent(info, rc.send(ctx, wsFinal{Type: "final", RequestID: r.id, Index: e.Index, FinishReason: info.FinishReason, Usage: usageOf(res),
-				Timings: wsTimings{QueueMS: res.Timings.Queue.Milliseconds(), LoadMS: res.Timings.Load.Milliseconds(),
-					PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}}))
-			return
-		}
-		info.MarkFirstToken()
-		if err := rc.send(ctx, wsToken{Type: "token", RequestID: r.id, Index: e.Index, Delta: e.Text}); err != nil {
-			info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
-			return
-		}
-	}
+	f := &wsFraming{rc: rc, r: r, rctx: rctx}
+	relay.Run(rctx, wsWriter{rc: rc, ctx: ctx}, &wsSource{r: r, cur: cur, index: &f.index}, f, info,
+		func(error) {}) // a WebSocket is always committed
 }
 
-// sent records a failed write of a generation's last message: the client
-// did not get its outcome.
-func (rc *realtimeConn) sent(info *reqinfo.Info, err error) {
-	if err != nil && info.Err == nil {
-		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
+// wsWriter writes frames as messages on the connection, which has no
+// status to commit.
+type wsWriter struct {
+	rc  *realtimeConn
+	ctx context.Context
+}
+
+func (w wsWriter) Committed() bool { return true }
+func (w wsWriter) Commit(string)   {}
+func (w wsWriter) Write(frame []byte, _ bool) error {
+	ctx := w.ctx
+	if d := w.rc.a.cfg.WriteTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
 	}
+	return w.rc.conn.Write(ctx, websocket.MessageText, frame)
+}
+
+// wsSource reads a request's journal cursor, waiting while it is paused.
+type wsSource struct {
+	r     *realtimeRequest
+	cur   *journal.Cursor
+	index *int // the index of the event read last, for the framing
+}
+
+func (s *wsSource) Next(ctx context.Context) (npu.Event, error) {
+	if wait := s.r.pausedUntil(); wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			if err := shutdownErr(ctx); err != nil {
+				return npu.Event{}, err
+			}
+			return npu.Event{}, fmt.Errorf("%w: connection ended while paused", npu.ErrClientGone)
+		}
+	}
+	e, err := s.cur.Next(ctx)
+	*s.index = e.Index
+	switch {
+	case err != nil:
+		return npu.Event{}, err
+	case e.Err != nil:
+		return npu.Event{}, e.Err
+	case e.AfterEnd:
+		return npu.Event{}, relay.ErrAfterEnd
+	case e.Heartbeat:
+		return npu.Event{Heartbeat: true}, nil
+	case e.Done:
+		return npu.Event{Done: true, Result: e.Result}, nil
+	}
+	return npu.Event{Text: e.Text}, nil
+}
+
+// wsFraming is npud's WebSocket messages for one request.
+type wsFraming struct {
+	rc    *realtimeConn
+	r     *realtimeRequest
+	rctx  context.Context
+	index int
+}
+
+func (f *wsFraming) message(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil // messages of strings and numbers always encode
+	}
+	return b
+}
+
+func (f *wsFraming) ContentType() string { return "" }
+func (f *wsFraming) Open() []byte        { return nil }
+func (f *wsFraming) Heartbeat() []byte   { return nil } // WebSocket pings keep the connection alive
+
+func (f *wsFraming) Text(text string) []byte {
+	return f.message(wsToken{Type: "token", RequestID: f.r.id, Index: f.index, Delta: text})
+}
+
+// Terminator is a resumed reader's end: it has every event already.
+func (f *wsFraming) Terminator() []byte {
+	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: "stop"})
+}
+
+func (f *wsFraming) End(res npu.Result) ([]byte, string) {
+	reason := finishReason(res.FinishReason)
+	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: reason, Usage: usageOf(res),
+		Timings: wsTimings{QueueMS: res.Timings.Queue.Milliseconds(), LoadMS: res.Timings.Load.Milliseconds(),
+			PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}}), reason
+}
+
+func (f *wsFraming) Fail(err error) ([]byte, string, error) {
+	cancelled := f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: "cancelled"})
+	switch {
+	case errors.Is(err, journal.ErrCancelled) && !f.r.wasCancelled():
+		return cancelled, "cancelled", nil // the starter cancelled what this reader joined
+	case f.r.wasCancelled():
+		return cancelled, "cancelled", nil // this client's own cancel: no failure
+	case shutdownErr(f.rctx) != nil:
+		err = shutdownErr(f.rctx)
+	case errors.Is(err, npu.ErrClientGone):
+		return nil, "", err
+	}
+	e := f.rc.a.toError(err, chatEndpoint)
+	return f.message(wsError{Type: "error", RequestID: f.r.id, Code: e.Code, Message: e.Message,
+		Retryable: e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests}), "", err
 }
 
 func (r *realtimeRequest) pausedUntil() <-chan struct{} {

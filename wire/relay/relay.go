@@ -44,9 +44,11 @@ type Framing interface {
 	// Terminator is the terminator alone, for a reader that already has
 	// every event (a resume from after the last one).
 	Terminator() []byte
-	// Fail frames a failure after the commit, terminator included; nil when
-	// there is nobody to tell (the client left).
-	Fail(err error) []byte
+	// Fail frames a failure after the commit, terminator included (nil:
+	// nobody to tell, the client left), and says what the access log
+	// records: the failure, or nil and a finish reason for an end that is
+	// no failure (a client's own cancel).
+	Fail(err error) (frame []byte, finishReason string, failure error)
 }
 
 // ErrAfterEnd is returned by a Source whose reader asked for events past
@@ -82,8 +84,17 @@ func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Inf
 				early(err)
 				return
 			}
-			info.Fail(err)
-			write(f.Fail(err), false)
+			frame, reason, failure := f.Fail(err)
+			if failure != nil {
+				info.Fail(failure)
+			} else {
+				info.FinishReason = reason
+			}
+			if frame != nil {
+				// The failure is the outcome, whether or not the client can
+				// still be told (a slow reader often cannot).
+				_ = w.Write(frame, false)
+			}
 			return
 		}
 		if !w.Committed() {
