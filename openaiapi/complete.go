@@ -189,23 +189,11 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 	last := from - 1
 	src.position = func() int { return last }
 	src.next = func(ctx context.Context) (npu.Event, error) {
-		e, err := cur.Next(ctx)
-		switch {
-		case err != nil:
-			return npu.Event{}, err
-		case e.AfterEnd:
-			return npu.Event{}, relay.ErrAfterEnd
-		case e.Heartbeat:
-			return npu.Event{Heartbeat: true}, nil
+		ev, index, err := cur.NextEvent(ctx)
+		if err == nil && !ev.Heartbeat {
+			last = index
 		}
-		last = e.Index
-		switch {
-		case e.Err != nil:
-			return npu.Event{}, e.Err
-		case e.Done:
-			return npu.Event{Done: true, Result: e.Result}, nil
-		}
-		return npu.Event{Text: e.Text}, nil
+		return ev, err
 	}
 	return src, nil
 }

@@ -433,21 +433,9 @@ func (s *wsSource) Next(ctx context.Context) (npu.Event, error) {
 			return npu.Event{}, fmt.Errorf("%w: connection ended while paused", npu.ErrClientGone)
 		}
 	}
-	e, err := s.cur.Next(ctx)
-	*s.index = e.Index
-	switch {
-	case err != nil:
-		return npu.Event{}, err
-	case e.Err != nil:
-		return npu.Event{}, e.Err
-	case e.AfterEnd:
-		return npu.Event{}, relay.ErrAfterEnd
-	case e.Heartbeat:
-		return npu.Event{Heartbeat: true}, nil
-	case e.Done:
-		return npu.Event{Done: true, Result: e.Result}, nil
-	}
-	return npu.Event{Text: e.Text}, nil
+	ev, index, err := s.cur.NextEvent(ctx)
+	*s.index = index
+	return ev, err
 }
 
 // wsFraming is npud's WebSocket messages for one request.

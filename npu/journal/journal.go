@@ -27,6 +27,10 @@ var (
 	ErrConflict = errors.New("request id already used by a different request")
 	// ErrExpired: the events asked for are no longer kept.
 	ErrExpired = errors.New("the events to resume from are no longer kept")
+	// ErrAfterEnd is what Cursor.NextEvent returns to a reader that
+	// started after the last event: it has everything, and only the
+	// stream's terminator is left to write.
+	ErrAfterEnd = errors.New("nothing after the end")
 	// ErrAbandoned is the outcome of a generation stopped because every
 	// reader had left (npu.ErrClientGone, for the readers that left). A
 	// reader that comes later must get an error and its terminator, not
@@ -307,6 +311,27 @@ type Cursor struct {
 // Next returns the next entry, waiting for it; a heartbeat after the
 // configured quiet time; ErrExpired when the entry is no longer kept; or
 // ctx's error (the reader left).
+// NextEvent is Next in the bridge's terms (npu.Event), so that writers
+// read a journal as they read a stream: a failure comes back as the
+// error, the position past the end as ErrAfterEnd. Index is the event's
+// number (for resumable streams' ids).
+func (c *Cursor) NextEvent(ctx context.Context) (ev npu.Event, index int, err error) {
+	e, err := c.Next(ctx)
+	switch {
+	case err != nil:
+		return npu.Event{}, e.Index, err
+	case e.AfterEnd:
+		return npu.Event{}, e.Index, ErrAfterEnd
+	case e.Heartbeat:
+		return npu.Event{Heartbeat: true}, e.Index, nil
+	case e.Err != nil:
+		return npu.Event{}, e.Index, e.Err
+	case e.Done:
+		return npu.Event{Done: true, Result: e.Result}, e.Index, nil
+	}
+	return npu.Event{Text: e.Text}, e.Index, nil
+}
+
 func (c *Cursor) Next(ctx context.Context) (Entry, error) {
 	for {
 		c.j.mu.Lock()

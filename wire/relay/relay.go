@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -52,8 +53,9 @@ type Framing interface {
 }
 
 // ErrAfterEnd is returned by a Source whose reader asked for events past
-// the last one: it has everything, and only the terminator is left.
-var ErrAfterEnd = errors.New("nothing after the end")
+// the last one: it has everything, and only the terminator is left (the
+// journal's, whose cursors are such sources).
+var ErrAfterEnd = journal.ErrAfterEnd
 
 // Run relays src through f to w until the end, a failure or the client
 // leaving. early answers a failure that comes before the commit, as a
