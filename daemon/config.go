@@ -41,7 +41,6 @@ type Config struct {
 	TokenTimeout    time.Duration // longest gap between tokens before the stream fails
 	RequestTimeout  time.Duration // default generation deadline (timeout_ms); 0 = none
 	MaxPendingBytes int           // unread output per stream before it fails
-	MaxBodyBytes    int64         // largest request body
 	DrainTimeout    time.Duration // grace for in-flight streams on shutdown
 	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
 	MaxLoadedModels int           // models in memory at once; 0 = no cap
@@ -58,13 +57,24 @@ type Config struct {
 
 	Security
 
-	LogLevel  slog.Level
 	LogFormat string // "text" or "json"
 }
 
-// Security holds who may call npud and how much. All of it can change on
-// SIGHUP without a restart.
+// Security holds who may call npud and how much.
 type Security struct {
+	// Reloadable is what SIGHUP changes in the running server.
+	Reloadable
+	// The rest is read once, at start.
+	MaxHeaderBytes int           // largest request header block
+	HeaderTimeout  time.Duration // longest time to send the request headers
+	TLSCert        string        // certificate file; with TLSKey, serve HTTPS
+	TLSKey         string        // private key file
+}
+
+// Reloadable is the part of the configuration a reload (SIGHUP) applies
+// to the running server, as one typed value; a change anywhere else is
+// reported as needing a restart.
+type Reloadable struct {
 	APIKeys          []APIKey      // bearer tokens; none = no authentication
 	APIKeyFile       string        // more keys, one NAME:KEY[:admin] per line; re-read on reload
 	NoAuth           bool          // serve without keys even where keys were configured before
@@ -76,11 +86,9 @@ type Security struct {
 	AuthFailureLimit int           // failed authentications per minute per client address; 0 = no limit
 	RateBurst        int           // requests a tenant may make at once within its rate
 	MaxStreams       int           // concurrent generations per tenant; 0 = no cap
-	MaxHeaderBytes   int           // largest request header block
-	HeaderTimeout    time.Duration // longest time to send the request headers
 	BodyReadTimeout  time.Duration // longest time to send the request body
-	TLSCert          string        // certificate file; with TLSKey, serve HTTPS
-	TLSKey           string        // private key file
+	MaxBodyBytes     int64         // largest request body
+	LogLevel         slog.Level
 }
 
 // APIKey is one bearer token. Name is the tenant in logs and metrics.

@@ -44,7 +44,6 @@ func TestParseServeDefaults(t *testing.T) {
 		TokenTimeout:         180 * time.Second,
 		RequestTimeout:       0,
 		MaxPendingBytes:      1 << 20,
-		MaxBodyBytes:         4 << 20,
 		DrainTimeout:         30 * time.Second,
 		KeepAlive:            5 * time.Minute,
 		ResumeWindow:         time.Minute,
@@ -56,14 +55,17 @@ func TestParseServeDefaults(t *testing.T) {
 		AffinityMaxWait:      30 * time.Second,
 		AffinityLinger:       250 * time.Millisecond,
 		Security: Security{
-			PublicPaths:      []string{"/", "/health"},
-			RateBurst:        10,
-			AuthFailureLimit: 10,
-			MaxHeaderBytes:   64 << 10,
-			HeaderTimeout:    10 * time.Second,
-			BodyReadTimeout:  time.Minute,
+			Reloadable: Reloadable{
+				PublicPaths:      []string{"/", "/health"},
+				RateBurst:        10,
+				AuthFailureLimit: 10,
+				BodyReadTimeout:  time.Minute,
+				MaxBodyBytes:     4 << 20,
+				LogLevel:         slog.LevelInfo,
+			},
+			MaxHeaderBytes: 64 << 10,
+			HeaderTimeout:  10 * time.Second,
 		},
-		LogLevel:  slog.LevelInfo,
 		LogFormat: "text",
 	}
 	assert.Equal(t, want, cfg)

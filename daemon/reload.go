@@ -13,19 +13,11 @@ import (
 	"unicode"
 )
 
-// reloadable lists the Config fields a reload applies to the running
-// server. Everything else (the listener, the engine, queue sizes) is read
-// once at start; a change to it is reported as needing a restart.
-var reloadable = map[string]bool{
-	"APIKeys": true, "APIKeyFile": true, "NoAuth": true, "MetricsPublic": true, "PublicPaths": true, "AllowedHosts": true, "CORSOrigins": true,
-	"RateLimit": true, "RateBurst": true, "MaxStreams": true, "AuthFailureLimit": true, "BodyReadTimeout": true,
-	"MaxBodyBytes": true, "LogLevel": true,
-}
-
-// Reload applies next's reloadable settings: API keys (the key file is read
-// again), Host and CORS lists, rate limits and stream caps, body limits and
-// the log level. It logs what changed, and what changed but needs a
-// restart. On error nothing changes.
+// Reload applies next's Reloadable settings (Config.Security.Reloadable):
+// API keys (the key file is read again), Host and CORS lists, rate limits
+// and stream caps, body limits and the log level, as one value. Everything
+// else (the listener, the engine, queue sizes) is read once at start: a
+// change to it is logged as needing a restart. On error nothing changes.
 func (s *Server) Reload(next Config) error {
 	pol, err := newPolicy(next, s.ln.Addr().String())
 	if err != nil {
@@ -42,16 +34,11 @@ func (s *Server) Reload(next Config) error {
 			"set no-auth to serve without keys", len(old.keys.keys))
 	}
 	added, removed := keyChanges(old.keys, pol.keys)
-	applied, restart := []string{}, []string{}
-	running := reflect.ValueOf(&s.running).Elem()
-	for _, name := range changedFields(s.running, next) {
-		if reloadable[name] {
-			applied = append(applied, configKey(name))
-			running.FieldByName(name).Set(reflect.ValueOf(next).FieldByName(name))
-		} else {
-			restart = append(restart, configKey(name))
-		}
-	}
+	applied := configKeys(changedFields(s.running.Reloadable, next.Reloadable))
+	prev, fixed := s.running, next
+	prev.Reloadable, fixed.Reloadable = Reloadable{}, Reloadable{}
+	restart := configKeys(changedFields(prev, fixed))
+	s.running.Reloadable = next.Reloadable
 	if (added > 0 || removed > 0) && !slices.Contains(applied, "api-key") {
 		applied = append(applied, "api-key-file") // the file's keys changed, not its path
 	}
@@ -129,7 +116,16 @@ func configKey(field string) string {
 
 // changedFields names the Config fields (embedded structs flattened) whose
 // values differ.
-func changedFields(a, b Config) []string {
+// configKeys turns Config field names into configuration keys.
+func configKeys(fields []string) []string {
+	out := make([]string, 0, len(fields))
+	for _, f := range fields {
+		out = append(out, configKey(f))
+	}
+	return out
+}
+
+func changedFields[T any](a, b T) []string {
 	var out []string
 	var walk func(x, y reflect.Value)
 	walk = func(x, y reflect.Value) {
