@@ -70,8 +70,7 @@ func (s *Server) requestInfo(c *gin.Context) {
 // requestID returns the client's id when it is 1–128 characters of
 // [A-Za-z0-9._:-] (it ends up in JSON, logs and headers), else a new one.
 func requestID(client string) string {
-	if n := len(client); n > 0 && n <= 128 && strings.Trim(client,
-		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == "" {
+	if reqinfo.ValidID(client) {
 		return client
 	}
 	var b [12]byte

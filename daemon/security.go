@@ -18,6 +18,7 @@ import (
 
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
+	"github.com/npud/npud/wsapi"
 )
 
 // anonymous is the tenant of requests when no API keys are configured.
@@ -389,11 +390,11 @@ func (l *tenantLimits) openStream(tenant string) (release func(), ok bool) {
 
 // admitRealtime takes a WebSocket start message from its tenant's request
 // rate, as an HTTP request is taken by limitTenant.
-func (s *Server) admitRealtime(tenant string) *openaiapi.Error {
+func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
 	if ok, wait := s.limits.allow(tenant, time.Now()); !ok {
 		s.metrics.rateLimited(tenant, "rate")
-		return &openaiapi.Error{Status: http.StatusTooManyRequests, Type: "invalid_request_error", Code: "rate_limit_exceeded",
-			Message: fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond)), RetryAfter: wait}
+		return &wsapi.Refusal{Code: "rate_limit_exceeded",
+			Message: fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond))}
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
+	"github.com/npud/npud/wsapi"
 )
 
 // Server is one running npud: a listener, an HTTP server and the runner
@@ -52,6 +53,7 @@ type Server struct {
 	reloadMu     sync.Mutex     // one reload at a time
 	running      Config         // the configuration in effect, reloads included; under reloadMu
 	openai       *openaiapi.API
+	ws           *wsapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
 	requests     sync.WaitGroup // every request, until its access-log line is written
 }
@@ -200,18 +202,21 @@ func (s *Server) routes() http.Handler {
 			MaxBytes:  s.cfg.ResumeMaxBytes,
 			Heartbeat: s.cfg.Heartbeat,
 		},
-		Realtime: openaiapi.RealtimeConfig{
-			MaxRequests:    s.cfg.WSMaxRequests,
-			MaxMessage:     func() int64 { return s.policy.Load().maxBody },
-			PingInterval:   s.cfg.Heartbeat,
-			AllowAnyOrigin: true, // s.cors vetted the Origin already
-			RequestEnded: func(info *reqinfo.Info) {
-				s.metrics.requestEnded(openaiapi.StreamsPath, http.StatusOK, info, s.servesModel)
-			},
-			Admit: s.admitRealtime,
-		},
 	}, s.log)
 	s.openai.Register(r)
+	s.ws = wsapi.New(s.runner, s.openai.Journals(), wsapi.Config{
+		MaxRequests:    s.cfg.WSMaxRequests,
+		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
+		PingInterval:   s.cfg.Heartbeat,
+		AllowAnyOrigin: true, // s.cors vetted the Origin already
+		RequestEnded: func(info *reqinfo.Info) {
+			s.metrics.requestEnded(wsapi.StreamsPath, http.StatusOK, info, s.servesModel)
+		},
+		Admit:          s.admitRealtime,
+		DefaultTimeout: s.cfg.RequestTimeout,
+		WriteTimeout:   s.cfg.TokenTimeout,
+	}, s.log)
+	s.ws.Register(r)
 	ollama := ollamaapi.New(s.runner, ollamaapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
@@ -220,7 +225,7 @@ func (s *Server) routes() http.Handler {
 	}, s.log)
 	ollama.Register(r)
 	// The guards and the accounting follow what each API declares.
-	s.routeTable = route.NewTable(s.openai.Routes(), ollama.Routes())
+	s.routeTable = route.NewTable(s.openai.Routes(), ollama.Routes(), s.ws.Routes())
 	return r
 }
 
@@ -313,7 +318,7 @@ func (s *Server) drain() error {
 	defer cancel()
 	err := s.http.Shutdown(drainCtx)
 	// Shutdown does not wait for hijacked (WebSocket) connections.
-	s.openai.Shutdown(drainCtx)
+	s.ws.Shutdown(drainCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Streams still open get an error event (not a silent close) and
 		// the engine gets Cancel at its next callback.

@@ -1,6 +1,7 @@
 package openaiapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,7 +22,8 @@ import (
 	"github.com/npud/npud/wire/reqinfo"
 )
 
-type usage struct {
+// Usage is OpenAI's usage object (npud's WebSocket sends it too).
+type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
@@ -35,8 +37,9 @@ type promptDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
-func usageOf(r npu.Result) usage {
-	u := usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+// UsageOf is a result's usage.
+func UsageOf(r npu.Result) Usage {
+	u := Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.PromptTokens + r.CompletionTokens}
 	if r.CachedPromptTokens > 0 {
 		u.PromptDetails = &promptDetails{CachedTokens: r.CachedPromptTokens}
@@ -44,8 +47,8 @@ func usageOf(r npu.Result) usage {
 	return u
 }
 
-// finishReason maps the engine's reason to OpenAI's.
-func finishReason(r npu.FinishReason) string {
+// FinishReason maps the engine's reason to OpenAI's (and npud's WebSocket's).
+func FinishReason(r npu.FinishReason) string {
 	if r == npu.FinishLength {
 		return "length"
 	}
@@ -153,7 +156,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		info.Stream = stream
 		return &source{next: stream.Next, firstTokenAt: stream.FirstTokenAt, close: stream.Close}, nil
 	}
-	if !validClientID(clientID) {
+	if !reqinfo.ValidID(clientID) {
 		return nil, invalid("", "invalid_idempotency_key", "Idempotency-Key: want 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'")
 	}
 	key := journal.Key{Tenant: info.Tenant, ID: clientID}
@@ -268,10 +271,10 @@ func (f *sseFraming) Heartbeat() []byte       { return heartbeatFrame }
 func (f *sseFraming) Terminator() []byte      { return doneFrame }
 
 func (f *sseFraming) End(res npu.Result) ([]byte, string) {
-	reason := finishReason(res.FinishReason)
+	reason := FinishReason(res.FinishReason)
 	frame := append([]byte(nil), f.withID(f.enc.finish(reason))...)
 	if f.includeUsage {
-		frame = append(frame, f.enc.usage(usageOf(res))...)
+		frame = append(frame, f.enc.usage(UsageOf(res))...)
 	}
 	// [DONE] goes with the handler's return, in the same packet as the
 	// chunked-encoding terminator.
@@ -297,10 +300,10 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 		return
 	}
 	info.TokensOut = res.CompletionTokens
-	info.FinishReason = finishReason(res.FinishReason)
+	info.FinishReason = FinishReason(res.FinishReason)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
-	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, text, info.FinishReason, usageOf(res))); err != nil {
+	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, text, info.FinishReason, UsageOf(res))); err != nil {
 		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }
@@ -324,10 +327,10 @@ type completion struct {
 	Created int64    `json:"created"`
 	Model   string   `json:"model"`
 	Choices []choice `json:"choices"`
-	Usage   usage    `json:"usage"`
+	Usage   Usage    `json:"usage"`
 }
 
-func wholeResponse(ep endpoint, id string, created int64, model, text, reason string, u usage) completion {
+func wholeResponse(ep endpoint, id string, created int64, model, text, reason string, u Usage) completion {
 	ch := choice{FinishReason: reason}
 	object := "text_completion"
 	if ep == chatEndpoint {
@@ -353,4 +356,28 @@ func collect(ctx context.Context, src *source) (string, npu.Result, error) {
 			return b.String(), ev.Result, nil
 		}
 	}
+}
+
+// ChatStart is a chat request decoded and checked as /v1/chat/completions
+// checks it, for npud's WebSocket, whose start message carries one.
+type ChatStart struct {
+	Request     *npu.Request
+	Model       string
+	Fingerprint string // what the request asks, for joining by id
+	Resumable   bool
+}
+
+// ParseChatStart decodes raw (the fields of a chat completion request;
+// others are ignored) and validates it. It always streams.
+func ParseChatStart(raw []byte, defaultTimeout time.Duration) (ChatStart, *Error) {
+	var req request
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&req); err != nil {
+		return ChatStart{}, invalid("", "invalid_message", "start: %v", err)
+	}
+	req.Stream = true
+	engineReq, apiErr := req.toEngineRequest(chatEndpoint, defaultTimeout)
+	if apiErr != nil {
+		return ChatStart{}, apiErr
+	}
+	return ChatStart{Request: engineReq, Model: req.Model, Fingerprint: req.fingerprint(), Resumable: req.Resumable}, nil
 }

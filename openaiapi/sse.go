@@ -133,7 +133,7 @@ func (e *chunkEncoder) finish(reason string) []byte {
 }
 
 // usage is the chunk sent when the request asked for include_usage.
-func (e *chunkEncoder) usage(u usage) []byte {
+func (e *chunkEncoder) usage(u Usage) []byte {
 	e.buf = append(append(e.buf[:0], "data: "...), e.head...)
 	e.buf = append(e.buf, `,"choices":[],"usage":{"prompt_tokens":`...)
 	e.buf = strconv.AppendInt(e.buf, int64(u.PromptTokens), 10)

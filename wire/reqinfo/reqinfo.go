@@ -93,3 +93,19 @@ func Clip(s string) string {
 	}
 	return fmt.Sprintf("%s…(%d bytes more)", s[:cut], len(s)-cut)
 }
+
+// ValidID reports whether a client-chosen id (X-Request-ID,
+// Idempotency-Key, a WebSocket request_id) is 1 to 128 characters of
+// [A-Za-z0-9._:-]: it ends up in JSON, logs, headers and journals.
+func ValidID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,7 +1,6 @@
-package openaiapi
+package wsapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -57,12 +58,12 @@ type wsTimings struct {
 }
 
 type wsFinal struct {
-	Type         string    `json:"type"` // "final"
-	RequestID    string    `json:"request_id"`
-	Index        int       `json:"index"`
-	FinishReason string    `json:"finish_reason"` // stop, length or cancelled
-	Usage        usage     `json:"usage"`
-	Timings      wsTimings `json:"timings"`
+	Type         string          `json:"type"` // "final"
+	RequestID    string          `json:"request_id"`
+	Index        int             `json:"index"`
+	FinishReason string          `json:"finish_reason"` // stop, length or cancelled
+	Usage        openaiapi.Usage `json:"usage"`
+	Timings      wsTimings       `json:"timings"`
 }
 
 type wsError struct {
@@ -78,23 +79,11 @@ type wsPong struct {
 	ID   json.RawMessage `json:"id,omitempty"`
 }
 
-// RealtimeConfig bounds the WebSocket endpoint.
-type RealtimeConfig struct {
-	MaxRequests int          // generations at once per connection
-	MaxMessage  func() int64 // largest client message, read per connection (a reload may change it)
-	// Admit, when set, takes one request from the tenant's rate budget for
-	// each start message, or says why not (a 429).
-	Admit          func(tenant string) *Error
-	PingInterval   time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
-	RequestEnded   func(info *reqinfo.Info)
-	AllowAnyOrigin bool // the daemon's CORS check already vetted Origin
-}
-
 // realtimeConn is one WebSocket connection and its generations.
 type realtimeConn struct {
 	a    *API
 	conn *websocket.Conn
-	cfg  RealtimeConfig
+	cfg  Config
 	log  *slog.Logger
 	wg   sync.WaitGroup
 
@@ -117,7 +106,7 @@ type realtimeRequest struct {
 }
 
 func (a *API) realtime(c *gin.Context) {
-	cfg := a.cfg.Realtime
+	cfg := a.cfg
 	conn, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: cfg.AllowAnyOrigin})
 	if err != nil {
 		reqinfo.From(c.Request.Context()).Fail(err) // Accept answered the client already
@@ -246,42 +235,50 @@ func (rc *realtimeConn) send(ctx context.Context, v any) error {
 	return rc.conn.Write(ctx, websocket.MessageText, b)
 }
 
-func (rc *realtimeConn) fail(ctx context.Context, id string, e *Error) error {
-	return rc.send(ctx, wsError{Type: "error", RequestID: id, Code: e.Code, Message: e.Message,
-		Retryable: e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests})
+// fail sends a request's error message.
+func (rc *realtimeConn) fail(ctx context.Context, id string, e wsError) error {
+	e.Type, e.RequestID = "error", id
+	return rc.send(ctx, e)
+}
+
+// errorOf renders err as an error message: the classification every API
+// shares, and what the OpenAI API says of its requests.
+func errorOf(err error) wsError {
+	var apiErr *openaiapi.Error
+	if errors.As(err, &apiErr) {
+		return wsError{Code: apiErr.Code, Message: apiErr.Message,
+			Retryable: apiErr.Status == http.StatusServiceUnavailable || apiErr.Status == http.StatusTooManyRequests}
+	}
+	c := errclass.Of(err)
+	return wsError{Code: c.Code, Message: err.Error(), Retryable: c.Retryable}
 }
 
 func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte) error {
 	id := msg.RequestID
-	if !validClientID(id) {
+	if !reqinfo.ValidID(id) {
 		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 	}
-	var req request
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&req); err != nil {
-		return rc.fail(ctx, id, invalid("", "invalid_message", "start: %v", err))
-	}
-	req.Stream = true // a WebSocket always streams
-	engineReq, apiErr := req.toEngineRequest(chatEndpoint, rc.a.cfg.DefaultTimeout)
+	start, apiErr := openaiapi.ParseChatStart(raw, rc.a.cfg.DefaultTimeout) // a WebSocket always streams
 	if apiErr != nil {
-		return rc.fail(ctx, id, apiErr)
+		return rc.fail(ctx, id, errorOf(apiErr))
 	}
+	engineReq := start.Request
 	if rc.draining.Load() {
-		return rc.fail(ctx, id, &Error{Status: http.StatusServiceUnavailable, Code: "shutting_down", Message: "npud is shutting down"})
+		return rc.fail(ctx, id, wsError{Code: "shutting_down", Message: "npud is shutting down", Retryable: true})
 	}
 	// Every generation counts against its tenant: the request rate here
 	// (the upgrade was one request), the stream cap in the runner.
 	engineReq.Tenant = reqinfo.From(ctx).Tenant
 	if rc.cfg.Admit != nil {
-		if e := rc.cfg.Admit(engineReq.Tenant); e != nil {
-			return rc.fail(ctx, id, e)
+		if refusal := rc.cfg.Admit(engineReq.Tenant); refusal != nil {
+			return rc.fail(ctx, id, wsError{Code: refusal.Code, Message: refusal.Message, Retryable: true})
 		}
 	}
 	rc.mu.Lock()
 	if _, busy := rc.requests[id]; busy {
 		rc.mu.Unlock()
-		return rc.fail(ctx, id, invalid("request_id", "duplicate_request_id", "request %q is already running on this connection", id))
+		return rc.fail(ctx, id, wsError{Code: "duplicate_request_id", Message: fmt.Sprintf("request %q is already running on this connection", id)})
 	}
 	if len(rc.requests) >= rc.cfg.MaxRequests {
 		rc.mu.Unlock()
@@ -293,14 +290,14 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.mu.Unlock()
 
 	key := journal.Key{Tenant: engineReq.Tenant, ID: id}
-	j, joined, err := rc.a.journals.Open(key, id, req.fingerprint(), req.Resumable, func() (*npu.Stream, error) {
+	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (*npu.Stream, error) {
 		return rc.a.runner.Start(engineReq)
 	})
 	if err != nil {
 		rc.forget(id)
-		e := rc.a.toError(err, chatEndpoint)
+		e := errorOf(err)
 		if errors.Is(err, journal.ErrConflict) {
-			e = &Error{Status: http.StatusConflict, Code: "request_id_conflict", Message: err.Error()}
+			e = wsError{Code: "request_id_conflict", Message: err.Error()}
 		}
 		return rc.fail(ctx, id, e)
 	}
@@ -321,7 +318,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		rc.forget(id)
 		return err
 	}
-	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: req.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
+	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: start.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
 	rc.wg.Add(1)
 	go func() {
 		defer rc.wg.Done()
@@ -468,8 +465,8 @@ func (f *wsFraming) Terminator() []byte {
 }
 
 func (f *wsFraming) End(res npu.Result) ([]byte, string) {
-	reason := finishReason(res.FinishReason)
-	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: reason, Usage: usageOf(res),
+	reason := openaiapi.FinishReason(res.FinishReason)
+	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: reason, Usage: openaiapi.UsageOf(res),
 		Timings: wsTimings{QueueMS: res.Timings.Queue.Milliseconds(), LoadMS: res.Timings.Load.Milliseconds(),
 			PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}}), reason
 }
@@ -486,9 +483,9 @@ func (f *wsFraming) Fail(err error) ([]byte, string, error) {
 	case errors.Is(err, npu.ErrClientGone):
 		return nil, "", err
 	}
-	e := f.rc.a.toError(err, chatEndpoint)
-	return f.message(wsError{Type: "error", RequestID: f.r.id, Code: e.Code, Message: e.Message,
-		Retryable: e.Status == http.StatusServiceUnavailable || e.Status == http.StatusTooManyRequests}), "", err
+	e := errorOf(err)
+	e.Type, e.RequestID = "error", f.r.id
+	return f.message(e), "", err
 }
 
 func (r *realtimeRequest) pausedUntil() <-chan struct{} {
@@ -548,17 +545,5 @@ func (rc *realtimeConn) control(ctx context.Context, msg clientMessage) error {
 	return nil
 }
 
-// validClientID: 1 to 128 characters of [A-Za-z0-9._:-], the set
-// X-Request-ID follows too; the id ends up in JSON, logs and journals.
-func validClientID(id string) bool {
-	if len(id) == 0 || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// maxEventID bounds resume_from: no stream has that many events.
+const maxEventID = 1 << 31

@@ -1,4 +1,4 @@
-package openaiapi_test
+package wsapi_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon"
-	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wsapi"
 )
 
 // wsClient is a test client of /v1/realtime: a real WebSocket over loopback.
@@ -43,7 +43,7 @@ type serverMsg struct {
 
 func dialWS(t *testing.T, base string, opts *websocket.DialOptions, query string) (*wsClient, *http.Response, error) {
 	t.Helper()
-	url := strings.Replace(base, "http://", "ws://", 1) + openaiapi.StreamsPath + query
+	url := strings.Replace(base, "http://", "ws://", 1) + wsapi.StreamsPath + query
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	conn, resp, err := websocket.Dial(ctx, url, opts)
@@ -420,11 +420,11 @@ func TestRealtimeLegacyPathIsDeprecated(t *testing.T) {
 	srv := startSim(t, nil, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http://", "ws://", 1)+openaiapi.LegacyRealtimePath, nil)
+	conn, resp, err := websocket.Dial(ctx, strings.Replace(srv.URL, "http://", "ws://", 1)+wsapi.LegacyRealtimePath, nil)
 	require.NoError(t, err)
 	defer conn.CloseNow()
 	assert.Equal(t, "true", resp.Header.Get("Deprecation"))
-	assert.Contains(t, resp.Header.Get("Link"), openaiapi.StreamsPath)
+	assert.Contains(t, resp.Header.Get("Link"), wsapi.StreamsPath)
 	c := &wsClient{t: t, conn: conn}
 	c.send(map[string]any{"type": "ping", "id": "p"})
 	assert.Equal(t, "pong", c.next().Type)
