@@ -154,9 +154,6 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info, ser
 	if st.Coalesced > 0 {
 		m.slowConsumer.WithLabelValues(route, "coalesced").Add(float64(st.Coalesced))
 	}
-	if kind := engineErrorKind(info.Err); kind != "" {
-		m.engineErrors.WithLabelValues(model, st.Device, kind).Inc()
-	}
 	if info.Stream == nil {
 		return // refused before the engine was involved
 	}
@@ -164,12 +161,22 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info, ser
 		m.ttft.WithLabelValues(model, st.Device, route, info.Tenant).Observe(info.TTFT.Seconds())
 	}
 	m.e2e.WithLabelValues(model, st.Device, route, info.Tenant).Observe(time.Since(info.Start).Seconds())
-	if st.Device != "" {
-		m.queueWait.WithLabelValues(model).Observe(st.Queue.Seconds())
+}
+
+// GenerationEnded implements npu.Observer: what a generation cost the
+// engine is counted once per generation, by the runner, whichever
+// protocol started it and however many clients read it.
+func (m *metrics) GenerationEnded(g npu.GenerationReport) {
+	if kind := engineErrorKind(g.Err); kind != "" {
+		m.engineErrors.WithLabelValues(g.Model, g.Device, kind).Inc()
 	}
-	if st.Finished && st.Device != "" {
-		m.promptTokens.WithLabelValues(model, info.Tenant).Add(float64(st.Result.PromptTokens))
-		m.completionTokens.WithLabelValues(model, info.Tenant).Add(float64(st.Result.CompletionTokens))
+	if g.Device == "" {
+		return // it never reached the engine
+	}
+	m.queueWait.WithLabelValues(g.Model).Observe(g.Queue.Seconds())
+	if g.Err == nil {
+		m.promptTokens.WithLabelValues(g.Model, g.Tenant).Add(float64(g.Result.PromptTokens))
+		m.completionTokens.WithLabelValues(g.Model, g.Tenant).Add(float64(g.Result.CompletionTokens))
 	}
 }
 

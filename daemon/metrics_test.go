@@ -330,3 +330,23 @@ func TestMetricsCountPanicsByType(t *testing.T) {
 	})
 	assert.Equal(t, 1.0, m.sum("npud_engine_errors_total", "kind", "panic"))
 }
+
+// Issue 13: what a generation cost the engine is counted once, by the
+// runner: two clients reading one generation (a join by Idempotency-Key)
+// count its tokens once.
+func TestMetricsCountAGenerationOnceWhateverReadsIt(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	body := `{"model":"sim","max_tokens":5,"messages":[{"role":"user","content":"once"}]}`
+	for range 2 {
+		resp, raw := c.Do(t, "POST", "/v1/chat/completions", body, "Idempotency-Key", "count-once")
+		require.Equal(t, 200, resp.StatusCode, "%s", raw)
+	}
+	var m scrape
+	daemontest.Eventually(t, func() bool {
+		m = scrapeMetrics(t, srv.URL)
+		return m.sum("npud_requests_total") == 2
+	})
+	assert.Equal(t, 5.0, m.sum("npud_completion_tokens_total", "model", "sim"), "one generation of 5 tokens, read twice")
+	assert.Equal(t, 1.0, m.sum("npud_queue_wait_seconds_count", "model", "sim"))
+}

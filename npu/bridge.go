@@ -173,6 +173,10 @@ func (s *Stream) finish(res Result, err error) {
 	if !s.started.IsZero() {
 		res.Timings.Queue = s.started.Sub(s.created) - res.Timings.Load
 	}
+	// Reported before any reader can see the end, so that metrics that
+	// show a finished request show its generation too.
+	s.obs.GenerationEnded(GenerationReport{Model: s.req.Model, Device: s.device, Tenant: s.req.Tenant,
+		Queue: res.Timings.Queue, Result: res, Err: err})
 	s.finished, s.result, s.err = true, res, err
 }
 

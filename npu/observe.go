@@ -16,6 +16,20 @@ type Observer interface {
 	// engine prefilled and those it reused from its conversation cache,
 	// and what the request found in that cache when it got the engine.
 	Prefill(model string, cache CacheResult, prefilled, reused int)
+	// GenerationEnded reports each generation once, when the engine is
+	// done with it (or it never got there), however many clients read it
+	// and whichever protocol started it.
+	GenerationEnded(GenerationReport)
+}
+
+// GenerationReport is how a generation ended.
+type GenerationReport struct {
+	Model  string        // the served model's name
+	Device string        // where it ran; "" if the engine never started it
+	Tenant string        // who it counted against
+	Queue  time.Duration // how long it waited for the engine; valid with Device
+	Result Result        // valid when Err is nil
+	Err    error         // why it failed: an engine error (npu.EngineError, ErrPanic inside), a timeout, a client that left, ...
 }
 
 type noObserver struct{}
@@ -23,6 +37,7 @@ type noObserver struct{}
 func (noObserver) ModelLoaded(string, string, time.Duration) {}
 func (noObserver) TokenGap(string, string, time.Duration)    {}
 func (noObserver) Prefill(string, CacheResult, int, int)     {}
+func (noObserver) GenerationEnded(GenerationReport)          {}
 
 // StreamStats describes a stream for logs and metrics once its writer is
 // done with it.

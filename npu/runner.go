@@ -138,8 +138,8 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 	s := newStream(r.base, req, r.cfg.Stream, r.cfg.Observer)
 	r.inflight.Add(1)
 	go func() {
-		defer release() // a generation counts until it ends, client or not
-		r.run(s, ticket)
+		defer release()  // a generation counts until it ends, client or not
+		r.run(s, ticket) // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil
 }
