@@ -54,6 +54,7 @@ type Server struct {
 	running      Config         // the configuration in effect, reloads included; under reloadMu
 	openai       *openaiapi.API
 	ws           *wsapi.API
+	ollama       *ollamaapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
 	requests     sync.WaitGroup // every request, until its access-log line is written
 }
@@ -217,15 +218,15 @@ func (s *Server) routes() http.Handler {
 		WriteTimeout:   s.cfg.TokenTimeout,
 	}, s.log)
 	s.ws.Register(r)
-	ollama := ollamaapi.New(s.runner, ollamaapi.Config{
+	s.ollama = ollamaapi.New(s.runner, ollamaapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
 		Version:        Version,
 		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 	}, s.log)
-	ollama.Register(r)
+	s.ollama.Register(r)
 	// The guards and the accounting follow what each API declares.
-	s.routeTable = route.NewTable(s.openai.Routes(), ollama.Routes(), s.ws.Routes())
+	s.routeTable = route.NewTable(s.openai.Routes(), s.ollama.Routes(), s.ws.Routes())
 	return r
 }
 
@@ -349,8 +350,10 @@ func (s *Server) drain() error {
 	}
 	// Journal pumps end with their streams, which every engine call ending
 	// has ended.
-	if err := s.openai.Journals().Wait(waitCtx); err != nil {
-		return fmt.Errorf("waiting for stream journals: %w", err)
+	for _, api := range []interface{ Shutdown(context.Context) error }{s.openai, s.ollama} {
+		if err := api.Shutdown(waitCtx); err != nil {
+			return err
+		}
 	}
 	if c, ok := s.runner.Engine().(npu.Closer); ok {
 		c.Close() // every generate has returned: free the native pipelines

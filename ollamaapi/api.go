@@ -5,6 +5,7 @@
 package ollamaapi
 
 import (
+	"context"
 	"github.com/npud/npud/wire/route"
 	"log/slog"
 	"net/http"
@@ -44,6 +45,10 @@ func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
 }
 
 // Register adds the routes to r.
+// Shutdown is the API's part of a drain: nothing outlives its handlers,
+// which http.Server.Shutdown waits for.
+func (a *API) Shutdown(context.Context) error { return nil }
+
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
 	return route.Set{

@@ -5,6 +5,8 @@
 package openaiapi
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -40,6 +42,15 @@ type API struct {
 // New returns the API for runner.
 func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
 	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal)}
+}
+
+// Shutdown waits, for a drain, until the journals' pumps have ended (they
+// end with their streams, which the engine's end has ended) or ctx ends.
+func (a *API) Shutdown(ctx context.Context) error {
+	if err := a.journals.Wait(ctx); err != nil {
+		return fmt.Errorf("waiting for stream journals: %w", err)
+	}
+	return nil
 }
 
 // Journals holds the streams kept for idempotent starts and resumes.
