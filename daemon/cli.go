@@ -27,9 +27,10 @@ const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-c
 
 Usage:
   npud serve [flags]   run the server (npud serve -h lists flags)
-  npud pull [flags] OWNER/NAME
-                       download an OpenVINO IR model from a Hugging Face-compatible hub
-                       into --models-dir (flags as for serve: --models-dir, --hub-endpoint)
+  npud pull OWNER/NAME the running daemon pulls an OpenVINO IR model from its hub, with progress
+  npud pull --local [flags] OWNER/NAME
+                       download it into --models-dir without a daemon (flags as for serve:
+                       --models-dir, --hub-endpoint)
   npud config check [--config FILE] [flags]
                        validate the configuration (file, NPUD_* environment, flags)
                        and print the effective settings, secrets masked
@@ -180,10 +181,33 @@ func newLogger(cfg Config, level slog.Leveler, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// pull downloads a model repository into the models directory; it needs no
-// engine, so it works in every build.
+// pull asks the running daemon to pull a model, showing its progress;
+// with --local it downloads into the models directory itself, with no
+// daemon (before the service first starts, say).
 func pull(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	// The repository comes last, after any flags: npud pull [flags] OWNER/NAME.
+	if len(args) > 0 && (args[0] == "--local" || args[0] == "-local") {
+		return pullLocal(ctx, args[1:], getenv, stdout, stderr)
+	}
+	c, rest, code := clientFlags("pull", "OWNER/NAME   (or: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME)", args, getenv, stdout, stderr, nil)
+	if code >= 0 {
+		return code
+	}
+	if len(rest) != 1 {
+		fmt.Fprintf(stderr, clientUsage, "pull", "OWNER/NAME")
+		return 2
+	}
+	if err := c.pull(ctx, rest[0], pullPrinter(stdout, time.Now)); err != nil {
+		fmt.Fprintf(stderr, "npud pull: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "success: %s\n", rest[0])
+	return 0
+}
+
+// pullLocal downloads a model repository into the models directory; it
+// needs no engine and no daemon, so it works in every build.
+func pullLocal(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	// The repository comes last, after any flags: npud pull --local [flags] OWNER/NAME.
 	var repo string
 	flags := args
 	if n := len(args); n > 0 && !strings.HasPrefix(args[n-1], "-") {
@@ -194,7 +218,7 @@ func pull(ctx context.Context, args []string, getenv func(string) string, stdout
 		return 0
 	}
 	if err != nil || repo == "" {
-		fmt.Fprintf(stderr, "npud pull: usage: npud pull [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME\n")
+		fmt.Fprintf(stderr, "npud pull: usage: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME\n")
 		if err != nil {
 			fmt.Fprintf(stderr, "npud pull: %v\n", err)
 		}

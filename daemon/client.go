@@ -16,6 +16,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/npud/npud/npu"
 )
 
 // The model commands (list, ps, show, rm, cp, stop, run) talk to a running
@@ -441,4 +443,33 @@ func isTerminalReader(r io.Reader) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// pull has the daemon pull repo, handing each progress line to show.
+func (c *apiClient) pull(ctx context.Context, repo string, show func(npu.PullProgress)) error {
+	resp, err := c.do(ctx, http.MethodPost, "/api/pull", map[string]any{"model": repo, "stream": true})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var line struct {
+			Status    string `json:"status"`
+			Digest    string `json:"digest"`
+			Total     int64  `json:"total"`
+			Completed int64  `json:"completed"`
+			Error     string `json:"error"`
+		}
+		if err := dec.Decode(&line); err != nil {
+			return fmt.Errorf("the progress ended early: %w", err)
+		}
+		switch {
+		case line.Error != "":
+			return errors.New(line.Error)
+		case line.Status == "success":
+			return nil
+		}
+		show(npu.PullProgress{Status: line.Status, Digest: line.Digest, Total: line.Total, Completed: line.Completed})
+	}
 }

@@ -3,16 +3,20 @@
 package daemon_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu/hub/hubtest"
 )
 
 // TestOpenVINORequestErrorsInEachProtocol (issue 11, defects 4 and 6): what
@@ -86,4 +90,33 @@ func TestOpenVINOModelNamesAreRequestErrors(t *testing.T) {
 	assert.Len(t, entries, 1, "only the model that was there")
 	_, err = os.Stat(filepath.Join(filepath.Dir(models), "escape"))
 	assert.True(t, os.IsNotExist(err))
+}
+
+// Issue 17: `npud pull` has the running daemon pull, and shows its
+// progress; the model is then listed.
+func TestOpenVINOPullThroughTheDaemon(t *testing.T) {
+	models := t.TempDir()
+	daemontest.WriteOpenVINOModel(t, models, "tiny")
+	hub := hubtest.Serve(t, "OpenVINO/other-ov", map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"})
+	t.Setenv("OVTEST_DEVICES", "CPU")
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir, cfg.HubEndpoint = "openvino", models, "CPU", "", hub.URL
+	srv := daemontest.Start(t, cfg, nil)
+
+	var out, errOut bytes.Buffer
+	code := daemon.MainIO(t.Context(), []string{"pull", "--host", srv.URL, "OpenVINO/other-ov"}, func(string) string { return "" },
+		strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 0, code, "%s", errOut.String())
+	assert.Contains(t, out.String(), "pulling manifest")
+	assert.Contains(t, out.String(), "success: OpenVINO/other-ov")
+
+	out.Reset()
+	code = daemon.MainIO(t.Context(), []string{"list", "--host", srv.URL}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 0, code, "%s", errOut.String())
+	assert.Contains(t, out.String(), "other-ov")
+
+	code = daemon.MainIO(t.Context(), []string{"pull", "--host", srv.URL, "not a repo"}, func(string) string { return "" },
+		strings.NewReader(""), &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "OWNER/NAME")
 }

@@ -21,7 +21,7 @@ func TestPullCommand(t *testing.T) {
 	models := t.TempDir()
 
 	var stdout, stderr bytes.Buffer
-	code := Main(context.Background(), []string{"pull", "--models-dir", models, "OpenVINO/tiny-ov"},
+	code := Main(context.Background(), []string{"pull", "--local", "--models-dir", models, "OpenVINO/tiny-ov"},
 		env("NPUD_HUB_ENDPOINT", hubSrv.URL), &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr: %s", stderr.String())
 	assert.Contains(t, stdout.String(), `success: model "tiny-ov"`)
@@ -31,9 +31,9 @@ func TestPullCommand(t *testing.T) {
 
 	stdout.Reset()
 	stderr.Reset()
-	assert.Equal(t, 2, Main(context.Background(), []string{"pull"}, env(), &stdout, &stderr))
+	assert.Equal(t, 2, Main(context.Background(), []string{"pull", "--local"}, env(), &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "usage: npud pull")
-	assert.Equal(t, 1, Main(context.Background(), []string{"pull", "--models-dir", models, "OpenVINO/tiny-ov"},
+	assert.Equal(t, 1, Main(context.Background(), []string{"pull", "--local", "--models-dir", models, "OpenVINO/tiny-ov"},
 		env("NPUD_HUB_ENDPOINT", hubSrv.URL), &stdout, &stderr), "already there")
 }
 
