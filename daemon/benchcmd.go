@@ -103,8 +103,9 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	return 0
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (a writer or a reader) is a character
+// device: a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -295,7 +294,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return 2
 	}
 	model, prompt := rest[0], strings.Join(rest[1:], " ")
-	if prompt == "" && !isTerminalReader(stdin) {
+	if prompt == "" && !isTerminal(stdin) {
 		b, err := io.ReadAll(io.LimitReader(stdin, 4<<20))
 		if err != nil {
 			fmt.Fprintf(stderr, "npud run: reading the prompt: %v\n", err)
@@ -433,16 +432,6 @@ func (c *apiClient) interactive(ctx context.Context, model string, stdin io.Read
 		}
 		history = append(history, chatMessage{Role: "user", Content: text}, chatMessage{Role: "assistant", Content: answer})
 	}
-}
-
-// isTerminalReader reports whether r is a terminal.
-func isTerminalReader(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // pull has the daemon pull repo, handing each progress line to show.

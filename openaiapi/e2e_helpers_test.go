@@ -52,13 +52,7 @@ var waitFor = daemontest.Eventually
 func userPrompt(content string) string { return "user: " + content + "\n" }
 
 // prefix is the simulated answer cut to n tokens (n <= 0: the whole answer).
-func prefix(seed int64, prompt string, n int) string {
-	tokens := sim.Tokens(seed, prompt)
-	if n > 0 && n < len(tokens) {
-		tokens = tokens[:n]
-	}
-	return strings.Join(tokens, "")
-}
+var prefix = sim.Prefix
 
 // hogContent marks a request that holds the engine: it stalls before its
 // second token until its client goes away.

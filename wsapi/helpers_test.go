@@ -2,7 +2,6 @@ package wsapi_test
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -23,14 +22,8 @@ var (
 // userPrompt is the text the simulated model reads for one user message.
 func userPrompt(content string) string { return "user: " + content + "\n" }
 
-// prefix is the simulated answer cut to n tokens.
-func prefix(seed int64, prompt string, n int) string {
-	tokens := sim.Tokens(seed, prompt)
-	if n > 0 && n < len(tokens) {
-		tokens = tokens[:n]
-	}
-	return strings.Join(tokens, "")
-}
+// prefix is the simulated answer cut to n tokens (n <= 0: the whole answer).
+var prefix = sim.Prefix
 
 // activeStreams reads active_streams from GET /health.
 func activeStreams(t *testing.T, hc *http.Client, base string) float64 {

@@ -325,3 +325,13 @@ func Tokens(seed int64, prompt string) []string {
 
 // Text is the simulated model's complete answer as one string.
 func Text(seed int64, prompt string) string { return strings.Join(Tokens(seed, prompt), "") }
+
+// Prefix is the answer cut to its first n tokens (n <= 0: the whole of it),
+// what a request with max_tokens n gets.
+func Prefix(seed int64, prompt string, n int) string {
+	tokens := Tokens(seed, prompt)
+	if n > 0 && n < len(tokens) {
+		tokens = tokens[:n]
+	}
+	return strings.Join(tokens, "")
+}

@@ -1,5 +1,3 @@
-//go:build !unix
-
 package daemon
 
 import (
@@ -8,7 +6,9 @@ import (
 	"os/signal"
 )
 
-// interruptible returns a context that Ctrl-C cancels, for one generation.
+// interruptible returns a context that Ctrl-C (os.Interrupt, SIGINT on
+// Unix) cancels, for one generation: while it runs, Ctrl-C stops the
+// answer, not the program.
 func interruptible(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sig := make(chan os.Signal, 1)
