@@ -66,12 +66,12 @@ test: check ## vet, then every test under the race detector
 
 test-openvino: ## the cgo OpenVINO binding, under -race, against npud's GenAI test library
 	$(MAKE) --no-print-directory -C testdata/ovgenai all check-headers
-	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/... ./openaiapi/ ./ollamaapi/
+	$(OVTEST_ENV) $(GO) vet -tags openvino,ovtest ./npu/openvino/ ./daemon/... ./openaiapi/ ./ollamaapi/ ./wsapi/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./npu/openvino/
 	$(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest -run OpenVINO ./daemon/
 	@# The API suites on the OpenVINO engine (tests that need the simulator's
 	@# text, timing or faults skip themselves).
-	NPUD_TEST_ENGINE=openvino $(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./openaiapi/ ./ollamaapi/
+	NPUD_TEST_ENGINE=openvino $(OVTEST_ENV) $(GO) test -race -count=1 -tags openvino,ovtest ./openaiapi/ ./ollamaapi/ ./wsapi/
 
 # The same binding against the test library built with AddressSanitizer:
 # a use of a freed pipeline, config or history aborts the run. go test -asan
