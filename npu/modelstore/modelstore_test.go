@@ -124,7 +124,8 @@ func TestPull(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, models, 1)
 	assert.Equal(t, "tiny-ov", models[0].ID)
-	assert.NotEmpty(t, seen)
+	require.NotEmpty(t, seen)
+	assert.Equal(t, "pulling manifest", seen[0].Status, "the caller that starts a pull sees every step, the first included")
 
 	assert.ErrorIs(t, s.Pull(t.Context(), "not a repo", nil), npu.ErrInvalidRequest)
 	assert.ErrorContains(t, s.Pull(t.Context(), "OpenVINO/tiny-ov", nil), "already exists")

@@ -50,12 +50,23 @@ func (s *Store) Pull(ctx context.Context, repo string, progress func(npu.PullPro
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		p = &pull{done: make(chan struct{}), cancel: cancel, watchers: map[int]func(npu.PullProgress){}}
 		s.pulls[repo] = p
+		// The starter watches before the download begins, so it sees
+		// every step; a later caller sees the latest, then the rest.
+		id := p.join(progress)
+		defer p.leave(id)
 		go s.run(pctx, p, repo, name)
+		s.mu.Unlock()
+		return p.wait(ctx)
 	}
 	s.mu.Unlock()
-
 	id := p.join(progress)
 	defer p.leave(id)
+	return p.wait(ctx)
+}
+
+// wait returns the pull's result, or ctx's cause when the caller leaves
+// first.
+func (p *pull) wait(ctx context.Context) error {
 	select {
 	case <-p.done:
 		return p.err
