@@ -44,7 +44,8 @@ check: ## gofmt, go vet and golangci-lint (errcheck, staticcheck, ...)
 
 test: check ## vet, then every test under the race detector
 	@# -race needs a C compiler, the proxy test nginx, the JS client tests Node,
-	@# the unit and package checks systemd-analyze, lintian, rpm and shellcheck:
+	@# the unit and package checks systemd-analyze, lintian, rpm and shellcheck,
+	@# the web console's tests Chromium:
 	@# a fresh Debian may lack them.
 	@missing=""; command -v gcc >/dev/null || missing="gcc libc6-dev"; \
 	[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing="$$missing nginx-light"; \
@@ -53,6 +54,7 @@ test: check ## vet, then every test under the race detector
 	command -v lintian >/dev/null || missing="$$missing lintian"; \
 	command -v rpm >/dev/null || missing="$$missing rpm"; \
 	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.

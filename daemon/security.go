@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
+	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wsapi"
@@ -297,7 +298,12 @@ func (s *Server) authenticate(c *gin.Context) {
 }
 
 func (p *policy) isPublic(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && p.public[r.URL.Path]
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	// The console's files hold no data: the page asks for a key and sends
+	// it with every call it makes.
+	return p.public[r.URL.Path] || strings.HasPrefix(r.URL.Path, console.Path) || r.URL.Path+"/" == console.Path
 }
 
 // bearer returns the token of an Authorization: Bearer header.

@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/npu/sim"
@@ -195,6 +197,11 @@ func (s *Server) routes() http.Handler {
 	r.HEAD("/health", s.health) // health checkers often send HEAD
 	r.GET("/metrics", s.metrics.handler())
 	r.POST("/admin/reload", s.adminReload)
+	r.GET(StatusPath, s.status)
+	ui := gin.WrapH(console.Handler())
+	r.GET(console.Path+"*file", ui)
+	r.HEAD(console.Path+"*file", ui)
+	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
 	s.openai = openaiapi.New(s.runner, openaiapi.Config{
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,

@@ -34,6 +34,9 @@ type LoadedModel struct {
 	// Preloaded: loaded by --preload and kept whatever a request's
 	// keep_alive says, until unloaded explicitly by someone allowed to.
 	Preloaded bool
+	// InUse counts the requests using the model now; its keep-alive
+	// starts when the last one ends.
+	InUse int
 }
 
 // lifecycle loads models on first use and unloads them when their
@@ -351,7 +354,9 @@ func (l *lifecycle) list() []LoadedModel {
 	out := make([]LoadedModel, 0, len(l.loaded))
 	for _, e := range l.loaded {
 		if e.isReady() { // a model still loading is not listed yet
-			out = append(out, e.LoadedModel)
+			lm := e.LoadedModel
+			lm.InUse = e.inUse
+			out = append(out, lm)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model.ID < out[j].Model.ID })

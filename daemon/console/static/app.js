@@ -1,0 +1,455 @@
+// npud's web console: polls the daemon's status, streams chats through the
+// Ollama API and manages models. Everything goes to this page's own origin.
+import { render } from "./markdown.js";
+
+const $ = (id) => document.getElementById(id);
+const keyStore = "npud-api-key"; // sessionStorage: this tab only
+
+// ---- talking to the daemon ------------------------------------------------
+
+class NeedKey extends Error {}
+
+function headers(extra) {
+  const h = { ...extra };
+  const key = sessionStorage.getItem(keyStore);
+  if (key) h.Authorization = "Bearer " + key;
+  return h;
+}
+
+// call sends a request and returns the response, turning an error answer
+// (Ollama's {"error": …} or OpenAI's {"error": {"message": …}}) into a
+// thrown Error with the server's own words.
+async function call(method, path, body, signal) {
+  const init = { method, headers: headers(body ? { "Content-Type": "application/json" } : {}), signal };
+  if (body) init.body = JSON.stringify(body);
+  const resp = await fetch(path, init);
+  if (resp.status === 401) {
+    askForKey(sessionStorage.getItem(keyStore) ? "The API key was refused." : "");
+    throw new NeedKey("this server needs an API key");
+  }
+  if (!resp.ok) {
+    let msg = resp.status + " " + resp.statusText;
+    try {
+      const e = await resp.json();
+      msg = typeof e.error === "string" ? e.error : e.error?.message ?? msg;
+    } catch { /* not JSON: keep the status line */ }
+    throw new Error(msg);
+  }
+  return resp;
+}
+
+// ndjson reads a streamed NDJSON response, calling onLine for each object.
+async function ndjson(resp, onLine) {
+  const reader = resp.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).trim();
+      buf = buf.slice(nl + 1);
+      if (line) onLine(JSON.parse(line));
+    }
+  }
+  if (buf.trim()) onLine(JSON.parse(buf));
+}
+
+function showError(err) {
+  if (err instanceof NeedKey || err?.name === "AbortError") return;
+  const box = $("error");
+  box.textContent = String(err?.message ?? err);
+  box.hidden = false;
+  clearTimeout(showError.timer);
+  showError.timer = setTimeout(() => { box.hidden = true; }, 8000);
+}
+
+function askForKey(why) {
+  const form = $("key-form");
+  form.hidden = false;
+  form.querySelector("p").textContent = (why ? why + " " : "") +
+    "This npud needs an API key. It is kept in this browser tab only and sent to this server only.";
+  $("key-input").focus();
+}
+
+$("key-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  sessionStorage.setItem(keyStore, $("key-input").value.trim());
+  $("key-input").value = "";
+  $("key-form").hidden = true;
+  refresh();
+  loadModels();
+});
+
+// ---- tabs ------------------------------------------------------------------
+
+for (const b of document.querySelectorAll("button.tab")) {
+  b.addEventListener("click", () => {
+    for (const o of document.querySelectorAll("button.tab")) o.classList.toggle("active", o === b);
+    for (const p of document.querySelectorAll(".tab-panel")) p.hidden = p.id !== "tab-" + b.dataset.tab;
+    if (b.dataset.tab === "models") loadModels();
+  });
+}
+
+// ---- status ------------------------------------------------------------------
+
+const history = { ttft: [], itl: [], tps: [] };
+const historyLength = 60;
+let previous = null;
+
+function duration(seconds) {
+  if (seconds < 0) return "until unloaded";
+  const d = Math.floor(seconds / 86400), h = Math.floor(seconds / 3600) % 24;
+  const m = Math.floor(seconds / 60) % 60, s = seconds % 60;
+  if (d) return `${d}d ${h}h`;
+  if (h) return `${h}h ${m}m`;
+  if (m) return `${m}m ${s}s`;
+  return `${s}s`;
+}
+
+function row(tbody, cells) {
+  const tr = document.createElement("tr");
+  for (const c of cells) {
+    const td = document.createElement("td");
+    if (c instanceof Node) td.appendChild(c); else td.textContent = c;
+    tr.appendChild(td);
+  }
+  tbody.appendChild(tr);
+  return tr;
+}
+
+function badge(text, kind) {
+  const s = document.createElement("span");
+  s.className = "badge " + kind;
+  s.textContent = text;
+  return s;
+}
+
+function push(series, v) {
+  series.push(v);
+  if (series.length > historyLength) series.shift();
+}
+
+// chart draws a series as a line, scaled to its own maximum; null points
+// (an interval with nothing to measure) leave a gap.
+function chart(canvas, series, label) {
+  const ctx = canvas.getContext("2d");
+  const w = canvas.width, h = canvas.height;
+  ctx.clearRect(0, 0, w, h);
+  const vals = series.filter((v) => v !== null);
+  const top = Math.max(1e-9, ...vals) * 1.15;
+  ctx.strokeStyle = "#dde1e6";
+  ctx.beginPath();
+  ctx.moveTo(0, h - 0.5);
+  ctx.lineTo(w, h - 0.5);
+  ctx.stroke();
+  ctx.strokeStyle = "#0068b5";
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  let pen = false;
+  series.forEach((v, i) => {
+    const x = (i / (historyLength - 1)) * w;
+    if (v === null) { pen = false; return; }
+    const y = h - (v / top) * (h - 6) - 3;
+    if (pen) ctx.lineTo(x, y); else ctx.moveTo(x, y);
+    pen = true;
+  });
+  ctx.stroke();
+  ctx.fillStyle = "#667";
+  ctx.font = "11px system-ui";
+  ctx.fillText(vals.length ? "max " + Math.max(...vals).toFixed(1) + " " + label : "no data yet", 4, 12);
+}
+
+function updateCharts(s) {
+  if (previous) {
+    const dt = (Date.parse(s.time) - Date.parse(previous.time)) / 1000;
+    const a = s.totals, b = previous.totals;
+    const dTTFT = a.ttft_count - b.ttft_count;
+    const dITL = a.inter_token_count - b.inter_token_count;
+    push(history.ttft, dTTFT > 0 ? ((a.ttft_seconds_sum - b.ttft_seconds_sum) / dTTFT) * 1000 : null);
+    push(history.itl, dITL > 0 ? ((a.inter_token_seconds_sum - b.inter_token_seconds_sum) / dITL) * 1000 : null);
+    // Tokens count when a generation finishes; the gaps counted between
+    // pieces of text give the rate while streams are still running.
+    push(history.tps, dt > 0 ? dITL / dt : null);
+  }
+  previous = s;
+  chart($("chart-ttft"), history.ttft, "ms");
+  chart($("chart-itl"), history.itl, "ms");
+  chart($("chart-tps"), history.tps, "tok/s");
+  const last = (xs) => [...xs].reverse().find((v) => v !== null);
+  const fmt = (v, unit) => (v === undefined ? "" : "last: " + v.toFixed(1) + " " + unit);
+  $("last-ttft").textContent = fmt(last(history.ttft), "ms");
+  $("last-itl").textContent = fmt(last(history.itl), "ms");
+  $("last-tps").textContent = fmt(last(history.tps), "tok/s");
+}
+
+let knownModels = [];
+
+function showStatus(s) {
+  $("version").textContent = "v" + s.version;
+  const engine = $("engine");
+  engine.textContent = s.simulated ? "engine: " + s.engine + " (SIMULATED)" : "engine: " + s.engine;
+  engine.className = "badge " + (s.simulated ? "bad" : "good");
+  $("simulated-banner").hidden = !s.simulated;
+  const state = $("state");
+  state.textContent = s.status;
+  state.className = "badge " + (s.status === "ok" ? "good" : "warn");
+  $("active-streams").textContent = s.active_streams;
+  $("running").textContent = s.running;
+  $("queued").textContent = s.queued;
+  $("uptime").textContent = duration(s.uptime_seconds);
+
+  const devices = $("devices");
+  devices.replaceChildren();
+  for (const d of s.devices) row(devices, [d.name, d.full_name || "", badge(d.healthy ? "healthy" : "unhealthy", d.healthy ? "good" : "bad")]);
+  if (!s.devices.length) row(devices, ["none", "the engine lists no device", ""]);
+
+  const loaded = $("loaded");
+  loaded.replaceChildren();
+  for (const m of s.loaded) {
+    row(loaded, [m.id, m.device || "", String(m.context_length),
+      m.preloaded ? "preloaded" : m.in_use ? "in use (" + m.in_use + ")" : duration(m.keep_alive_seconds)]);
+  }
+  if (!s.loaded.length) row(loaded, ["no model loaded", "", "", ""]);
+
+  if (s.models.join("\n") !== knownModels.join("\n")) {
+    knownModels = s.models;
+    const select = $("chat-model");
+    const chosen = select.value;
+    select.replaceChildren(...s.models.map((id) => {
+      const o = document.createElement("option");
+      o.value = o.textContent = id;
+      return o;
+    }));
+    if (s.models.includes(chosen)) select.value = chosen;
+  }
+  updateCharts(s);
+}
+
+async function refresh() {
+  if (!$("key-form").hidden) return; // nothing to ask until there is a key
+  try {
+    const resp = await call("GET", "/npud/v1/status");
+    showStatus(await resp.json());
+  } catch (err) {
+    showError(err);
+  }
+}
+
+// ---- chat --------------------------------------------------------------------
+
+let conversation = [];
+let running = null; // the AbortController of the answer being streamed
+
+function addMessage(role, text) {
+  const div = document.createElement("div");
+  div.className = "msg " + role;
+  if (role === "assistant") div.appendChild(render(text)); else div.textContent = text;
+  $("chat-log").appendChild(div);
+  $("chat-log").scrollTop = $("chat-log").scrollHeight;
+  return div;
+}
+
+async function send(prompt) {
+  const model = $("chat-model").value;
+  if (!model) { showError(new Error("no model to chat with")); return; }
+  conversation.push({ role: "user", content: prompt });
+  addMessage("user", prompt);
+  const answer = addMessage("assistant", "");
+  answer.dataset.state = "streaming";
+  const messages = [];
+  const system = $("chat-system").value.trim();
+  if (system) messages.push({ role: "system", content: system });
+  messages.push(...conversation);
+  const temperature = parseFloat($("chat-temperature").value);
+
+  running = new AbortController();
+  $("chat-send").disabled = true;
+  $("chat-stop").disabled = false;
+  $("chat-timings").textContent = "waiting for the first token…";
+  const started = performance.now();
+  let text = "", first = null, final = null, drawn = false;
+  const redraw = () => {
+    drawn = false;
+    answer.replaceChildren(render(text));
+    $("chat-log").scrollTop = $("chat-log").scrollHeight;
+  };
+  try {
+    const resp = await call("POST", "/api/chat", {
+      model, messages, stream: true,
+      options: Number.isFinite(temperature) ? { temperature } : {},
+    }, running.signal);
+    await ndjson(resp, (chunk) => {
+      if (chunk.error) throw new Error(chunk.error);
+      const piece = chunk.message?.content ?? "";
+      if (piece && first === null) {
+        first = performance.now() - started;
+        $("chat-timings").textContent = "first token after " + first.toFixed(0) + " ms";
+      }
+      text += piece;
+      if (!drawn) { drawn = true; requestAnimationFrame(redraw); }
+      if (chunk.done) final = chunk;
+    });
+    redraw();
+    conversation.push({ role: "assistant", content: text });
+    answer.dataset.state = "done";
+    const s = (ns) => ns / 1e9;
+    const parts = [];
+    if (first !== null) parts.push("TTFT " + first.toFixed(0) + " ms");
+    if (final?.eval_count) {
+      parts.push(final.eval_count + " tokens");
+      if (final.eval_duration) parts.push((final.eval_count / s(final.eval_duration)).toFixed(1) + " tok/s");
+    }
+    if (final?.prompt_eval_count !== undefined) parts.push(final.prompt_eval_count + " prompt tokens");
+    if (final?.done_reason) parts.push("finished: " + final.done_reason);
+    $("chat-timings").textContent = parts.join(" · ");
+  } catch (err) {
+    redraw();
+    if (err.name === "AbortError") {
+      // What was shown stays in the conversation, as the CLI keeps it.
+      if (text) conversation.push({ role: "assistant", content: text });
+      answer.dataset.state = "stopped";
+      $("chat-timings").textContent = "stopped" + (first !== null ? " · TTFT " + first.toFixed(0) + " ms" : "");
+    } else {
+      conversation.pop(); // the question goes unanswered: let it be asked again
+      answer.dataset.state = "error";
+      answer.className = "msg error";
+      answer.textContent = "Error: " + err.message;
+      $("chat-timings").textContent = "";
+    }
+  } finally {
+    running = null;
+    $("chat-send").disabled = false;
+    $("chat-stop").disabled = true;
+    refresh();
+  }
+}
+
+$("chat-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const prompt = $("chat-prompt").value;
+  if (!prompt.trim() || running) return;
+  $("chat-prompt").value = "";
+  send(prompt);
+});
+$("chat-prompt").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey) {
+    e.preventDefault();
+    $("chat-form").requestSubmit();
+  }
+});
+$("chat-stop").addEventListener("click", () => running?.abort());
+$("chat-clear").addEventListener("click", () => {
+  running?.abort();
+  conversation = [];
+  $("chat-log").replaceChildren();
+  $("chat-timings").textContent = "";
+});
+
+// ---- models ------------------------------------------------------------------
+
+function bytes(n) {
+  if (!n) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return n.toFixed(i ? 1 : 0) + " " + units[i];
+}
+
+function button(text, cls, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  if (cls) b.className = cls;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+async function loadModels() {
+  try {
+    const [tags, ps] = await Promise.all([
+      call("GET", "/api/tags").then((r) => r.json()),
+      call("GET", "/api/ps").then((r) => r.json()),
+    ]);
+    const loaded = new Set(ps.models.map((m) => m.name));
+    const tbody = $("models");
+    tbody.replaceChildren();
+    for (const m of tags.models) {
+      const actions = document.createElement("span");
+      if (loaded.has(m.name)) {
+        actions.appendChild(button("Unload", "", () => unload(m.name)));
+      }
+      actions.appendChild(button("Delete", "danger", () => remove(m.name)));
+      row(tbody, [m.name, bytes(m.size), m.modified_at ? new Date(m.modified_at).toLocaleString() : "", actions]);
+    }
+    if (!tags.models.length) row(tbody, ["no models: pull one", "", "", ""]);
+  } catch (err) {
+    showError(err);
+  }
+}
+
+async function unload(name) {
+  try {
+    await call("POST", "/api/generate", { model: name, keep_alive: 0 });
+  } catch (err) {
+    showError(err);
+  }
+  loadModels();
+  refresh();
+}
+
+async function remove(name) {
+  if (!confirm("Delete " + name + " from the models folder?")) return;
+  try {
+    await call("DELETE", "/api/delete", { model: name });
+  } catch (err) {
+    showError(err);
+  }
+  loadModels();
+  refresh();
+}
+
+let pulling = null;
+
+$("pull-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (pulling) return;
+  const name = $("pull-name").value.trim();
+  const bar = $("pull-progress"), status = $("pull-status");
+  pulling = new AbortController();
+  $("pull-start").disabled = true;
+  $("pull-cancel").disabled = false;
+  bar.value = 0;
+  status.textContent = "starting…";
+  try {
+    const resp = await call("POST", "/api/pull", { model: name, stream: true }, pulling.signal);
+    await ndjson(resp, (p) => {
+      if (p.error) throw new Error(p.error);
+      if (p.total) {
+        bar.max = p.total;
+        bar.value = p.completed ?? 0;
+        status.textContent = p.status + " " + bytes(p.completed ?? 0) + " / " + bytes(p.total);
+      } else {
+        status.textContent = p.status;
+      }
+    });
+    bar.max = 1;
+    bar.value = 1;
+  } catch (err) {
+    status.textContent = err.name === "AbortError" ? "cancelled" : "failed: " + err.message;
+    showError(err);
+  } finally {
+    pulling = null;
+    $("pull-start").disabled = false;
+    $("pull-cancel").disabled = true;
+    loadModels();
+  }
+});
+$("pull-cancel").addEventListener("click", () => pulling?.abort());
+
+// ---- start ---------------------------------------------------------------------
+
+refresh();
+setInterval(refresh, 1000);
