@@ -358,4 +358,3 @@ func TestConsoleAsksForAnAPIKey(t *testing.T) {
 	assert.True(t, eval[bool](t, ctx, `document.getElementById("key-form").hidden`))
 	assert.Empty(t, problems.list(), "the page reported errors")
 }
-
