@@ -214,8 +214,13 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 				return err
 			}
 			arch, _ := out.ModelInfo["general.architecture"].(string)
-			fmt.Fprintf(stdout, "  Model\n    architecture    %s\n    context length  %v\n    format          %v\n    quantization    %v\n\n  Capabilities\n",
-				arch, out.ModelInfo[arch+".context_length"], out.Details["format"], out.Details["quantization_level"])
+			fmt.Fprintf(stdout, "  Model\n    architecture    %s\n    parameters      %v\n    context length  %v\n",
+				arch, out.Details["parameter_size"], out.ModelInfo[arch+".context_length"])
+			if v, ok := out.ModelInfo[arch+".embedding_length"]; ok {
+				fmt.Fprintf(stdout, "    embedding length %v\n", v)
+			}
+			fmt.Fprintf(stdout, "    format          %v\n    quantization    %v\n\n  Capabilities\n",
+				out.Details["format"], out.Details["quantization_level"])
 			for _, cap := range out.Capabilities {
 				fmt.Fprintf(stdout, "    %s\n", cap)
 			}

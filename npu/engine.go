@@ -79,6 +79,22 @@ type ModelInfo struct {
 	Created       time.Time
 	ContextLength int
 	Size          int64 // bytes on disk; 0 when there are none (simulated)
+	Details       ModelDetails
+}
+
+// ModelDetails is what a model's folder says about the model (its
+// config.json, openvino_config.json and name). Zero values are unknown.
+type ModelDetails struct {
+	Architecture    string // config.json model_type, such as "qwen2"
+	ParameterCount  int64  // estimated from config.json's shapes
+	ParameterSize   string // for people: "1.5B"
+	Quantization    string // the weights' format: "INT4", "INT8", "FP16"
+	EmbeddingLength int    // hidden_size
+	BlockCount      int    // num_hidden_layers
+	HeadCount       int    // num_attention_heads
+	HeadCountKV     int    // num_key_value_heads
+	VocabSize       int
+	TrainedContext  int // max_position_embeddings: what the model was trained for
 }
 
 // Message is one chat turn.

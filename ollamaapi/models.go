@@ -45,13 +45,52 @@ type listedModel struct {
 
 func (a *API) describe(m npu.ModelInfo) listedModel {
 	sum := sha256.Sum256([]byte(a.runner.EngineName() + "/" + m.ID))
-	d := details{Format: a.runner.EngineName(), Family: a.runner.EngineName(),
-		Families: []string{a.runner.EngineName()}, ParameterSize: "unknown", QuantizationLevel: "unknown"}
+	family := m.Details.Architecture
+	if family == "" {
+		family = a.runner.EngineName()
+	}
+	d := details{Format: a.runner.EngineName(), Family: family, Families: []string{family},
+		ParameterSize: orUnknown(m.Details.ParameterSize), QuantizationLevel: orUnknown(m.Details.Quantization)}
 	if a.runner.Simulated() {
 		d.Format, d.ParameterSize, d.QuantizationLevel = "simulated", "0", "none"
 	}
 	return listedModel{Name: m.ID, Model: m.ID, ModifiedAt: m.Created.UTC().Format(time.RFC3339Nano),
 		Size: m.Size, Digest: hex.EncodeToString(sum[:]), Details: d}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// modelInfo is /api/show's model_info: the GGUF-style keys Ollama sends
+// and its CLI reads (general.architecture, then "<arch>.context_length"
+// and "<arch>.embedding_length"), with what the model's folder tells.
+func modelInfo(m npu.ModelInfo, family string) map[string]any {
+	info := map[string]any{
+		"general.architecture":     family,
+		"general.basename":         m.ID,
+		"general.parameter_count":  m.Details.ParameterCount,
+		family + ".context_length": m.ContextLength,
+	}
+	if m.Details.TrainedContext > 0 {
+		// What the model was trained for; npud serves ContextLength.
+		info[family+".context_length"] = m.Details.TrainedContext
+	}
+	for key, v := range map[string]int{
+		"embedding_length":        m.Details.EmbeddingLength,
+		"block_count":             m.Details.BlockCount,
+		"attention.head_count":    m.Details.HeadCount,
+		"attention.head_count_kv": m.Details.HeadCountKV,
+		"vocab_size":              m.Details.VocabSize,
+	} {
+		if v > 0 {
+			info[family+"."+key] = v
+		}
+	}
+	return info
 }
 
 func (a *API) tags(c *gin.Context) {
@@ -139,12 +178,11 @@ func (a *API) show(c *gin.Context) {
 		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)
 	}
 	c.JSON(http.StatusOK, gin.H{
-		"modelfile":  modelfile,
-		"parameters": "",
-		"template":   "",
-		"details":    d.Details,
-		"model_info": gin.H{"general.architecture": d.Details.Family, d.Details.Family + ".context_length": m.ContextLength,
-			"general.parameter_count": 0, "general.basename": m.ID},
+		"modelfile":    modelfile,
+		"parameters":   "",
+		"template":     "",
+		"details":      d.Details,
+		"model_info":   modelInfo(m, d.Details.Family),
 		"capabilities": capabilities,
 		"modified_at":  d.ModifiedAt,
 	})

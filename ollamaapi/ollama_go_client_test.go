@@ -299,3 +299,60 @@ func TestClientErrorsBeforeTheStream(t *testing.T) {
 	err = f.client.Copy(ctx, &api.CopyRequest{Source: "sim", Destination: "sim2"})
 	require.Error(t, err)
 }
+
+// describedEngine is the simulated engine presenting a model the way the
+// OpenVINO engine presents a folder it scanned: size on disk and details.
+type describedEngine struct{ *sim.Engine }
+
+func (describedEngine) Name() string    { return "openvino" }
+func (describedEngine) Simulated() bool { return false }
+func (e describedEngine) Models() []npu.ModelInfo {
+	m := e.Engine.Models()
+	m[0].Size = 900 << 20
+	m[0].Details = npu.ModelDetails{Architecture: "qwen2", ParameterCount: 1_543_656_960, ParameterSize: "1.5B", Quantization: "INT4",
+		EmbeddingLength: 1536, BlockCount: 28, HeadCount: 12, HeadCountKV: 2, VocabSize: 151936, TrainedContext: 32768}
+	return m
+}
+
+// Issue 17: `ollama show` reads model_info's general.architecture, then
+// "<arch>.context_length" and "<arch>.embedding_length", the details'
+// parameter size and quantization; `ollama ps` reads size, size_vram and
+// context_length. A model's folder fills them.
+func TestClientShowAndPsCarryWhatTheCLIReads(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	srv := daemontest.Start(t, cfg, describedEngine{sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond})})
+	base, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	client := api.NewClient(base, http.DefaultClient)
+	ctx := testContext(t)
+
+	show, err := client.Show(ctx, &api.ShowRequest{Model: "sim"})
+	require.NoError(t, err)
+	arch, _ := show.ModelInfo["general.architecture"].(string)
+	assert.Equal(t, "qwen2", arch)
+	assert.EqualValues(t, 32768, show.ModelInfo[arch+".context_length"])
+	assert.EqualValues(t, 1536, show.ModelInfo[arch+".embedding_length"])
+	assert.EqualValues(t, 28, show.ModelInfo[arch+".block_count"])
+	assert.EqualValues(t, 1_543_656_960, show.ModelInfo["general.parameter_count"])
+	assert.Equal(t, "1.5B", show.Details.ParameterSize)
+	assert.Equal(t, "INT4", show.Details.QuantizationLevel)
+	assert.Equal(t, "qwen2", show.Details.Family)
+	assert.Equal(t, "openvino", show.Details.Format)
+
+	list, err := client.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list.Models, 1)
+	assert.EqualValues(t, 900<<20, list.Models[0].Size)
+
+	require.NoError(t, client.Generate(ctx, &api.GenerateRequest{Model: "sim", KeepAlive: &api.Duration{Duration: time.Minute}},
+		func(api.GenerateResponse) error { return nil }))
+	running, err := client.ListRunning(ctx)
+	require.NoError(t, err)
+	require.Len(t, running.Models, 1)
+	ps := running.Models[0]
+	assert.EqualValues(t, 900<<20, ps.Size, "the CLI's SIZE column")
+	assert.Zero(t, ps.SizeVRAM, "NPU and CPU models live in system memory")
+	assert.Equal(t, 32768, ps.ContextLength)
+	assert.Equal(t, "1.5B", ps.Details.ParameterSize)
+	assert.Len(t, ps.Digest, 64, "the CLI prints digest[:12]")
+}

@@ -69,8 +69,9 @@ func (s *Store) Scan(contextLength int) ([]npu.ModelInfo, error) {
 		if err != nil {
 			continue // not a model folder
 		}
+		dir := filepath.Join(s.dir, e.Name())
 		out = append(out, npu.ModelInfo{ID: e.Name(), OwnedBy: "openvino", Created: st.ModTime(),
-			ContextLength: contextLength, Size: dirSize(filepath.Join(s.dir, e.Name()))})
+			ContextLength: contextLength, Size: dirSize(dir), Details: Describe(dir, e.Name())})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
