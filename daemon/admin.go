@@ -52,6 +52,6 @@ func (s *Server) adminReload(c *gin.Context) {
 		openaiapi.WriteError(c.Writer, e)
 		return
 	}
-	s.log.Info("admin reload", "model", reqinfo.Clip(req.Model), "tenant", info.Tenant, "load_ms", took.Milliseconds())
+	s.log.Info("admin reload", "model", reqinfo.Clip(req.Model), "tenant", info.Tenant, "load", took)
 	c.JSON(http.StatusOK, gin.H{"status": "reloaded", "model": req.Model, "load_ms": took.Milliseconds(), "device": s.runner.DeviceOf(req.Model)})
 }

@@ -174,11 +174,50 @@ func serveUntil(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 func newLogger(cfg Config, level slog.Leveler, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+	return NewLogger(cfg.LogFormat, level, w)
+}
+
+// NewLogger is npud's logger for a --log-format ("text" or "json"):
+// durations readable in text, in milliseconds in JSON.
+func NewLogger(format string, level slog.Leveler, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationsInMilliseconds}))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: readableDurations}))
+}
+
+// readableDurations writes durations for people: "412.3ms", "3.21s",
+// "2m5s", rounded to what a person reads.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, readableDuration(a.Value.Duration()))
+	}
+	return a
+}
+
+func readableDuration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0s"
+	case d < time.Microsecond:
+		return d.String()
+	case d < time.Millisecond:
+		return d.Round(100 * time.Nanosecond).String()
+	case d < time.Second:
+		return d.Round(100 * time.Microsecond).String()
+	case d < time.Minute:
+		return d.Round(10 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// durationsInMilliseconds writes durations for machines: "ttft_ms": 412.3
+// (slog's JSON would give integer nanoseconds under the bare key).
+func durationsInMilliseconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key+"_ms", float64(a.Value.Duration())/float64(time.Millisecond))
+	}
+	return a
 }
 
 // pull asks the running daemon to pull a model, showing its progress;

@@ -88,7 +88,7 @@ func startServer(t *testing.T, mutate func(*daemon.Config), engine npu.Engine) *
 		engine = sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL})
 	}
 	logs := &syncBuffer{}
-	srv, err := daemon.New(cfg, slog.New(slog.NewJSONHandler(logs, nil)), daemon.WithEngine(engine))
+	srv, err := daemon.New(cfg, daemon.NewLogger("json", nil, logs), daemon.WithEngine(engine))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{url: "http://" + srv.Addr().String(), addr: srv.Addr().String(), logs: logs, cancel: cancel, served: make(chan error, 1)}
@@ -581,5 +581,51 @@ func TestServeReturnsWithTheListenerClosed(t *testing.T) {
 		if !refused(srv.Addr().String()) {
 			t.Fatal("the listener is still open after Serve returned")
 		}
+	}
+}
+
+// Issue 17: the access log said tokens_out 0 for a client that left
+// mid-stream; it counts what the client received.
+func TestAccessLogCountsWhatAnAbortedClientReceived(t *testing.T) {
+	r := startServer(t, nil, sim.New(sim.Config{TTFT: time.Millisecond, ITL: 20 * time.Millisecond}))
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	resp := openStream(t, ctx, r.client, r.url, chat("tell me a long story about the sea", `"max_tokens":200`), "X-Request-ID", "aborted-reader")
+	reader := bufio.NewReader(resp.Body)
+	var chunks int
+	for chunks < 5 {
+		line, err := reader.ReadString('\n')
+		require.NoError(t, err)
+		if strings.HasPrefix(line, "data: {") && strings.Contains(line, `"content":"`) && !strings.Contains(line, `"content":""`) {
+			chunks++
+		}
+	}
+	leave()
+	resp.Body.Close()
+	waitFor(t, func() bool { return len(r.logs.accessLines("aborted-reader")) > 0 })
+	line := r.logs.accessLines("aborted-reader")[0]
+	assert.GreaterOrEqual(t, line["tokens_out"], 5.0, "the tokens the client read")
+	assert.Less(t, line["tokens_out"], 200.0, "not the whole answer")
+}
+
+// Issue 17: text logs give durations as people read them; JSON logs keep
+// milliseconds for machines.
+func TestLogDurations(t *testing.T) {
+	for _, tc := range []struct {
+		format string
+		d      time.Duration
+		want   string
+	}{
+		{"text", 0, "took=0s"},
+		{"text", 1234567 * time.Nanosecond, "took=1.2ms"},
+		{"text", 412345678 * time.Nanosecond, "took=412.3ms"},
+		{"text", 3214567890 * time.Nanosecond, "took=3.21s"},
+		{"text", 125*time.Second + 400*time.Millisecond, "took=2m5s"},
+		{"text", 850 * time.Nanosecond, "took=850ns"},
+		{"json", 412345678 * time.Nanosecond, `"took_ms":412.345678`},
+	} {
+		var out bytes.Buffer
+		daemon.NewLogger(tc.format, nil, &out).Info("x", "took", tc.d)
+		assert.Contains(t, out.String(), tc.want, "%s %v", tc.format, tc.d)
 	}
 }

@@ -52,10 +52,10 @@ func (s *Server) requestInfo(c *gin.Context) {
 		slog.String("tenant", info.Tenant),
 		slog.Int("status", status),
 		slog.String("model", reqinfo.Clip(info.Model)),
-		slog.Float64("ttft_ms", float64(info.TTFT)/float64(time.Millisecond)),
+		slog.Duration("ttft", info.TTFT),
 		slog.Int("tokens_out", info.TokensOut),
 		slog.String("finish_reason", info.FinishReason),
-		slog.Float64("duration_ms", float64(time.Since(info.Start))/float64(time.Millisecond)),
+		slog.Duration("duration", time.Since(info.Start)),
 	}
 	level := slog.LevelInfo
 	if info.Error != "" {

@@ -41,7 +41,7 @@ func TestPanicIsAnsweredAndLogged(t *testing.T) {
 	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0"}, env(), io.Discard)
 	require.NoError(t, err)
 	logs := &lockedBuffer{}
-	srv, err := New(cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	srv, err := New(cfg, NewLogger("json", nil, logs))
 	require.NoError(t, err)
 	// No real route panics; add one to the real router and middleware.
 	router := srv.http.Handler.(*gin.Engine)

@@ -313,7 +313,7 @@ func (s *Server) preload(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("preloading model %q: %w", model, err)
 		}
-		s.log.Info("model preloaded", "model", model, "load_ms", took.Milliseconds())
+		s.log.Info("model preloaded", "model", model, "load", took)
 	}
 	return nil
 }

@@ -28,7 +28,11 @@ type StreamLimits struct {
 type Event struct {
 	// Text is valid UTF-8 never containing any prefix of a stop string.
 	// While the reader is behind, consecutive chunks are coalesced.
-	Text      string
+	Text string
+	// Tokens is how many engine callbacks with text Text holds: a token
+	// each on most engines (GenAI's streamer can hand over a few at once),
+	// so what a client that leaves mid-stream received is known.
+	Tokens    int
 	Heartbeat bool
 	Done      bool
 	// Result is set with Done.
@@ -62,9 +66,12 @@ type Stream struct {
 	lastText     time.Time // last text handed to the consumer
 	device       string
 	coalesced    int
-	finished     bool
-	result       Result
-	err          error
+	// pendingTokens counts the callbacks behind pending (and the text the
+	// filters still hold back).
+	pendingTokens int
+	finished      bool
+	result        Result
+	err           error
 }
 
 func newStream(parent context.Context, req *Request, limits StreamLimits, obs Observer) *Stream {
@@ -119,6 +126,9 @@ func (s *Stream) sink(text string) Status {
 	}
 	if s.firstToken.IsZero() && text != "" {
 		s.firstToken = now
+	}
+	if text != "" {
+		s.pendingTokens++
 	}
 	release, stopped := s.stops.push(s.utf8.push(text))
 	if len(release) > 0 {
@@ -189,8 +199,8 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 		s.mu.Lock()
 		now := time.Now()
 		if len(s.pending) > 0 {
-			ev := Event{Text: string(s.pending)}
-			s.pending = s.pending[:0]
+			ev := Event{Text: string(s.pending), Tokens: s.pendingTokens}
+			s.pending, s.pendingTokens = s.pending[:0], 0
 			s.lastEvent = now
 			prev := s.lastText
 			s.lastText = now

@@ -147,7 +147,7 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 	if err != nil {
 		return 0, e.err
 	}
-	l.log.Info("model loaded", "model", info.ID, "load_ms", took.Milliseconds())
+	l.log.Info("model loaded", "model", info.ID, "load", took)
 	if l.onLoad != nil {
 		l.onLoad(info.ID, took)
 	}
@@ -184,7 +184,7 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 		return fmt.Errorf("reloading model %q (the loaded one keeps serving): %w", info.ID, err)
 	}
 	took := time.Since(start)
-	l.log.Info("model reloaded", "model", info.ID, "load_ms", took.Milliseconds())
+	l.log.Info("model reloaded", "model", info.ID, "load", took)
 	if l.onLoad != nil {
 		l.onLoad(info.ID, took)
 	}

@@ -49,6 +49,7 @@ func TestStreamCoalescesWhileTheReaderIsBehind(t *testing.T) {
 	ev, err := next(t, s)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Join(chunks, ""), ev.Text, "all pending text comes as one event, in order")
+	assert.Equal(t, 100, ev.Tokens, "and says how many callbacks it holds")
 	ev, err = next(t, s)
 	require.NoError(t, err)
 	assert.True(t, ev.Done)

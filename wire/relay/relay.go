@@ -120,6 +120,9 @@ func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Inf
 			if !write(f.Text(ev.Text), true) {
 				return
 			}
+			// What the client has got so far: the access log's count when
+			// it leaves before the end.
+			info.TokensOut += ev.Tokens
 		}
 	}
 }

@@ -73,15 +73,18 @@ func TestRun(t *testing.T) {
 		wantErr    error
 		wantReason string
 		wantTTFT   bool
+		wantTokens int // what the access log says the client received
 	}{
 		{"whole stream", &source{evs: events{{Text: "a"}, {Heartbeat: true}, {Text: "b"}, {Done: true, Result: npu.Result{CompletionTokens: 2}}}},
-			-1, "<open>[a].[b]<done><end>", false, nil, "stop", true},
-		{"failure before the first event is the protocol's HTTP error", &source{fail: boom}, -1, "", true, nil, "", false},
+			-1, "<open>[a].[b]<done><end>", false, nil, "stop", true, 2},
+		{"failure before the first event is the protocol's HTTP error", &source{fail: boom}, -1, "", true, nil, "", false, 0},
 		{"failure after it is in-band, with the terminator", &source{evs: events{{Text: "a"}}, fail: boom},
-			-1, "<open>[a]<error:boom><end>", false, boom, "", true},
-		{"a reader with every event gets the terminator", &source{fail: ErrAfterEnd}, -1, "<end>", false, nil, "", false},
-		{"a client that cannot be written to ends it", &source{evs: events{{Text: "a"}, {Text: "b"}, {Text: "c"}}}, 2,
-			"<open>[a]", false, reqinfo.ErrWrite, "", true},
+			-1, "<open>[a]<error:boom><end>", false, boom, "", true, 0},
+		{"a reader with every event gets the terminator", &source{fail: ErrAfterEnd}, -1, "<end>", false, nil, "", false, 0},
+		// Issue 17: the access log counts what an aborted client received
+		// (it said 0: the count came only with the end).
+		{"a client that cannot be written to ends it", &source{evs: events{{Text: "a", Tokens: 1}, {Text: "bc", Tokens: 2}, {Text: "d", Tokens: 1}}}, 3,
+			"<open>[a][bc]", false, reqinfo.ErrWrite, "", true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &writer{failAfter: tc.failAfter}
@@ -99,6 +102,7 @@ func TestRun(t *testing.T) {
 			}
 			assert.Equal(t, tc.wantReason, info.FinishReason)
 			assert.Equal(t, tc.wantTTFT, info.TTFT > 0)
+			assert.Equal(t, tc.wantTokens, info.TokensOut)
 		})
 	}
 }
