@@ -93,7 +93,12 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 			fmt.Fprintf(stderr, "npud devices takes no arguments, got %q\n", strings.Join(args[1:], " "))
 			return 2
 		}
-		if err := printDevices(stdout); err != nil {
+		cfg, err := ParseServe(nil, getenv, io.Discard)
+		if err != nil {
+			fmt.Fprintf(stderr, "npud devices: %v\n", err)
+			return 2
+		}
+		if err := printDevices(cfg, stdout); err != nil {
 			fmt.Fprintf(stderr, "npud devices: %v\n", err)
 			return 1
 		}

@@ -17,8 +17,9 @@ import (
 type Config struct {
 	ConfigFile string // the TOML file read first ("" = none)
 
-	Listen string // address to listen on; default 127.0.0.1:11434 (Ollama's)
-	Engine string // "sim" (simulated), or "openvino" in a build with the openvino tag
+	Listen      string // address to listen on; default 127.0.0.1:11434 (Ollama's)
+	Engine      string // "auto", "openvino" or "sim" (simulated)
+	OpenVINOLib string // --openvino-lib: GenAI's C library, or a folder holding it; "" = discovery
 
 	ModelsDir         string // OpenVINO: one IR export per subfolder
 	Device            string // OpenVINO: AUTO, NPU, GPU, GPU.1, CPU
@@ -220,7 +221,8 @@ func (c *Config) options(ls *layers) []option {
 	return []option{
 		{"config", "TOML configuration file read before the environment and flags (keys are the flag names)", str(&c.ConfigFile, "")},
 		{"listen", "address to listen on", str(&c.Listen, "127.0.0.1:11434")},
-		{"engine", "inference engine: sim (simulated, no inference) or openvino (builds with the openvino tag)", str(&c.Engine, "sim")},
+		{"engine", "inference engine: auto (openvino when OpenVINO GenAI loads and the models folder holds a model, else sim), openvino, or sim (simulated, no inference)", str(&c.Engine, "auto")},
+		{"openvino-lib", "OpenVINO GenAI's C library (libopenvino_genai_c.so, openvino_genai_c.dll) or a folder holding it; empty = search OpenVINO_DIR, INTEL_OPENVINO_DIR, /opt/intel/openvino*, a Python wheel, the system", str(&c.OpenVINOLib, "")},
 		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, "/var/lib/npud/models")},
 		{"device", "openvino: AUTO (NPU, then GPU, then CPU) or a device name", str(&c.Device, "AUTO")},
 		{"npu-max-prompt-len", "openvino on NPU: longest prompt in tokens (0 = GenAI's 1024)", num(&c.NPUMaxPromptLen, 0)},
@@ -388,7 +390,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.Engine == "sim" || (c.Engine == "openvino" && openvinoBuilt), "--engine %q: %s", c.Engine, engineChoices())
+	check(c.Engine == "sim" || c.Engine == "auto" || (c.Engine == "openvino" && openvinoBuilt), "--engine %q: %s", c.Engine, engineChoices())
 	check(c.NPUMaxPromptLen >= 0 && c.NPUMinResponseLen >= 0, "--npu-max-prompt-len and --npu-min-response-len must not be negative")
 	check(c.NPUPrefillHint == "" || c.NPUPrefillHint == "DYNAMIC" || c.NPUPrefillHint == "STATIC",
 		"--npu-prefill-hint must be DYNAMIC or STATIC, got %q", c.NPUPrefillHint)
@@ -430,9 +432,9 @@ func (c Config) Validate() error {
 
 func engineChoices() string {
 	if openvinoBuilt {
-		return `use "sim" (simulated) or "openvino"`
+		return `use "auto", "openvino" or "sim" (simulated)`
 	}
-	return `this build has only the simulated engine "sim" (make build-openvino adds "openvino")`
+	return `this build has no cgo, so only "auto" and the simulated engine "sim" (build with CGO_ENABLED=1 for "openvino")`
 }
 
 // LogValue lists the configuration in logs.

@@ -30,7 +30,7 @@ func TestParseServeDefaults(t *testing.T) {
 	require.NoError(t, err)
 	want := Config{
 		Listen:               "127.0.0.1:11434", // Ollama's address, so Ollama tools work untouched
-		Engine:               "sim",
+		Engine:               "auto",
 		ModelsDir:            "/var/lib/npud/models",
 		Device:               "AUTO",
 		CacheDir:             "/var/cache/npud",
@@ -95,6 +95,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 	}{
 		{"listen", "127.0.0.1:9999", func(c Config) any { return c.Listen }, "127.0.0.1:9999"},
 		{"engine", "sim", func(c Config) any { return c.Engine }, "sim"},
+		{"openvino-lib", "/opt/ov/lib", func(c Config) any { return c.OpenVINOLib }, "/opt/ov/lib"},
 		{"sim-ttft", "5ms", func(c Config) any { return c.SimTTFT }, 5 * time.Millisecond},
 		{"sim-itl", "7ms", func(c Config) any { return c.SimITL }, 7 * time.Millisecond},
 		{"sim-prompt-token-cost", "1ms", func(c Config) any { return c.SimPromptTokenCost }, time.Millisecond},

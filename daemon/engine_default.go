@@ -1,4 +1,4 @@
-//go:build !(openvino && cgo)
+//go:build !cgo
 
 package daemon
 
@@ -10,13 +10,16 @@ import (
 	"github.com/npud/npud/npu"
 )
 
-// openvinoBuilt says this binary has the OpenVINO GenAI engine.
+// openvinoBuilt says this binary carries the OpenVINO GenAI engine: a
+// build without cgo cannot load a C library.
 const openvinoBuilt = false
 
-var errNoOpenVINO = errors.New("this npud was built without the OpenVINO GenAI engine (make build-openvino)")
+var errNoOpenVINO = errors.New("this npud was built without cgo (CGO_ENABLED=0), so it cannot load OpenVINO GenAI: it has the simulated engine only")
 
 func newOpenVINOEngine(Config, *slog.Logger) (npu.Engine, error) { return nil, errNoOpenVINO }
 
-func printDevices(io.Writer) error { return errNoOpenVINO }
+func autoEngine(Config, *slog.Logger) (npu.Engine, string, error) {
+	return nil, errNoOpenVINO.Error(), nil
+}
 
-func deviceNames() map[string]string { return nil }
+func printDevices(Config, io.Writer) error { return errNoOpenVINO }

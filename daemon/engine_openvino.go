@@ -1,4 +1,4 @@
-//go:build openvino && cgo
+//go:build cgo
 
 package daemon
 
@@ -6,16 +6,33 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/openvino"
 )
 
-// openvinoBuilt says this binary has the OpenVINO GenAI engine.
+// openvinoBuilt says this binary carries the OpenVINO GenAI engine (it
+// loads the library at run time; every cgo build does).
 const openvinoBuilt = true
 
+// openLibrary finds and loads OpenVINO GenAI's C library as configured.
+func openLibrary(cfg Config, log *slog.Logger) (*openvino.Library, error) {
+	return openvino.OpenLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: os.Getenv, Log: log})
+}
+
+// newOpenVINOEngine loads the library and starts the engine on it.
 func newOpenVINOEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
+	lib, err := openLibrary(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return startOpenVINO(cfg, lib, log)
+}
+
+func startOpenVINO(cfg Config, lib *openvino.Library, log *slog.Logger) (npu.Engine, error) {
 	return openvino.New(openvino.Config{
+		Library:        lib,
 		ModelsDir:      cfg.ModelsDir,
 		Device:         cfg.Device,
 		MaxPromptLen:   cfg.NPUMaxPromptLen,
@@ -27,9 +44,30 @@ func newOpenVINOEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
 	}, log)
 }
 
+// autoEngine is --engine auto: the OpenVINO engine when the library loads
+// and the models folder holds a model, else the simulated engine and the
+// reason.
+func autoEngine(cfg Config, log *slog.Logger) (npu.Engine, string, error) {
+	lib, err := openLibrary(cfg, log)
+	if err != nil {
+		return nil, err.Error(), nil
+	}
+	models, err := modelsIn(cfg.ModelsDir)
+	if err != nil || len(models) == 0 {
+		return nil, fmt.Sprintf("OpenVINO GenAI %s loaded from %s, but the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)",
+			lib.Version, lib.GenAIPath, cfg.ModelsDir), nil
+	}
+	engine, err := startOpenVINO(cfg, lib, log)
+	return engine, "", err
+}
+
 // printDevices lists the devices OpenVINO sees.
-func printDevices(w io.Writer) error {
-	devices, err := openvino.Devices()
+func printDevices(cfg Config, w io.Writer) error {
+	lib, err := openLibrary(cfg, nil)
+	if err != nil {
+		return err
+	}
+	devices, err := lib.Devices()
 	if err != nil {
 		return err
 	}
@@ -37,18 +75,4 @@ func printDevices(w io.Writer) error {
 		fmt.Fprintf(w, "%-8s %s\n", d.Name, d.FullName)
 	}
 	return nil
-}
-
-// deviceNames maps each device OpenVINO sees to its full name, for the
-// device-info metric.
-func deviceNames() map[string]string {
-	devices, err := openvino.Devices()
-	if err != nil {
-		return nil
-	}
-	out := make(map[string]string, len(devices))
-	for _, d := range devices {
-		out[d.Name] = d.FullName
-	}
-	return out
 }

@@ -71,7 +71,7 @@ func newMetrics(engine npu.Engine) *metrics {
 	if engine.Simulated() {
 		devices.WithLabelValues("simulated", "npud simulated engine (no inference)").Set(1)
 	}
-	for name, full := range deviceNames() {
+	for name, full := range deviceNames(engine) {
 		devices.WithLabelValues(name, full).Set(1)
 	}
 	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,

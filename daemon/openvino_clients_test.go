@@ -1,4 +1,4 @@
-//go:build openvino && cgo && ovtest
+//go:build cgo
 
 package daemon_test
 
@@ -33,6 +33,7 @@ func startOpenVINO(t *testing.T) *daemontest.Server {
 	t.Setenv("OVTEST_TOKEN_DELAY_US", "2000")
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "AUTO", ""
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
 	return daemontest.Start(t, cfg, nil)
 }
 

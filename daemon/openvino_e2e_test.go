@@ -1,4 +1,4 @@
-//go:build openvino && cgo && ovtest
+//go:build cgo
 
 package daemon_test
 
@@ -27,6 +27,7 @@ func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
 
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "AUTO", ""
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
 	srv := daemontest.Start(t, cfg, nil)
 	c := daemontest.NewClient(t, srv.URL)
 
@@ -96,6 +97,7 @@ func TestOpenVINOSlowCompileDoesNotStallOtherModels(t *testing.T) {
 
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "CPU", ""
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
 	cfg.Preload = []string{"tiny"}
 	srv := daemontest.Start(t, cfg, nil)
 	c := daemontest.NewClient(t, srv.URL)

@@ -1,4 +1,4 @@
-//go:build openvino && cgo && ovtest
+//go:build cgo
 
 package daemon_test
 
@@ -30,6 +30,7 @@ func TestOpenVINORequestErrorsInEachProtocol(t *testing.T) {
 	t.Setenv("OVTEST_DEVICES", "NPU")
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir, cfg.NPUMaxPromptLen = "openvino", models, "NPU", "", 8
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
 	srv := daemontest.Start(t, cfg, nil)
 	c := daemontest.NewClient(t, srv.URL)
 
@@ -71,6 +72,7 @@ func TestOpenVINOModelNamesAreRequestErrors(t *testing.T) {
 	t.Setenv("OVTEST_DEVICES", "CPU")
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "CPU", ""
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
 	cfg.HubEndpoint = "http://127.0.0.1:9" // never reached: the names are refused first
 	srv := daemontest.Start(t, cfg, nil)
 	c := daemontest.NewClient(t, srv.URL)
@@ -101,6 +103,7 @@ func TestOpenVINOPullThroughTheDaemon(t *testing.T) {
 	t.Setenv("OVTEST_DEVICES", "CPU")
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir, cfg.HubEndpoint = "openvino", models, "CPU", "", hub.URL
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
 	srv := daemontest.Start(t, cfg, nil)
 
 	var out, errOut bytes.Buffer

@@ -95,7 +95,7 @@ var configFieldKeys = map[string]string{
 	"NPUPrefillHint": "npu-prefill-hint", "NPUGenerateHint": "npu-generate-hint",
 	"CORSOrigins": "cors-origins", "TLSCert": "tls-cert", "TLSKey": "tls-key",
 	"WSMaxRequests": "ws-max-requests", "SimTTFT": "sim-ttft", "SimITL": "sim-itl",
-	"APIKeyFile": "api-key-file", "ConfigFile": "config",
+	"APIKeyFile": "api-key-file", "ConfigFile": "config", "OpenVINOLib": "openvino-lib",
 }
 
 // configKey turns a Config field name into its configuration key, the name

@@ -21,6 +21,7 @@ import (
 	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
@@ -59,6 +60,7 @@ type Server struct {
 	ollama       *ollamaapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
 	requests     sync.WaitGroup // every request, until its access-log line is written
+	simReason    string         // why the simulated engine serves, when it does
 }
 
 // Option adjusts a Server; tests use it to inject an engine.
@@ -86,10 +88,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	engine := o.engine
+	engine, simReason := o.engine, ""
 	if engine == nil {
 		var err error
-		if engine, err = newEngine(cfg, log); err != nil {
+		if engine, simReason, err = newEngine(cfg, log); err != nil {
 			return nil, err
 		}
 	}
@@ -137,7 +139,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log, runner: runner, ln: ln, started: time.Now(),
 		handlers: handlers, cancelHandlers: cancel, draining: make(chan struct{}),
-		limits: newTenantLimits(), metrics: m, logLevel: o.logLevel,
+		limits: newTenantLimits(), metrics: m, logLevel: o.logLevel, simReason: simReason,
 	}
 	s.running = cfg
 	s.policy.Store(pol)
@@ -165,14 +167,38 @@ func engineSlots(cfg Config, engine npu.Engine) int {
 	return 1
 }
 
-func newEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
+// newEngine starts the engine cfg.Engine names. Under auto it says why
+// it chose the simulated engine, when it did.
+func newEngine(cfg Config, log *slog.Logger) (engine npu.Engine, simReason string, err error) {
+	simulated := func() npu.Engine {
+		return sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, PromptTokenCost: cfg.SimPromptTokenCost})
+	}
 	switch cfg.Engine {
 	case "sim":
-		return sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, PromptTokenCost: cfg.SimPromptTokenCost}), nil
+		return simulated(), "--engine sim", nil
 	case "openvino":
-		return newOpenVINOEngine(cfg, log)
+		engine, err := newOpenVINOEngine(cfg, log)
+		if err != nil {
+			return nil, "", fmt.Errorf("--engine openvino: %w", err)
+		}
+		return engine, "", nil
+	case "auto":
+		engine, reason, err := autoEngine(cfg, log)
+		if err != nil {
+			return nil, "", fmt.Errorf("--engine auto: %w", err)
+		}
+		if engine == nil {
+			return simulated(), reason, nil
+		}
+		return engine, "", nil
 	}
-	return nil, fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+	return nil, "", fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+}
+
+// modelsIn lists the models in an OpenVINO models folder (none when it
+// does not exist yet).
+func modelsIn(dir string) ([]npu.ModelInfo, error) {
+	return modelstore.New(dir, nil).Scan(0)
 }
 
 // Addr is the address the server listens on.
@@ -265,7 +291,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		"devices", deviceList(engine), "models", names, "preloaded", s.cfg.Preload, "auth", auth, "tls", s.cfg.TLSCert != "")
 	s.log.Debug("configuration", "config", s.cfg)
 	if engine.Simulated() {
-		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name())
+		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name(), "why", s.simReason)
 	}
 	if !loopbackAddr(s.Addr().String()) && !s.policy.Load().keys.enabled() {
 		s.log.Warn("listening beyond loopback with no API key: anyone who can reach this address may use every route, "+
@@ -370,12 +396,20 @@ func (s *Server) drain() error {
 }
 
 // deviceList names the devices the engine can use, for the start-up line.
+// deviceNames maps each device the engine runs on to its full name.
+func deviceNames(engine npu.Engine) map[string]string {
+	if d, ok := engine.(npu.DeviceLister); ok {
+		return d.DeviceNames()
+	}
+	return nil
+}
+
 func deviceList(engine npu.Engine) []string {
 	if engine.Simulated() {
 		return []string{"simulated"}
 	}
 	names := make([]string, 0, 4)
-	for name := range deviceNames() {
+	for name := range deviceNames(engine) {
 		names = append(names, name)
 	}
 	slices.Sort(names)

@@ -81,7 +81,7 @@ func (s *Server) status(c *gin.Context) {
 		report.Status = "draining"
 	default:
 	}
-	full := deviceNames()
+	full := deviceNames(engine)
 	for _, name := range deviceList(engine) {
 		// Every device the engine lists is usable; a failed one is not
 		// listed (OVTEST_BROKEN_DEVICES, or a missing driver).

@@ -72,6 +72,12 @@ type DeviceReporter interface {
 	DeviceOf(model string) string
 }
 
+// DeviceLister is implemented by engines that run on devices they can
+// name: each device's short name (NPU, GPU.1) and full name, for people.
+type DeviceLister interface {
+	DeviceNames() map[string]string
+}
+
 // ModelInfo describes a model an engine serves.
 type ModelInfo struct {
 	ID            string

@@ -30,7 +30,7 @@ type Server struct {
 // flag table, a free loopback port, and a fast simulated engine.
 func Defaults(t testing.TB) daemon.Config {
 	t.Helper()
-	cfg, err := daemon.ParseServe([]string{"--listen", "127.0.0.1:0", "--sim-ttft", "1ms", "--sim-itl", "1ms",
+	cfg, err := daemon.ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "sim", "--sim-ttft", "1ms", "--sim-itl", "1ms",
 		"--sim-prompt-token-cost", "0"}, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatalf("default config: %v", err)

@@ -1,5 +1,3 @@
-//go:build openvino && cgo && ovtest
-
 package daemontest
 
 import (
@@ -8,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/npu/openvino/ovtestlib"
 )
 
 // EngineUnderTest names the engine the engine-agnostic suites run on:
-// "openvino" when NPUD_TEST_ENGINE says so in a build against npud's GenAI
-// test library, else "sim".
+// "openvino" (npud's GenAI test library, loaded at run time) when
+// NPUD_TEST_ENGINE says so, else "sim".
 func EngineUnderTest() string {
 	if os.Getenv("NPUD_TEST_ENGINE") == "openvino" {
 		return "openvino"
@@ -33,7 +32,23 @@ func StartOpenVINO(t testing.TB, mutate func(*daemon.Config)) *Server {
 		mutate(&cfg)
 	}
 	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "CPU", ""
+	cfg.OpenVINOLib = TestLibrary(t)
 	return Start(t, cfg, nil)
+}
+
+// TestLibrary is the folder of npud's GenAI test library, built when
+// needed; it skips the test where it cannot be built (no gcc or make),
+// except in CI.
+func TestLibrary(t testing.TB) string {
+	t.Helper()
+	dir, err := ovtestlib.Dir(ovtestlib.Current)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the GenAI test library: %v", err)
+		}
+		t.Skipf("the GenAI test library cannot be built here: %v", err)
+	}
+	return dir
 }
 
 // WriteOpenVINOModel makes a model folder the test library loads: the IR

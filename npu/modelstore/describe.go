@@ -84,7 +84,7 @@ func readJSON(path string, into any) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: nothing to lose on close
 	st, err := f.Stat()
 	if err != nil {
 		return err

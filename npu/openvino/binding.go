@@ -1,13 +1,11 @@
-//go:build openvino && cgo
+//go:build cgo
 
 package openvino
 
 /*
-#cgo LDFLAGS: -lopenvino_genai_c -lopenvino_genai -lopenvino_c -lopenvino
 #include <stdint.h>
 #include <stdlib.h>
-#include "openvino/genai/c/json_container.h"
-#include "openvino/genai/c/llm_pipeline.h"
+#include "ovapi.h"
 
 // Implemented in Go (callback.go).
 extern int npudStreamChunk(uintptr_t handle, char* text);
@@ -20,29 +18,28 @@ static ov_genai_streaming_status_e npud_trampoline(const char* str, void* args) 
 
 // cgo cannot call variadic functions: fixed-arity shims for the pipeline
 // constructor, with properties as parallel key and value arrays.
-static ov_status_e npud_pipeline_create(const char* path, const char* device, const char** k, const char** v,
-                                        size_t n, ov_genai_llm_pipeline** pipe) {
+static ov_status_e npud_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
+                                        const char** v, size_t n, ov_genai_llm_pipeline** pipe) {
+	__typeof__(ov_genai_llm_pipeline_create)* create = api->ov_genai_llm_pipeline_create;
 	switch (n) {
-	case 0: return ov_genai_llm_pipeline_create(path, device, 0, pipe);
-	case 1: return ov_genai_llm_pipeline_create(path, device, 2, pipe, k[0], v[0]);
-	case 2: return ov_genai_llm_pipeline_create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);
-	case 3: return ov_genai_llm_pipeline_create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);
-	case 4: return ov_genai_llm_pipeline_create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);
-	case 5: return ov_genai_llm_pipeline_create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3],
-	                                            k[4], v[4]);
-	case 6: return ov_genai_llm_pipeline_create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3],
-	                                            k[4], v[4], k[5], v[5]);
+	case 0: return create(path, device, 0, pipe);
+	case 1: return create(path, device, 2, pipe, k[0], v[0]);
+	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);
+	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);
+	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);
+	case 5: return create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4]);
+	case 6: return create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5]);
 	}
 	return INVALID_C_PARAM;
 }
 
 // The streamer struct lives on this C frame for the whole synchronous call.
-static ov_status_e npud_generate(ov_genai_llm_pipeline* pipe, const char* input, const ov_genai_chat_history* history,
-                                 const ov_genai_generation_config* config, uintptr_t handle,
-                                 ov_genai_decoded_results** results) {
+static ov_status_e npud_generate(const npud_ov_api* api, ov_genai_llm_pipeline* pipe, const char* input,
+                                 const ov_genai_chat_history* history, const ov_genai_generation_config* config,
+                                 uintptr_t handle, ov_genai_decoded_results** results) {
 	streamer_callback streamer = {npud_trampoline, (void*)handle};
-	if (history) return ov_genai_llm_pipeline_generate_with_history(pipe, history, config, &streamer, results);
-	return ov_genai_llm_pipeline_generate(pipe, input, config, &streamer, results);
+	if (history) return api->ov_genai_llm_pipeline_generate_with_history(pipe, history, config, &streamer, results);
+	return api->ov_genai_llm_pipeline_generate(pipe, input, config, &streamer, results);
 }
 */
 import "C"
@@ -74,20 +71,22 @@ type StatusError struct {
 	Call   string
 	Input  string
 	Status int
+	// Message is OpenVINO's text for Status (ov_get_error_info).
+	Message string
 	// BeforeOutput is set when a generate failed before streaming anything.
 	BeforeOutput bool
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s(%s): OpenVINO status %d (%s)", e.Call, e.Input, e.Status,
-		C.GoString(C.ov_get_error_info(C.ov_status_e(e.Status))))
+	return fmt.Sprintf("%s(%s): OpenVINO status %d (%s)", e.Call, e.Input, e.Status, e.Message)
 }
 
-func check(call, input string, status C.ov_status_e) error {
+func check(api *C.npud_ov_api, call, input string, status C.ov_status_e) error {
 	if status == C.OK {
 		return nil
 	}
-	return &StatusError{Call: call, Input: input, Status: int(status)}
+	return &StatusError{Call: call, Input: input, Status: int(status),
+		Message: C.GoString(C.npud_ov_get_error_info(api, status))}
 }
 
 // property is one pipeline property, such as MAX_PROMPT_LEN.
@@ -95,6 +94,7 @@ type property struct{ key, value string }
 
 // pipeline is one GenAI LLMPipeline: one model compiled for one device.
 type pipeline struct {
+	api    *C.npud_ov_api // the library the pipeline came from
 	ptr    *C.ov_genai_llm_pipeline
 	model  string
 	device string
@@ -114,7 +114,7 @@ type pipeline struct {
 }
 
 // newPipeline compiles the model in dir for device.
-func newPipeline(dir, device string, props []property) (*pipeline, error) {
+func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pipeline, error) {
 	if len(props) > maxProperties {
 		return nil, fmt.Errorf("%d pipeline properties: at most %d are supported", len(props), maxProperties)
 	}
@@ -134,21 +134,22 @@ func newPipeline(dir, device string, props []property) (*pipeline, error) {
 		input += fmt.Sprintf(", %s=%s", p.key, p.value)
 	}
 	var ptr *C.ov_genai_llm_pipeline
-	if err := check("ov_genai_llm_pipeline_create", input,
-		C.npud_pipeline_create(cdir, cdev, keys, vals, C.size_t(len(props)), &ptr)); err != nil {
+	if err := check(api, "ov_genai_llm_pipeline_create", input,
+		C.npud_pipeline_create(api, cdir, cdev, keys, vals, C.size_t(len(props)), &ptr)); err != nil {
 		return nil, err
 	}
-	return &pipeline{ptr: ptr, model: dir, device: device, chatTemplate: hasChatTemplate(dir), context: modelContext(dir)}, nil
+	return &pipeline{api: api, ptr: ptr, model: dir, device: device, chatTemplate: hasChatTemplate(dir), context: modelContext(dir)}, nil
 }
 
 // free releases the native pipeline. GenAI frees whatever the pipeline is
 // doing, so a free during a generate is a use-after-free: refuse it loudly
 // instead. Claiming busy for good also keeps any later generate out.
 func (p *pipeline) free() error {
+	api := p.api
 	if !p.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
 	}
-	C.ov_genai_llm_pipeline_free(p.ptr)
+	C.npud_ov_genai_llm_pipeline_free(api, p.ptr)
 	p.ptr = nil
 	return nil
 }
@@ -182,6 +183,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		return npu.Result{}, errors.New("openvino: concurrent generate on one pipeline (the scheduler must serialise them)")
 	}
 	defer p.busy.Store(false)
+	api := p.api
 	done := false
 	defer func() {
 		if !done {
@@ -193,11 +195,11 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	if err != nil {
 		return npu.Result{}, err
 	}
-	defer C.ov_genai_generation_config_free(config)
+	defer C.npud_ov_genai_generation_config_free(api, config)
 	// The backstop of npu.Request.Validate: GenAI's own rules, applied to
 	// the request merged with the model's defaults. generate would assert the
 	// same later, as an anonymous -17.
-	if C.ov_genai_generation_config_validate(config) != C.OK {
+	if C.npud_ov_genai_generation_config_validate(api, config) != C.OK {
 		return npu.Result{}, &npu.InvalidRequestError{Message: fmt.Sprintf(
 			"the generation settings are outside what OpenVINO GenAI accepts for model %q (with its generation_config.json)", p.model)}
 	}
@@ -214,10 +216,10 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
 	if len(msgs) > 0 {
-		if history, err = chatHistory(msgs); err != nil {
+		if history, err = chatHistory(api, msgs); err != nil {
 			return npu.Result{}, err
 		}
-		defer C.ov_genai_chat_history_free(history)
+		defer C.npud_ov_genai_chat_history_free(api, history)
 	} else {
 		input = C.CString(req.Prompt)
 		defer C.free(unsafe.Pointer(input))
@@ -229,25 +231,25 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 
 	var results *C.ov_genai_decoded_results
 	start := time.Now()
-	status := C.npud_generate(p.ptr, input, history, config, C.uintptr_t(handle), &results)
+	status := C.npud_generate(api, p.ptr, input, history, config, C.uintptr_t(handle), &results)
 	elapsed := time.Since(start)
 	if status == C.OK {
-		defer C.ov_genai_decoded_results_free(results)
+		defer C.npud_ov_genai_decoded_results_free(api, results)
 	}
 	if v := state.panicked.Load(); v != nil {
 		return npu.Result{}, fmt.Errorf("the stream callback panicked, so the generation was cancelled: %w: %v", npu.ErrPanic, v)
 	}
-	if err := check("ov_genai_llm_pipeline_generate", fmt.Sprintf("model %q, device %q", p.model, p.device), status); err != nil {
+	if err := check(api, "ov_genai_llm_pipeline_generate", fmt.Sprintf("model %q, device %q", p.model, p.device), status); err != nil {
 		err.(*StatusError).BeforeOutput = state.calls.Load() == 0
 		return npu.Result{}, err
 	}
-	res, err := resultOf(results, maxNew, elapsed)
+	res, err := resultOf(api, results, maxNew, elapsed)
 	if err != nil {
 		return npu.Result{}, err
 	}
 	generated := res.CompletionTokens
 	if state.stoppedAt.Load() > 0 {
-		res.CompletionTokens = deliveredTokens(generated, int(state.sentBytes.Load()), generatedBytes(results))
+		res.CompletionTokens = deliveredTokens(generated, int(state.sentBytes.Load()), generatedBytes(api, results))
 	}
 	prefilled := res.PromptTokens
 	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful(), prefilled, generated)
@@ -273,9 +275,9 @@ func deliveredTokens(generated, sentBytes, totalBytes int) int {
 
 // generatedBytes is the length of the text GenAI generated (every token's,
 // streamed or not), -1 when it cannot say.
-func generatedBytes(results *C.ov_genai_decoded_results) int {
+func generatedBytes(api *C.npud_ov_api, results *C.ov_genai_decoded_results) int {
 	var size C.size_t
-	if C.ov_genai_decoded_results_get_string(results, nil, &size) != C.OK || size == 0 {
+	if C.npud_ov_genai_decoded_results_get_string(api, results, nil, &size) != C.OK || size == 0 {
 		return -1
 	}
 	return int(size) - 1 // the size counts the terminating NUL
@@ -321,60 +323,61 @@ func (p *pipeline) stateful() bool { return deviceKind(p.device) == "NPU" }
 // config starts from the pipeline's own defaults (the model's
 // generation_config.json) and applies the request.
 func (p *pipeline) config(req *npu.Request, maxNewCap int) (*C.ov_genai_generation_config, int, error) {
+	api := p.api
 	var cfg *C.ov_genai_generation_config
-	if err := check("ov_genai_llm_pipeline_get_generation_config", p.model,
-		C.ov_genai_llm_pipeline_get_generation_config(p.ptr, &cfg)); err != nil {
+	if err := check(api, "ov_genai_llm_pipeline_get_generation_config", p.model,
+		C.npud_ov_genai_llm_pipeline_get_generation_config(api, p.ptr, &cfg)); err != nil {
 		return nil, 0, err
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			C.ov_genai_generation_config_free(cfg)
+			C.npud_ov_genai_generation_config_free(api, cfg)
 		}
 	}()
 	s := req.Sampling
 	set := func(name string, status C.ov_status_e) error {
-		return check("ov_genai_generation_config_set_"+name, p.model, status)
+		return check(api, "ov_genai_generation_config_set_"+name, p.model, status)
 	}
 	var errs []error
 	if req.MaxTokens > 0 {
-		errs = append(errs, set("max_new_tokens", C.ov_genai_generation_config_set_max_new_tokens(cfg, C.size_t(req.MaxTokens))))
+		errs = append(errs, set("max_new_tokens", C.npud_ov_genai_generation_config_set_max_new_tokens(api, cfg, C.size_t(req.MaxTokens))))
 	} else if maxNewCap > 0 {
 		var def C.size_t
-		errs = append(errs, check("ov_genai_generation_config_get_max_new_tokens", p.model,
-			C.ov_genai_generation_config_get_max_new_tokens(cfg, &def)))
+		errs = append(errs, check(api, "ov_genai_generation_config_get_max_new_tokens", p.model,
+			C.npud_ov_genai_generation_config_get_max_new_tokens(api, cfg, &def)))
 		if uint64(def) > uint64(maxNewCap) {
-			errs = append(errs, set("max_new_tokens", C.ov_genai_generation_config_set_max_new_tokens(cfg, C.size_t(maxNewCap))))
+			errs = append(errs, set("max_new_tokens", C.npud_ov_genai_generation_config_set_max_new_tokens(api, cfg, C.size_t(maxNewCap))))
 		}
 	}
 	// Temperature 0 means greedy; sampling parameters only matter when
 	// do_sample is on.
 	sampling := s.Temperature == nil || *s.Temperature > 0
 	if s.Temperature != nil || s.TopP != nil || s.TopK != nil || s.MinP != nil {
-		errs = append(errs, set("do_sample", C.ov_genai_generation_config_set_do_sample(cfg, C.bool(sampling))))
+		errs = append(errs, set("do_sample", C.npud_ov_genai_generation_config_set_do_sample(api, cfg, C.bool(sampling))))
 	}
 	if sampling {
 		if s.Temperature != nil {
-			errs = append(errs, set("temperature", C.ov_genai_generation_config_set_temperature(cfg, C.float(*s.Temperature))))
+			errs = append(errs, set("temperature", C.npud_ov_genai_generation_config_set_temperature(api, cfg, C.float(*s.Temperature))))
 		}
 		if s.TopP != nil {
-			errs = append(errs, set("top_p", C.ov_genai_generation_config_set_top_p(cfg, C.float(*s.TopP))))
+			errs = append(errs, set("top_p", C.npud_ov_genai_generation_config_set_top_p(api, cfg, C.float(*s.TopP))))
 		}
 		if s.TopK != nil {
-			errs = append(errs, set("top_k", C.ov_genai_generation_config_set_top_k(cfg, topK(*s.TopK))))
+			errs = append(errs, set("top_k", C.npud_ov_genai_generation_config_set_top_k(api, cfg, topK(*s.TopK))))
 		}
 		if s.MinP != nil {
-			errs = append(errs, set("min_p", C.ov_genai_generation_config_set_min_p(cfg, C.float(*s.MinP))))
+			errs = append(errs, set("min_p", C.npud_ov_genai_generation_config_set_min_p(api, cfg, C.float(*s.MinP))))
 		}
 	}
 	if s.RepetitionPenalty != nil {
-		errs = append(errs, set("repetition_penalty", C.ov_genai_generation_config_set_repetition_penalty(cfg, C.float(*s.RepetitionPenalty))))
+		errs = append(errs, set("repetition_penalty", C.npud_ov_genai_generation_config_set_repetition_penalty(api, cfg, C.float(*s.RepetitionPenalty))))
 	}
 	if s.PresencePenalty != nil {
-		errs = append(errs, set("presence_penalty", C.ov_genai_generation_config_set_presence_penalty(cfg, C.float(*s.PresencePenalty))))
+		errs = append(errs, set("presence_penalty", C.npud_ov_genai_generation_config_set_presence_penalty(api, cfg, C.float(*s.PresencePenalty))))
 	}
 	if s.FrequencyPenalty != nil {
-		errs = append(errs, set("frequency_penalty", C.ov_genai_generation_config_set_frequency_penalty(cfg, C.float(*s.FrequencyPenalty))))
+		errs = append(errs, set("frequency_penalty", C.npud_ov_genai_generation_config_set_frequency_penalty(api, cfg, C.float(*s.FrequencyPenalty))))
 	}
 	// GenAI re-seeds its generator with rng_seed (default 0) on every
 	// generate: without a seed of its own every sampled request would give
@@ -383,23 +386,23 @@ func (p *pipeline) config(req *npu.Request, maxNewCap int) (*C.ov_genai_generati
 	if s.Seed != nil {
 		seed = uint64(*s.Seed)
 	}
-	errs = append(errs, set("rng_seed", C.ov_genai_generation_config_set_rng_seed(cfg, C.size_t(seed))))
+	errs = append(errs, set("rng_seed", C.npud_ov_genai_generation_config_set_rng_seed(api, cfg, C.size_t(seed))))
 	if len(req.Stop) > 0 {
-		errs = append(errs, setStopStrings(cfg, req.Stop, p.model))
+		errs = append(errs, setStopStrings(api, cfg, req.Stop, p.model))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, 0, err
 	}
 	var maxNew C.size_t
-	if err := check("ov_genai_generation_config_get_max_new_tokens", p.model,
-		C.ov_genai_generation_config_get_max_new_tokens(cfg, &maxNew)); err != nil {
+	if err := check(api, "ov_genai_generation_config_get_max_new_tokens", p.model,
+		C.npud_ov_genai_generation_config_get_max_new_tokens(api, cfg, &maxNew)); err != nil {
 		return nil, 0, err
 	}
 	ok = true
 	return cfg, int(min(uint64(maxNew), 1<<31)), nil
 }
 
-func setStopStrings(cfg *C.ov_genai_generation_config, stops []string, model string) error {
+func setStopStrings(api *C.npud_ov_api, cfg *C.ov_genai_generation_config, stops []string, model string) error {
 	arr := (**C.char)(C.calloc(C.size_t(len(stops)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
 	defer C.free(unsafe.Pointer(arr))
 	items := unsafe.Slice(arr, len(stops))
@@ -407,59 +410,59 @@ func setStopStrings(cfg *C.ov_genai_generation_config, stops []string, model str
 		items[i] = C.CString(s)
 		defer C.free(unsafe.Pointer(items[i]))
 	}
-	return check("ov_genai_generation_config_set_stop_strings", model,
-		C.ov_genai_generation_config_set_stop_strings(cfg, arr, C.size_t(len(stops))))
+	return check(api, "ov_genai_generation_config_set_stop_strings", model,
+		C.npud_ov_genai_generation_config_set_stop_strings(api, cfg, arr, C.size_t(len(stops))))
 }
 
 // chatHistory builds a ChatHistory from messages, each a properly escaped
 // JSON object.
-func chatHistory(msgs []npu.Message) (*C.ov_genai_chat_history, error) {
+func chatHistory(api *C.npud_ov_api, msgs []npu.Message) (*C.ov_genai_chat_history, error) {
 	var h *C.ov_genai_chat_history
-	if st := C.ov_genai_chat_history_create(&h); st != C.OV_GENAI_CHAT_HISTORY_OK {
+	if st := C.npud_ov_genai_chat_history_create(api, &h); st != C.OV_GENAI_CHAT_HISTORY_OK {
 		return nil, fmt.Errorf("ov_genai_chat_history_create: status %d", int(st))
 	}
 	for i, m := range msgs {
 		b, err := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
 		if err != nil {
-			C.ov_genai_chat_history_free(h)
+			C.npud_ov_genai_chat_history_free(api, h)
 			return nil, fmt.Errorf("encoding message %d: %w", i, err)
 		}
-		if err := pushMessage(h, b); err != nil {
-			C.ov_genai_chat_history_free(h)
+		if err := pushMessage(api, h, b); err != nil {
+			C.npud_ov_genai_chat_history_free(api, h)
 			return nil, fmt.Errorf("message %d (%s): %w", i, m.Role, err)
 		}
 	}
 	return h, nil
 }
 
-func pushMessage(h *C.ov_genai_chat_history, msg []byte) error {
+func pushMessage(api *C.npud_ov_api, h *C.ov_genai_chat_history, msg []byte) error {
 	cs := C.CString(string(msg))
 	defer C.free(unsafe.Pointer(cs))
 	var js *C.ov_genai_json_container
-	if st := C.ov_genai_json_container_create_from_json_string(&js, cs); st != C.OV_GENAI_JSON_CONTAINER_OK {
+	if st := C.npud_ov_genai_json_container_create_from_json_string(api, &js, cs); st != C.OV_GENAI_JSON_CONTAINER_OK {
 		return fmt.Errorf("ov_genai_json_container_create_from_json_string: status %d", int(st))
 	}
-	defer C.ov_genai_json_container_free(js) // push_back copied it
-	if st := C.ov_genai_chat_history_push_back(h, js); st != C.OV_GENAI_CHAT_HISTORY_OK {
+	defer C.npud_ov_genai_json_container_free(api, js) // push_back copied it
+	if st := C.npud_ov_genai_chat_history_push_back(api, h, js); st != C.OV_GENAI_CHAT_HISTORY_OK {
 		return fmt.Errorf("ov_genai_chat_history_push_back: status %d", int(st))
 	}
 	return nil
 }
 
 // resultOf reads the perf metrics into the engine result.
-func resultOf(results *C.ov_genai_decoded_results, maxNew int, elapsed time.Duration) (npu.Result, error) {
+func resultOf(api *C.npud_ov_api, results *C.ov_genai_decoded_results, maxNew int, elapsed time.Duration) (npu.Result, error) {
 	var m *C.ov_genai_perf_metrics
-	if err := check("ov_genai_decoded_results_get_perf_metrics", "", C.ov_genai_decoded_results_get_perf_metrics(results, &m)); err != nil {
+	if err := check(api, "ov_genai_decoded_results_get_perf_metrics", "", C.npud_ov_genai_decoded_results_get_perf_metrics(api, results, &m)); err != nil {
 		return npu.Result{}, err
 	}
-	defer C.ov_genai_decoded_results_perf_metrics_free(m)
+	defer C.npud_ov_genai_decoded_results_perf_metrics_free(api, m)
 	var in, out C.size_t
 	var ttft, ttftStd, gen, genStd C.float
 	err := errors.Join(
-		check("ov_genai_perf_metrics_get_num_input_tokens", "", C.ov_genai_perf_metrics_get_num_input_tokens(m, &in)),
-		check("ov_genai_perf_metrics_get_num_generation_tokens", "", C.ov_genai_perf_metrics_get_num_generation_tokens(m, &out)),
-		check("ov_genai_perf_metrics_get_ttft", "", C.ov_genai_perf_metrics_get_ttft(m, &ttft, &ttftStd)),
-		check("ov_genai_perf_metrics_get_generate_duration", "", C.ov_genai_perf_metrics_get_generate_duration(m, &gen, &genStd)),
+		check(api, "ov_genai_perf_metrics_get_num_input_tokens", "", C.npud_ov_genai_perf_metrics_get_num_input_tokens(api, m, &in)),
+		check(api, "ov_genai_perf_metrics_get_num_generation_tokens", "", C.npud_ov_genai_perf_metrics_get_num_generation_tokens(api, m, &out)),
+		check(api, "ov_genai_perf_metrics_get_ttft", "", C.npud_ov_genai_perf_metrics_get_ttft(api, m, &ttft, &ttftStd)),
+		check(api, "ov_genai_perf_metrics_get_generate_duration", "", C.npud_ov_genai_perf_metrics_get_generate_duration(api, m, &gen, &genStd)),
 	)
 	if err != nil {
 		return npu.Result{}, err

@@ -1,4 +1,4 @@
-//go:build openvino && cgo && ovtest
+//go:build cgo
 
 package openvino
 
@@ -16,7 +16,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub"
@@ -24,8 +23,6 @@ import (
 	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/nputest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // modelsDir makes a models directory with the given model folders.
 func modelsDir(t testing.TB, models ...string) string {
@@ -51,6 +48,9 @@ func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Runn
 	t.Setenv("OVTEST_DEVICES", devices)
 	if cfg.ModelsDir == "" {
 		cfg.ModelsDir = modelsDir(t, "tiny")
+	}
+	if cfg.Library == nil {
+		cfg.Library = testLib
 	}
 	e, err := New(cfg, discard)
 	require.NoError(t, err)
@@ -187,13 +187,13 @@ func TestCancelStopsTheNativeLoopWithinAToken(t *testing.T) {
 func TestErrorPaths(t *testing.T) {
 	t.Run("unknown device", func(t *testing.T) {
 		t.Setenv("OVTEST_DEVICES", "CPU")
-		_, err := New(Config{ModelsDir: modelsDir(t, "tiny"), Device: "NPU"}, discard)
+		_, err := New(Config{Library: testLib, ModelsDir: modelsDir(t, "tiny"), Device: "NPU"}, discard)
 		require.ErrorContains(t, err, `device "NPU" is not available`)
 	})
 	t.Run("models directory missing is made", func(t *testing.T) {
 		t.Setenv("OVTEST_DEVICES", "CPU")
 		dir := filepath.Join(t.TempDir(), "none")
-		e, err := New(Config{ModelsDir: dir, Device: "CPU"}, discard)
+		e, err := New(Config{Library: testLib, ModelsDir: dir, Device: "CPU"}, discard)
 		require.NoError(t, err, "a fresh service starts with no models, ready for pulls")
 		assert.Empty(t, e.Models())
 		assert.DirExists(t, dir)
@@ -202,7 +202,7 @@ func TestErrorPaths(t *testing.T) {
 		t.Setenv("OVTEST_DEVICES", "CPU")
 		file := filepath.Join(t.TempDir(), "a-file")
 		require.NoError(t, os.WriteFile(file, nil, 0o644))
-		_, err := New(Config{ModelsDir: file, Device: "CPU"}, discard)
+		_, err := New(Config{Library: testLib, ModelsDir: file, Device: "CPU"}, discard)
 		require.ErrorContains(t, err, "models directory")
 	})
 	t.Run("broken model folder", func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestAutoFallsBackToTheNextDevice(t *testing.T) {
 
 func TestDevices(t *testing.T) {
 	t.Setenv("OVTEST_DEVICES", "CPU,GPU.0,GPU.1,NPU")
-	ds, err := Devices()
+	ds, err := testLib.Devices()
 	require.NoError(t, err)
 	require.Len(t, ds, 4)
 	assert.Equal(t, Device{Name: "GPU.1", FullName: "Test GPU.1 device"}, ds[2])

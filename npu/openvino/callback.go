@@ -1,4 +1,4 @@
-//go:build openvino && cgo
+//go:build cgo
 
 package openvino
 

@@ -1,4 +1,4 @@
-//go:build openvino && cgo
+//go:build cgo
 
 package openvino
 
@@ -37,7 +37,7 @@ func jsonChatTemplate(path string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var cfg struct {
 		ChatTemplate json.RawMessage `json:"chat_template"`
 	}
@@ -90,7 +90,7 @@ func xmlChatTemplate(path string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), maxConfigBytes)
 	for sc.Scan() {
@@ -109,7 +109,7 @@ func modelContext(dir string) int {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var cfg map[string]json.RawMessage
 	if json.NewDecoder(bufioLimit(f)).Decode(&cfg) != nil {
 		return 0

@@ -1,10 +1,10 @@
-//go:build openvino && cgo
+//go:build cgo
 
 package openvino
 
 /*
 #include <stdlib.h>
-#include "openvino/c/ov_core.h"
+#include "ovapi.h"
 
 static const char* npud_device_at(ov_available_devices_t* d, size_t i) { return d->devices[i]; }
 */
@@ -20,34 +20,47 @@ import (
 type Device struct {
 	Name     string // NPU, GPU, GPU.1, CPU
 	FullName string // FULL_DEVICE_NAME, for people
+	// DriverVersion is the NPU driver's version (NPU_DRIVER_VERSION), for
+	// NPUs only; "" when the plugin does not say.
+	DriverVersion string
 }
 
 // Devices lists the devices OpenVINO's core finds on this machine.
-func Devices() ([]Device, error) {
+func (l *Library) Devices() ([]Device, error) {
+	api := l.api
 	var core *C.ov_core_t
-	if err := check("ov_core_create", "", C.ov_core_create(&core)); err != nil {
+	if err := check(api, "ov_core_create", "", C.npud_ov_core_create(api, &core)); err != nil {
 		return nil, err
 	}
-	defer C.ov_core_free(core)
+	defer C.npud_ov_core_free(api, core)
 	var list C.ov_available_devices_t
-	if err := check("ov_core_get_available_devices", "", C.ov_core_get_available_devices(core, &list)); err != nil {
+	if err := check(api, "ov_core_get_available_devices", "", C.npud_ov_core_get_available_devices(api, core, &list)); err != nil {
 		return nil, err
 	}
-	defer C.ov_available_devices_free(&list)
+	defer C.npud_ov_available_devices_free(api, &list)
 	out := make([]Device, 0, int(list.size))
 	for i := range C.size_t(list.size) {
 		name := C.npud_device_at(&list, i)
 		d := Device{Name: C.GoString(name)}
-		key := C.CString("FULL_DEVICE_NAME")
-		var value *C.char
-		if C.ov_core_get_property(core, name, key, &value) == C.OK {
-			d.FullName = C.GoString(value)
-			C.ov_free(value)
+		d.FullName, _ = deviceProperty(api, core, name, "FULL_DEVICE_NAME")
+		if deviceKind(d.Name) == "NPU" {
+			d.DriverVersion, _ = deviceProperty(api, core, name, "NPU_DRIVER_VERSION")
 		}
-		C.free(unsafe.Pointer(key))
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// deviceProperty reads one device property as text.
+func deviceProperty(api *C.npud_ov_api, core *C.ov_core_t, device *C.char, key string) (string, bool) {
+	ckey := C.CString(key)
+	defer C.free(unsafe.Pointer(ckey))
+	var value *C.char
+	if C.npud_ov_core_get_property(api, core, device, ckey, &value) != C.OK {
+		return "", false
+	}
+	defer C.npud_ov_free(api, value)
+	return C.GoString(value), true
 }
 
 // autoOrder is the AUTO preference: the NPU first, then the GPUs, then CPU.

@@ -1,4 +1,4 @@
-//go:build openvino && cgo
+//go:build cgo
 
 package openvino
 
@@ -20,6 +20,8 @@ import (
 
 // Config sets up the engine.
 type Config struct {
+	// Library is the loaded OpenVINO GenAI C library (OpenLibrary).
+	Library *Library
 	// ModelsDir holds one OpenVINO IR export per subfolder; the folder's
 	// name is the model's name.
 	ModelsDir string
@@ -47,6 +49,7 @@ var (
 	_ npu.Registry       = (*Engine)(nil)
 	_ npu.DeviceReporter = (*Engine)(nil)
 	_ npu.Closer         = (*Engine)(nil)
+	_ npu.DeviceLister   = (*Engine)(nil)
 )
 
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
@@ -66,7 +69,10 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if cfg.ContextLength == 0 {
 		cfg.ContextLength = 4096
 	}
-	devices, err := Devices()
+	if cfg.Library == nil {
+		return nil, errors.New("openvino: no library (OpenLibrary loads it)")
+	}
+	devices, err := cfg.Library.Devices()
 	if err != nil {
 		return nil, fmt.Errorf("listing OpenVINO devices: %w", err)
 	}
@@ -88,7 +94,7 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Info("openvino engine ready", "devices", names(devices), "device", cfg.Device, "models", len(models))
+	log.Info("openvino engine ready", "library", cfg.Library.GenAIPath, "version", cfg.Library.Build, "devices", names(devices), "device", cfg.Device, "models", len(models))
 	return &Engine{cfg: cfg, log: log, devices: devices, store: store, models: models, pipelines: map[string]*pipeline{}}, nil
 }
 
@@ -100,6 +106,15 @@ func (e *Engine) Models() []npu.ModelInfo {
 	return slices.Clone(e.models) // rescan replaces the list under the lock
 }
 func (e *Engine) AvailableDevices() []Device { return e.devices }
+
+// DeviceNames implements npu.DeviceLister.
+func (e *Engine) DeviceNames() map[string]string {
+	out := make(map[string]string, len(e.devices))
+	for _, d := range e.devices {
+		out[d.Name] = d.FullName
+	}
+	return out
+}
 
 // DeviceOf is the device model is loaded on, or "".
 func (e *Engine) DeviceOf(model string) string {
@@ -152,7 +167,7 @@ func (e *Engine) Load(ctx context.Context, model string) error {
 	dir := filepath.Join(e.cfg.ModelsDir, model)
 	var errs []error
 	for _, device := range devices {
-		p, err := newPipeline(dir, device, e.properties(device))
+		p, err := newPipeline(e.cfg.Library.api, dir, device, e.properties(device))
 		if err == nil {
 			e.mu.Lock()
 			e.pipelines[model] = p
@@ -178,7 +193,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 		return e.Load(ctx, model)
 	}
 	// Compiling takes long on an NPU; the engine mutex is not held meanwhile.
-	p, err := newPipeline(filepath.Join(e.cfg.ModelsDir, model), old.device, e.properties(old.device))
+	p, err := newPipeline(e.cfg.Library.api, filepath.Join(e.cfg.ModelsDir, model), old.device, e.properties(old.device))
 	if err != nil {
 		return fmt.Errorf("compiling the new %q on %s: %w", model, old.device, err)
 	}

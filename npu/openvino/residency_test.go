@@ -1,4 +1,4 @@
-//go:build openvino && cgo && ovtest
+//go:build cgo
 
 package openvino
 

@@ -1,7 +1,9 @@
 /*
  * npud's test implementation of the OpenVINO core C API subset npud calls.
  * Devices come from the environment: OVTEST_DEVICES="CPU,GPU,NPU" (default
- * "CPU"); FULL_DEVICE_NAME is "Test <name> device".
+ * "CPU"); FULL_DEVICE_NAME is "Test <name> device", an NPU's
+ * NPU_DRIVER_VERSION is OVTEST_NPU_DRIVER (default "1688"). The version is
+ * OVTEST_VERSION (default a 2026.3 build number).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,9 +68,15 @@ void ov_available_devices_free(ov_available_devices_t* devices) {
 ov_status_e ov_core_get_property(const ov_core_t* core, const char* device_name, const char* property_key,
                                  char** property_value) {
     if (!core || !device_name || !property_key || !property_value) return INVALID_C_PARAM;
-    if (strcmp(property_key, "FULL_DEVICE_NAME") != 0) return NOT_FOUND;
     char buf[128];
-    snprintf(buf, sizeof buf, "Test %s device", device_name);
+    if (strcmp(property_key, "FULL_DEVICE_NAME") == 0) {
+        snprintf(buf, sizeof buf, "Test %s device", device_name);
+    } else if (strcmp(property_key, "NPU_DRIVER_VERSION") == 0 && strncmp(device_name, "NPU", 3) == 0) {
+        const char* v = getenv("OVTEST_NPU_DRIVER");
+        snprintf(buf, sizeof buf, "%s", v && *v ? v : "1688");
+    } else {
+        return NOT_FOUND; /* as the real core answers an unsupported property */
+    }
     *property_value = strdup(buf);
     ovtest_object_created();
     return OK;
@@ -77,6 +85,25 @@ ov_status_e ov_core_get_property(const ov_core_t* core, const char* device_name,
 void ov_free(const char* content) {
     if (!content) return;
     free((void*)content);
+    ovtest_object_freed();
+}
+
+/* Like the real one, the version's strings are the caller's to free with
+ * ov_version_free. */
+ov_status_e ov_get_openvino_version(ov_version_t* version) {
+    if (!version) return INVALID_C_PARAM;
+    const char* build = getenv("OVTEST_VERSION");
+    version->buildNumber = strdup(build && *build ? build : "2026.3.0-20000-ovtest-releases/2026/3");
+    version->description = strdup("OpenVINO Runtime");
+    ovtest_object_created();
+    return OK;
+}
+
+void ov_version_free(ov_version_t* version) {
+    if (!version || !version->buildNumber) return;
+    free((void*)version->buildNumber);
+    free((void*)version->description);
+    version->buildNumber = version->description = NULL;
     ovtest_object_freed();
 }
 

@@ -774,6 +774,9 @@ void ov_genai_decoded_results_perf_metrics_free(ov_genai_perf_metrics* metrics) 
     ovtest_object_freed();
 }
 
+/* OVTEST_WITHOUT_GET_STRING builds a library from before this function
+ * (GenAI 2025.x): npud must name the missing symbol and refuse it. */
+#ifndef OVTEST_WITHOUT_GET_STRING
 ov_status_e ov_genai_decoded_results_get_string(const ov_genai_decoded_results* results, char* output,
                                                 size_t* output_size) {
     if (!results || !output_size) return INVALID_C_PARAM;
@@ -785,6 +788,7 @@ ov_status_e ov_genai_decoded_results_get_string(const ov_genai_decoded_results* 
     *output_size = need;
     return OK;
 }
+#endif
 
 /* ---- perf metrics ---- */
 

@@ -1,0 +1,367 @@
+//go:build cgo
+
+package openvino
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/include
+#cgo linux LDFLAGS: -ldl
+#include <stdlib.h>
+#include "ovapi.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// MinVersion is the oldest OpenVINO GenAI release whose C API has every
+// function npud calls (2026.2 added the last of them,
+// ov_genai_generation_config_set_min_p); the headers npud is checked
+// against are 2026.3's, identical for those functions.
+var MinVersion = Version{Year: 2026, Minor: 2}
+
+// Version is an OpenVINO release: 2026.3 is {2026, 3}.
+type Version struct{ Year, Minor int }
+
+func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Year, v.Minor) }
+
+// Less reports whether v is older than w.
+func (v Version) Less(w Version) bool {
+	return v.Year < w.Year || (v.Year == w.Year && v.Minor < w.Minor)
+}
+
+// parseVersion reads the release from OpenVINO's build number, such as
+// "2026.3.0-19807-44526285f24-releases/2026/3".
+func parseVersion(build string) (Version, bool) {
+	fields := strings.SplitN(build, ".", 3)
+	if len(fields) < 2 {
+		return Version{}, false
+	}
+	year, err1 := strconv.Atoi(fields[0])
+	minor, err2 := strconv.Atoi(strings.TrimRightFunc(fields[1], func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return Version{}, false
+	}
+	return Version{year, minor}, true
+}
+
+// Library is a loaded OpenVINO GenAI C library. It stays loaded for the
+// life of the process.
+type Library struct {
+	api       *C.npud_ov_api
+	GenAIPath string // the GenAI C library's file, or its name for the system loader
+	CorePath  string // OpenVINO's core C library, "" when the loader found it
+	Build     string // OpenVINO's build number (ov_get_openvino_version)
+	Version   Version
+	Source    string // which discovery step found it
+}
+
+// LibraryOptions says where to look for the library.
+type LibraryOptions struct {
+	// Path is --openvino-lib: the GenAI C library's file, or a folder
+	// (an archive's root, its library folder, or any folder holding it).
+	Path string
+	// Getenv reads OpenVINO_DIR and INTEL_OPENVINO_DIR (nil: none set).
+	Getenv func(string) string
+	// Log gets each discovery step at debug level (nil: discard).
+	Log *slog.Logger
+}
+
+// Attempt is one place discovery looked.
+type Attempt struct {
+	Source string `json:"source"` // --openvino-lib, OpenVINO_DIR, INTEL_OPENVINO_DIR, archive, python wheel, system
+	Where  string `json:"where"`  // the file or folder
+	Found  string `json:"found,omitempty"`
+	Err    string `json:"error,omitempty"` // why what was found could not be used
+}
+
+// LoadError says why no library could be used, and where discovery looked.
+type LoadError struct {
+	Attempts []Attempt
+	// Unusable is set when a library was found but refused (too old, a
+	// symbol missing): the first such refusal.
+	Unusable error
+}
+
+// ErrNotFound is wrapped by a LoadError that found no library at all.
+var ErrNotFound = errors.New("OpenVINO GenAI's C library was not found")
+
+func (e *LoadError) Error() string {
+	if e.Unusable != nil {
+		return e.Unusable.Error()
+	}
+	places := make([]string, 0, len(e.Attempts))
+	for _, a := range e.Attempts {
+		places = append(places, a.Source+" "+a.Where)
+	}
+	return fmt.Sprintf("%v (looked in: %s)", ErrNotFound, strings.Join(places, "; "))
+}
+
+func (e *LoadError) Unwrap() error {
+	if e.Unusable != nil {
+		return e.Unusable
+	}
+	return ErrNotFound
+}
+
+// ErrTooOld and ErrMissingSymbol classify an unusable library.
+var (
+	ErrTooOld        = errors.New("OpenVINO GenAI is too old")
+	ErrMissingSymbol = errors.New("OpenVINO GenAI's C library lacks a function npud calls")
+)
+
+// libraryNames are the GenAI and core C libraries' file names on this OS.
+func libraryNames() (genai, core string) {
+	if runtime.GOOS == "windows" {
+		return "openvino_genai_c.dll", "openvino_c.dll"
+	}
+	return "libopenvino_genai_c.so", "libopenvino_c.so"
+}
+
+// OpenLibrary finds and loads OpenVINO GenAI's C library: --openvino-lib,
+// then OpenVINO_DIR and INTEL_OPENVINO_DIR (what the archive's setupvars
+// sets), the archive's usual install folders, an openvino_genai Python
+// wheel, then the system loader's path. The first library found that
+// loads and is recent enough is used; an explicit --openvino-lib that
+// cannot be used is an error, never a fallback.
+func OpenLibrary(opts LibraryOptions) (*Library, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	lerr := &LoadError{}
+	for _, c := range discoverySteps(opts.Path, getenv) {
+		a := Attempt{Source: c.source, Where: c.where}
+		genai, core := c.find()
+		if genai == "" {
+			log.Debug("openvino library: not here", "source", c.source, "where", c.where)
+			lerr.Attempts = append(lerr.Attempts, a)
+			if c.source == "--openvino-lib" {
+				return nil, fmt.Errorf("--openvino-lib %s: no %s there: %w", c.where, firstName(), ErrNotFound)
+			}
+			continue
+		}
+		a.Found = genai
+		lib, err := load(genai, core)
+		if err != nil {
+			a.Err = err.Error()
+			lerr.Attempts = append(lerr.Attempts, a)
+			log.Debug("openvino library: found but not usable", "source", c.source, "path", genai, "err", err)
+			if c.source == "--openvino-lib" {
+				return nil, err
+			}
+			if lerr.Unusable == nil {
+				lerr.Unusable = err
+			}
+			continue
+		}
+		lib.Source = c.source
+		log.Debug("openvino library: loaded", "source", c.source, "path", genai, "core", core, "version", lib.Build)
+		return lib, nil
+	}
+	return nil, lerr
+}
+
+func firstName() string {
+	g, _ := libraryNames()
+	return g
+}
+
+// load opens the libraries and checks the version.
+func load(genai, core string) (*Library, error) {
+	cgenai := C.CString(genai)
+	defer C.free(unsafe.Pointer(cgenai))
+	var ccore *C.char
+	if core != "" {
+		ccore = C.CString(core)
+		defer C.free(unsafe.Pointer(ccore))
+	}
+	var buf [1024]C.char
+	api := C.npud_ov_open(ccore, cgenai, &buf[0], C.size_t(len(buf)))
+	if api == nil {
+		msg := C.GoString(&buf[0])
+		if name, ok := strings.CutPrefix(msg, "missing symbol "); ok {
+			return nil, fmt.Errorf("%s: %w: %s (npud needs OpenVINO GenAI %s or newer)", genai, ErrMissingSymbol, name, MinVersion)
+		}
+		return nil, fmt.Errorf("loading %s: %s", genai, msg)
+	}
+	lib := &Library{api: api, GenAIPath: genai, CorePath: core}
+	var v C.ov_version_t
+	if err := check(api, "ov_get_openvino_version", "", C.npud_ov_get_openvino_version(api, &v)); err != nil {
+		return nil, err
+	}
+	lib.Build = C.GoString(v.buildNumber)
+	C.npud_ov_version_free(api, &v)
+	version, ok := parseVersion(lib.Build)
+	if !ok {
+		return nil, fmt.Errorf("%s: cannot read OpenVINO's version from %q", genai, lib.Build)
+	}
+	lib.Version = version
+	if version.Less(MinVersion) {
+		return nil, fmt.Errorf("%s is OpenVINO GenAI %s (%s): %w: npud needs %s or newer", genai, version, lib.Build, ErrTooOld, MinVersion)
+	}
+	return lib, nil
+}
+
+// hook calls a function of the library taking nothing and returning an
+// integer, if it has one: the test library's inspection hooks.
+func (l *Library) hook(name string) (int64, bool) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	fn := C.npud_ov_symbol(l.api, cname)
+	if fn == nil {
+		return 0, false
+	}
+	return int64(C.npud_call_int64(fn)), true
+}
+
+// candidate is one discovery step: a folder layout to search, or a name
+// for the system loader.
+type candidate struct {
+	source, where string
+	find          func() (genai, core string)
+}
+
+func discoverySteps(path string, getenv func(string) string) []candidate {
+	var out []candidate
+	if path != "" {
+		out = append(out, candidate{"--openvino-lib", path, func() (string, string) {
+			if st, err := os.Stat(path); err == nil && !st.IsDir() {
+				_, coreName := libraryNames()
+				return path, findLibrary([]string{filepath.Dir(path)}, coreName)
+			}
+			return inRoot(path)
+		}})
+	}
+	for _, env := range []string{"OpenVINO_DIR", "INTEL_OPENVINO_DIR"} {
+		if dir := getenv(env); dir != "" {
+			out = append(out, candidate{env, dir, func() (string, string) { return inRoot(dir) }})
+		}
+	}
+	for _, dir := range archiveFolders() {
+		out = append(out, candidate{"archive", dir, func() (string, string) { return inRoot(dir) }})
+	}
+	for _, dir := range wheelFolders(getenv) {
+		out = append(out, candidate{"python wheel", dir, func() (string, string) {
+			genaiName, coreName := libraryNames()
+			genai := findLibrary([]string{dir}, genaiName)
+			if genai == "" {
+				return "", ""
+			}
+			// The core library is the openvino wheel's, beside this one.
+			return genai, findLibrary([]string{filepath.Join(filepath.Dir(dir), "openvino", "libs")}, coreName)
+		}})
+	}
+	genaiName, coreName := libraryNames()
+	out = append(out, candidate{"system", "the loader's search path", func() (string, string) {
+		// A name without a folder goes to the system loader, which finds
+		// what ldconfig and LD_LIBRARY_PATH (PATH on Windows) know.
+		cname := C.CString(genaiName)
+		defer C.free(unsafe.Pointer(cname))
+		if C.npud_lib_probe(cname) != 0 {
+			return genaiName, ""
+		}
+		dirs := systemFolders()
+		if genai := findLibrary(dirs, genaiName); genai != "" {
+			return genai, findLibrary([]string{filepath.Dir(genai)}, coreName)
+		}
+		return "", ""
+	}})
+	return out
+}
+
+// inRoot searches an install root: the folder itself, the archive's
+// library folder under it, and, for OpenVINO_DIR (the archive's
+// runtime/cmake), the library folder beside it.
+func inRoot(root string) (genai, core string) {
+	dirs := []string{root}
+	for _, sub := range []string{"runtime/lib/intel64", "runtime/lib/intel64/Release", "runtime/bin/intel64/Release", "lib/intel64", "lib"} {
+		dirs = append(dirs, filepath.Join(root, filepath.FromSlash(sub)))
+	}
+	if filepath.Base(root) == "cmake" {
+		parent := filepath.Dir(root) // runtime
+		dirs = append(dirs, filepath.Join(parent, "lib", "intel64"), filepath.Join(parent, "bin", "intel64", "Release"))
+	}
+	genaiName, coreName := libraryNames()
+	genai = findLibrary(dirs, genaiName)
+	if genai == "" {
+		return "", ""
+	}
+	return genai, findLibrary([]string{filepath.Dir(genai)}, coreName)
+}
+
+// findLibrary returns the first folder's library called name: the
+// unversioned file, else the versioned ones the releases ship
+// (libopenvino_genai_c.so.2630, .so.2026.3.0.0), the newest first.
+func findLibrary(dirs []string, name string) string {
+	for _, dir := range dirs {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+		if runtime.GOOS == "windows" {
+			continue
+		}
+		versioned, _ := filepath.Glob(filepath.Join(dir, name+".*"))
+		slices.SortFunc(versioned, func(a, b string) int { return strings.Compare(b, a) })
+		for _, v := range versioned {
+			if st, err := os.Stat(v); err == nil && !st.IsDir() {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// archiveFolders are where the archive is usually unpacked, newest first.
+func archiveFolders() []string {
+	pattern := "/opt/intel/openvino*"
+	if runtime.GOOS == "windows" {
+		pattern = `C:\Program Files (x86)\Intel\openvino*`
+	}
+	dirs, _ := filepath.Glob(pattern)
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Compare(b, a) })
+	return dirs
+}
+
+// wheelFolders are the openvino_genai package folders of the Python
+// environments on this machine: the active virtual environment, the
+// user's and the system's.
+func wheelFolders(getenv func(string) string) []string {
+	var bases []string
+	if venv := getenv("VIRTUAL_ENV"); venv != "" {
+		bases = append(bases, filepath.Join(venv, "lib", "python3*", "site-packages"), filepath.Join(venv, "Lib", "site-packages"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		bases = append(bases, filepath.Join(home, ".local", "lib", "python3*", "site-packages"))
+	}
+	bases = append(bases, "/usr/local/lib/python3*/dist-packages", "/usr/lib/python3/dist-packages", "/usr/local/lib/python3*/site-packages")
+	var out []string
+	for _, b := range bases {
+		matches, _ := filepath.Glob(filepath.Join(b, "openvino_genai"))
+		out = append(out, matches...)
+	}
+	return out
+}
+
+// systemFolders are the library folders of Linux distributions, for
+// versioned files that no unversioned link names.
+func systemFolders() []string {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	return []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/lib", "/usr/lib"}
+}

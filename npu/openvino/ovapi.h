@@ -1,0 +1,307 @@
+/*
+ * npud's view of the OpenVINO GenAI C API, loaded at run time.
+ *
+ * The default build carries the OpenVINO engine but links no OpenVINO
+ * library: npud_ov_open loads OpenVINO's core C library and GenAI's C
+ * library (dlopen on Linux, LoadLibrary on Windows) and resolves every
+ * function below into a table. Each entry is typed from the header's own
+ * declaration (__typeof__), so compiling against the official headers
+ * checks every signature and the headers stay the only source of types.
+ * The npud_ov_* wrappers call through the table; Go cannot call a C
+ * function pointer itself.
+ */
+#ifndef NPUD_OVAPI_H
+#define NPUD_OVAPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "openvino/c/ov_core.h"
+#include "openvino/genai/c/chat_history.h"
+#include "openvino/genai/c/json_container.h"
+#include "openvino/genai/c/llm_pipeline.h"
+
+/* Every function npud calls, with the library that exports it. */
+#define NPUD_OV_FUNCTIONS(X) \
+    X(CORE, ov_get_openvino_version) \
+    X(CORE, ov_version_free) \
+    X(CORE, ov_get_error_info) \
+    X(CORE, ov_free) \
+    X(CORE, ov_core_create) \
+    X(CORE, ov_core_free) \
+    X(CORE, ov_core_get_available_devices) \
+    X(CORE, ov_available_devices_free) \
+    X(CORE, ov_core_get_property) \
+    X(GENAI, ov_genai_llm_pipeline_create) \
+    X(GENAI, ov_genai_llm_pipeline_free) \
+    X(GENAI, ov_genai_llm_pipeline_generate) \
+    X(GENAI, ov_genai_llm_pipeline_generate_with_history) \
+    X(GENAI, ov_genai_llm_pipeline_get_generation_config) \
+    X(GENAI, ov_genai_generation_config_free) \
+    X(GENAI, ov_genai_generation_config_validate) \
+    X(GENAI, ov_genai_generation_config_set_max_new_tokens) \
+    X(GENAI, ov_genai_generation_config_get_max_new_tokens) \
+    X(GENAI, ov_genai_generation_config_set_do_sample) \
+    X(GENAI, ov_genai_generation_config_set_temperature) \
+    X(GENAI, ov_genai_generation_config_set_top_p) \
+    X(GENAI, ov_genai_generation_config_set_top_k) \
+    X(GENAI, ov_genai_generation_config_set_min_p) \
+    X(GENAI, ov_genai_generation_config_set_repetition_penalty) \
+    X(GENAI, ov_genai_generation_config_set_presence_penalty) \
+    X(GENAI, ov_genai_generation_config_set_frequency_penalty) \
+    X(GENAI, ov_genai_generation_config_set_rng_seed) \
+    X(GENAI, ov_genai_generation_config_set_stop_strings) \
+    X(GENAI, ov_genai_decoded_results_free) \
+    X(GENAI, ov_genai_decoded_results_get_string) \
+    X(GENAI, ov_genai_decoded_results_get_perf_metrics) \
+    X(GENAI, ov_genai_decoded_results_perf_metrics_free) \
+    X(GENAI, ov_genai_perf_metrics_get_num_input_tokens) \
+    X(GENAI, ov_genai_perf_metrics_get_num_generation_tokens) \
+    X(GENAI, ov_genai_perf_metrics_get_ttft) \
+    X(GENAI, ov_genai_perf_metrics_get_generate_duration) \
+    X(GENAI, ov_genai_chat_history_create) \
+    X(GENAI, ov_genai_chat_history_free) \
+    X(GENAI, ov_genai_chat_history_push_back) \
+    X(GENAI, ov_genai_json_container_create_from_json_string) \
+    X(GENAI, ov_genai_json_container_free)
+
+typedef struct npud_ov_api {
+#define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
+    NPUD_OV_FUNCTIONS(NPUD_OV_ENTRY)
+#undef NPUD_OV_ENTRY
+    void* core;  /* the libraries' handles: never closed (see loader.c) */
+    void* genai;
+} npud_ov_api;
+
+/*
+ * npud_ov_open loads the core C library at core_path (NULL: only what
+ * genai_path brings in) and the GenAI C library at genai_path, and
+ * resolves every function. It returns NULL on failure, with the reason in
+ * err: the library that did not load and the loader's message, or the
+ * first function a library lacks (a release older than npud needs).
+ */
+npud_ov_api* npud_ov_open(const char* core_path, const char* genai_path, char* err, size_t err_len);
+
+/* npud_lib_probe reports whether the system loader finds a library by its
+   name alone (its search path: LD_LIBRARY_PATH, ld.so.cache; PATH). */
+int npud_lib_probe(const char* name);
+
+/* npud_ov_symbol finds another symbol in either library, or NULL. */
+void* npud_ov_symbol(const npud_ov_api* api, const char* name);
+
+/* npud_call_int64 calls a function taking nothing and returning an integer
+   (the test library's inspection hooks). */
+static inline int64_t npud_call_int64(void* fn) {
+    return ((int64_t(*)(void))fn)();
+}
+
+static inline ov_status_e npud_ov_get_openvino_version(const npud_ov_api* api, ov_version_t* version) {
+    return api->ov_get_openvino_version(version);
+}
+static inline void npud_ov_version_free(const npud_ov_api* api, ov_version_t* version) {
+    api->ov_version_free(version);
+}
+static inline const char* npud_ov_get_error_info(const npud_ov_api* api, ov_status_e status) {
+    return api->ov_get_error_info(status);
+}
+static inline void npud_ov_free(const npud_ov_api* api, const char* content) {
+    api->ov_free(content);
+}
+static inline ov_status_e npud_ov_core_create(const npud_ov_api* api, ov_core_t** core) {
+    return api->ov_core_create(core);
+}
+static inline void npud_ov_core_free(const npud_ov_api* api, ov_core_t* core) {
+    api->ov_core_free(core);
+}
+static inline ov_status_e npud_ov_core_get_available_devices(const npud_ov_api* api, const ov_core_t* core, ov_available_devices_t* devices) {
+    return api->ov_core_get_available_devices(core, devices);
+}
+static inline void npud_ov_available_devices_free(const npud_ov_api* api, ov_available_devices_t* devices) {
+    api->ov_available_devices_free(devices);
+}
+static inline ov_status_e npud_ov_core_get_property(const npud_ov_api* api, const ov_core_t* core, const char* device_name, const char* property_key, char** property_value) {
+    return api->ov_core_get_property(core, device_name, property_key, property_value);
+}
+static inline void npud_ov_genai_llm_pipeline_free(const npud_ov_api* api, ov_genai_llm_pipeline* pipe) {
+    api->ov_genai_llm_pipeline_free(pipe);
+}
+static inline ov_status_e npud_ov_genai_llm_pipeline_generate(const npud_ov_api* api, ov_genai_llm_pipeline* pipe, const char* inputs, const ov_genai_generation_config* config, const streamer_callback* streamer, ov_genai_decoded_results** results) {
+    return api->ov_genai_llm_pipeline_generate(pipe, inputs, config, streamer, results);
+}
+static inline ov_status_e npud_ov_genai_llm_pipeline_generate_with_history(const npud_ov_api* api, ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history, const ov_genai_generation_config* config, const streamer_callback* streamer, ov_genai_decoded_results** results) {
+    return api->ov_genai_llm_pipeline_generate_with_history(pipe, history, config, streamer, results);
+}
+static inline ov_status_e npud_ov_genai_llm_pipeline_get_generation_config(const npud_ov_api* api, const ov_genai_llm_pipeline* pipe, ov_genai_generation_config** config) {
+    return api->ov_genai_llm_pipeline_get_generation_config(pipe, config);
+}
+static inline void npud_ov_genai_generation_config_free(const npud_ov_api* api, ov_genai_generation_config* handle) {
+    api->ov_genai_generation_config_free(handle);
+}
+static inline ov_status_e npud_ov_genai_generation_config_validate(const npud_ov_api* api, ov_genai_generation_config* config) {
+    return api->ov_genai_generation_config_validate(config);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_max_new_tokens(const npud_ov_api* api, ov_genai_generation_config* handle, const size_t value) {
+    return api->ov_genai_generation_config_set_max_new_tokens(handle, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_get_max_new_tokens(const npud_ov_api* api, const ov_genai_generation_config* config, size_t* max_new_tokens) {
+    return api->ov_genai_generation_config_get_max_new_tokens(config, max_new_tokens);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_do_sample(const npud_ov_api* api, ov_genai_generation_config* config, const bool value) {
+    return api->ov_genai_generation_config_set_do_sample(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_temperature(const npud_ov_api* api, ov_genai_generation_config* config, const float value) {
+    return api->ov_genai_generation_config_set_temperature(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_top_p(const npud_ov_api* api, ov_genai_generation_config* config, const float value) {
+    return api->ov_genai_generation_config_set_top_p(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_top_k(const npud_ov_api* api, ov_genai_generation_config* config, const size_t value) {
+    return api->ov_genai_generation_config_set_top_k(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_min_p(const npud_ov_api* api, ov_genai_generation_config* config, const float value) {
+    return api->ov_genai_generation_config_set_min_p(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_repetition_penalty(const npud_ov_api* api, ov_genai_generation_config* config, const float value) {
+    return api->ov_genai_generation_config_set_repetition_penalty(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_presence_penalty(const npud_ov_api* api, ov_genai_generation_config* config, const float value) {
+    return api->ov_genai_generation_config_set_presence_penalty(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_frequency_penalty(const npud_ov_api* api, ov_genai_generation_config* config, const float value) {
+    return api->ov_genai_generation_config_set_frequency_penalty(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_rng_seed(const npud_ov_api* api, ov_genai_generation_config* config, const size_t value) {
+    return api->ov_genai_generation_config_set_rng_seed(config, value);
+}
+static inline ov_status_e npud_ov_genai_generation_config_set_stop_strings(const npud_ov_api* api, ov_genai_generation_config* config, const char** strings, const size_t count) {
+    return api->ov_genai_generation_config_set_stop_strings(config, strings, count);
+}
+static inline void npud_ov_genai_decoded_results_free(const npud_ov_api* api, ov_genai_decoded_results* results) {
+    api->ov_genai_decoded_results_free(results);
+}
+static inline ov_status_e npud_ov_genai_decoded_results_get_string(const npud_ov_api* api, const ov_genai_decoded_results* results, char* output, size_t* output_size) {
+    return api->ov_genai_decoded_results_get_string(results, output, output_size);
+}
+static inline ov_status_e npud_ov_genai_decoded_results_get_perf_metrics(const npud_ov_api* api, const ov_genai_decoded_results* results, ov_genai_perf_metrics** metrics) {
+    return api->ov_genai_decoded_results_get_perf_metrics(results, metrics);
+}
+static inline void npud_ov_genai_decoded_results_perf_metrics_free(const npud_ov_api* api, ov_genai_perf_metrics* metrics) {
+    api->ov_genai_decoded_results_perf_metrics_free(metrics);
+}
+static inline ov_status_e npud_ov_genai_perf_metrics_get_num_input_tokens(const npud_ov_api* api, const ov_genai_perf_metrics* metrics, size_t* num_input_tokens) {
+    return api->ov_genai_perf_metrics_get_num_input_tokens(metrics, num_input_tokens);
+}
+static inline ov_status_e npud_ov_genai_perf_metrics_get_num_generation_tokens(const npud_ov_api* api, const ov_genai_perf_metrics* metrics, size_t* num_generation_tokens) {
+    return api->ov_genai_perf_metrics_get_num_generation_tokens(metrics, num_generation_tokens);
+}
+static inline ov_status_e npud_ov_genai_perf_metrics_get_ttft(const npud_ov_api* api, const ov_genai_perf_metrics* metrics, float* mean, float* std) {
+    return api->ov_genai_perf_metrics_get_ttft(metrics, mean, std);
+}
+static inline ov_status_e npud_ov_genai_perf_metrics_get_generate_duration(const npud_ov_api* api, const ov_genai_perf_metrics* metrics, float* mean, float* std) {
+    return api->ov_genai_perf_metrics_get_generate_duration(metrics, mean, std);
+}
+static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_create(const npud_ov_api* api, ov_genai_chat_history** history) {
+    return api->ov_genai_chat_history_create(history);
+}
+static inline void npud_ov_genai_chat_history_free(const npud_ov_api* api, ov_genai_chat_history* history) {
+    api->ov_genai_chat_history_free(history);
+}
+static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_push_back(const npud_ov_api* api, ov_genai_chat_history* history, const ov_genai_json_container* message) {
+    return api->ov_genai_chat_history_push_back(history, message);
+}
+static inline ov_genai_json_container_status_e npud_ov_genai_json_container_create_from_json_string(const npud_ov_api* api, ov_genai_json_container** container, const char* json_str) {
+    return api->ov_genai_json_container_create_from_json_string(container, json_str);
+}
+static inline void npud_ov_genai_json_container_free(const npud_ov_api* api, ov_genai_json_container* container) {
+    api->ov_genai_json_container_free(container);
+}
+
+/*
+ * The wrappers above spell each function's parameters; these assertions
+ * make the compiler prove the spelling is the header's own type, so a
+ * header whose declaration differs fails the build instead of converting
+ * arguments silently. (ov_genai_llm_pipeline_create is variadic and called
+ * through its typed pointer in binding.go.)
+ */
+typedef ov_status_e npud_sig_ov_get_openvino_version(ov_version_t* version);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_get_openvino_version), npud_sig_ov_get_openvino_version), "ov_get_openvino_version: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_version_free(ov_version_t* version);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_version_free), npud_sig_ov_version_free), "ov_version_free: npud calls it with another signature than the header declares");
+typedef const char* npud_sig_ov_get_error_info(ov_status_e status);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_get_error_info), npud_sig_ov_get_error_info), "ov_get_error_info: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_free(const char* content);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_free), npud_sig_ov_free), "ov_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_core_create(ov_core_t** core);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_core_create), npud_sig_ov_core_create), "ov_core_create: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_core_free(ov_core_t* core);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_core_free), npud_sig_ov_core_free), "ov_core_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_core_get_available_devices(const ov_core_t* core, ov_available_devices_t* devices);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_core_get_available_devices), npud_sig_ov_core_get_available_devices), "ov_core_get_available_devices: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_available_devices_free(ov_available_devices_t* devices);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_available_devices_free), npud_sig_ov_available_devices_free), "ov_available_devices_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_core_get_property(const ov_core_t* core, const char* device_name, const char* property_key, char** property_value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_core_get_property), npud_sig_ov_core_get_property), "ov_core_get_property: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_llm_pipeline_free), npud_sig_ov_genai_llm_pipeline_free), "ov_genai_llm_pipeline_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const char* inputs, const ov_genai_generation_config* config, const streamer_callback* streamer, ov_genai_decoded_results** results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_llm_pipeline_generate), npud_sig_ov_genai_llm_pipeline_generate), "ov_genai_llm_pipeline_generate: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history, const ov_genai_generation_config* config, const streamer_callback* streamer, ov_genai_decoded_results** results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_llm_pipeline_generate_with_history), npud_sig_ov_genai_llm_pipeline_generate_with_history), "ov_genai_llm_pipeline_generate_with_history: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_llm_pipeline_get_generation_config(const ov_genai_llm_pipeline* pipe, ov_genai_generation_config** config);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_llm_pipeline_get_generation_config), npud_sig_ov_genai_llm_pipeline_get_generation_config), "ov_genai_llm_pipeline_get_generation_config: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_generation_config_free(ov_genai_generation_config* handle);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_free), npud_sig_ov_genai_generation_config_free), "ov_genai_generation_config_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_validate(ov_genai_generation_config* config);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_validate), npud_sig_ov_genai_generation_config_validate), "ov_genai_generation_config_validate: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_max_new_tokens(ov_genai_generation_config* handle, const size_t value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_max_new_tokens), npud_sig_ov_genai_generation_config_set_max_new_tokens), "ov_genai_generation_config_set_max_new_tokens: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_get_max_new_tokens(const ov_genai_generation_config* config, size_t* max_new_tokens);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_get_max_new_tokens), npud_sig_ov_genai_generation_config_get_max_new_tokens), "ov_genai_generation_config_get_max_new_tokens: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_do_sample(ov_genai_generation_config* config, const bool value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_do_sample), npud_sig_ov_genai_generation_config_set_do_sample), "ov_genai_generation_config_set_do_sample: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_temperature(ov_genai_generation_config* config, const float value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_temperature), npud_sig_ov_genai_generation_config_set_temperature), "ov_genai_generation_config_set_temperature: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_top_p(ov_genai_generation_config* config, const float value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_top_p), npud_sig_ov_genai_generation_config_set_top_p), "ov_genai_generation_config_set_top_p: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_top_k(ov_genai_generation_config* config, const size_t value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_top_k), npud_sig_ov_genai_generation_config_set_top_k), "ov_genai_generation_config_set_top_k: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_min_p(ov_genai_generation_config* config, const float value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_min_p), npud_sig_ov_genai_generation_config_set_min_p), "ov_genai_generation_config_set_min_p: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_repetition_penalty(ov_genai_generation_config* config, const float value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_repetition_penalty), npud_sig_ov_genai_generation_config_set_repetition_penalty), "ov_genai_generation_config_set_repetition_penalty: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_presence_penalty(ov_genai_generation_config* config, const float value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_presence_penalty), npud_sig_ov_genai_generation_config_set_presence_penalty), "ov_genai_generation_config_set_presence_penalty: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_frequency_penalty(ov_genai_generation_config* config, const float value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_frequency_penalty), npud_sig_ov_genai_generation_config_set_frequency_penalty), "ov_genai_generation_config_set_frequency_penalty: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_rng_seed(ov_genai_generation_config* config, const size_t value);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_rng_seed), npud_sig_ov_genai_generation_config_set_rng_seed), "ov_genai_generation_config_set_rng_seed: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_generation_config_set_stop_strings(ov_genai_generation_config* config, const char** strings, const size_t count);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_generation_config_set_stop_strings), npud_sig_ov_genai_generation_config_set_stop_strings), "ov_genai_generation_config_set_stop_strings: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_decoded_results_free(ov_genai_decoded_results* results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_decoded_results_free), npud_sig_ov_genai_decoded_results_free), "ov_genai_decoded_results_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_decoded_results_get_string(const ov_genai_decoded_results* results, char* output, size_t* output_size);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_decoded_results_get_string), npud_sig_ov_genai_decoded_results_get_string), "ov_genai_decoded_results_get_string: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_decoded_results_get_perf_metrics(const ov_genai_decoded_results* results, ov_genai_perf_metrics** metrics);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_decoded_results_get_perf_metrics), npud_sig_ov_genai_decoded_results_get_perf_metrics), "ov_genai_decoded_results_get_perf_metrics: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_decoded_results_perf_metrics_free(ov_genai_perf_metrics* metrics);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_decoded_results_perf_metrics_free), npud_sig_ov_genai_decoded_results_perf_metrics_free), "ov_genai_decoded_results_perf_metrics_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_perf_metrics_get_num_input_tokens(const ov_genai_perf_metrics* metrics, size_t* num_input_tokens);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_perf_metrics_get_num_input_tokens), npud_sig_ov_genai_perf_metrics_get_num_input_tokens), "ov_genai_perf_metrics_get_num_input_tokens: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_perf_metrics_get_num_generation_tokens(const ov_genai_perf_metrics* metrics, size_t* num_generation_tokens);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_perf_metrics_get_num_generation_tokens), npud_sig_ov_genai_perf_metrics_get_num_generation_tokens), "ov_genai_perf_metrics_get_num_generation_tokens: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_perf_metrics_get_ttft(const ov_genai_perf_metrics* metrics, float* mean, float* std);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_perf_metrics_get_ttft), npud_sig_ov_genai_perf_metrics_get_ttft), "ov_genai_perf_metrics_get_ttft: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_perf_metrics_get_generate_duration(const ov_genai_perf_metrics* metrics, float* mean, float* std);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_perf_metrics_get_generate_duration), npud_sig_ov_genai_perf_metrics_get_generate_duration), "ov_genai_perf_metrics_get_generate_duration: npud calls it with another signature than the header declares");
+typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_create(ov_genai_chat_history** history);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_create), npud_sig_ov_genai_chat_history_create), "ov_genai_chat_history_create: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_chat_history_free(ov_genai_chat_history* history);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_free), npud_sig_ov_genai_chat_history_free), "ov_genai_chat_history_free: npud calls it with another signature than the header declares");
+typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_push_back(ov_genai_chat_history* history, const ov_genai_json_container* message);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_push_back), npud_sig_ov_genai_chat_history_push_back), "ov_genai_chat_history_push_back: npud calls it with another signature than the header declares");
+typedef ov_genai_json_container_status_e npud_sig_ov_genai_json_container_create_from_json_string(ov_genai_json_container** container, const char* json_str);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_json_container_create_from_json_string), npud_sig_ov_genai_json_container_create_from_json_string), "ov_genai_json_container_create_from_json_string: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_json_container_free(ov_genai_json_container* container);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_json_container_free), npud_sig_ov_genai_json_container_free), "ov_genai_json_container_free: npud calls it with another signature than the header declares");
+
+#endif

@@ -1,0 +1,50 @@
+//go:build cgo
+
+package openvino
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/npud/npud/npu/openvino/ovtestlib"
+)
+
+// testLib is npud's GenAI test library (testdata/ovgenai), built by
+// ovtestlib and loaded by TestMain through the product's own discovery.
+var testLib *Library
+
+func TestMain(m *testing.M) {
+	dir, err := ovtestlib.Dir(ovtestlib.Current)
+	if err == nil {
+		testLib, err = OpenLibrary(LibraryOptions{Path: dir})
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			fmt.Fprintln(os.Stderr, "the GenAI test library:", err)
+			os.Exit(1)
+		}
+		fmt.Println("skipping the OpenVINO binding's tests:", err)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// The test library's inspection hooks (ovtest.h), looked up in the loaded
+// library like any other symbol.
+func testHook(name string) int64 {
+	n, ok := testLib.hook(name)
+	if !ok {
+		panic("the test library has no " + name)
+	}
+	return n
+}
+
+func testLiveObjects() int64         { return testHook("ovtest_live_objects") }
+func testLastCallbacksForeign() bool { return testHook("ovtest_last_callbacks_foreign") != 0 }
+func testLastCallsAfterStop() int    { return int(testHook("ovtest_last_calls_after_stop")) }
+func testLastGenerated() int         { return int(testHook("ovtest_last_generated")) }
+func testLastPrefilled() int         { return int(testHook("ovtest_last_prefilled")) }
+func testLastWritten() int           { return int(testHook("ovtest_last_written")) }
