@@ -44,7 +44,8 @@ Usage:
                        manage npud as an OS service (systemd unit, Windows service)
   npud bench [flags]   load-test a streaming endpoint (OpenAI SSE or Ollama NDJSON),
                        npud's or any other; npud bench -h lists flags
-  npud devices         list the devices OpenVINO sees (openvino builds)
+  npud doctor [--json] why the NPU is not used, and how to fix it (exit 0: a real engine is ready)
+  npud devices         list the devices OpenVINO sees
   npud version         print the version
 `
 
@@ -63,6 +64,8 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
+	case "doctor":
+		return doctor(ctx, args[1:], getenv, stdout, stderr)
 	case "pull":
 		return pull(ctx, args[1:], getenv, stdout, stderr)
 	case "service":

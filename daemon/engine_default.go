@@ -23,3 +23,9 @@ func autoEngine(Config, *slog.Logger) (npu.Engine, string, error) {
 }
 
 func printDevices(Config, io.Writer) error { return errNoOpenVINO }
+
+// examineLibrary: a build without cgo cannot load OpenVINO GenAI.
+func examineLibrary(_ Config, _ func(string) string, r *doctorReport) bool {
+	r.add("openvino library", checkFail, errNoOpenVINO.Error(), "use a build with cgo (the packages' binary, or make build)")
+	return false
+}

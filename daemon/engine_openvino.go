@@ -3,6 +3,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,13 +18,13 @@ import (
 const openvinoBuilt = true
 
 // openLibrary finds and loads OpenVINO GenAI's C library as configured.
-func openLibrary(cfg Config, log *slog.Logger) (*openvino.Library, error) {
-	return openvino.OpenLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: os.Getenv, Log: log})
+func openLibrary(cfg Config, getenv func(string) string, log *slog.Logger) (*openvino.Library, error) {
+	return openvino.OpenLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: getenv, Log: log})
 }
 
 // newOpenVINOEngine loads the library and starts the engine on it.
 func newOpenVINOEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
-	lib, err := openLibrary(cfg, log)
+	lib, err := openLibrary(cfg, os.Getenv, log)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +49,7 @@ func startOpenVINO(cfg Config, lib *openvino.Library, log *slog.Logger) (npu.Eng
 // and the models folder holds a model, else the simulated engine and the
 // reason.
 func autoEngine(cfg Config, log *slog.Logger) (npu.Engine, string, error) {
-	lib, err := openLibrary(cfg, log)
+	lib, err := openLibrary(cfg, os.Getenv, log)
 	if err != nil {
 		return nil, err.Error(), nil
 	}
@@ -63,7 +64,7 @@ func autoEngine(cfg Config, log *slog.Logger) (npu.Engine, string, error) {
 
 // printDevices lists the devices OpenVINO sees.
 func printDevices(cfg Config, w io.Writer) error {
-	lib, err := openLibrary(cfg, nil)
+	lib, err := openLibrary(cfg, os.Getenv, nil)
 	if err != nil {
 		return err
 	}
@@ -75,4 +76,35 @@ func printDevices(cfg Config, w io.Writer) error {
 		fmt.Fprintf(w, "%-8s %s\n", d.Name, d.FullName)
 	}
 	return nil
+}
+
+// examineLibrary is npud doctor's look at OpenVINO GenAI: the library
+// (or where it was looked for) and the devices it sees.
+func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) bool {
+	lib, err := openLibrary(cfg, getenv, nil)
+	if err != nil {
+		var lerr *openvino.LoadError
+		if errors.As(err, &lerr) {
+			for _, a := range lerr.Attempts {
+				r.Searched = append(r.Searched, doctorAttempt(a))
+			}
+		}
+		fix := fixOpenVINO
+		if errors.Is(err, openvino.ErrTooOld) || errors.Is(err, openvino.ErrMissingSymbol) {
+			fix = "upgrade OpenVINO GenAI to " + openvino.MinVersion.String() + " or newer (docs/OPENVINO.md)"
+		}
+		r.add("openvino library", checkFail, err.Error(), fix)
+		return false
+	}
+	r.Library = &doctorLibrary{Path: lib.GenAIPath, Core: lib.CorePath, Version: lib.Version.String(), Build: lib.Build, Source: lib.Source}
+	r.add("openvino library", checkOK, fmt.Sprintf("OpenVINO GenAI %s from %s (found by %s)", lib.Build, lib.GenAIPath, lib.Source), "")
+	devices, err := lib.Devices()
+	if err != nil {
+		r.add("devices", checkFail, "listing devices: "+err.Error(), fixNPUDriver)
+		return true
+	}
+	for _, d := range devices {
+		r.Devices = append(r.Devices, doctorDevice{Name: d.Name, FullName: d.FullName, DriverVersion: d.DriverVersion})
+	}
+	return true
 }

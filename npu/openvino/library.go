@@ -251,10 +251,19 @@ func discoverySteps(path string, getenv func(string) string) []candidate {
 			out = append(out, candidate{env, dir, func() (string, string) { return inRoot(dir) }})
 		}
 	}
-	for _, dir := range archiveFolders() {
+	nothing := func() (string, string) { return "", "" }
+	archives := archiveFolders()
+	if len(archives) == 0 {
+		out = append(out, candidate{"archive", archivePattern(), nothing}) // said, so people know it was looked at
+	}
+	for _, dir := range archives {
 		out = append(out, candidate{"archive", dir, func() (string, string) { return inRoot(dir) }})
 	}
-	for _, dir := range wheelFolders(getenv) {
+	wheels := wheelFolders(getenv)
+	if len(wheels) == 0 {
+		out = append(out, candidate{"python wheel", "no openvino_genai package in the Python environments", nothing})
+	}
+	for _, dir := range wheels {
 		out = append(out, candidate{"python wheel", dir, func() (string, string) {
 			genaiName, coreName := libraryNames()
 			genai := findLibrary([]string{dir}, genaiName)
@@ -328,13 +337,16 @@ func findLibrary(dirs []string, name string) string {
 
 // archiveFolders are where the archive is usually unpacked, newest first.
 func archiveFolders() []string {
-	pattern := "/opt/intel/openvino*"
-	if runtime.GOOS == "windows" {
-		pattern = `C:\Program Files (x86)\Intel\openvino*`
-	}
-	dirs, _ := filepath.Glob(pattern)
+	dirs, _ := filepath.Glob(archivePattern())
 	slices.SortFunc(dirs, func(a, b string) int { return strings.Compare(b, a) })
 	return dirs
+}
+
+func archivePattern() string {
+	if runtime.GOOS == "windows" {
+		return `C:\Program Files (x86)\Intel\openvino*`
+	}
+	return "/opt/intel/openvino*"
 }
 
 // wheelFolders are the openvino_genai package folders of the Python
