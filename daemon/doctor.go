@@ -73,10 +73,9 @@ func (r *doctorReport) add(name, status, detail, fix string) {
 // The fixes doctor points to. They name pages of the projects that ship
 // each piece and the guide in this repository's docs/OPENVINO.md.
 const (
-	fixOpenVINO = "install OpenVINO GenAI 2026.2 or newer (docs/OPENVINO.md): the archive from " +
-		"https://storage.openvinotoolkit.org/repositories/openvino_genai/packages/ unpacked under /opt/intel/openvino " +
-		"(or run its setupvars.sh before npud), Intel's APT repository, or `pip install openvino-genai`; " +
-		"or point npud at it with --openvino-lib"
+	fixOpenVINO = "install OpenVINO GenAI 2026.2 or newer (docs/OPENVINO.md): unpack its archive from " +
+		"https://storage.openvinotoolkit.org/repositories/openvino_genai/packages/ under /opt/intel " +
+		"(or source its setupvars.sh before npud), or point npud at it with --openvino-lib"
 	fixNPUDriver = "install the Linux NPU driver from https://github.com/intel/linux-npu-driver/releases " +
 		"(a Core Ultra processor and kernel 6.6 or newer), then reboot"
 	fixModel = "npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov (any OpenVINO IR repository), " +

@@ -9,10 +9,12 @@
 package packaging
 
 import (
+	"bufio"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,9 +24,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu/openvino/ovtestlib"
 )
 
 // need returns the path of tool, or skips (fails in CI) when it is missing.
@@ -197,6 +202,7 @@ func TestPackages(t *testing.T) {
 		// The packaged binary runs.
 		out, err := exec.Command(filepath.Join(root, "usr/bin/npud"), "version").CombinedOutput()
 		require.NoError(t, err, "%s", out)
+		servesThroughTheTestLibrary(t, filepath.Join(root, "usr/bin/npud"))
 	})
 
 	t.Run("lintian", func(t *testing.T) {
@@ -543,5 +549,109 @@ func TestGrafanaDashboard(t *testing.T) {
 	require.NoError(t, err)
 	for _, name := range all {
 		assert.Contains(t, string(guide), "`"+name+"`", "docs/OPERATIONS.md does not list %s", name)
+	}
+}
+
+// servesThroughTheTestLibrary starts a packaged binary on npud's GenAI test
+// library (--openvino-lib) and streams a chat from it (issue 14: the
+// package carries the engine; nothing is built against the library).
+func servesThroughTheTestLibrary(t *testing.T, bin string) {
+	t.Helper()
+	lib, err := ovtestlib.Dir(ovtestlib.Current)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	models := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(models, "tiny"), 0o755))
+	for f, content := range map[string]string{
+		"openvino_model.xml":    "<net/>",
+		"tokenizer_config.json": `{"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}`,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(models, "tiny", f), []byte(content), 0o644))
+	}
+	cmd := exec.Command(bin, "serve", "--engine", "openvino", "--openvino-lib", lib, "--models-dir", models,
+		"--cache-dir", "", "--device", "CPU", "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "OVTEST_DEVICES=CPU")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	listening := regexp.MustCompile(`msg="npud listening" addr=(\S+)`)
+	lines := make(chan string, 64)
+	go func() {
+		r := bufio.NewScanner(stderr)
+		for r.Scan() {
+			lines <- r.Text()
+		}
+		close(lines)
+	}()
+	var addr string
+	deadline := time.After(30 * time.Second)
+	for addr == "" {
+		select {
+		case line, ok := <-lines:
+			require.True(t, ok, "the packaged npud stopped before listening")
+			if m := listening.FindStringSubmatch(line); m != nil {
+				addr = m[1]
+				assert.Contains(t, line, "engine=openvino")
+			}
+		case <-deadline:
+			t.Fatal("the packaged npud did not start")
+		}
+	}
+	go func() {
+		for range lines { // keep the pipe drained
+		}
+	}()
+	resp, err := http.Post("http://"+addr+"/api/chat", "application/json",
+		strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"hello from the package"}]}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	var text strings.Builder
+	var last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		require.NoError(t, json.Unmarshal([]byte(line), &last), line)
+		if msg, ok := last["message"].(map[string]any); ok {
+			text.WriteString(msg["content"].(string))
+		}
+	}
+	assert.Equal(t, true, last["done"])
+	assert.NotEmpty(t, text.String(), "the test library's answer streamed through the packaged binary")
+}
+
+// Issue 14: after installing, the package says what real inference still
+// needs when npud doctor finds something missing, and never fails.
+func TestPostinstallPointsToDoctor(t *testing.T) {
+	dir := t.TempDir()
+	for name, code := range map[string]int{"missing": 1, "ready": 0} {
+		fake := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(fake, []byte(fmt.Sprintf("#!/bin/sh\n[ \"$1\" = doctor ] && exit %d\nexit 0\n", code)), 0o755))
+	}
+	script, err := filepath.Abs(filepath.Join("scripts", "postinstall.sh"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		npud  string
+		args  []string
+		saysF bool
+	}{
+		{"missing", []string{"configure", ""}, true},
+		{"missing", []string{"1"}, true},
+		{"ready", []string{"configure", ""}, false},
+		{"missing", []string{"abort-upgrade", "1.0"}, false},
+	} {
+		cmd := exec.Command("sh", append([]string{script}, tc.args...)...)
+		cmd.Env = append(withoutEnv("NPUD_BIN"), "NPUD_BIN="+filepath.Join(dir, tc.npud))
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Equal(t, tc.saysF, strings.Contains(string(out), "npud doctor"), "%s %v: %s", tc.npud, tc.args, out)
 	}
 }

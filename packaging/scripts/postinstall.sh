@@ -9,6 +9,18 @@
 # a chroot, an image build) there is nothing to tell, so nothing is done.
 set -e
 
+# Say what real inference still needs: npud doctor exits 0 only when
+# OpenVINO GenAI, a device and a model are ready. It never fails the
+# installation. (NPUD_BIN: the tests' npud.)
+npud="${NPUD_BIN:-/usr/bin/npud}"
+case "${1:-}" in
+    configure | [0-9]*)
+        if [ -x "$npud" ] && ! "$npud" doctor >/dev/null 2>&1; then
+            echo "npud: OpenVINO GenAI, the NPU driver or a model is missing, so npud serves its simulated engine (made-up text) until they are there; 'npud doctor' says what to do" >&2
+        fi
+        ;;
+esac
+
 [ -d /run/systemd/system ] || exit 0
 
 case "${1:-}" in
