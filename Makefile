@@ -47,6 +47,8 @@ test: check ## vet, then every test under the race detector
 	command -v rpm >/dev/null || missing="$$missing rpm"; \
 	command -v shellcheck >/dev/null || missing="$$missing shellcheck"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v x86_64-w64-mingw32-gcc >/dev/null || missing="$$missing gcc-mingw-w64-x86-64"; \
+	command -v zip >/dev/null || missing="$$missing zip"; \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
@@ -89,11 +91,13 @@ fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; s
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/
 
-package: ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default configuration, docs
+package: ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default configuration, docs; the Windows zip
 	@# cgo on, PIE, full RELRO: what Debian expects of a binary (lintian).
 	CGO_ENABLED=1 $(GO) build -tags nomsgpack -buildmode=pie \
 	  -ldflags '$(LDFLAGS) -linkmode=external -extldflags=-Wl,-z,relro,-z,now' -o $(BINARY) .
 	bash packaging/build.sh
+	@# The Windows zip: npud.exe with the engine, cross-compiled with mingw-w64.
+	VERSION=$(VERSION) bash packaging/build-windows.sh
 
 clean: ## remove build output
 	rm -rf $(BINARY) dist

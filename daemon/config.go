@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -223,7 +225,7 @@ func (c *Config) options(ls *layers) []option {
 		{"listen", "address to listen on", str(&c.Listen, "127.0.0.1:11434")},
 		{"engine", "inference engine: auto (openvino when OpenVINO GenAI loads and the models folder holds a model, else sim), openvino, or sim (simulated, no inference)", str(&c.Engine, "auto")},
 		{"openvino-lib", "OpenVINO GenAI's C library (libopenvino_genai_c.so, openvino_genai_c.dll) or a folder holding it; empty = search OpenVINO_DIR, INTEL_OPENVINO_DIR, /opt/intel/openvino*, a Python wheel, the system", str(&c.OpenVINOLib, "")},
-		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, "/var/lib/npud/models")},
+		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, defaultStateDir("models", "/var/lib/npud/models"))},
 		{"device", "openvino: AUTO (NPU, then GPU, then CPU) or a device name", str(&c.Device, "AUTO")},
 		{"npu-max-prompt-len", "openvino on NPU: longest prompt in tokens (0 = GenAI's 1024)", num(&c.NPUMaxPromptLen, 0)},
 		{"npu-min-response-len", "openvino on NPU: tokens reserved for the answer (0 = GenAI's 128)", num(&c.NPUMinResponseLen, 0)},
@@ -231,7 +233,7 @@ func (c *Config) options(ls *layers) []option {
 		{"npu-generate-hint", "openvino on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF (empty = GenAI's default)", str(&c.NPUGenerateHint, "")},
 		{"hub-endpoint", "model hub for pull, Hugging Face-compatible (empty = HF_ENDPOINT, else https://huggingface.co)", str(&c.HubEndpoint, "")},
 		{"hub-token", "model hub token for pull (prefer the environment variable)", str(&c.HubToken, "")},
-		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, "/var/cache/npud")},
+		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, defaultStateDir("cache", "/var/cache/npud"))},
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
 		{"sim-prompt-token-cost", "simulated engine: extra prefill time per prompt token", dur(&c.SimPromptTokenCost, 100*time.Microsecond)},
@@ -502,4 +504,18 @@ func (s Security) Keys() ([]APIKey, error) {
 		names[k.Name], secrets[k.Key] = true, true
 	}
 	return keys, nil
+}
+
+// defaultStateDir is where the service keeps its models or compiled-model
+// cache: the systemd unit's StateDirectory and CacheDirectory on Linux,
+// %ProgramData%\npud on Windows.
+func defaultStateDir(name, unix string) string {
+	if runtime.GOOS != "windows" {
+		return unix
+	}
+	base := os.Getenv("ProgramData")
+	if base == "" {
+		base = `C:\ProgramData`
+	}
+	return filepath.Join(base, "npud", name)
 }

@@ -9,6 +9,7 @@
 package packaging
 
 import (
+	"archive/zip"
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
@@ -654,4 +655,76 @@ func TestPostinstallPointsToDoctor(t *testing.T) {
 		require.NoError(t, err, "%s", out)
 		assert.Equal(t, tc.saysF, strings.Contains(string(out), "npud doctor"), "%s %v: %s", tc.npud, tc.args, out)
 	}
+}
+
+// Issue 14: make package's Windows zip holds npud.exe with the engine
+// (cgo, mingw-w64), the example configuration and the README; the test
+// library builds as Windows DLLs exporting every function npud resolves.
+// (Their tests cannot run under Debian 12's Wine 8: Go's runtime needs
+// bcryptprimitives.dll's ProcessPrng, which that Wine lacks.)
+func TestWindowsZip(t *testing.T) {
+	need(t, "x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")
+	need(t, "zip", "zip")
+	dist := t.TempDir()
+	cmd := exec.Command("bash", "build-windows.sh")
+	cmd.Env = append(withoutEnv("VERSION", "DIST_DIR"), "VERSION=1.2.3", "DIST_DIR="+dist)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	zr, err := zip.OpenReader(filepath.Join(dist, "npud_1.2.3_windows_amd64.zip"))
+	require.NoError(t, err)
+	defer zr.Close()
+	files := map[string]*zip.File{}
+	for _, f := range zr.File {
+		files[f.Name] = f
+	}
+	for _, name := range []string{"npud/npud.exe", "npud/npud.toml", "npud/README.md", "npud/OPENVINO.md"} {
+		require.Contains(t, files, name)
+	}
+	exe, err := files["npud/npud.exe"].Open()
+	require.NoError(t, err)
+	head := make([]byte, 2)
+	_, err = io.ReadFull(exe, head)
+	require.NoError(t, err)
+	_ = exe.Close()
+	assert.Equal(t, "MZ", string(head), "a Windows executable")
+	data, err := io.ReadAll(mustOpen(t, files["npud/npud.exe"]))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "openvino_genai_c.dll", "it carries the engine, which loads GenAI's DLL")
+	assert.Contains(t, string(data), "LoadLibraryExA")
+
+	// The example configuration parses as npud's.
+	cfgFile := filepath.Join(t.TempDir(), "npud.toml")
+	cfgData, err := io.ReadAll(mustOpen(t, files["npud/npud.toml"]))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cfgFile, cfgData, 0o644))
+	check := exec.Command("go", "run", ".", "config", "check", "--config", cfgFile)
+	check.Dir = ".."
+	out, err = check.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	// The test library as DLLs: every function the loader resolves is
+	// exported by the DLL that ships it.
+	need(t, "x86_64-w64-mingw32-objdump", "binutils-mingw-w64-x86-64")
+	dlls := t.TempDir()
+	out, err = exec.Command("make", "--no-print-directory", "-C", ovtestlib.Source(), "windows", "WINOUT="+dlls).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	header, err := os.ReadFile(filepath.Join("..", "npu", "openvino", "ovapi.h"))
+	require.NoError(t, err)
+	entries := regexp.MustCompile(`X\((CORE|GENAI), (\w+)\)`).FindAllStringSubmatch(string(header), -1)
+	require.Greater(t, len(entries), 30)
+	exports := map[string]string{}
+	for lib, dll := range map[string]string{"CORE": "openvino_c.dll", "GENAI": "openvino_genai_c.dll"} {
+		exports[lib] = run(t, "x86_64-w64-mingw32-objdump", "-p", filepath.Join(dlls, dll))
+	}
+	for _, e := range entries {
+		assert.Regexp(t, `\]\s+`+e[2]+`\n`, exports[e[1]], "%s exported by the %s DLL", e[2], e[1])
+	}
+}
+
+func mustOpen(t *testing.T, f *zip.File) io.Reader {
+	t.Helper()
+	r, err := f.Open()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	return r
 }

@@ -5,40 +5,10 @@
 
 #include "ovapi.h"
 
-#ifdef _WIN32
-#include <windows.h>
-
-static void* npud_lib_open(const char* path, char* err, size_t err_len) {
-    // An absolute path's folder is searched for the DLLs it needs
-    // (openvino.dll and the rest of the archive's runtime/bin).
-    HMODULE h = LoadLibraryExA(path, NULL, LOAD_WITH_ALTERED_SEARCH_PATH);
-    if (!h) snprintf(err, err_len, "%s: LoadLibrary failed with error %lu", path, (unsigned long)GetLastError());
-    return (void*)h;
-}
-
-static void* npud_lib_symbol(void* lib, const char* name) {
-    return lib ? (void*)GetProcAddress((HMODULE)lib, name) : NULL;
-}
-#else
-#include <dlfcn.h>
-
-static void* npud_lib_open(const char* path, char* err, size_t err_len) {
-    // RTLD_LOCAL: OpenVINO's symbols stay out of the global scope, where
-    // they could be taken for another library's.
-    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char* why = dlerror();
-        snprintf(err, err_len, "%s", why ? why : path);
-    }
-    return h;
-}
-
-static void* npud_lib_symbol(void* lib, const char* name) {
-    // dlsym on a handle also searches the libraries it depends on, so the
-    // core functions resolve from GenAI's C library when no core was given.
-    return lib ? dlsym(lib, name) : NULL;
-}
-#endif
+// The platform's loader (dynlib.c): it includes windows.h, whose BOOL and
+// FLOAT clash with OpenVINO's ov_element_type_e, so it stays apart.
+void* npud_lib_open(const char* path, char* err, size_t err_len);
+void* npud_lib_symbol(void* lib, const char* name);
 
 // The libraries are never closed: OpenVINO keeps threads and plugin
 // libraries of its own alive, and unloading code they may still run is

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds dist/npud_<version>_windows_amd64.zip: npud.exe with the OpenVINO
+# engine (cgo, cross-compiled with Debian's mingw-w64; OpenVINO GenAI's DLLs
+# are loaded at run time), an example configuration and the README.
+# Environment, all optional:
+#   VERSION   the version in the file name and the binary (default: git describe)
+#   DIST_DIR  where the zip goes (default: ./dist)
+#   WINCC     the mingw-w64 C compiler (default: x86_64-w64-mingw32-gcc)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+WINCC="${WINCC:-x86_64-w64-mingw32-gcc}"
+DIST_DIR="$(realpath -m -- "${DIST_DIR:-$root/dist}")"
+VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+
+if ! command -v "$WINCC" >/dev/null; then
+    echo "build-windows.sh: no $WINCC: apt-get install gcc-mingw-w64-x86-64 (the Windows build needs it for cgo)" >&2
+    exit 1
+fi
+command -v zip >/dev/null || { echo "build-windows.sh: no zip: apt-get install zip" >&2; exit 1; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/npud" "$DIST_DIR"
+GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC="$WINCC" \
+    go build -tags nomsgpack -ldflags "-s -w -X github.com/npud/npud/daemon.Version=$VERSION" -o "$work/npud/npud.exe" .
+cp packaging/windows/npud.toml "$work/npud/npud.toml"
+cp README.md "$work/npud/README.md"
+cp docs/OPENVINO.md "$work/npud/OPENVINO.md"
+zipfile="$DIST_DIR/npud_${VERSION}_windows_amd64.zip"
+rm -f "$zipfile"
+(cd "$work" && zip -qr -X "$zipfile" npud)
+echo "build-windows.sh: $zipfile"
