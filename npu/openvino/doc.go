@@ -2,9 +2,10 @@
 // GPU or CPU through GenAI's C API, via cgo, and streams from GenAI's
 // native streamer threads into the npu bridge.
 //
-// The package builds only with the `openvino` build tag, against the real
-// OpenVINO GenAI headers and libraries (include and library paths from
-// CGO_CFLAGS/CGO_LDFLAGS, see the Makefile's openvino targets), or, for
-// tests on machines without OpenVINO, against npud's own test library in
-// testdata/ovgenai, which implements the same C functions.
+// Nothing links against OpenVINO: OpenLibrary finds GenAI's C library at
+// run time (dlopen, LoadLibrary) and resolves every function npud calls
+// into a table typed from the headers in include/ (token-identical to the
+// official ones, which CGO_CFLAGS can put first to check against). The
+// package needs cgo; tests load npud's own GenAI test library
+// (testdata/ovgenai, built by ovtestlib) through the same discovery.
 package openvino
