@@ -240,3 +240,27 @@ func TestDoctorFindsTheLibraryOnTheLoaderPath(t *testing.T) {
 	assert.Equal(t, "system", r.Library.Source)
 	assert.Equal(t, "libopenvino_genai_c.so", r.Library.Path, "found by name, through the loader")
 }
+
+// Issue 14: under --engine auto without the library, /health says the
+// engine is simulated and why.
+func TestHealthSaysWhyTheEngineIsSimulated(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-openvino-here")
+	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "auto", "--openvino-lib", missing}, env(), io.Discard)
+	require.NoError(t, err)
+	srv, err := New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-served)
+	}()
+	resp, err := http.Get("http://" + srv.Addr().String() + "/health")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var h map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+	assert.Equal(t, true, h["simulated"])
+	assert.Contains(t, h["simulated_why"], missing)
+}

@@ -14,9 +14,12 @@ type healthModel struct {
 }
 
 type healthReport struct {
-	Status        string        `json:"status"` // "ok" or "draining"
-	Engine        string        `json:"engine"`
-	Simulated     bool          `json:"simulated"`
+	Status    string `json:"status"` // "ok" or "draining"
+	Engine    string `json:"engine"`
+	Simulated bool   `json:"simulated"`
+	// Why is why the simulated engine serves (no OpenVINO library, no
+	// model, --engine sim), when it does.
+	Why           string        `json:"simulated_why,omitempty"`
 	Models        []healthModel `json:"models"`
 	ActiveStreams int           `json:"active_streams"` // generations the engine is running
 	Queued        int           `json:"queued"`         // requests waiting for the engine
@@ -38,6 +41,7 @@ func (s *Server) health(c *gin.Context) {
 	}
 	if report.Simulated {
 		report.Engine += " (simulated: no inference)"
+		report.Why = s.simReason
 	}
 	for _, m := range s.runner.Models() {
 		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength, Device: s.runner.Placement(m.ID)})

@@ -54,6 +54,7 @@ type statusReport struct {
 	Version       string         `json:"version"`
 	Engine        string         `json:"engine"`
 	Simulated     bool           `json:"simulated"`
+	Why           string         `json:"simulated_why,omitempty"` // why the simulated engine serves
 	UptimeSeconds int64          `json:"uptime_seconds"`
 	Devices       []statusDevice `json:"devices"`
 	Models        []string       `json:"models"` // every model served
@@ -75,6 +76,9 @@ func (s *Server) status(c *gin.Context) {
 		Devices:       []statusDevice{}, Models: []string{}, Loaded: []statusModel{},
 		Queued: s.runner.Waiting(), Running: s.runner.Running(),
 		Auth: s.policy.Load().keys.enabled(), Time: now.UTC(),
+	}
+	if report.Simulated {
+		report.Why = s.simReason
 	}
 	select {
 	case <-s.draining:

@@ -193,6 +193,7 @@ function showStatus(s) {
   engine.textContent = s.simulated ? "engine: " + s.engine + " (SIMULATED)" : "engine: " + s.engine;
   engine.className = "badge " + (s.simulated ? "bad" : "good");
   $("simulated-banner").hidden = !s.simulated;
+  $("simulated-why").textContent = s.simulated_why ? "Why: " + s.simulated_why + "." : "";
   const state = $("state");
   state.textContent = s.status;
   state.className = "badge " + (s.status === "ok" ? "good" : "warn");
