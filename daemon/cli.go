@@ -66,6 +66,14 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 		return serve(ctx, args[1:], getenv, stderr)
 	case "doctor":
 		return doctor(ctx, args[1:], getenv, stdout, stderr)
+	case "worker":
+		// Started by the daemon only, with its configuration in the
+		// environment: not in the usage.
+		if !IsWorker() {
+			fmt.Fprintln(stderr, "npud worker is started by npud serve for its engine (--isolation process), not by hand")
+			return 2
+		}
+		return RunWorker(ctx)
 	case "pull":
 		return pull(ctx, args[1:], getenv, stdout, stderr)
 	case "service":

@@ -22,6 +22,15 @@ type Config struct {
 	Listen      string // address to listen on; default 127.0.0.1:11434 (Ollama's)
 	Engine      string // "auto", "openvino" or "sim" (simulated)
 	OpenVINOLib string // --openvino-lib: GenAI's C library, or a folder holding it; "" = discovery
+	// Isolation: "process" runs the engine in worker processes (a native
+	// crash or hang ends that model's streams, not the daemon), "none" in
+	// the daemon, "auto" process for OpenVINO and none for the simulator.
+	Isolation           string
+	PrefillTimeout      time.Duration // process isolation: no first token within it and the worker is hung
+	RestartBackoff      time.Duration // first wait before restarting a crashed worker (doubles, up to 30s)
+	DeviceFailures      int           // crashes or hangs within DeviceFailureWindow that mark a device unhealthy
+	DeviceFailureWindow time.Duration
+	DeviceProbeAfter    time.Duration // an unhealthy device is tried again this long after its last failure
 
 	ModelsDir         string // OpenVINO: one IR export per subfolder
 	Device            string // OpenVINO: AUTO, NPU, GPU, GPU.1, CPU
@@ -224,6 +233,12 @@ func (c *Config) options(ls *layers) []option {
 		{"config", "TOML configuration file read before the environment and flags (keys are the flag names)", str(&c.ConfigFile, "")},
 		{"listen", "address to listen on", str(&c.Listen, "127.0.0.1:11434")},
 		{"engine", "inference engine: auto (openvino when OpenVINO GenAI loads and the models folder holds a model, else sim), openvino, or sim (simulated, no inference)", str(&c.Engine, "auto")},
+		{"isolation", "where the engine runs: process (worker processes: a native crash or hang ends that model's streams, not npud), none (in npud), auto (process for openvino, none for sim)", str(&c.Isolation, "auto")},
+		{"prefill-timeout", "process isolation: a worker with no first token for this long is hung and killed", dur(&c.PrefillTimeout, 10*time.Minute)},
+		{"restart-backoff", "process isolation: wait before restarting a crashed worker; doubles per fault, up to 30s", dur(&c.RestartBackoff, 500*time.Millisecond)},
+		{"device-failures", "process isolation: crashes or hangs within device-failure-window that mark a device unhealthy", num(&c.DeviceFailures, 3)},
+		{"device-failure-window", "process isolation: the window device-failures counts in", dur(&c.DeviceFailureWindow, 10*time.Minute)},
+		{"device-probe-after", "process isolation: an unhealthy device is tried again this long after its last failure", dur(&c.DeviceProbeAfter, 5*time.Minute)},
 		{"openvino-lib", "OpenVINO GenAI's C library (libopenvino_genai_c.so, openvino_genai_c.dll) or a folder holding it; empty = search OpenVINO_DIR, INTEL_OPENVINO_DIR, /opt/intel/openvino*, a Python wheel, the system", str(&c.OpenVINOLib, "")},
 		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, defaultStateDir("models", "/var/lib/npud/models"))},
 		{"device", "openvino: AUTO (NPU, then GPU, then CPU) or a device name", str(&c.Device, "AUTO")},
@@ -393,6 +408,8 @@ func (c Config) Validate() error {
 		}
 	}
 	check(c.Engine == "sim" || c.Engine == "auto" || (c.Engine == "openvino" && openvinoBuilt), "--engine %q: %s", c.Engine, engineChoices())
+	check(c.Isolation == "auto" || c.Isolation == "process" || c.Isolation == "none", "--isolation must be auto, process or none, got %q", c.Isolation)
+	check(c.DeviceFailures >= 1, "--device-failures must be 1 or more, got %d", c.DeviceFailures)
 	check(c.NPUMaxPromptLen >= 0 && c.NPUMinResponseLen >= 0, "--npu-max-prompt-len and --npu-min-response-len must not be negative")
 	check(c.NPUPrefillHint == "" || c.NPUPrefillHint == "DYNAMIC" || c.NPUPrefillHint == "STATIC",
 		"--npu-prefill-hint must be DYNAMIC or STATIC, got %q", c.NPUPrefillHint)
@@ -424,7 +441,8 @@ func (c Config) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"sim-ttft": c.SimTTFT, "sim-itl": c.SimITL, "sim-prompt-token-cost": c.SimPromptTokenCost,
 		"heartbeat": c.Heartbeat, "queue-timeout": c.QueueTimeout, "token-timeout": c.TokenTimeout,
-		"request-timeout": c.RequestTimeout, "drain-timeout": c.DrainTimeout,
+		"request-timeout": c.RequestTimeout, "drain-timeout": c.DrainTimeout, "prefill-timeout": c.PrefillTimeout,
+		"restart-backoff": c.RestartBackoff, "device-failure-window": c.DeviceFailureWindow, "device-probe-after": c.DeviceProbeAfter,
 		"header-timeout": c.HeaderTimeout, "resume-window": c.ResumeWindow, "body-read-timeout": c.BodyReadTimeout,
 	} {
 		check(d >= 0, "--%s must not be negative, got %s", name, d)

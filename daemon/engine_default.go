@@ -29,3 +29,9 @@ func examineLibrary(_ Config, _ func(string) string, r *doctorReport) bool {
 	r.add("openvino library", checkFail, errNoOpenVINO.Error(), "use a build with cgo (the packages' binary, or make build)")
 	return false
 }
+
+func openvinoContext(Config) int { return 0 }
+
+func openvinoWorkerEngine(Config, func(model, device string), *slog.Logger) (npu.Engine, error) {
+	return nil, errNoOpenVINO
+}

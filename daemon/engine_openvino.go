@@ -108,3 +108,28 @@ func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) boo
 	}
 	return true
 }
+
+// openvinoContext is the context length the OpenVINO engine reports.
+func openvinoContext(cfg Config) int {
+	return openvino.ReportedContext(openvino.Config{Device: cfg.Device, MaxPromptLen: cfg.NPUMaxPromptLen, MinResponseLen: cfg.NPUMinResponseLen})
+}
+
+// openvinoWorkerEngine is the OpenVINO engine inside a worker process; it
+// tells the daemon each device it compiles for.
+func openvinoWorkerEngine(cfg Config, compiling func(model, device string), log *slog.Logger) (npu.Engine, error) {
+	lib, err := openLibrary(cfg, os.Getenv, log)
+	if err != nil {
+		return nil, err
+	}
+	return openvino.New(openvino.Config{
+		Library:        lib,
+		ModelsDir:      cfg.ModelsDir,
+		Device:         cfg.Device,
+		MaxPromptLen:   cfg.NPUMaxPromptLen,
+		MinResponseLen: cfg.NPUMinResponseLen,
+		PrefillHint:    cfg.NPUPrefillHint,
+		GenerateHint:   cfg.NPUGenerateHint,
+		CacheDir:       cfg.CacheDir,
+		OnCompile:      compiling,
+	}, log)
+}

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -11,6 +13,11 @@ type healthModel struct {
 	ID            string `json:"id"`
 	ContextLength int    `json:"context_length"`
 	Device        string `json:"device,omitempty"` // where it is loaded, for engines that place models
+}
+
+type healthDevice struct {
+	Name    string `json:"name"`
+	Healthy bool   `json:"healthy"`
 }
 
 type healthReport struct {
@@ -24,7 +31,11 @@ type healthReport struct {
 	ActiveStreams int           `json:"active_streams"` // generations the engine is running
 	Queued        int           `json:"queued"`         // requests waiting for the engine
 	UptimeSeconds int64         `json:"uptime_seconds"`
-	Version       string        `json:"version"`
+	// With the engine in worker processes: the restarts after faults, and
+	// each device's health (AUTO avoids an unhealthy one).
+	WorkerRestarts *int64         `json:"worker_restarts,omitempty"`
+	Devices        []healthDevice `json:"devices,omitempty"`
+	Version        string         `json:"version"`
 }
 
 func (s *Server) health(c *gin.Context) {
@@ -45,6 +56,14 @@ func (s *Server) health(c *gin.Context) {
 	}
 	for _, m := range s.runner.Models() {
 		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength, Device: s.runner.Placement(m.ID)})
+	}
+	if w, ok := engine.(isolatedEngine); ok {
+		n := w.Restarts()
+		report.WorkerRestarts = &n
+		for name, healthy := range w.DeviceHealth() {
+			report.Devices = append(report.Devices, healthDevice{Name: name, Healthy: healthy})
+		}
+		slices.SortFunc(report.Devices, func(a, b healthDevice) int { return strings.Compare(a.Name, b.Name) })
 	}
 	status := http.StatusOK
 	select {

@@ -25,7 +25,10 @@ import (
 	"github.com/npud/npud/npu/sim"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	daemontest.ServeIfWorker()
+	goleak.VerifyTestMain(m)
+}
 
 // syncBuffer is a log destination safe for the server's goroutines.
 type syncBuffer struct {

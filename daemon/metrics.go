@@ -35,7 +35,8 @@ type metrics struct {
 	disconnects, slowConsumer, engineErrors  *prometheus.CounterVec
 	rateLimitedTotal                         *prometheus.CounterVec
 	prefillTokens, conversationCache         *prometheus.CounterVec
-	activeStreams                            *prometheus.GaugeVec
+	workerRestarts                           *prometheus.CounterVec
+	activeStreams, deviceHealthy             *prometheus.GaugeVec
 }
 
 // newMetrics returns the instrumentation for an engine; watch then adds
@@ -63,6 +64,8 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.rateLimitedTotal = counter("npud_rate_limited_total", "Requests refused with 429: rate (requests per minute) or streams (concurrent cap).", "tenant", "reason")
 	m.prefillTokens = counter("npud_prefill_tokens_total", "Prompt tokens of finished generations by what the engine did with them: prefilled, or reused from its cache of the conversation's earlier turn.", "model", "kind")
 	m.conversationCache = counter("npud_conversation_cache_total", "Conversation requests by what they found in their model's cache when they got the engine: continued (only new tokens prefilled), new (nothing cached), switched (another conversation was cached and is reset).", "model", "result")
+	m.workerRestarts = counter("npud_worker_restarts_total", "Engine worker processes restarted after a fault: crashed (a segfault, an abort, an OOM kill) or hung (killed by the watchdog).", "model", "reason")
+	m.deviceHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_healthy", Help: "1 while a device is healthy, 0 after too many crashes or hangs on it (AUTO then uses the next device)."}, []string{"device"})
 	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running."}, []string{"route"})
 
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_build_info", Help: "Always 1: the npud version, engine and Go version."}, []string{"version", "engine", "goversion"})
@@ -76,7 +79,7 @@ func newMetrics(engine npu.Engine) *metrics {
 	}
 	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,
 		m.completionTokens, m.disconnects, m.slowConsumer, m.engineErrors, m.rateLimitedTotal, m.activeStreams,
-		m.prefillTokens, m.conversationCache,
+		m.prefillTokens, m.conversationCache, m.workerRestarts, m.deviceHealthy,
 		build, devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -108,6 +111,20 @@ func (m *metrics) Prefill(model string, cache npu.CacheResult, prefilled, reused
 	if cache != npu.CacheNone {
 		m.conversationCache.WithLabelValues(model, string(cache)).Inc()
 	}
+}
+
+// WorkerRestarted implements worker.Observer.
+func (m *metrics) WorkerRestarted(model, reason string) {
+	m.workerRestarts.WithLabelValues(model, reason).Inc()
+}
+
+// DeviceHealth implements worker.Observer.
+func (m *metrics) DeviceHealth(device string, healthy bool) {
+	v := 0.0
+	if healthy {
+		v = 1
+	}
+	m.deviceHealthy.WithLabelValues(device).Set(v)
 }
 
 // TokenGap implements npu.Observer.

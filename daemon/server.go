@@ -23,6 +23,7 @@ import (
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/npu/worker"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
@@ -96,6 +97,18 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		}
 	}
 	m := newMetrics(engine)
+	stream := npu.StreamLimits{
+		MaxPendingBytes: cfg.MaxPendingBytes,
+		TokenTimeout:    cfg.TokenTimeout,
+		Heartbeat:       cfg.Heartbeat,
+	}
+	if w, ok := engine.(isolatedEngine); ok {
+		// The workers' watchdog owns the token and prefill timeouts: it
+		// can stop a native call (by killing its process), the bridge
+		// cannot.
+		stream.TokenTimeout = 0
+		w.SetObserver(m)
+	}
 	runner := npu.NewRunner(engine, npu.RunnerConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
@@ -109,11 +122,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			MaxWait:      cfg.AffinityMaxWait,
 			Linger:       cfg.AffinityLinger,
 		},
-		Stream: npu.StreamLimits{
-			MaxPendingBytes: cfg.MaxPendingBytes,
-			TokenTimeout:    cfg.TokenTimeout,
-			Heartbeat:       cfg.Heartbeat,
-		},
+		Stream: stream,
 	}, log)
 	m.watch(runner)
 	ln := o.listener
@@ -175,14 +184,37 @@ func newEngine(cfg Config, log *slog.Logger) (engine npu.Engine, simReason strin
 	}
 	switch cfg.Engine {
 	case "sim":
+		if isolated(cfg, "sim") {
+			engine, err := newWorkerEngine(cfg, "sim", log)
+			return engine, "--engine sim", err
+		}
 		return simulated(), "--engine sim", nil
 	case "openvino":
+		if isolated(cfg, "openvino") {
+			engine, err := newWorkerEngine(cfg, "openvino", log)
+			if err != nil {
+				return nil, "", fmt.Errorf("--engine openvino: %w", err)
+			}
+			return engine, "", nil
+		}
 		engine, err := newOpenVINOEngine(cfg, log)
 		if err != nil {
 			return nil, "", fmt.Errorf("--engine openvino: %w", err)
 		}
 		return engine, "", nil
 	case "auto":
+		if isolated(cfg, "openvino") {
+			// No native code in the daemon: the models folder is read in
+			// Go, the library is loaded by the probe worker.
+			if models, err := modelsIn(cfg.ModelsDir); err != nil || len(models) == 0 {
+				return simulated(), fmt.Sprintf("the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)", cfg.ModelsDir), nil
+			}
+			engine, err := newWorkerEngine(cfg, "openvino", log)
+			if err != nil {
+				return simulated(), err.Error(), nil
+			}
+			return engine, "", nil
+		}
 		engine, reason, err := autoEngine(cfg, log)
 		if err != nil {
 			return nil, "", fmt.Errorf("--engine auto: %w", err)
@@ -193,6 +225,13 @@ func newEngine(cfg Config, log *slog.Logger) (engine npu.Engine, simReason strin
 		return engine, "", nil
 	}
 	return nil, "", fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+}
+
+// isolatedEngine is an engine running in worker processes.
+type isolatedEngine interface {
+	Restarts() int64
+	DeviceHealth() map[string]bool
+	SetObserver(worker.Observer)
 }
 
 // modelsIn lists the models in an OpenVINO models folder (none when it

@@ -86,10 +86,13 @@ func (s *Server) status(c *gin.Context) {
 	default:
 	}
 	full := deviceNames(engine)
+	var health map[string]bool
+	if w, ok := engine.(isolatedEngine); ok {
+		health = w.DeviceHealth() // crashes and hangs counted by the workers
+	}
 	for _, name := range deviceList(engine) {
-		// Every device the engine lists is usable; a failed one is not
-		// listed (OVTEST_BROKEN_DEVICES, or a missing driver).
-		report.Devices = append(report.Devices, statusDevice{Name: name, FullName: full[name], Healthy: true})
+		healthy, known := health[name]
+		report.Devices = append(report.Devices, statusDevice{Name: name, FullName: full[name], Healthy: healthy || !known})
 	}
 	for _, m := range s.runner.Models() {
 		report.Models = append(report.Models, m.ID)

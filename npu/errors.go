@@ -40,6 +40,16 @@ var (
 	// stream callback it called, panicked: metrics count it apart from
 	// failed calls.
 	ErrPanic = errors.New("panic")
+	// ErrEngineCrashed ends the generations of an engine worker process
+	// that died (a segfault, an abort, an OOM kill). It is retryable: the
+	// worker is restarted.
+	ErrEngineCrashed = errors.New("crashed")
+	// ErrEngineHung ends the generations of an engine worker process that
+	// stopped calling back; it was killed. It is retryable.
+	ErrEngineHung = errors.New("hung")
+	// ErrDeviceUnhealthy refuses work for an explicitly configured device
+	// that crashed or hung too often, until it is probed again. Retryable.
+	ErrDeviceUnhealthy = errors.New("device unhealthy")
 )
 
 // EngineError is a failure inside an engine. The API layers report it as a
@@ -55,7 +65,8 @@ func (e *EngineError) Unwrap() error { return e.Cause }
 // Retryable reports whether a client may retry the request unchanged.
 func Retryable(err error) bool {
 	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueTimeout) ||
-		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown) || errors.Is(err, ErrTooManyStreams)
+		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown) || errors.Is(err, ErrTooManyStreams) ||
+		errors.Is(err, ErrEngineCrashed) || errors.Is(err, ErrEngineHung) || errors.Is(err, ErrDeviceUnhealthy)
 }
 
 // ErrInvalidRequest is wrapped by InvalidRequestError: a request the engine

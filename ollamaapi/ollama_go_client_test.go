@@ -23,7 +23,10 @@ import (
 	"github.com/npud/npud/ollamaapi"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	daemontest.ServeIfWorker()
+	goleak.VerifyTestMain(m)
+}
 
 // clientFixture is a real npud on loopback and the official Ollama Go
 // client pointed at it.

@@ -19,6 +19,7 @@ import (
 // drained and every client transport closes its idle connections when its
 // test ends, so nothing needs to be ignored.
 func TestMain(m *testing.M) {
+	daemontest.ServeIfWorker()
 	goleak.VerifyTestMain(m)
 }
 

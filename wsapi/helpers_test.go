@@ -12,7 +12,10 @@ import (
 
 // TestMain checks that no test leaks a goroutine: every connection,
 // relay and journal pump ends with its test.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	daemontest.ServeIfWorker()
+	goleak.VerifyTestMain(m)
+}
 
 var (
 	startSim = daemontest.StartSim

@@ -19,7 +19,10 @@ import (
 	"github.com/npud/npud/npu/sim"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	daemontest.ServeIfWorker()
+	goleak.VerifyTestMain(m)
+}
 
 func TestBenchAgainstNpudBothAPIs(t *testing.T) {
 	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.SimITL = 2 * time.Millisecond }, nil)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -135,5 +136,14 @@ func SimOnly(t testing.TB, why string) {
 	t.Helper()
 	if EngineUnderTest() != "sim" {
 		t.Skip("simulated engine only: " + why)
+	}
+}
+
+// ServeIfWorker makes a test binary serve as an engine worker when a
+// daemon under test started it as one (os.Executable is the test binary):
+// call it first in TestMain. It does not return in a worker.
+func ServeIfWorker() {
+	if daemon.IsWorker() {
+		os.Exit(daemon.RunWorker(context.Background()))
 	}
 }

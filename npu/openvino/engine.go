@@ -39,6 +39,10 @@ type Config struct {
 	CacheDir       string // CACHE_DIR, so the slow first NPU compile happens once
 	// Hub fetches models for pull; nil disables pulling.
 	Hub *hub.Client
+	// OnCompile, when set, is told each device a model is about to be
+	// compiled for: a worker process reports it, so that a crash during the
+	// compile is charged to that device.
+	OnCompile func(model, device string)
 }
 
 // What the OpenVINO engine offers the runner, checked at compile time.
@@ -79,11 +83,7 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if _, err := candidates(cfg.Device, devices); err != nil {
 		return nil, err
 	}
-	if deviceKind(cfg.Device) == "NPU" {
-		// The NPU's context is its KV cache, whatever the model was
-		// trained for.
-		cfg.ContextLength = cfg.npuKVCapacity()
-	}
+	cfg.ContextLength = ReportedContext(cfg)
 	store := modelstore.New(cfg.ModelsDir, cfg.Hub)
 	// A fresh service's models folder (under its StateDirectory) does not
 	// exist yet: an empty one is a valid start, ready for pulls.
@@ -151,6 +151,12 @@ func (e *Engine) properties(device string) []property {
 // Load implements npu.ModelLoader: it compiles the model for the configured
 // device, or under AUTO for the first device that takes it.
 func (e *Engine) Load(ctx context.Context, model string) error {
+	return e.LoadAvoiding(ctx, model, nil)
+}
+
+// LoadAvoiding is Load under AUTO without the devices in avoid (ones that
+// crashed or hung); a device named in the configuration is never avoided.
+func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string) error {
 	e.mu.Lock()
 	_, loaded := e.pipelines[model]
 	e.mu.Unlock()
@@ -161,12 +167,26 @@ func (e *Engine) Load(ctx context.Context, model string) error {
 	if err != nil {
 		return err
 	}
+	if e.cfg.Device == "" || e.cfg.Device == "AUTO" {
+		// Unhealthy devices go last, not away: when every device is
+		// unhealthy, trying one beats serving nothing.
+		healthy := slices.DeleteFunc(slices.Clone(devices), func(d string) bool { return slices.Contains(avoid, d) })
+		for _, d := range devices {
+			if slices.Contains(avoid, d) {
+				healthy = append(healthy, d)
+			}
+		}
+		devices = healthy
+	}
 	// Compiling takes minutes on an NPU: the engine mutex is not held
 	// meanwhile, so other models' generations go on. The runner makes sure
 	// one model is loaded by one caller at a time.
 	dir := filepath.Join(e.cfg.ModelsDir, model)
 	var errs []error
 	for _, device := range devices {
+		if e.cfg.OnCompile != nil {
+			e.cfg.OnCompile(model, device)
+		}
 		p, err := newPipeline(e.cfg.Library.api, dir, device, e.properties(device))
 		if err == nil {
 			e.mu.Lock()
@@ -234,6 +254,19 @@ func (c *Config) minResponseLen() int {
 		return c.MinResponseLen
 	}
 	return 128 // GenAI's default
+}
+
+// ReportedContext is the context length the engine reports for its
+// models under cfg: on the NPU its KV cache, whatever the model was trained
+// for; elsewhere cfg.ContextLength (4096 when unset).
+func ReportedContext(cfg Config) int {
+	if deviceKind(cfg.Device) == "NPU" {
+		return cfg.npuKVCapacity()
+	}
+	if cfg.ContextLength == 0 {
+		return 4096
+	}
+	return cfg.ContextLength
 }
 
 // npuKVCapacity is how many tokens the NPU pipeline's KV cache holds, prompt

@@ -21,9 +21,16 @@
  *   - OVTEST_BROKEN_DEVICES: devices on which every model fails to compile;
  *   - OVTEST_COMPILE_DELAY_US: how long creating a pipeline takes, for the
  *     models whose folder holds a file named slow_compile;
+ *   - native faults, for the worker processes: a prompt holding OVTEST_CRASH
+ *     segfaults after the first callback, OVTEST_ABORT aborts there,
+ *     OVTEST_HANG stops calling back for ever there, OVTEST_HANG_PREFILL
+ *     never produces a first token; a model folder holding crash_on_load
+ *     segfaults while compiling (on the devices the file names, or any), one holding kill_on_load is killed there
+ *     (SIGKILL, as the OOM killer does);
  *   - a count of live objects, for leak checks (ovtest.h).
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -37,6 +44,28 @@
 #include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
 #include "ovtest.h"
+
+enum fault { FAULT_NONE, FAULT_CRASH, FAULT_ABORT, FAULT_HANG };
+
+/* hang_forever stands for a native call that never returns (a device lost
+ * mid-inference): no callback, no cancel, only killing the process ends it. */
+static void hang_forever(void) {
+    for (;;) usleep(1000000);
+}
+
+/* crash delivers the SIGSEGV a plugin's bad pointer would (a store through
+ * NULL is undefined behaviour the compiler may drop; the signal is not). */
+static void crash(void) {
+    raise(SIGSEGV);
+    abort(); /* not reached: SIGSEGV's default action ends the process */
+}
+
+static enum fault fault_in(const char* input) {
+    if (strstr(input, "OVTEST_CRASH")) return FAULT_CRASH;
+    if (strstr(input, "OVTEST_ABORT")) return FAULT_ABORT;
+    if (strstr(input, "OVTEST_HANG") && !strstr(input, "OVTEST_HANG_PREFILL")) return FAULT_HANG;
+    return FAULT_NONE;
+}
 
 /* From the core test library (ovcore_test.c), which this one links. */
 const char* ovtest_devices(void);
@@ -320,6 +349,23 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
         return UNKNOW_EXCEPTION;
     char slow[4096];
     snprintf(slow, sizeof slow, "%s/slow_compile", models_path);
+    char fault[4096];
+    snprintf(fault, sizeof fault, "%s/crash_on_load", models_path);
+    if (stat(fault, &st) == 0) {
+        /* The file may name the devices it crashes on; empty, all of them. */
+        char which[256] = "";
+        FILE* f = fopen(fault, "r");
+        if (f) {
+            size_t n = fread(which, 1, sizeof which - 1, f);
+            which[n] = 0;
+            fclose(f);
+        }
+        if (!which[0] || strstr(which, device)) crash();
+    }
+#ifndef _WIN32
+    snprintf(fault, sizeof fault, "%s/kill_on_load", models_path);
+    if (stat(fault, &st) == 0) kill(getpid(), SIGKILL); /* the OOM killer, mid-compile */
+#endif
     const char* compile_delay = getenv("OVTEST_COMPILE_DELAY_US");
     if (compile_delay && stat(slow, &st) == 0)
         usleep((useconds_t)strtoul(compile_delay, NULL, 10)); /* an NPU compile takes minutes */
@@ -419,6 +465,7 @@ struct text_streamer {
     pthread_t caller;
     atomic_int foreign;    /* a callback ran on a thread other than the caller's */
     int stopped;           /* a callback answered STOP or CANCEL */
+    int fault;             /* a native fault after the first callback (enum fault) */
     int after_stop;        /* calls after that answer */
 };
 
@@ -443,6 +490,12 @@ static ov_genai_streaming_status_e streamer_call(struct text_streamer* s, const 
     ov_genai_streaming_status_e st = s->cb->callback_func(word, s->cb->args);
     free(word);
     if (st != OV_GENAI_STREAMING_STATUS_RUNNING) s->stopped = 1;
+    switch (s->stopped ? FAULT_NONE : (enum fault)s->fault) {
+    case FAULT_CRASH: crash(); break;
+    case FAULT_ABORT: abort();
+    case FAULT_HANG: hang_forever(); break;
+    case FAULT_NONE: break;
+    }
     return st;
 }
 
@@ -655,10 +708,11 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
     atomic_store(&last_prefilled, (int)prefilled);
     const char* prefill_cost = getenv("OVTEST_PREFILL_US_PER_TOKEN");
     if (prefill_cost) usleep((useconds_t)(strtoul(prefill_cost, NULL, 10) * prefilled));
+    if (strstr(input, "OVTEST_HANG_PREFILL")) hang_forever(); /* prefill has no callback to cancel from */
     const char* delay = getenv("OVTEST_TOKEN_DELAY_US");
     uint64_t seed = fnv1a(input, 1469598103934665603ULL) ^ (uint64_t)config->rng_seed;
     size_t natural = 16 + (size_t)(seed % 17);
-    struct text_streamer ts = {.cb = streamer, .caller = pthread_self()};
+    struct text_streamer ts = {.cb = streamer, .caller = pthread_self(), .fault = fault_in(input)};
     struct run r = {
         .pipe = pipe,
         .streamer = streamer ? &ts : NULL,

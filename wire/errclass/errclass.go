@@ -58,6 +58,12 @@ func Of(err error) Class {
 		return Class{Status: http.StatusGatewayTimeout, Code: "token_timeout", Server: true}
 	case errors.Is(err, npu.ErrClientGone):
 		return Class{Status: StatusClientClosed, Code: "client_closed"}
+	case errors.Is(err, npu.ErrEngineCrashed):
+		return Class{Status: http.StatusServiceUnavailable, Code: "engine_crashed", Server: true, Retryable: true}
+	case errors.Is(err, npu.ErrDeviceUnhealthy):
+		return Class{Status: http.StatusServiceUnavailable, Code: "device_unhealthy", Server: true, Retryable: true}
+	case errors.Is(err, npu.ErrEngineHung):
+		return Class{Status: http.StatusServiceUnavailable, Code: "engine_hung", Server: true, Retryable: true}
 	case errors.As(err, &engineErr):
 		return Class{Status: http.StatusInternalServerError, Code: "engine_error", Server: true}
 	}

@@ -33,6 +33,8 @@ func TestOf(t *testing.T) {
 		{npu.ErrTokenTimeout, Class{Status: 504, Code: "token_timeout", Server: true}},
 		{npu.ErrClientGone, Class{Status: StatusClientClosed, Code: "client_closed"}},
 		{&npu.EngineError{Engine: "x", Cause: errors.New("boom")}, Class{Status: 500, Code: "engine_error", Server: true}},
+		{&npu.EngineError{Engine: "x", Cause: fmt.Errorf("worker: %w", npu.ErrEngineCrashed)}, Class{Status: 503, Code: "engine_crashed", Server: true, Retryable: true}},
+		{fmt.Errorf("worker: %w", npu.ErrEngineHung), Class{Status: 503, Code: "engine_hung", Server: true, Retryable: true}},
 		{errors.New("anything else"), Class{Status: http.StatusInternalServerError, Code: "internal_error", Server: true}},
 	} {
 		assert.Equal(t, tc.want, Of(tc.err), "%v", tc.err)

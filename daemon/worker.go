@@ -1,0 +1,209 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/hub"
+	"github.com/npud/npud/npu/modelstore"
+	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/npu/worker"
+)
+
+// workerConfigEnv carries the daemon's configuration to a worker process.
+const workerConfigEnv = "NPUD_WORKER_CONFIG"
+
+// IsWorker reports whether this process was started as an engine worker.
+// Test binaries that start daemons check it first in TestMain, and serve
+// as the worker themselves (os.Executable is the test binary).
+func IsWorker() bool { return os.Getenv(workerConfigEnv) != "" }
+
+// RunWorker is `npud worker`: it runs the engine the daemon configured and
+// serves the daemon over standard input and output. It is started by the
+// daemon only.
+func RunWorker(ctx context.Context) int {
+	var cfg Config
+	if err := json.Unmarshal([]byte(os.Getenv(workerConfigEnv)), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "npud worker: started without a valid %s: %v\n", workerConfigEnv, err)
+		return 2
+	}
+	log := NewLogger(cfg.LogFormat, cfg.LogLevel, os.Stderr).With("worker", os.Getpid())
+	conn, err := rpcStdio()
+	if err != nil {
+		log.Error("npud worker: standard streams", "err", err)
+		return 1
+	}
+	err = worker.Serve(ctx, conn, func(compiling func(model, device string)) (npu.Engine, error) {
+		return workerEngine(cfg, compiling, log)
+	})
+	if err != nil {
+		log.Error("npud worker stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// stdioConn is the worker's end of the daemon's connection.
+type stdioConn struct {
+	io.Reader
+	io.Writer
+}
+
+func (stdioConn) Close() error { return nil }
+
+// isolated says whether engine runs in worker processes.
+func isolated(cfg Config, engine string) bool {
+	switch cfg.Isolation {
+	case "process":
+		return true
+	case "none":
+		return false
+	}
+	return engine == "openvino"
+}
+
+// newWorkerEngine starts engine ("openvino" or "sim") in worker processes.
+func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, error) {
+	wcfg := cfg
+	wcfg.Engine, wcfg.Isolation = engine, "none"
+	wcfg.Security = Security{} // no keys in a worker's environment
+	wcfg.HubToken = ""
+	wcfg.LogLevel = cfg.LogLevel
+	payload, err := json.Marshal(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding npud's own binary for its workers: %w", err)
+	}
+	command := func() *exec.Cmd {
+		cmd := exec.Command(exe, "worker")
+		cmd.Env = append(os.Environ(), workerConfigEnv+"="+string(payload))
+		cmd.Stderr = os.Stderr // the worker logs as the daemon does
+		return cmd
+	}
+	var catalog worker.Catalog
+	simulated := engine == "sim"
+	if simulated {
+		catalog = sim.New(sim.Config{})
+	} else {
+		store := &storeCatalog{store: modelstore.New(cfg.ModelsDir, cfg.hubClient()), context: openvinoContext(cfg)}
+		if err := os.MkdirAll(cfg.ModelsDir, 0o750); err != nil {
+			return nil, fmt.Errorf("models directory: %w", err)
+		}
+		if err := store.rescan(); err != nil {
+			return nil, err
+		}
+		catalog = store
+	}
+	w, err := worker.New(context.Background(), worker.Config{
+		Name: engine, Simulated: simulated, Catalog: catalog, Command: command, Device: cfg.Device,
+		PrefillTimeout: cfg.PrefillTimeout, TokenTimeout: cfg.TokenTimeout,
+		RestartBackoff: cfg.RestartBackoff,
+		Health:         worker.HealthConfig{Failures: cfg.DeviceFailures, Window: cfg.DeviceFailureWindow, ProbeAfter: cfg.DeviceProbeAfter},
+		Log:            log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if store, ok := catalog.(*storeCatalog); ok {
+		return &registryWorkers{Engine: w, catalog: store}, nil
+	}
+	return w, nil
+}
+
+// workerEngine is the engine inside a worker process.
+func workerEngine(cfg Config, compiling func(model, device string), log *slog.Logger) (npu.Engine, error) {
+	switch cfg.Engine {
+	case "sim":
+		return sim.New(sim.Config{TTFT: cfg.SimTTFT, ITL: cfg.SimITL, PromptTokenCost: cfg.SimPromptTokenCost}), nil
+	case "openvino":
+		return openvinoWorkerEngine(cfg, compiling, log)
+	}
+	return nil, fmt.Errorf("a worker cannot run engine %q", cfg.Engine)
+}
+
+// storeCatalog is the OpenVINO models folder, read without native code:
+// the daemon lists, pulls, copies and deletes; workers only run models.
+// Like the in-process engine it scans at the start and after its own
+// changes, not on every request.
+type storeCatalog struct {
+	store   *modelstore.Store
+	context int
+
+	mu     sync.Mutex
+	models []npu.ModelInfo
+}
+
+func (c *storeCatalog) Models() []npu.ModelInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.models)
+}
+
+func (c *storeCatalog) rescan() error {
+	models, err := c.store.Scan(c.context)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.models = models
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *storeCatalog) has(name string) bool {
+	for _, m := range c.Models() {
+		if m.ID == name {
+			return true
+		}
+	}
+	return false
+}
+
+// registryWorkers is the worker engine with the models folder's registry.
+type registryWorkers struct {
+	*worker.Engine
+	catalog *storeCatalog
+}
+
+var _ npu.Registry = (*registryWorkers)(nil)
+
+func (r *registryWorkers) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
+	if r.catalog.has(name) || r.catalog.has(hub.ModelName(name)) {
+		return nil // already here
+	}
+	if err := r.catalog.store.Pull(ctx, name, progress); err != nil {
+		return err
+	}
+	return r.catalog.rescan()
+}
+
+func (r *registryWorkers) Delete(_ context.Context, name string) error {
+	if !r.catalog.has(name) {
+		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
+	}
+	if err := r.catalog.store.Delete(name); err != nil {
+		return err
+	}
+	return r.catalog.rescan()
+}
+
+func (r *registryWorkers) Copy(ctx context.Context, source, destination string) error {
+	if !r.catalog.has(source) {
+		return fmt.Errorf("model %q: %w", source, npu.ErrModelNotFound)
+	}
+	if err := r.catalog.store.Copy(ctx, source, destination); err != nil {
+		return err
+	}
+	return r.catalog.rescan()
+}

@@ -1,0 +1,231 @@
+//go:build cgo
+
+package daemon_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+)
+
+// startWorkers serves the test library's models through worker processes.
+func startWorkers(t *testing.T, devices string, mutate func(*daemon.Config), models ...string) (*daemontest.Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for _, m := range models {
+		daemontest.WriteOpenVINOModel(t, dir, m)
+	}
+	t.Setenv("OVTEST_DEVICES", devices)
+	t.Setenv("OVTEST_TOKEN_DELAY_US", "2000")
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", dir, "AUTO", ""
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
+	cfg.Isolation = "process"
+	cfg.TokenTimeout, cfg.PrefillTimeout, cfg.RestartBackoff = time.Second, time.Second, 10*time.Millisecond
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return daemontest.Start(t, cfg, nil), dir
+}
+
+// sse reads an OpenAI stream: its text, the error events' codes, and
+// whether it ended with [DONE].
+func sse(t *testing.T, resp *http.Response) (text string, codes []string, done bool) {
+	t.Helper()
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			done = true
+			continue
+		}
+		var ev struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Error *struct{ Code string } `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+		if ev.Error != nil {
+			codes = append(codes, ev.Error.Code)
+		}
+		for _, c := range ev.Choices {
+			b.WriteString(c.Delta.Content)
+		}
+	}
+	return b.String(), codes, done
+}
+
+func chatBody(prompt string) string {
+	return `{"model":"tiny","stream":true,"max_tokens":200,"messages":[{"role":"user","content":"` + prompt + `"}]}`
+}
+
+// Issue 15: a worker that crashes, aborts, hangs after its first token or
+// never produces one ends its streams with an in-band, retryable error and
+// the protocol's terminator; the worker restarts and the next request is
+// served; /health and the metrics count the restarts.
+func TestWorkerFaultsEndTheirStreamsAndTheNextRequestIsServed(t *testing.T) {
+	srv, _ := startWorkers(t, "CPU", nil, "tiny")
+	c := daemontest.NewClient(t, srv.URL)
+	for i, tc := range []struct {
+		marker, code string
+		limit        time.Duration // the stream ends within this
+	}{
+		{"OVTEST_CRASH", "engine_crashed", 10 * time.Second},
+		{"OVTEST_ABORT", "engine_crashed", 10 * time.Second},
+		{"OVTEST_HANG", "engine_hung", time.Second + 3*time.Second},
+		{"OVTEST_HANG_PREFILL", "engine_hung", time.Second + 3*time.Second},
+	} {
+		t.Run(tc.marker, func(t *testing.T) {
+			start := time.Now()
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("tell me "+tc.marker)))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := c.HTTP.Do(req)
+			require.NoError(t, err)
+			if resp.StatusCode == http.StatusOK {
+				text, codes, done := sse(t, resp)
+				assert.Equal(t, []string{tc.code}, codes, "one error event (after %q)", text)
+				assert.True(t, done, "then the terminator")
+				if tc.marker != "OVTEST_HANG_PREFILL" {
+					assert.NotEmpty(t, text, "the first token reached the client before the fault")
+				}
+			} else {
+				// Nothing was streamed yet: the error is the HTTP answer.
+				var body struct{ Error struct{ Code string } }
+				require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+				resp.Body.Close()
+				assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+				assert.Equal(t, tc.code, body.Error.Code)
+				assert.NotEmpty(t, resp.Header.Get("Retry-After"), "retryable")
+			}
+			assert.Less(t, time.Since(start), tc.limit, "the fault was noticed in time")
+
+			// The worker is restarted and the next request is served.
+			resp2, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"are you back","stream":false,"options":{"num_predict":4}}`)
+			require.Equal(t, http.StatusOK, resp2.StatusCode, "%s", raw)
+			assert.Contains(t, string(raw), `"done":true`)
+
+			h := daemontest.Health(t, c.HTTP, srv.URL)
+			assert.EqualValues(t, i+1, h["worker_restarts"], "/health counts the restart")
+			assert.EqualValues(t, 0, h["active_streams"], "no slot stays held")
+		})
+	}
+	assert.Equal(t, "2", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="crashed"}`))
+	assert.Equal(t, "2", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="hung"}`))
+}
+
+// Issue 15: the Ollama API ends a crashed stream with an error line.
+func TestWorkerCrashOnTheOllamaAPI(t *testing.T) {
+	srv, _ := startWorkers(t, "CPU", nil, "tiny")
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/api/chat", `{"model":"tiny","messages":[{"role":"user","content":"OVTEST_CRASH please"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	last := lines[len(lines)-1]
+	assert.Contains(t, last, `"error"`)
+	assert.Contains(t, last, "crashed")
+	assert.Greater(t, len(lines), 1, "tokens came before the error")
+	resp, raw = c.Do(t, http.MethodPost, "/api/chat", `{"model":"tiny","stream":false,"messages":[{"role":"user","content":"hello"}]}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+}
+
+// Issue 15: a crash takes only its own model's streams: another model,
+// in its own worker, keeps streaming.
+func TestWorkerCrashLeavesOtherModelsAlone(t *testing.T) {
+	srv, _ := startWorkers(t, "CPU", func(c *daemon.Config) { c.SimSlots = 1 }, "tiny", "other")
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"other","prompt":"load me","stream":false,"options":{"num_predict":2}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"OVTEST_CRASH now","stream":false}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "crashed")
+	_, raw = c.Do(t, http.MethodGet, "/api/ps", "")
+	assert.Contains(t, string(raw), `"name":"other"`, "the other model's worker was not touched")
+	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"other","prompt":"still here","stream":false,"options":{"num_predict":2}}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+}
+
+// Issue 15: under AUTO a worker that dies compiling a model on a device
+// charges that device, and the model goes to the next one; an unhealthy
+// device is avoided by later loads, and shows in /health and the metrics.
+func TestWorkerCompileCrashFailsOverToTheNextDevice(t *testing.T) {
+	srv, dir := startWorkers(t, "CPU,NPU", func(c *daemon.Config) {
+		c.DeviceFailures, c.DeviceFailureWindow, c.DeviceProbeAfter = 1, time.Hour, time.Hour
+	}, "tiny", "crashy")
+	c := daemontest.NewClient(t, srv.URL)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "crashy", "crash_on_load"), []byte("NPU"), 0o644))
+
+	resp, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"crashy","prompt":"x","stream":false,"options":{"num_predict":2}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "served from the next device: %s", raw)
+	_, raw = c.Do(t, http.MethodGet, "/api/ps", "")
+	assert.Contains(t, string(raw), `"device":"CPU"`)
+	h := daemontest.Health(t, c.HTTP, srv.URL)
+	assert.Contains(t, h["devices"], map[string]any{"name": "NPU", "healthy": false})
+	assert.Contains(t, h["devices"], map[string]any{"name": "CPU", "healthy": true})
+	assert.Equal(t, "0", metric(t, c, `npud_device_healthy{device="NPU"}`))
+
+	// A model that would have gone to the NPU goes to the CPU now.
+	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"where","stream":false,"options":{"num_predict":2}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	_, raw = c.Do(t, http.MethodGet, "/api/ps", "")
+	assert.NotContains(t, string(raw), `"device":"NPU"`)
+}
+
+// Issue 15: a model that crashes every device is a clear error; an
+// explicitly named device that crashed is never replaced: its requests
+// fail with device_unhealthy until it is probed again.
+func TestWorkerCompileCrashOnANamedDevice(t *testing.T) {
+	srv, dir := startWorkers(t, "CPU,NPU", func(c *daemon.Config) {
+		c.Device = "NPU"
+		c.DeviceFailures, c.DeviceFailureWindow, c.DeviceProbeAfter = 1, time.Hour, time.Hour
+	}, "crashy", "tiny")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "crashy", "crash_on_load"), nil, 0o644))
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"crashy","prompt":"x","stream":false}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "while compiling it on NPU")
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"x"}]}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "device_unhealthy")
+	assert.Contains(t, string(raw), "device NPU is unhealthy")
+}
+
+// metric is one sample's value from /metrics.
+func metric(t *testing.T, c *daemontest.Client, series string) string {
+	t.Helper()
+	_, raw := c.Do(t, http.MethodGet, "/metrics", "")
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	return "(no " + series + ")"
+}
+
+// Issue 15: the OOM killer's SIGKILL during a compile is a clear error.
+func TestWorkerKilledWhileCompiling(t *testing.T) {
+	srv, dir := startWorkers(t, "CPU", func(c *daemon.Config) { c.Device = "CPU" }, "big")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big", "kill_on_load"), nil, 0o644))
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"big","messages":[{"role":"user","content":"x"}]}`)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "signal: killed")
+	assert.Contains(t, string(raw), "engine_crashed")
+}

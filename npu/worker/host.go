@@ -1,0 +1,612 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/rpc"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/npud/npud/npu"
+)
+
+// Catalog is what the daemon knows of the models without running native
+// code: the models folder (openvino) or the simulated model.
+type Catalog interface {
+	Models() []npu.ModelInfo
+}
+
+// Observer hears of the workers' faults, for metrics and logs.
+type Observer interface {
+	WorkerRestarted(model, reason string)
+	DeviceHealth(device string, healthy bool)
+}
+
+// Config sets up the daemon side of the worker processes.
+type Config struct {
+	Name      string // the engine the workers run: "openvino", "sim"
+	Simulated bool
+	Catalog   Catalog
+	// Command returns the command that starts one worker process (npud
+	// worker, with the engine's configuration in its environment).
+	Command func() *exec.Cmd
+	// Device is the configured device: AUTO (or "") may move a model to
+	// the next device when one is unhealthy; a named one never moves.
+	Device string
+	// PrefillTimeout: no first token within it and the worker is hung.
+	// TokenTimeout: no callback for this long after the first token and
+	// the worker is hung. 0 disables either.
+	PrefillTimeout time.Duration
+	TokenTimeout   time.Duration
+	// RestartBackoff is the wait before restarting a model's worker after
+	// a fault, doubled after each further fault up to MaxBackoff, and
+	// reset by a generation that ends well.
+	RestartBackoff time.Duration
+	MaxBackoff     time.Duration
+	Health         HealthConfig
+	Observer       Observer
+	Log            *slog.Logger
+}
+
+// Engine is an npu.Engine whose models run in worker processes, one per
+// loaded model: a fault takes down that model's streams only.
+type Engine struct {
+	cfg     Config
+	health  *health
+	devices map[string]string // what a probe worker saw at the start
+	jobIDs  atomic.Int64
+
+	mu       sync.Mutex
+	procs    map[string]*proc // by model: the worker running it
+	restarts map[string]int   // by model: faults since its last good generation
+	loaded   map[string]bool  // by model: loaded, so a restarted worker loads it again
+	total    atomic.Int64     // restarts, for /health
+}
+
+// What the worker engine offers the runner, checked at compile time.
+var (
+	_ npu.Engine         = (*Engine)(nil)
+	_ npu.ModelLoader    = (*Engine)(nil)
+	_ npu.Reloader       = (*Engine)(nil)
+	_ npu.DeviceReporter = (*Engine)(nil)
+	_ npu.DeviceLister   = (*Engine)(nil)
+	_ npu.Closer         = (*Engine)(nil)
+)
+
+// New starts a probe worker to list the devices (which also shows the
+// engine starts at all), and returns the engine.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RestartBackoff <= 0 {
+		cfg.RestartBackoff = 500 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.RestartBackoff {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	e := &Engine{cfg: cfg, health: newHealth(cfg.Health, cfg.Observer, cfg.Log), devices: map[string]string{},
+		procs: map[string]*proc{}, restarts: map[string]int{}, loaded: map[string]bool{}}
+	probe, err := e.spawn("")
+	if err != nil {
+		return nil, err
+	}
+	done, err := probe.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobDevices})
+	probe.stop()
+	if err != nil {
+		return nil, fmt.Errorf("starting an engine worker: %w", err)
+	}
+	for _, d := range done.Devices {
+		e.devices[d.Name] = d.FullName
+		e.health.track(d.Name)
+	}
+	return e, nil
+}
+
+func (e *Engine) Name() string              { return e.cfg.Name }
+func (e *Engine) Simulated() bool           { return e.cfg.Simulated }
+func (e *Engine) Models() []npu.ModelInfo   { return e.cfg.Catalog.Models() }
+func (e *Engine) DeviceNames() map[string]string {
+	out := make(map[string]string, len(e.devices))
+	for k, v := range e.devices {
+		out[k] = v
+	}
+	return out
+}
+
+// Restarts is how many times a worker was restarted after a fault.
+func (e *Engine) Restarts() int64 { return e.total.Load() }
+
+// ModelRestarts is how many faults ended model's workers since its last
+// generation that went well.
+func (e *Engine) ModelRestarts(model string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.restarts[model]
+}
+
+// SetObserver starts reporting to obs (the daemon's metrics, made after
+// the engine), with each device's health as it is now.
+func (e *Engine) SetObserver(obs Observer) {
+	e.mu.Lock()
+	e.cfg.Observer = obs
+	e.mu.Unlock()
+	e.health.observe(obs)
+}
+
+// DeviceHealth reports each device's health.
+func (e *Engine) DeviceHealth() map[string]bool { return e.health.snapshot() }
+
+// DeviceOf implements npu.DeviceReporter.
+func (e *Engine) DeviceOf(model string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.procs[model]; p != nil {
+		return p.device
+	}
+	return ""
+}
+
+// Load implements npu.ModelLoader: a worker for the model, the model
+// compiled in it. Under AUTO a worker that dies while compiling is charged
+// to the device it was compiling for, and the next device is tried.
+func (e *Engine) Load(ctx context.Context, model string) error {
+	var crashedOn []string // devices whose compile of this model killed a worker
+	for {
+		if err := e.health.allow(e.cfg.Device); err != nil {
+			return err
+		}
+		p, err := e.worker(model)
+		if err != nil {
+			return err
+		}
+		done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobLoad, Model: model, Avoid: e.avoid()})
+		var fault *FaultError
+		if errors.As(err, &fault) {
+			device := p.compilingOn()
+			e.forget(model, p)
+			e.health.failed(device, fmt.Sprintf("compiling %q: %s", model, fault.Cause))
+			if e.auto() && device != "" && !slices.Contains(crashedOn, device) && len(crashedOn) < len(e.devices) {
+				crashedOn = append(crashedOn, device)
+				if len(crashedOn) < len(e.devices) {
+					e.cfg.Log.Warn("a worker died compiling a model; trying the next device", "model", model,
+						"device", device, "cause", fault.Cause)
+					continue
+				}
+			}
+			if !slices.Contains(crashedOn, device) {
+				crashedOn = append(crashedOn, orUnknown(device))
+			}
+			return fmt.Errorf("loading model %q: the worker died while compiling it on %s (%s): %w",
+				model, strings.Join(crashedOn, " and "), fault.Cause, npu.ErrEngineCrashed)
+		}
+		if err != nil {
+			e.forget(model, p)
+			return err
+		}
+		e.mu.Lock()
+		p.device = done.Device
+		e.loaded[model] = true
+		e.mu.Unlock()
+		e.health.recovered(done.Device) // a probe that worked
+		return nil
+	}
+}
+
+// Reload implements npu.Reloader.
+func (e *Engine) Reload(ctx context.Context, model string) error {
+	p, err := e.running(ctx, model)
+	if err != nil {
+		return err
+	}
+	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobReload, Model: model})
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	p.device = done.Device
+	e.mu.Unlock()
+	return nil
+}
+
+// Unload implements npu.ModelLoader: the model's worker unloads it and
+// exits.
+func (e *Engine) Unload(model string) error {
+	e.mu.Lock()
+	p := e.procs[model]
+	delete(e.procs, model)
+	delete(e.loaded, model)
+	e.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobUnload, Model: model})
+	p.stop()
+	var fault *FaultError
+	if errors.As(err, &fault) {
+		return nil // it is gone either way
+	}
+	return err
+}
+
+// Generate implements npu.Engine: the generation runs in the model's
+// worker, restarted first if a fault took the last one; a watchdog kills a
+// worker that stops calling back.
+func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	p, err := e.running(ctx, req.Model)
+	if err != nil {
+		return npu.Result{}, err
+	}
+	device := e.DeviceOf(req.Model)
+	c := p.begin(Job{ID: e.jobIDs.Add(1), Kind: jobGenerate, Model: req.Model, Request: req}, sink)
+	defer p.end(c)
+	tick := time.NewTicker(watchInterval(e.cfg.PrefillTimeout, e.cfg.TokenTimeout))
+	defer tick.Stop()
+	for {
+		select {
+		case d := <-c.done:
+			if d.Err == nil {
+				e.mu.Lock()
+				e.restarts[req.Model] = 0
+				e.mu.Unlock()
+			}
+			return d.Result, d.Err.errorOf()
+		case <-p.exited:
+			fault := &FaultError{Model: req.Model, Device: device, Cause: p.exitCause(), Kind: npu.ErrEngineCrashed}
+			e.fault(req.Model, p, fault)
+			return npu.Result{}, fault
+		case now := <-tick.C:
+			if why := c.hung(now, e.cfg.PrefillTimeout, e.cfg.TokenTimeout); why != "" {
+				p.kill()
+				<-p.exited
+				fault := &FaultError{Model: req.Model, Device: device, Cause: why, Kind: npu.ErrEngineHung}
+				e.fault(req.Model, p, fault)
+				return npu.Result{}, fault
+			}
+		}
+	}
+}
+
+// Embed runs an embedding in the model's worker.
+func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+	p, err := e.worker(model)
+	if err != nil {
+		return nil, 0, err
+	}
+	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobEmbed, Model: model, Inputs: inputs})
+	if err != nil {
+		return nil, 0, err
+	}
+	return done.Vectors, done.Tokens, nil
+}
+
+// Close stops every worker.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	procs := make([]*proc, 0, len(e.procs))
+	for _, p := range e.procs {
+		procs = append(procs, p)
+	}
+	e.procs = map[string]*proc{}
+	e.mu.Unlock()
+	for _, p := range procs {
+		p.stop()
+	}
+}
+
+// fault records a crash or hang: the worker is forgotten (the next request
+// restarts it), the device charged, the restart counted.
+func (e *Engine) fault(model string, p *proc, fault *FaultError) {
+	e.forget(model, p)
+	e.health.failed(fault.Device, fault.Error())
+	e.total.Add(1)
+	reason := "crashed"
+	if errors.Is(fault, npu.ErrEngineHung) {
+		reason = "hung"
+	}
+	e.mu.Lock()
+	obs := e.cfg.Observer
+	e.mu.Unlock()
+	if obs != nil {
+		obs.WorkerRestarted(model, reason)
+	}
+	e.cfg.Log.Warn("engine worker "+reason+"; its streams end with an error and it is restarted",
+		"model", model, "device", fault.Device, "cause", fault.Cause)
+}
+
+// forget drops p as model's worker, if it still is.
+func (e *Engine) forget(model string, p *proc) {
+	e.mu.Lock()
+	if e.procs[model] == p {
+		delete(e.procs, model)
+		e.restarts[model]++
+	}
+	e.mu.Unlock()
+	p.kill()
+}
+
+// running is model's worker with the model loaded: after a fault it waits
+// the backoff, starts a new worker and loads the model again, so requests
+// queued behind a crash are served by the restarted worker.
+func (e *Engine) running(ctx context.Context, model string) (*proc, error) {
+	e.mu.Lock()
+	p, faults, wasLoaded := e.procs[model], e.restarts[model], e.loaded[model]
+	e.mu.Unlock()
+	if p != nil && !p.dead() {
+		return p, nil
+	}
+	if faults > 0 {
+		wait := min(e.cfg.RestartBackoff<<min(faults-1, 16), e.cfg.MaxBackoff)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	if !wasLoaded {
+		return e.worker(model)
+	}
+	if err := e.Load(ctx, model); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.procs[model]; p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("model %q: its worker is gone: %w", model, npu.ErrEngineCrashed)
+}
+
+// worker is model's worker process, started when there is none.
+func (e *Engine) worker(model string) (*proc, error) {
+	e.mu.Lock()
+	if p := e.procs[model]; p != nil && !p.dead() {
+		e.mu.Unlock()
+		return p, nil
+	}
+	e.mu.Unlock()
+	p, err := e.spawn(model)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old := e.procs[model]; old != nil && !old.dead() {
+		go p.stop() // another caller started one first
+		return old, nil
+	}
+	e.procs[model] = p
+	return p, nil
+}
+
+func (e *Engine) auto() bool { return e.cfg.Device == "" || e.cfg.Device == "AUTO" }
+
+// avoid is the devices a load under AUTO must not use.
+func (e *Engine) avoid() []string {
+	if !e.auto() {
+		return nil
+	}
+	return e.health.unhealthyDevices()
+}
+
+// spawn starts a worker process and serves its RPC connection.
+func (e *Engine) spawn(model string) (*proc, error) {
+	cmd := e.cfg.Command()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	keepWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting an engine worker: %w", err)
+	}
+	adopt(cmd)
+	p := &proc{model: model, cmd: cmd, jobs: make(chan Job), calls: map[int64]*call{}, exited: make(chan struct{}), quit: make(chan struct{})}
+	srv := rpc.NewServer()
+	if err := srv.RegisterName("Host", &service{p: p}); err != nil {
+		p.kill()
+		return nil, err
+	}
+	go srv.ServeConn(pipeConn{Reader: stdout, WriteCloser: stdin})
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// pipeConn is the worker's standard output and input as one connection.
+type pipeConn struct {
+	io.Reader
+	io.WriteCloser
+}
+
+func watchInterval(prefill, token time.Duration) time.Duration {
+	d := 100 * time.Millisecond
+	for _, t := range []time.Duration{prefill, token} {
+		if t > 0 && t/10 < d {
+			d = max(t/10, time.Millisecond)
+		}
+	}
+	return d
+}
+
+// proc is one worker process.
+type proc struct {
+	model  string
+	cmd    *exec.Cmd
+	jobs   chan Job
+	exited chan struct{}
+	quit   chan struct{} // closed by stop: Next answers exit
+	once   sync.Once
+
+	mu        sync.Mutex
+	calls     map[int64]*call
+	exitErr   error
+	device    string // where the model runs (under the engine's lock)
+	compiling string // the device the worker last said it compiles for
+}
+
+// call is one job in a worker.
+type call struct {
+	job     Job
+	done    chan Done
+	sink    npu.Sink
+	started time.Time
+	first   atomic.Int64 // unix nanoseconds of the first callback, 0 before
+	last    atomic.Int64 // of the latest callback
+}
+
+func (p *proc) dead() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) compilingOn() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.compiling
+}
+
+// exitCause says how the process ended: its exit status or signal.
+func (p *proc) exitCause() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exitErr == nil {
+		return "it exited"
+	}
+	return p.exitErr.Error() // "signal: segmentation fault", "exit status 134"
+}
+
+// begin hands the worker a job whose callbacks go to sink.
+func (p *proc) begin(job Job, sink npu.Sink) *call {
+	c := &call{job: job, done: make(chan Done, 1), sink: sink, started: time.Now()}
+	p.mu.Lock()
+	p.calls[job.ID] = c
+	p.mu.Unlock()
+	go func() {
+		select {
+		case p.jobs <- job:
+		case <-p.exited:
+		}
+	}()
+	return c
+}
+
+func (p *proc) end(c *call) {
+	p.mu.Lock()
+	delete(p.calls, c.job.ID)
+	p.mu.Unlock()
+}
+
+// do runs a job without callbacks and waits for it.
+func (p *proc) do(ctx context.Context, job Job) (Done, error) {
+	c := p.begin(job, nil)
+	defer p.end(c)
+	select {
+	case d := <-c.done:
+		return d, d.Err.errorOf()
+	case <-p.exited:
+		return Done{}, &FaultError{Model: job.Model, Device: p.compilingOn(), Cause: p.exitCause(), Kind: npu.ErrEngineCrashed}
+	case <-ctx.Done():
+		return Done{}, context.Cause(ctx)
+	}
+}
+
+// hung says why the generation counts as hung at now, or "".
+func (c *call) hung(now time.Time, prefill, token time.Duration) string {
+	first := c.first.Load()
+	switch {
+	case first == 0 && prefill > 0 && now.Sub(c.started) > prefill:
+		return fmt.Sprintf("no first token within the prefill timeout (%s)", prefill)
+	case first != 0 && token > 0 && now.Sub(time.Unix(0, c.last.Load())) > token:
+		return fmt.Sprintf("no token for the token timeout (%s)", token)
+	}
+	return ""
+}
+
+// stop asks the worker to exit, and kills it if it does not.
+func (p *proc) stop() {
+	p.once.Do(func() { close(p.quit) })
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+		p.kill()
+		<-p.exited
+	}
+}
+
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// service is the daemon's side of a worker's RPC connection.
+type service struct{ p *proc }
+
+// Next hands the worker its next job (a long poll).
+func (s *service) Next(_ struct{}, job *Job) error {
+	select {
+	case j := <-s.p.jobs:
+		*job = j
+	case <-s.p.quit:
+		*job = Job{Kind: jobExit}
+	}
+	return nil
+}
+
+// Sink passes one streamer callback to the generation's bridge.
+func (s *service) Sink(c Chunk, status *npu.Status) error {
+	s.p.mu.Lock()
+	call := s.p.calls[c.ID]
+	s.p.mu.Unlock()
+	if call == nil || call.sink == nil {
+		*status = npu.Cancel // nobody waits for it any more
+		return nil
+	}
+	now := time.Now().UnixNano()
+	call.first.CompareAndSwap(0, now)
+	call.last.Store(now)
+	*status = call.sink(c.Text)
+	return nil
+}
+
+// Compiling records the device a compile is for.
+func (s *service) Compiling(c Compiling, _ *struct{}) error {
+	s.p.mu.Lock()
+	s.p.compiling = c.Device
+	s.p.mu.Unlock()
+	return nil
+}
+
+// Done delivers a job's outcome.
+func (s *service) Done(d Done, _ *struct{}) error {
+	s.p.mu.Lock()
+	call := s.p.calls[d.ID]
+	s.p.mu.Unlock()
+	if call != nil {
+		call.done <- d
+	}
+	return nil
+}

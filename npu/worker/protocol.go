@@ -1,0 +1,148 @@
+// Package worker runs an engine in worker processes, so that a native
+// fault (a segfault, an abort, an OOM kill, a call that never returns)
+// ends that process's streams with an error instead of taking the daemon
+// down.
+//
+// The daemon side is Engine: an npu.Engine that starts one worker process
+// per loaded model (the same npud binary, `npud worker`), hands it jobs and
+// watches it. The worker side is Serve: it runs the real engine and asks
+// the daemon for work. They speak net/rpc (gob) over the worker's standard
+// input and output; the worker is the RPC client, so the one connection
+// carries the daemon's jobs (Host.Next, a long poll), the streamer
+// callbacks (Host.Sink, answered with the bridge's RUNNING/STOP/CANCEL, as
+// in process) and the results (Host.Done).
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/npud/npud/npu"
+)
+
+// The kinds of job a worker runs.
+const (
+	jobLoad     = "load"
+	jobUnload   = "unload"
+	jobReload   = "reload"
+	jobGenerate = "generate"
+	jobEmbed    = "embed"
+	jobDevices  = "devices"
+	jobExit     = "exit"
+)
+
+// Job is one piece of work for a worker.
+type Job struct {
+	ID      int64
+	Kind    string
+	Model   string
+	Avoid   []string // a load under AUTO: devices not to use
+	Request *npu.Request
+	Inputs  []string // embed
+}
+
+// Done is a job's outcome.
+type Done struct {
+	ID      int64
+	Result  npu.Result
+	Device  string // load, reload: where the model runs
+	Devices []Device
+	Vectors [][]float32
+	Tokens  int
+	Err     *WireError
+}
+
+// Device is a device the worker's engine sees.
+type Device struct{ Name, FullName string }
+
+// Chunk is one streamer callback of a generation.
+type Chunk struct {
+	ID   int64
+	Text string
+}
+
+// Compiling says which device the worker is about to compile a model for.
+type Compiling struct{ Model, Device string }
+
+// WireError carries an error across the process boundary with the class
+// the APIs answer it with.
+type WireError struct {
+	Kind    string // invalid, context, notfound, notsupported, panic, engine
+	Param   string
+	Message string
+}
+
+// toWire classifies err for the daemon.
+func toWire(err error) *WireError {
+	if err == nil {
+		return nil
+	}
+	w := &WireError{Kind: "engine", Message: err.Error()}
+	var invalid *npu.InvalidRequestError
+	switch {
+	case errors.As(err, &invalid):
+		w.Kind, w.Param, w.Message = "invalid", invalid.Param, invalid.Message
+	case errors.Is(err, npu.ErrContextLength):
+		w.Kind = "context"
+	case errors.Is(err, npu.ErrModelNotFound):
+		w.Kind = "notfound"
+	case errors.Is(err, npu.ErrNotSupported):
+		w.Kind = "notsupported"
+	case errors.Is(err, npu.ErrPanic):
+		w.Kind = "panic"
+	}
+	return w
+}
+
+// remoteError is an error the worker returned: its text, and the sentinel
+// that classifies it.
+type remoteError struct {
+	msg  string
+	kind error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.kind }
+
+// errorOf turns a WireError back into an error the APIs classify as the
+// worker's engine did.
+func (w *WireError) errorOf() error {
+	if w == nil {
+		return nil
+	}
+	switch w.Kind {
+	case "invalid":
+		return &npu.InvalidRequestError{Param: w.Param, Message: w.Message}
+	case "context":
+		return &remoteError{w.Message, npu.ErrContextLength}
+	case "notfound":
+		return &remoteError{w.Message, npu.ErrModelNotFound}
+	case "notsupported":
+		return &remoteError{w.Message, npu.ErrNotSupported}
+	case "panic":
+		return &remoteError{w.Message, npu.ErrPanic}
+	}
+	return errors.New(w.Message)
+}
+
+// FaultError ends the generations of a worker that crashed or hung; it
+// wraps npu.ErrEngineCrashed or npu.ErrEngineHung.
+type FaultError struct {
+	Model  string
+	Device string
+	Cause  string // the exit status or signal, or what the watchdog saw
+	Kind   error
+}
+
+func (e *FaultError) Error() string {
+	return fmt.Sprintf("the worker running model %q on %s %v: %s; it is restarted", e.Model, orUnknown(e.Device), e.Kind, e.Cause)
+}
+
+func (e *FaultError) Unwrap() error { return e.Kind }
+
+func orUnknown(device string) string {
+	if device == "" {
+		return "an unknown device"
+	}
+	return device
+}
