@@ -110,9 +110,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-func (e *Engine) Name() string              { return e.cfg.Name }
-func (e *Engine) Simulated() bool           { return e.cfg.Simulated }
-func (e *Engine) Models() []npu.ModelInfo   { return e.cfg.Catalog.Models() }
+func (e *Engine) Name() string            { return e.cfg.Name }
+func (e *Engine) Simulated() bool         { return e.cfg.Simulated }
+func (e *Engine) Models() []npu.ModelInfo { return e.cfg.Catalog.Models() }
 func (e *Engine) DeviceNames() map[string]string {
 	out := make(map[string]string, len(e.devices))
 	for k, v := range e.devices {

@@ -115,4 +115,3 @@ func deviceOf(engine npu.Engine, model string) string {
 	}
 	return ""
 }
-
