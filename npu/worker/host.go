@@ -471,6 +471,14 @@ type call struct {
 	started time.Time
 	first   atomic.Int64 // unix nanoseconds of the first callback, 0 before
 	last    atomic.Int64 // of the latest callback
+
+	// Chunks arrive on concurrent RPC handlers: they are put back in order
+	// and passed to the sink one at a time.
+	mu        sync.Mutex
+	delivered int64            // chunks passed to the sink
+	early     map[int64]string // chunks that came before their turn
+	status    npu.Status       // the sink's most final answer
+	caughtUp  *sync.Cond       // signalled as delivered grows
 }
 
 func (p *proc) dead() bool {
@@ -500,7 +508,8 @@ func (p *proc) exitCause() string {
 
 // begin hands the worker a job whose callbacks go to sink.
 func (p *proc) begin(job Job, sink npu.Sink) *call {
-	c := &call{job: job, done: make(chan Done, 1), sink: sink, started: time.Now()}
+	c := &call{job: job, done: make(chan Done, 1), sink: sink, started: time.Now(), early: map[int64]string{}}
+	c.caughtUp = sync.NewCond(&c.mu)
 	p.mu.Lock()
 	p.calls[job.ID] = c
 	p.mu.Unlock()
@@ -588,8 +597,42 @@ func (s *service) Sink(c Chunk, status *npu.Status) error {
 	now := time.Now().UnixNano()
 	call.first.CompareAndSwap(0, now)
 	call.last.Store(now)
-	*status = call.sink(c.Text)
+	*status = call.deliver(c.Seq, c.Text)
 	return nil
+}
+
+// deliver passes chunk seq to the sink in its turn, with any early ones it
+// unblocks, and answers the sink's most final status.
+func (c *call) deliver(seq int64, text string) npu.Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.early) > 1<<16 {
+		return npu.Cancel // a worker that skips a number would hold text for ever
+	}
+	c.early[seq] = text
+	for {
+		next, ok := c.early[c.delivered+1]
+		if !ok {
+			break
+		}
+		delete(c.early, c.delivered+1)
+		c.delivered++
+		if st := c.sink(next); st > c.status {
+			c.status = st
+		}
+	}
+	c.caughtUp.Broadcast()
+	return c.status
+}
+
+// await waits until n chunks were delivered (they were all sent before
+// the job's Done, whose handler may run first).
+func (c *call) await(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.delivered < n && len(c.early) <= 1<<16 {
+		c.caughtUp.Wait()
+	}
 }
 
 // Compiling records the device a compile is for.
@@ -606,6 +649,9 @@ func (s *service) Done(d Done, _ *struct{}) error {
 	call := s.p.calls[d.ID]
 	s.p.mu.Unlock()
 	if call != nil {
+		if call.sink != nil {
+			call.await(d.Chunks)
+		}
 		call.done <- d
 	}
 	return nil

@@ -44,6 +44,7 @@ type Job struct {
 // Done is a job's outcome.
 type Done struct {
 	ID      int64
+	Chunks  int64 // a generation's streamer callbacks, all sent before Done
 	Result  npu.Result
 	Device  string // load, reload: where the model runs
 	Devices []Device
@@ -55,9 +56,16 @@ type Done struct {
 // Device is a device the worker's engine sees.
 type Device struct{ Name, FullName string }
 
-// Chunk is one streamer callback of a generation.
+// Chunk is one streamer callback of a generation. The worker does not
+// wait for each answer (a round trip per token would cost more than the
+// budget of 50 µs): it sends chunks in order, numbered, and answers GenAI
+// with the latest status the daemon sent back, so a STOP or CANCEL takes
+// effect at the callback after its answer arrives (the bridge passes no
+// text after it decided to stop). The daemon's RPC server handles calls
+// concurrently, so it puts chunks back in order by Seq.
 type Chunk struct {
 	ID   int64
+	Seq  int64
 	Text string
 }
 

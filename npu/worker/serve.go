@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/rpc"
+	"sync/atomic"
 
 	"github.com/npud/npud/npu"
 )
@@ -82,13 +83,7 @@ func run(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) Do
 			err = l.Unload(job.Model)
 		}
 	case jobGenerate:
-		done.Result, err = engine.Generate(ctx, job.Request, func(text string) npu.Status {
-			status := npu.Cancel // a daemon that cannot be told has no reader left
-			if callErr := client.Call("Host.Sink", Chunk{ID: job.ID, Text: text}, &status); callErr != nil {
-				return npu.Cancel
-			}
-			return status
-		})
+		done.Result, done.Chunks, err = generate(ctx, client, engine, job)
 	case jobEmbed:
 		e, ok := engine.(npu.Embedder)
 		if !ok {
@@ -114,4 +109,38 @@ func deviceOf(engine npu.Engine, model string) string {
 		return d.DeviceOf(model)
 	}
 	return ""
+}
+
+// generate runs a generation whose chunks go to the daemon without waiting
+// for each answer (see Chunk). It returns the number of chunks sent.
+func generate(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) (npu.Result, int64, error) {
+	var latest atomic.Int32 // the most final status answered so far
+	replies := make(chan *rpc.Call, 256)
+	total := make(chan int64, 1) // how many answers to wait for, once known
+	// The answers set the latest status; the goroutine ends when every
+	// chunk's answer is in.
+	go func() {
+		received, expected := int64(0), int64(-1)
+		for expected < 0 || received < expected {
+			select {
+			case expected = <-total:
+			case call := <-replies:
+				received++
+				st := npu.Cancel // an answer that did not come back: nobody reads on
+				if call.Error == nil {
+					st = *call.Reply.(*npu.Status)
+				}
+				for cur := latest.Load(); int32(st) > cur && !latest.CompareAndSwap(cur, int32(st)); cur = latest.Load() {
+				}
+			}
+		}
+	}()
+	var chunks int64
+	res, err := engine.Generate(ctx, job.Request, func(text string) npu.Status {
+		chunks++
+		client.Go("Host.Sink", Chunk{ID: job.ID, Seq: chunks, Text: text}, new(npu.Status), replies)
+		return npu.Status(latest.Load())
+	})
+	total <- chunks
+	return res, chunks, err
 }
