@@ -80,8 +80,9 @@ test-openvino-asan: ## the cgo binding and the daemon's OpenVINO suites under Ad
 	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test -asan -count=1 -run OpenVINO ./daemon/
 
 SOAK_STREAMS ?= 5000
+SOAK_WORKER_STREAMS ?= 600
 soak: ## the soak and fault harness at full size (make test runs a small one): SOAK_STREAMS streams, direct and through nginx
-	NPUD_SOAK_STREAMS=$(SOAK_STREAMS) $(GO) test -race -count=1 -run 'Soak' -v -timeout 60m ./daemon/e2e/ 2>&1 | grep --line-buffered -v 'level='
+	NPUD_SOAK_STREAMS=$(SOAK_STREAMS) NPUD_SOAK_WORKER_STREAMS=$(SOAK_WORKER_STREAMS) $(GO) test -race -count=1 -run 'Soak' -v -timeout 60m ./daemon/e2e/ 2>&1 | grep --line-buffered -v 'level='
 
 FUZZTIME ?= 60s
 fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)

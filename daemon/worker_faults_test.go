@@ -127,6 +127,8 @@ func TestWorkerFaultsEndTheirStreamsAndTheNextRequestIsServed(t *testing.T) {
 			assert.EqualValues(t, 0, h["active_streams"], "no slot stays held")
 		})
 	}
+	_, ps := c.Do(t, http.MethodGet, "/api/ps", "")
+	assert.Contains(t, string(ps), `"restarts":4`, "/api/ps shows the model's restarts")
 	assert.Equal(t, "2", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="crashed"}`))
 	assert.Equal(t, "2", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="hung"}`))
 }

@@ -369,6 +369,21 @@ func (r *Runner) DeviceOf(model string) string {
 	return ""
 }
 
+// RestartReporter is implemented by engines whose models run in worker
+// processes that faults restart.
+type RestartReporter interface {
+	ModelRestarts(model string) int
+}
+
+// Restarts is how many times a fault restarted model's worker (0 for an
+// engine in the daemon's process).
+func (r *Runner) Restarts(model string) int {
+	if rr, ok := r.engine.(RestartReporter); ok {
+		return rr.ModelRestarts(model)
+	}
+	return 0
+}
+
 // Loaded lists the models in memory.
 func (r *Runner) Loaded() []LoadedModel { return r.life.list() }
 

@@ -41,6 +41,9 @@ type listedModel struct {
 	// CONTEXT column).
 	ContextLength int    `json:"context_length,omitempty"`
 	Device        string `json:"device,omitempty"` // npud's addition: where a loaded model runs
+	// Restarts is npud's addition: how many times a crash or hang
+	// restarted the model's worker process.
+	Restarts *int `json:"restarts,omitempty"`
 }
 
 func (a *API) describe(m npu.ModelInfo) listedModel {
@@ -118,6 +121,9 @@ func (a *API) ps(c *gin.Context) {
 		m.SizeVRAM = &zero // NPU and CPU models live in system memory
 		m.ContextLength = lm.Model.ContextLength
 		m.Device = a.runner.DeviceOf(lm.Model.ID) // "simulated" for the simulated engine
+		if n := a.runner.Restarts(lm.Model.ID); n > 0 {
+			m.Restarts = &n
+		}
 		models = append(models, m)
 	}
 	c.JSON(http.StatusOK, gin.H{"models": models})

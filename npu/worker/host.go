@@ -65,7 +65,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	procs    map[string]*proc // by model: the worker running it
-	restarts map[string]int   // by model: faults since its last good generation
+	restarts map[string]int   // by model: faults since its last good generation (the backoff)
+	byModel  map[string]int   // by model: every restart, for /api/ps
 	loaded   map[string]bool  // by model: loaded, so a restarted worker loads it again
 	total    atomic.Int64     // restarts, for /health
 }
@@ -93,7 +94,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.MaxBackoff = 30 * time.Second
 	}
 	e := &Engine{cfg: cfg, health: newHealth(cfg.Health, cfg.Observer, cfg.Log), devices: map[string]string{},
-		procs: map[string]*proc{}, restarts: map[string]int{}, loaded: map[string]bool{}}
+		procs: map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}, loaded: map[string]bool{}}
 	probe, err := e.spawn("")
 	if err != nil {
 		return nil, err
@@ -124,12 +125,11 @@ func (e *Engine) DeviceNames() map[string]string {
 // Restarts is how many times a worker was restarted after a fault.
 func (e *Engine) Restarts() int64 { return e.total.Load() }
 
-// ModelRestarts is how many faults ended model's workers since its last
-// generation that went well.
+// ModelRestarts is how many times faults ended model's worker.
 func (e *Engine) ModelRestarts(model string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.restarts[model]
+	return e.byModel[model]
 }
 
 // SetObserver starts reporting to obs (the daemon's metrics, made after
@@ -309,6 +309,9 @@ func (e *Engine) fault(model string, p *proc, fault *FaultError) {
 	e.forget(model, p)
 	e.health.failed(fault.Device, fault.Error())
 	e.total.Add(1)
+	e.mu.Lock()
+	e.byModel[model]++
+	e.mu.Unlock()
 	reason := "crashed"
 	if errors.Is(fault, npu.ErrEngineHung) {
 		reason = "hung"
