@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -230,4 +232,101 @@ func TestWorkerKilledWhileCompiling(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
 	assert.Contains(t, string(raw), "signal: killed")
 	assert.Contains(t, string(raw), "engine_crashed")
+}
+
+// Issue 15: the simulated engine runs behind the same process boundary
+// with --isolation process.
+func TestSimulatedEngineInAWorker(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.Isolation = "sim", "process"
+	srv := daemontest.Start(t, cfg, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"sim","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"completion_tokens":5`)
+	h := daemontest.Health(t, c.HTTP, srv.URL)
+	assert.EqualValues(t, 0, h["worker_restarts"], "served through a worker")
+	assert.Equal(t, true, h["simulated"])
+}
+
+// Issue 15: a worker never outlives its daemon, even one killed with
+// SIGKILL (no drain, no cleanup).
+func TestWorkersDieWithTheDaemon(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "npud")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	models := t.TempDir()
+	daemontest.WriteOpenVINOModel(t, models, "tiny")
+	cmd := exec.Command(bin, "serve", "--engine", "openvino", "--openvino-lib", daemontest.TestLibrary(t),
+		"--models-dir", models, "--cache-dir", "", "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "OVTEST_DEVICES=CPU")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), `msg="npud listening" addr=`); ok {
+				addr <- strings.Fields(rest)[0]
+			}
+		}
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatal("npud did not start")
+	}
+	// The worker is stuck in a native call that never returns (it cannot
+	// notice its connection closing): only the kernel can end it.
+	resp, err := http.Post(base+"/api/generate", "application/json", strings.NewReader(`{"model":"tiny","prompt":"OVTEST_HANG"}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	first, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err, "the first token arrives before the hang")
+	require.Contains(t, first, `"response"`)
+	workers := childrenOf(t, cmd.Process.Pid)
+	require.NotEmpty(t, workers, "the model runs in a worker")
+	require.NoError(t, cmd.Process.Kill()) // SIGKILL: nothing of npud's runs after it
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool {
+		for _, pid := range workers {
+			if _, err := os.Stat("/proc/" + pid); err == nil {
+				if stat, _ := os.ReadFile("/proc/" + pid + "/stat"); !strings.Contains(string(stat), ") Z ") {
+					return false
+				}
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "the workers %v outlived the daemon", workers)
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(t *testing.T, pid int) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	parent := strconv.Itoa(pid)
+	var out []string
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == parent {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
