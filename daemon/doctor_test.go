@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -215,30 +214,6 @@ func TestEngineSelection(t *testing.T) {
 	require.Error(t, err, "an explicit openvino engine does not fall back")
 	assert.True(t, errors.Is(err, openvino.ErrNotFound), "%v", err)
 	assert.Contains(t, err.Error(), "--engine openvino")
-}
-
-// Issue 14: with no flag and no environment, the system loader's path
-// finds the library (LD_LIBRARY_PATH is read when a process starts, so
-// this runs the binary).
-func TestDoctorFindsTheLibraryOnTheLoaderPath(t *testing.T) {
-	lib := testLibraryDir(t, ovtestlib.Current)
-	bin := filepath.Join(t.TempDir(), "npud")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	models := t.TempDir()
-	writeModel(t, models, "tiny")
-	cmd := exec.Command(bin, "doctor", "--json", "--models-dir", models, "--cache-dir", t.TempDir(), "--listen", freeAddr(t))
-	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib, "OpenVINO_DIR=", "INTEL_OPENVINO_DIR=", "VIRTUAL_ENV=")
-	stdout, err := cmd.Output()
-	require.NoError(t, err, "exit 0: ready; %s", stdout)
-	var r doctorReport
-	require.NoError(t, json.Unmarshal(stdout, &r))
-	require.NotNil(t, r.Library)
-	assert.Equal(t, "system", r.Library.Source)
-	assert.Equal(t, "libopenvino_genai_c.so", r.Library.Path, "found by name, through the loader")
 }
 
 // Issue 14: under --engine auto without the library, /health says the

@@ -32,7 +32,14 @@ func newOpenVINOEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
 }
 
 func startOpenVINO(cfg Config, lib *openvino.Library, log *slog.Logger) (npu.Engine, error) {
-	return openvino.New(openvino.Config{
+	ocfg := openvinoConfig(cfg, lib)
+	ocfg.Hub = cfg.hubClient()
+	return openvino.New(ocfg, log)
+}
+
+// openvinoConfig is the engine's configuration from npud's.
+func openvinoConfig(cfg Config, lib *openvino.Library) openvino.Config {
+	return openvino.Config{
 		Library:        lib,
 		ModelsDir:      cfg.ModelsDir,
 		Device:         cfg.Device,
@@ -41,8 +48,7 @@ func startOpenVINO(cfg Config, lib *openvino.Library, log *slog.Logger) (npu.Eng
 		PrefillHint:    cfg.NPUPrefillHint,
 		GenerateHint:   cfg.NPUGenerateHint,
 		CacheDir:       cfg.CacheDir,
-		Hub:            cfg.hubClient(),
-	}, log)
+	}
 }
 
 // autoEngine is --engine auto: the OpenVINO engine when the library loads
@@ -111,7 +117,7 @@ func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) boo
 
 // openvinoContext is the context length the OpenVINO engine reports.
 func openvinoContext(cfg Config) int {
-	return openvino.ReportedContext(openvino.Config{Device: cfg.Device, MaxPromptLen: cfg.NPUMaxPromptLen, MinResponseLen: cfg.NPUMinResponseLen})
+	return openvino.ReportedContext(openvinoConfig(cfg, nil))
 }
 
 // openvinoWorkerEngine is the OpenVINO engine inside a worker process; it
@@ -121,15 +127,7 @@ func openvinoWorkerEngine(cfg Config, compiling func(model, device string), log 
 	if err != nil {
 		return nil, err
 	}
-	return openvino.New(openvino.Config{
-		Library:        lib,
-		ModelsDir:      cfg.ModelsDir,
-		Device:         cfg.Device,
-		MaxPromptLen:   cfg.NPUMaxPromptLen,
-		MinResponseLen: cfg.NPUMinResponseLen,
-		PrefillHint:    cfg.NPUPrefillHint,
-		GenerateHint:   cfg.NPUGenerateHint,
-		CacheDir:       cfg.CacheDir,
-		OnCompile:      compiling,
-	}, log)
+	ocfg := openvinoConfig(cfg, lib)
+	ocfg.OnCompile = compiling // the daemon pulls models; the worker only runs them
+	return openvino.New(ocfg, log)
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -252,12 +251,7 @@ func TestSimulatedEngineInAWorker(t *testing.T) {
 // Issue 15: a worker never outlives its daemon, even one killed with
 // SIGKILL (no drain, no cleanup).
 func TestWorkersDieWithTheDaemon(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "npud")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := daemontest.BuildNPUD(t)
 	models := t.TempDir()
 	daemontest.WriteOpenVINOModel(t, models, "tiny")
 	cmd := exec.Command(bin, "serve", "--engine", "openvino", "--openvino-lib", daemontest.TestLibrary(t),
@@ -292,41 +286,16 @@ func TestWorkersDieWithTheDaemon(t *testing.T) {
 	first, err := bufio.NewReader(resp.Body).ReadString('\n')
 	require.NoError(t, err, "the first token arrives before the hang")
 	require.Contains(t, first, `"response"`)
-	workers := childrenOf(t, cmd.Process.Pid)
+	workers := daemontest.ChildProcesses(t, cmd.Process.Pid)
 	require.NotEmpty(t, workers, "the model runs in a worker")
 	require.NoError(t, cmd.Process.Kill()) // SIGKILL: nothing of npud's runs after it
 	_ = cmd.Wait()
 	require.Eventually(t, func() bool {
 		for _, pid := range workers {
-			if _, err := os.Stat("/proc/" + pid); err == nil {
-				if stat, _ := os.ReadFile("/proc/" + pid + "/stat"); !strings.Contains(string(stat), ") Z ") {
-					return false
-				}
+			if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(stat), ") Z ") {
+				return false // alive, and not a zombie waiting for its reaper
 			}
 		}
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "the workers %v outlived the daemon", workers)
-}
-
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(t *testing.T, pid int) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skip("no /proc")
-	}
-	parent := strconv.Itoa(pid)
-	var out []string
-	for _, e := range entries {
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 && fields[1] == parent {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }

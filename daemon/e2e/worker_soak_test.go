@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -128,10 +127,10 @@ func TestSoakWithWorkerFaults(t *testing.T) {
 	hc.CloseIdleConnections()
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= goroutines+5 }, 10*time.Second, 20*time.Millisecond,
 		"goroutines: %d before, %d after", goroutines, runtime.NumGoroutine())
-	assert.LessOrEqual(t, len(childProcesses(t)), 2, "at most one worker per loaded model is left")
+	assert.LessOrEqual(t, len(daemontest.ChildProcesses(t, os.Getpid())), 2, "at most one worker per loaded model is left")
 	require.NoError(t, srv.Stop())
-	require.Eventually(t, func() bool { return len(childProcesses(t)) == 0 }, 10*time.Second, 20*time.Millisecond,
-		"the workers end with the daemon: %v", childProcesses(t))
+	require.Eventually(t, func() bool { return len(daemontest.ChildProcesses(t, os.Getpid())) == 0 }, 10*time.Second, 20*time.Millisecond,
+		"the workers end with the daemon: %v", daemontest.ChildProcesses(t, os.Getpid()))
 }
 
 // workerStream runs one stream to its end on api and says how it ended.
@@ -234,28 +233,4 @@ func websocketStream(ctx context.Context, base, model, prompt string) outcome {
 			return outcome{kind: "complete", text: text.String(), terminal: true}
 		}
 	}
-}
-
-// childProcesses lists this process's children (the workers).
-func childProcesses(t *testing.T) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Skip("no /proc")
-	}
-	me := strconv.Itoa(os.Getpid())
-	var out []string
-	for _, e := range entries {
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 && fields[1] == me && fields[0] != "Z" {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }
