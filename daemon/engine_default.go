@@ -35,3 +35,5 @@ func openvinoContext(Config) int { return 0 }
 func openvinoWorkerEngine(Config, func(model, device string), *slog.Logger) (npu.Engine, error) {
 	return nil, errNoOpenVINO
 }
+
+func findLibrary(Config) (string, error) { return "", errNoOpenVINO }

@@ -131,3 +131,8 @@ func openvinoWorkerEngine(cfg Config, compiling func(model, device string), log 
 	ocfg.OnCompile = compiling // the daemon pulls models; the worker only runs them
 	return openvino.New(ocfg, log)
 }
+
+// findLibrary is where discovery finds OpenVINO GenAI, without loading it.
+func findLibrary(cfg Config) (string, error) {
+	return openvino.FindLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: os.Getenv})
+}

@@ -191,6 +191,11 @@ func newEngine(cfg Config, log *slog.Logger) (engine npu.Engine, simReason strin
 		return simulated(), "--engine sim", nil
 	case "openvino":
 		if isolated(cfg, "openvino") {
+			path, err := findLibrary(cfg)
+			if err != nil {
+				return nil, "", fmt.Errorf("--engine openvino: %w", err)
+			}
+			cfg.OpenVINOLib = path // the workers load what the daemon found
 			engine, err := newWorkerEngine(cfg, "openvino", log)
 			if err != nil {
 				return nil, "", fmt.Errorf("--engine openvino: %w", err)
@@ -204,11 +209,21 @@ func newEngine(cfg Config, log *slog.Logger) (engine npu.Engine, simReason strin
 		return engine, "", nil
 	case "auto":
 		if isolated(cfg, "openvino") {
-			// No native code in the daemon: the models folder is read in
-			// Go, the library is loaded by the probe worker.
-			if models, err := modelsIn(cfg.ModelsDir); err != nil || len(models) == 0 {
-				return simulated(), fmt.Sprintf("the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)", cfg.ModelsDir), nil
+			// No native code in the daemon: the library is only found here
+			// (the workers load it), the models folder is read in Go.
+			path, libErr := findLibrary(cfg)
+			models, _ := modelsIn(cfg.ModelsDir)
+			var why []string
+			if libErr != nil {
+				why = append(why, libErr.Error())
 			}
+			if len(models) == 0 {
+				why = append(why, fmt.Sprintf("the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)", cfg.ModelsDir))
+			}
+			if len(why) > 0 {
+				return simulated(), strings.Join(why, "; "), nil
+			}
+			cfg.OpenVINOLib = path
 			engine, err := newWorkerEngine(cfg, "openvino", log)
 			if err != nil {
 				return simulated(), err.Error(), nil

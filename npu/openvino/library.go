@@ -175,6 +175,29 @@ func OpenLibrary(opts LibraryOptions) (*Library, error) {
 	return nil, lerr
 }
 
+// FindLibrary runs the discovery of OpenLibrary without loading what it
+// finds (the daemon with worker processes runs no OpenVINO code itself):
+// the GenAI C library's path, or a LoadError wrapping ErrNotFound that
+// lists where it looked. Only the system step asks the loader, which
+// opens the library to answer.
+func FindLibrary(opts LibraryOptions) (string, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	lerr := &LoadError{}
+	for _, c := range discoverySteps(opts.Path, getenv) {
+		if genai, _ := c.find(); genai != "" {
+			return genai, nil
+		}
+		lerr.Attempts = append(lerr.Attempts, Attempt{Source: c.source, Where: c.where})
+		if c.source == "--openvino-lib" {
+			return "", fmt.Errorf("--openvino-lib %s: no %s there: %w", c.where, firstName(), ErrNotFound)
+		}
+	}
+	return "", lerr
+}
+
 func firstName() string {
 	g, _ := libraryNames()
 	return g

@@ -136,6 +136,17 @@ func TestUnusableLibraries(t *testing.T) {
 	})
 }
 
+// Issue 15: with worker processes the daemon only finds the library.
+func TestFindLibraryDoesNotNeedToLoad(t *testing.T) {
+	dir := t.TempDir()
+	installAt(t, dir, true)
+	path, err := FindLibrary(LibraryOptions{Path: dir})
+	require.NoError(t, err)
+	assert.Equal(t, dir, filepath.Dir(path))
+	_, err = FindLibrary(LibraryOptions{Path: t.TempDir()})
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
 func TestParseVersion(t *testing.T) {
 	for _, tc := range []struct {
 		build string
