@@ -299,3 +299,17 @@ func TestWorkersDieWithTheDaemon(t *testing.T) {
 		return true
 	}, 10*time.Second, 20*time.Millisecond, "the workers %v outlived the daemon", workers)
 }
+
+// Issue 15: a device whose compiles fail (OVTEST_BROKEN_DEVICES: the
+// compile returns an error, the worker lives) is skipped by AUTO in the
+// worker; the model is served from the next device.
+func TestWorkerBrokenDeviceFailsOver(t *testing.T) {
+	t.Setenv("OVTEST_BROKEN_DEVICES", "NPU")
+	srv, _ := startWorkers(t, "CPU,NPU", nil, "tiny")
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"x","stream":false,"options":{"num_predict":2}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	_, raw = c.Do(t, http.MethodGet, "/api/ps", "")
+	assert.Contains(t, string(raw), `"device":"CPU"`)
+	assert.EqualValues(t, 0, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"], "a failed compile is no crash")
+}

@@ -584,6 +584,8 @@ func (s *service) Next(_ struct{}, job *Job) error {
 		*job = j
 	case <-s.p.quit:
 		*job = Job{Kind: jobExit}
+	case <-s.p.exited:
+		*job = Job{Kind: jobExit} // nobody reads it: the handler just ends
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/rpc"
+	"sync"
 	"sync/atomic"
 
 	"github.com/npud/npud/npu"
@@ -28,9 +29,8 @@ type StartEngine func(compiling func(model, device string)) (npu.Engine, error)
 
 // Serve is the worker process's loop: it starts the engine, asks the
 // daemon at the other end of conn for jobs and runs them until the daemon
-// says exit or the connection ends. Only one job runs at a time: the
-// daemon's scheduler gives a worker (a model) one generation at a time.
-// An engine that cannot start answers the first job with why.
+// says exit or the connection ends. An engine that cannot start answers
+// the first job with why.
 func Serve(ctx context.Context, conn io.ReadWriteCloser, start StartEngine) error {
 	client := rpc.NewClient(conn)
 	defer func() { _ = client.Close() }()
@@ -40,6 +40,11 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, start StartEngine) erro
 	if c, ok := engine.(npu.Closer); ok && startErr == nil {
 		defer c.Close()
 	}
+	// Jobs run side by side: the daemon's scheduler decides how many a
+	// model may run at once (one for a real engine, --sim-slots for the
+	// simulator), and a long poll for the next job goes on meanwhile.
+	var running sync.WaitGroup
+	defer running.Wait()
 	for {
 		var job Job
 		if err := client.Call("Host.Next", struct{}{}, &job); err != nil {
@@ -55,10 +60,12 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, start StartEngine) erro
 			_ = client.Call("Host.Done", Done{ID: job.ID, Err: toWire(startErr)}, &struct{}{})
 			return startErr
 		}
-		done := run(ctx, client, engine, job)
-		if err := client.Call("Host.Done", done, &struct{}{}); err != nil {
-			return fmt.Errorf("reporting job %d: %w", job.ID, err)
-		}
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			done := run(ctx, client, engine, job)
+			_ = client.Call("Host.Done", done, &struct{}{}) // a daemon gone cannot be told
+		}()
 	}
 }
 
