@@ -311,6 +311,15 @@ func TestRevokedKeyClosesItsWebSockets(t *testing.T) {
 		return conn
 	}
 	aliceWS, bobWS := dial(alice.Key), dial(bob.Key)
+	// A ping answered means the server holds the connection (the dial
+	// returns as soon as the upgrade is done, maybe before that).
+	for _, conn := range []*websocket.Conn{aliceWS, bobWS} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(`{"type":"ping","id":"ready"}`)))
+		_, _, err := conn.Read(ctx)
+		cancel()
+		require.NoError(t, err)
+	}
 
 	next := cfg
 	next.APIKeys = []daemon.APIKey{bob}
