@@ -99,6 +99,16 @@ func (r keyring) lookup(token string) (storedKey, bool) {
 // a reload revokes it.
 func (k storedKey) id() string { return hex.EncodeToString(k.digest[:]) }
 
+// hasID reports whether a key with this id is configured.
+func (r keyring) hasID(id string) bool {
+	for _, k := range r.keys {
+		if k.id() == id {
+			return true
+		}
+	}
+	return false
+}
+
 // revokedKeys lists the ids of prev's keys that next no longer holds.
 func revokedKeys(prev, next keyring) []string {
 	held := map[[sha256.Size]byte]bool{}

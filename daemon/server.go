@@ -301,6 +301,7 @@ func (s *Server) routes() http.Handler {
 			s.metrics.requestEnded(wsapi.StreamsPath, http.StatusOK, info, s.servesModel)
 		},
 		Admit:          s.admitRealtime,
+		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
 	}, s.log)

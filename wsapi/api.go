@@ -42,7 +42,11 @@ type Config struct {
 	MaxMessage  func() int64 // largest client message, read per connection (a reload may change it)
 	// Admit, when set, takes one request from the tenant's rate budget for
 	// each start message, or says why not.
-	Admit          func(tenant string) *Refusal
+	Admit func(tenant string) *Refusal
+	// KeyValid reports whether the key a connection authenticated with
+	// (its id; "" without keys) is still configured: a connection whose
+	// key a reload revoked while it was being accepted is closed too.
+	KeyValid       func(keyID string) bool
 	PingInterval   time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
 	RequestEnded   func(info *reqinfo.Info)
 	AllowAnyOrigin bool          // the daemon's CORS check already vetted Origin

@@ -118,7 +118,11 @@ func (a *API) realtime(c *gin.Context) {
 	rc := &realtimeConn{a: a, conn: conn, cfg: cfg, log: a.log, requests: map[string]*realtimeRequest{}}
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
-	defer a.trackConn(rc, reqinfo.From(ctx).KeyID)()
+	keyID := reqinfo.From(ctx).KeyID
+	defer a.trackConn(rc, keyID)()
+	if cfg.KeyValid != nil && !cfg.KeyValid(keyID) {
+		rc.revoke() // revoked between authentication and tracking: CloseKeys missed it
+	}
 	// Past the drain timeout the generations still running end with an
 	// in-band shutting_down error, then the close handshake (1001) below:
 	// never a bare TCP close.
