@@ -63,8 +63,11 @@ type statusReport struct {
 	Running       int            `json:"running"`
 	Streams       int            `json:"active_streams"` // connected generation requests, queued or running
 	Auth          bool           `json:"auth"`
-	Totals        statusTotals   `json:"totals"`
-	Time          time.Time      `json:"time"`
+	// WorkerRestarts counts the engine workers restarted after a crash or
+	// hang; absent when the engine runs in the daemon.
+	WorkerRestarts *int64       `json:"worker_restarts,omitempty"`
+	Totals         statusTotals `json:"totals"`
+	Time           time.Time    `json:"time"`
 }
 
 func (s *Server) status(c *gin.Context) {
@@ -89,6 +92,8 @@ func (s *Server) status(c *gin.Context) {
 	var health map[string]bool
 	if w, ok := engine.(isolatedEngine); ok {
 		health = w.DeviceHealth() // crashes and hangs counted by the workers
+		n := w.Restarts()
+		report.WorkerRestarts = &n
 	}
 	for _, name := range deviceList(engine) {
 		healthy, known := health[name]

@@ -130,6 +130,8 @@ func TestWorkerFaultsEndTheirStreamsAndTheNextRequestIsServed(t *testing.T) {
 	}
 	_, ps := c.Do(t, http.MethodGet, "/api/ps", "")
 	assert.Contains(t, string(ps), `"restarts":4`, "/api/ps shows the model's restarts")
+	_, status := c.Do(t, http.MethodGet, daemon.StatusPath, "")
+	assert.Contains(t, string(status), `"worker_restarts":4`, "the console's status too")
 	assert.Equal(t, "2", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="crashed"}`))
 	assert.Equal(t, "2", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="hung"}`))
 }

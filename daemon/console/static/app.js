@@ -201,6 +201,8 @@ function showStatus(s) {
   $("running").textContent = s.running;
   $("queued").textContent = s.queued;
   $("uptime").textContent = duration(s.uptime_seconds);
+  $("restarts-card").hidden = s.worker_restarts === undefined;
+  $("worker-restarts").textContent = s.worker_restarts ?? "–";
 
   const devices = $("devices");
   devices.replaceChildren();
