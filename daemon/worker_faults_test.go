@@ -315,3 +315,33 @@ func TestWorkerBrokenDeviceFailsOver(t *testing.T) {
 	assert.Contains(t, string(raw), `"device":"CPU"`)
 	assert.EqualValues(t, 0, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"], "a failed compile is no crash")
 }
+
+// Issue 15: a request queued behind a generation whose worker hangs does
+// not fail with it: it waits, and the restarted worker serves it.
+func TestRequestsQueuedBehindAFaultWaitForTheRestart(t *testing.T) {
+	srv, _ := startWorkers(t, "CPU", nil, "tiny")
+	c := daemontest.NewClient(t, srv.URL)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("OVTEST_HANG here")))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.HTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = bufio.NewReader(resp.Body).ReadString('\n') // the first token: the worker now hangs
+	require.NoError(t, err)
+
+	queued := make(chan string, 1)
+	go func() {
+		_, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"after the hang","stream":false,"options":{"num_predict":3}}`)
+		queued <- string(raw)
+	}()
+	daemontest.Eventually(t, func() bool { return daemontest.Health(t, c.HTTP, srv.URL)["queued"] == 1.0 })
+	select {
+	case raw := <-queued:
+		assert.Contains(t, raw, `"done":true`, "served by the restarted worker")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the queued request was not served")
+	}
+	assert.EqualValues(t, 1, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"])
+}
