@@ -234,20 +234,11 @@ func soakStream(t *testing.T, hc *http.Client, base, api string, b behaviour, se
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))
-	if err != nil {
-		return outcome{kind: "client_error", code: err.Error()}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return outcome{kind: "client_error", code: err.Error()}
+	resp, refused := postStream(ctx, hc, base+path, body)
+	if resp == nil {
+		return refused
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(resp.Body)
-		return outcome{kind: "refused", code: strconv.Itoa(resp.StatusCode) + " " + string(raw), terminal: true}
-	}
 	var r io.Reader = resp.Body
 	switch b {
 	case disconnect:
@@ -261,6 +252,27 @@ func soakStream(t *testing.T, hc *http.Client, base, api string, b behaviour, se
 		return outcome{kind: "dropped"}
 	}
 	return o
+}
+
+// postStream sends a streaming request. Without a 200 it returns no
+// response and the outcome: a client error, or the refusal with its status
+// and body.
+func postStream(ctx context.Context, hc *http.Client, url, body string) (*http.Response, outcome) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, outcome{kind: "client_error", code: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, outcome{kind: "client_error", code: err.Error()}
+	}
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return nil, outcome{kind: "refused", code: strconv.Itoa(resp.StatusCode) + " " + string(raw), terminal: true}
+	}
+	return resp, outcome{}
 }
 
 // slowBody reads a few bytes at a time with pauses: a client on a slow

@@ -146,20 +146,11 @@ func workerStream(t *testing.T, hc *http.Client, base, api, model, prompt string
 		path = "/api/chat"
 		body = fmt.Sprintf(`{"model":%q,"options":{"seed":7,"num_predict":40},"messages":[{"role":"user","content":%q}]}`, model, prompt)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))
-	if err != nil {
-		return outcome{kind: "client_error", code: err.Error()}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return outcome{kind: "client_error", code: err.Error()}
+	resp, refused := postStream(ctx, hc, base+path, body)
+	if resp == nil {
+		return refused
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(resp.Body)
-		return outcome{kind: "refused", code: strconv.Itoa(resp.StatusCode) + " " + string(raw), terminal: true}
-	}
 	if api == "ollama" {
 		return parseChat(resp.Body)
 	}
