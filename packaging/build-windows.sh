@@ -14,11 +14,12 @@ WINCC="${WINCC:-x86_64-w64-mingw32-gcc}"
 DIST_DIR="$(realpath -m -- "${DIST_DIR:-$root/dist}")"
 VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 
-if ! command -v "$WINCC" >/dev/null; then
-    echo "build-windows.sh: no $WINCC: apt-get install gcc-mingw-w64-x86-64 (the Windows build needs it for cgo)" >&2
-    exit 1
+# make package must keep working where the cross compiler is missing: the
+# Linux packages are made, the zip is skipped, and it says so.
+if ! command -v "$WINCC" >/dev/null || ! command -v zip >/dev/null; then
+    echo "build-windows.sh: skipping the Windows zip: it needs $WINCC and zip (apt-get install gcc-mingw-w64-x86-64 zip)" >&2
+    exit 0
 fi
-command -v zip >/dev/null || { echo "build-windows.sh: no zip: apt-get install zip" >&2; exit 1; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

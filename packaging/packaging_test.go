@@ -387,7 +387,7 @@ func TestMaintainerScriptsUnderSystemd(t *testing.T) {
 
 func TestScriptsAreShellcheckClean(t *testing.T) {
 	shellcheck := need(t, "shellcheck", "shellcheck")
-	run(t, shellcheck, "--shell=bash", "build.sh")
+	run(t, shellcheck, "--shell=bash", "build.sh", "build-windows.sh")
 	run(t, shellcheck, "--shell=sh", "scripts/postinstall.sh", "scripts/preremove.sh", "scripts/postremove.sh")
 }
 
@@ -719,6 +719,20 @@ func TestWindowsZip(t *testing.T) {
 	for _, e := range entries {
 		assert.Regexp(t, `\]\s+`+e[2]+`\n`, exports[e[1]], "%s exported by the %s DLL", e[2], e[1])
 	}
+}
+
+// Issue 14: make package keeps working without the cross compiler: the
+// zip is skipped, with how to get it.
+func TestWindowsZipSkippedWithoutMingw(t *testing.T) {
+	dist := t.TempDir()
+	cmd := exec.Command("bash", "build-windows.sh")
+	cmd.Env = append(withoutEnv("WINCC", "DIST_DIR"), "WINCC=no-such-compiler", "DIST_DIR="+dist)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "apt-get install gcc-mingw-w64-x86-64")
+	entries, err := os.ReadDir(dist)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
 }
 
 func mustOpen(t *testing.T, f *zip.File) io.Reader {
