@@ -29,6 +29,9 @@ type Event struct {
 	// Text is valid UTF-8 never containing any prefix of a stop string.
 	// While the reader is behind, consecutive chunks are coalesced.
 	Text string
+	// Reasoning is the model's reasoning (between <think> and </think> at
+	// the start of its answer), never part of Text.
+	Reasoning string
 	// Tokens is how many engine callbacks with text Text holds: a token
 	// each on most engines (GenAI's streamer can hand over a few at once),
 	// so what a client that leaves mid-stream received is known.
@@ -69,6 +72,10 @@ type Stream struct {
 	// pendingTokens counts the callbacks behind pending (and the text the
 	// filters still hold back).
 	pendingTokens int
+	// think splits reasoning from the answer; its reasoning waits in
+	// pendingReasoning, the answer goes on to the stop strings.
+	think            thinkSplitter
+	pendingReasoning []byte
 	finished      bool
 	result        Result
 	err           error
@@ -130,7 +137,15 @@ func (s *Stream) sink(text string) Status {
 	if text != "" {
 		s.pendingTokens++
 	}
-	release, stopped := s.stops.push(s.utf8.push(text))
+	reasoning, content := s.think.push(s.utf8.push(text))
+	if reasoning != "" {
+		if len(s.pending)+len(s.pendingReasoning) > 0 {
+			s.coalesced++
+		}
+		s.pendingReasoning = append(s.pendingReasoning, reasoning...)
+		s.signal()
+	}
+	release, stopped := s.stops.push(content)
 	if len(release) > 0 {
 		if len(s.pending) > 0 {
 			s.coalesced++ // the writer has not taken the previous chunk yet
@@ -143,7 +158,7 @@ func (s *Stream) sink(text string) Status {
 		s.signal()
 		return Stop
 	}
-	if len(s.pending) > s.limits.MaxPendingBytes {
+	if len(s.pending)+len(s.pendingReasoning) > s.limits.MaxPendingBytes {
 		s.cancel(ErrSlowConsumer)
 		s.signal()
 		return Cancel
@@ -169,7 +184,10 @@ func (s *Stream) finish(res Result, err error) {
 		err = cause // the bridge cancelled the engine: say why, not just "canceled"
 	}
 	if err == nil && s.stopReason != FinishStop {
-		release, stopped := s.stops.push(s.utf8.flush())
+		reasoning, content := s.think.push(s.utf8.flush())
+		lastReasoning, lastContent := s.think.flush()
+		s.pendingReasoning = append(append(s.pendingReasoning, reasoning...), lastReasoning...)
+		release, stopped := s.stops.push(content + lastContent)
 		s.pending = append(s.pending, release...)
 		if stopped {
 			s.stopReason = FinishStop
@@ -198,9 +216,9 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 	for {
 		s.mu.Lock()
 		now := time.Now()
-		if len(s.pending) > 0 {
-			ev := Event{Text: string(s.pending), Tokens: s.pendingTokens}
-			s.pending, s.pendingTokens = s.pending[:0], 0
+		if len(s.pending) > 0 || len(s.pendingReasoning) > 0 {
+			ev := Event{Text: string(s.pending), Reasoning: string(s.pendingReasoning), Tokens: s.pendingTokens}
+			s.pending, s.pendingReasoning, s.pendingTokens = s.pending[:0], s.pendingReasoning[:0], 0
 			s.lastEvent = now
 			prev := s.lastText
 			s.lastText = now
@@ -311,15 +329,22 @@ func (s *Stream) nextWakeLocked(now time.Time) (time.Time, wakeKind) {
 // Collect reads the stream to its end and returns all of its text, for
 // clients that want the whole answer at once. Heartbeats are skipped.
 func (s *Stream) Collect(ctx context.Context) (string, Result, error) {
-	var b strings.Builder
+	text, _, res, err := s.CollectWithReasoning(ctx)
+	return text, res, err
+}
+
+// CollectWithReasoning is Collect with the model's reasoning apart.
+func (s *Stream) CollectWithReasoning(ctx context.Context) (text, reasoning string, res Result, err error) {
+	var b, r strings.Builder
 	for {
 		ev, err := s.Next(ctx)
 		if err != nil {
-			return b.String(), Result{}, err
+			return b.String(), r.String(), Result{}, err
 		}
 		b.WriteString(ev.Text)
+		r.WriteString(ev.Reasoning)
 		if ev.Done {
-			return b.String(), ev.Result, nil
+			return b.String(), r.String(), ev.Result, nil
 		}
 	}
 }

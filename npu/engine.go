@@ -101,6 +101,9 @@ type ModelDetails struct {
 	HeadCountKV     int    // num_key_value_heads
 	VocabSize       int
 	TrainedContext  int // max_position_embeddings: what the model was trained for
+	// Thinking: the model reasons (its chat template takes enable_thinking
+	// or opens <think>), so requests may turn its reasoning on and off.
+	Thinking bool
 }
 
 // Message is one chat turn.
@@ -134,6 +137,11 @@ type Request struct {
 	// Stop strings end the completion; they are matched by the bridge across
 	// chunk boundaries and never appear in the output.
 	Stop []string
+	// Think turns the model's reasoning on or off (nil: the model's
+	// default); ThinkLevel is low, medium or high for models that take
+	// levels ("" otherwise). Reasoning comes back apart from the answer.
+	Think      *bool
+	ThinkLevel string
 	// Timeout, when positive, bounds the whole generation: at the deadline the
 	// engine is stopped and the stream finishes with FinishLength.
 	Timeout time.Duration

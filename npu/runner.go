@@ -125,6 +125,10 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Model = m.ID // an alias names the model the engine knows
+	if req.Think != nil && *req.Think && !m.Details.Thinking {
+		return nil, &InvalidRequestError{Param: "think", Message: fmt.Sprintf(
+			"model %q does not support thinking: its chat template takes no enable_thinking and opens no <think>", m.ID)}
+	}
 	req.Normalize()
 	release, ok := r.tenants.open(req.Tenant)
 	if !ok {

@@ -577,3 +577,31 @@ func TestStatusString(t *testing.T) {
 	// The values are OpenVINO GenAI's ov_genai_streaming_status_e.
 	assert.Equal(t, []int{0, 1, 2}, []int{int(Running), int(Stop), int(Cancel)})
 }
+
+// Issue 16: a request that needs thinking from a model that cannot think
+// is a request error naming both, before it queues.
+func TestRunnerRefusesThinkingToAModelWithout(t *testing.T) {
+	r := newTestRunner(t, &fakeEngine{script: texts("a")}, RunnerConfig{MaxQueue: 4})
+	on := true
+	_, err := r.Start(&Request{Model: "m", Prompt: "x", Think: &on})
+	var invalid *InvalidRequestError
+	require.ErrorAs(t, err, &invalid)
+	assert.Contains(t, invalid.Message, `model "m" does not support thinking`)
+	off := false
+	s, err := r.Start(&Request{Model: "m", Prompt: "x", Think: &off})
+	require.NoError(t, err, "turning it off asks nothing of the model")
+	s.Close()
+}
+
+// Issue 16: the bridge splits a reasoning model's <think> block from its
+// answer; the answer's stop strings never see the reasoning.
+func TestStreamSplitsReasoning(t *testing.T) {
+	e := &fakeEngine{script: texts("<thi", "nk>\nfirst ", "STOP then</think>", "\n\nthe answer", " STOP here")}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	s := start(t, r, &Request{Model: "m", Stop: []string{"STOP"}})
+	text, reasoning, res, err := s.CollectWithReasoning(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "first STOP then", reasoning, "a stop string inside the reasoning does not stop the answer")
+	assert.Equal(t, "the answer ", text)
+	assert.Equal(t, FinishStop, res.FinishReason)
+}

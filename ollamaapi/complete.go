@@ -28,6 +28,8 @@ const (
 type chatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Thinking is the model's reasoning, apart from the answer.
+	Thinking string `json:"thinking,omitempty"`
 }
 
 // metrics are the figures of a final object: integers, durations in ns.
@@ -48,17 +50,25 @@ type chunk struct {
 	CreatedAt  string       `json:"created_at"`
 	Response   *string      `json:"response,omitempty"`
 	Message    *chatMessage `json:"message,omitempty"`
+	Thinking   string       `json:"thinking,omitempty"` // generate: the model's reasoning
 	Done       bool         `json:"done"`
 	DoneReason string       `json:"done_reason,omitempty"`
 	*metrics
 }
 
 func newChunk(ep endpoint, model, text string) chunk {
+	return newThinkingChunk(ep, model, "", text)
+}
+
+// newThinkingChunk is a chunk with the model's reasoning apart: Ollama's
+// message.thinking (chat) and thinking (generate).
+func newThinkingChunk(ep endpoint, model, thinking, text string) chunk {
 	c := chunk{Model: model, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	if ep == chatEndpoint {
-		c.Message = &chatMessage{Role: "assistant", Content: text}
+		c.Message = &chatMessage{Role: "assistant", Content: text, Thinking: thinking}
 	} else {
 		c.Response = &text
+		c.Thinking = thinking
 	}
 	return c
 }
@@ -107,6 +117,12 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	engineReq := &npu.Request{Model: model, Timeout: a.cfg.DefaultTimeout, KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels, Tenant: info.Tenant}
+	think, level, apiErr := req.think()
+	if apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	engineReq.Think, engineReq.ThinkLevel = think, level
 	if apiErr := applyOptions(req.Options, engineReq, m, a.log); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
@@ -226,7 +242,9 @@ func (f *lineFraming) frame(v any) []byte {
 }
 
 func (f *lineFraming) Open() []byte            { return nil }
-func (f *lineFraming) Text(text string) []byte { return f.frame(newChunk(f.ep, f.model, text)) }
+func (f *lineFraming) Text(thinking, text string) []byte {
+	return f.frame(newThinkingChunk(f.ep, f.model, thinking, text))
+}
 
 // Heartbeat is an ordinary empty chunk: every client accepts it.
 func (f *lineFraming) Heartbeat() []byte  { return f.frame(newChunk(f.ep, f.model, "")) }
@@ -247,7 +265,7 @@ func (f *lineFraming) Fail(err error) ([]byte, string, error) {
 
 // writeWhole answers stream: false with one object.
 func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
-	text, res, err := stream.Collect(ctx)
+	text, thinking, res, err := stream.CollectWithReasoning(ctx)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {
 		a.fail(rw, info, toError(err, a.runner.RetryAfter))
@@ -255,6 +273,11 @@ func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqi
 	}
 	info.TokensOut = res.CompletionTokens
 	out := final(ep, model, text, res, info.Start)
+	if out.Message != nil {
+		out.Message.Thinking = thinking
+	} else {
+		out.Thinking = thinking
+	}
 	info.FinishReason = out.DoneReason
 	rw.Header().Set("Content-Type", "application/json; charset=utf-8")
 	rw.WriteHeader(http.StatusOK)

@@ -179,6 +179,9 @@ func (a *API) show(c *gin.Context) {
 	// model listing "embedding" for an embedding model and `ollama run`
 	// would print vectors: /api/embed works without saying so.
 	capabilities := []string{"completion"}
+	if m.Details.Thinking {
+		capabilities = append(capabilities, "thinking") // think: true reaches it
+	}
 	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.runner.EngineName())
 	if a.runner.Simulated() {
 		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)

@@ -77,7 +77,7 @@ func TestClientHeartbeatVersionListShow(t *testing.T) {
 	assert.EqualValues(t, 32768, show.ModelInfo["sim.context_length"])
 	// Issue 17: "embedding" among the capabilities made `ollama run` print
 	// a vector instead of chatting.
-	assert.Equal(t, []model.Capability{model.CapabilityCompletion}, show.Capabilities)
+	assert.Equal(t, []model.Capability{model.CapabilityCompletion, model.CapabilityThinking}, show.Capabilities, "the simulated model reasons when asked")
 
 	_, err = f.client.Show(ctx, &api.ShowRequest{Model: "nope"})
 	var statusErr api.StatusError
@@ -358,4 +358,43 @@ func TestClientShowAndPsCarryWhatTheCLIReads(t *testing.T) {
 	assert.Equal(t, 32768, ps.ContextLength)
 	assert.Equal(t, "1.5B", ps.Details.ParameterSize)
 	assert.Len(t, ps.Digest, 64, "the CLI prints digest[:12]")
+}
+
+// Issue 16: think: true through the Ollama Go client: the reasoning comes
+// in message.thinking (chat) and thinking (generate), never in the
+// content; a bad think value is a 400.
+func TestClientThinking(t *testing.T) {
+	f := newClientFixture(t, nil, nil)
+	ctx := testContext(t)
+	seed := map[string]any{"seed": 5}
+	var thinking, content strings.Builder
+	require.NoError(t, f.client.Chat(ctx, &api.ChatRequest{Model: "sim", Think: &api.ThinkValue{Value: true}, Options: seed,
+		Messages: []api.Message{{Role: "user", Content: "plan a trip"}}}, func(r api.ChatResponse) error {
+		thinking.WriteString(r.Message.Thinking)
+		content.WriteString(r.Message.Content)
+		return nil
+	}))
+	thoughts := sim.Reasoning(5, "user: plan a trip\n")
+	assert.Equal(t, strings.TrimSpace(strings.Join(thoughts[1:len(thoughts)-2], "")), thinking.String())
+	assert.NotEmpty(t, content.String())
+	assert.NotContains(t, content.String(), "think>")
+
+	stream := false
+	var whole api.ChatResponse
+	require.NoError(t, f.client.Chat(ctx, &api.ChatRequest{Model: "sim", Think: &api.ThinkValue{Value: "high"}, Options: seed, Stream: &stream,
+		Messages: []api.Message{{Role: "user", Content: "plan a trip"}}}, func(r api.ChatResponse) error { whole = r; return nil }))
+	assert.Equal(t, thinking.String(), whole.Message.Thinking)
+	assert.Equal(t, content.String(), whole.Message.Content)
+
+	var gen api.GenerateResponse
+	require.NoError(t, f.client.Generate(ctx, &api.GenerateRequest{Model: "sim", Prompt: "plan a trip", Think: &api.ThinkValue{Value: true}, Stream: &stream, Options: seed},
+		func(r api.GenerateResponse) error { gen = r; return nil }))
+	assert.NotEmpty(t, gen.Thinking)
+	assert.NotContains(t, gen.Response, "think>")
+
+	err := f.client.Chat(ctx, &api.ChatRequest{Model: "sim", Think: &api.ThinkValue{Value: "extreme"},
+		Messages: []api.Message{{Role: "user", Content: "x"}}}, func(api.ChatResponse) error { return nil })
+	var statusErr api.StatusError
+	require.ErrorAs(t, err, &statusErr)
+	assert.Equal(t, http.StatusBadRequest, statusErr.StatusCode)
 }

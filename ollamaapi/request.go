@@ -113,6 +113,24 @@ func isSet(raw json.RawMessage) bool {
 	return len(t) > 0 && !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte(`""`)) && !bytes.Equal(t, []byte("false"))
 }
 
+// think reads Ollama's think: true, false, or a level ("low", "medium",
+// "high") for models that take one.
+func (r *request) think() (*bool, string, *Error) {
+	if !isSet(r.Think) {
+		return nil, "", nil
+	}
+	var on bool
+	if json.Unmarshal(r.Think, &on) == nil {
+		return &on, "", nil
+	}
+	var level string
+	if json.Unmarshal(r.Think, &level) == nil && (level == "low" || level == "medium" || level == "high") {
+		on = true
+		return &on, level, nil
+	}
+	return nil, "", badRequest(`think must be true, false, "low", "medium" or "high", got %s`, reqinfo.Clip(string(r.Think)))
+}
+
 // checkUnsupported refuses fields the engine cannot honour, saying so.
 func (r *request) checkUnsupported(model string) *Error {
 	refuse := func(field, why string) *Error {
@@ -125,8 +143,6 @@ func (r *request) checkUnsupported(model string) *Error {
 		return refuse("format", "structured output is not available")
 	case isSet(r.Tools) && !bytes.Equal(bytes.TrimSpace(r.Tools), []byte("[]")):
 		return refuse("tools", "tool calling is not available")
-	case isSet(r.Think):
-		return refuse("think", "it does not support thinking")
 	case r.Suffix != "":
 		return refuse("suffix", "fill-in-the-middle is not available")
 	case r.Raw:

@@ -258,7 +258,7 @@ func TestWireBadInput(t *testing.T) {
 		{"images in chat", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x","images":["aGk="]}]}`, 400, "images"},
 		{"tools", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools"},
 		{"tool role", "/api/chat", `{"model":"sim","messages":[{"role":"tool","content":"x"}]}`, 400, "tool"},
-		{"think", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"think":true}`, 400, "thinking"},
+		{"think of another kind", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"think":"very"}`, 400, "think must be true, false"},
 		{"bad keep_alive", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":"soon"}`, 400, "keep_alive"},
 		// Issue 12, item 8: NaN, infinite and huge keep_alive meant forever or wrapped around.
 		{"keep_alive NaN", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":"NaN"}`, 400, "keep_alive"},

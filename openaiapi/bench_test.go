@@ -34,7 +34,7 @@ func BenchmarkSSEChunkEncode(b *testing.B) {
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
-		n = len(enc.text(benchToken))
+		n = len(enc.text("", benchToken))
 	}
 	b.SetBytes(int64(n))
 }
@@ -69,7 +69,7 @@ func TestBenchmarkFramesAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(enc.text(benchToken)), "data: "+string(body)+"\n\n"; got != want {
+	if got, want := string(enc.text("", benchToken)), "data: "+string(body)+"\n\n"; got != want {
 		t.Fatalf("encoder frame\n%s\ndiffers from encoding/json's\n%s", got, want)
 	}
 }

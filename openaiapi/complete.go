@@ -266,7 +266,9 @@ func (f *sseFraming) withID(frame []byte) []byte {
 	return append(append(append([]byte("id: "), strconv.Itoa(f.src.position())...), '\n'), frame...)
 }
 
-func (f *sseFraming) Text(text string) []byte { return f.withID(f.enc.text(text)) }
+func (f *sseFraming) Text(reasoning, text string) []byte {
+	return f.withID(f.enc.text(reasoning, text))
+}
 func (f *sseFraming) Heartbeat() []byte       { return heartbeatFrame }
 func (f *sseFraming) Terminator() []byte      { return doneFrame }
 
@@ -293,7 +295,7 @@ func (f *sseFraming) Fail(err error) ([]byte, string, error) {
 
 // writeWhole collects the stream into one chat.completion or text_completion.
 func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *source, ep endpoint, id, model string) {
-	text, res, err := collect(ctx, src)
+	text, reasoning, res, err := collect(ctx, src)
 	info.MarkFirstTokenAt(src.firstTokenAt())
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err, ep))
@@ -303,7 +305,7 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 	info.FinishReason = FinishReason(res.FinishReason)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
-	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, text, info.FinishReason, UsageOf(res))); err != nil {
+	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, text, reasoning, info.FinishReason, UsageOf(res))); err != nil {
 		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }
@@ -311,6 +313,8 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 type chatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ReasoningContent is the model's reasoning, apart from the answer.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 type choice struct {
@@ -330,12 +334,12 @@ type completion struct {
 	Usage   Usage    `json:"usage"`
 }
 
-func wholeResponse(ep endpoint, id string, created int64, model, text, reason string, u Usage) completion {
+func wholeResponse(ep endpoint, id string, created int64, model, text, reasoning, reason string, u Usage) completion {
 	ch := choice{FinishReason: reason}
 	object := "text_completion"
 	if ep == chatEndpoint {
 		object = "chat.completion"
-		ch.Message = &chatMessage{Role: "assistant", Content: text}
+		ch.Message = &chatMessage{Role: "assistant", Content: text, ReasoningContent: reasoning}
 	} else {
 		ch.Text = &text
 	}
@@ -344,16 +348,17 @@ func wholeResponse(ep endpoint, id string, created int64, model, text, reason st
 
 // collect reads a source to its end, for clients that want the whole
 // answer at once. Heartbeats are skipped.
-func collect(ctx context.Context, src *source) (string, npu.Result, error) {
-	var b strings.Builder
+func collect(ctx context.Context, src *source) (text, reasoning string, res npu.Result, err error) {
+	var b, r strings.Builder
 	for {
 		ev, err := src.next(ctx)
 		if err != nil {
-			return b.String(), npu.Result{}, err
+			return b.String(), r.String(), npu.Result{}, err
 		}
 		b.WriteString(ev.Text)
+		r.WriteString(ev.Reasoning)
 		if ev.Done {
-			return b.String(), ev.Result, nil
+			return b.String(), r.String(), ev.Result, nil
 		}
 	}
 }

@@ -79,15 +79,20 @@ func TestChunkEncoderFrames(t *testing.T) {
 	}{
 		{"chat role", chat.role,
 			`{` + chatHead + `,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`},
-		{"chat text", func() []byte { return chat.text("hi \"there\"\n🙂") },
+		{"chat text", func() []byte { return chat.text("", "hi \"there\"\n🙂") },
 			`{` + chatHead + `,"choices":[{"index":0,"delta":{"content":"hi \"there\"\n🙂"},"logprobs":null,"finish_reason":null}]}`},
+		// Issue 16: reasoning rides in reasoning_content, never in content.
+		{"chat reasoning", func() []byte { return chat.text("I think", "") },
+			`{` + chatHead + `,"choices":[{"index":0,"delta":{"reasoning_content":"I think"},"logprobs":null,"finish_reason":null}]}`},
+		{"chat reasoning and text", func() []byte { return chat.text("so.", "Hi") },
+			`{` + chatHead + `,"choices":[{"index":0,"delta":{"reasoning_content":"so.","content":"Hi"},"logprobs":null,"finish_reason":null}]}`},
 		{"chat finish stop", func() []byte { return chat.finish("stop") },
 			`{` + chatHead + `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`},
 		{"chat finish length", func() []byte { return chat.finish("length") },
 			`{` + chatHead + `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`},
 		{"chat usage", func() []byte { return chat.usage(Usage{PromptTokens: 3, CompletionTokens: 5, TotalTokens: 8}) },
 			`{` + chatHead + `,"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`},
-		{"legacy text", func() []byte { return legacy.text("a\tb") },
+		{"legacy text", func() []byte { return legacy.text("", "a\tb") },
 			`{` + legacyHead + `,"choices":[{"index":0,"text":"a\tb","logprobs":null,"finish_reason":null}]}`},
 		{"legacy finish", func() []byte { return legacy.finish("length") },
 			`{` + legacyHead + `,"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]}`},
@@ -115,10 +120,10 @@ func TestChunkEncoderFrames(t *testing.T) {
 // writer must be done with a frame before the next call.
 func TestChunkEncoderReusesItsBuffer(t *testing.T) {
 	enc := newChunkEncoder(chatEndpoint, "chatcmpl-0123456789abcdef01234567", 1700000000, "sim")
-	first := enc.text(" a somewhat longer token to grow the buffer")
-	allocs := testing.AllocsPerRun(100, func() { _ = enc.text(" processing") })
+	first := enc.text("", " a somewhat longer token to grow the buffer")
+	allocs := testing.AllocsPerRun(100, func() { _ = enc.text("", " processing") })
 	assert.Zero(t, allocs)
-	again := enc.text("x")
+	again := enc.text("", "x")
 	assert.Equal(t, &first[0], &again[0], "the same buffer")
 }
 

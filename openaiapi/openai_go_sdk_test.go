@@ -2,6 +2,7 @@ package openaiapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -497,4 +499,52 @@ func TestSDKCachedTokensOfAContinuedConversation(t *testing.T) {
 	other, err := f.client.Chat.Completions.New(sdkContext(t), chatParams("a different conversation", 1))
 	require.NoError(t, err)
 	assert.Zero(t, other.Usage.PromptTokensDetails.CachedTokens, "another conversation resets the cache")
+}
+
+// Issue 16: with reasoning_effort the model's reasoning streams in
+// delta.reasoning_content (as vLLM and DeepSeek send it) and comes whole in
+// message.reasoning_content; content holds the answer alone, the same
+// through openai-go's accumulator as in the whole response.
+func TestSDKReasoningComesApart(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	params := chatParams("why is the sky blue", 11)
+	params.ReasoningEffort = shared.ReasoningEffortMedium
+	thoughts := sim.Reasoning(11, userPrompt("why is the sky blue"))
+	wantReasoning := strings.TrimSpace(strings.Join(thoughts[1:len(thoughts)-2], ""))
+	wantAnswer := strings.TrimLeft(sim.Text(11, userPrompt("why is the sky blue")), " \n")
+
+	acc, chunks := streamChat(t, f, params)
+	var reasoning strings.Builder
+	for _, c := range chunks {
+		for _, ch := range c.Choices {
+			if r, ok := ch.Delta.JSON.ExtraFields["reasoning_content"]; ok {
+				var s string
+				require.NoError(t, json.Unmarshal([]byte(r.Raw()), &s))
+				reasoning.WriteString(s)
+			}
+		}
+	}
+	assert.Equal(t, wantReasoning, reasoning.String())
+	assert.Equal(t, wantAnswer, acc.Choices[0].Message.Content, "no reasoning in content")
+	assert.NotContains(t, acc.Choices[0].Message.Content, "<think>")
+
+	whole, err := f.client.Chat.Completions.New(sdkContext(t), params)
+	require.NoError(t, err)
+	assert.Equal(t, acc.Choices[0].Message.Content, whole.Choices[0].Message.Content, "the stream reassembles into the whole answer")
+	var wholeReasoning string
+	require.NoError(t, json.Unmarshal([]byte(whole.Choices[0].Message.JSON.ExtraFields["reasoning_content"].Raw()), &wholeReasoning))
+	assert.Equal(t, wantReasoning, wholeReasoning)
+
+	// Without reasoning_effort the model answers straight away.
+	plain, err := f.client.Chat.Completions.New(sdkContext(t), chatParams("why is the sky blue", 11))
+	require.NoError(t, err)
+	assert.Equal(t, sim.Text(11, userPrompt("why is the sky blue")), plain.Choices[0].Message.Content)
+	_, ok := plain.Choices[0].Message.JSON.ExtraFields["reasoning_content"]
+	assert.False(t, ok)
+
+	// A value OpenAI does not define is a 400 naming the parameter.
+	resp, raw := daemontest.NewClient(t, f.srv.URL).Do(t, http.MethodPost, "/v1/chat/completions",
+		`{"model":"sim","reasoning_effort":"extreme","messages":[{"role":"user","content":"x"}]}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(raw), `"param":"reasoning_effort"`)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/jsonbody"
 )
 
@@ -50,6 +51,10 @@ type request struct {
 
 	// Known fields that need capabilities npud does not have yet.
 	Tools          json.RawMessage `json:"tools"`
+	// ReasoningEffort: none turns a reasoning model's thinking off; minimal,
+	// low, medium and high turn it on (reasoning comes back apart, in
+	// reasoning_content).
+	ReasoningEffort *string `json:"reasoning_effort"`
 	Functions      json.RawMessage `json:"functions"`
 	Logprobs       json.RawMessage `json:"logprobs"`
 	ResponseFormat *struct {
@@ -169,6 +174,21 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 		}
 	}
 	out.Stop = req.Stop
+	if req.ReasoningEffort != nil {
+		on := true
+		switch effort := *req.ReasoningEffort; effort {
+		case "none":
+			on = false
+		case "minimal", "low":
+			out.ThinkLevel = "low"
+		case "medium", "high":
+			out.ThinkLevel = effort
+		default:
+			return nil, invalid("reasoning_effort", "invalid_value",
+				"'reasoning_effort' must be none, minimal, low, medium or high, got %q", reqinfo.Clip(effort))
+		}
+		out.Think = &on
+	}
 	if req.StreamOptions != nil && !req.Stream {
 		return nil, invalid("stream_options", "invalid_value", "'stream_options' is only allowed when 'stream' is true")
 	}

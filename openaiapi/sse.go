@@ -103,16 +103,31 @@ func (e *chunkEncoder) role() []byte {
 }
 
 // text is a content chunk; it is the hot path and allocates nothing once
-// the buffer has grown.
-func (e *chunkEncoder) text(s string) []byte {
+// the buffer has grown. The model's reasoning rides in reasoning_content,
+// as vLLM and DeepSeek send it, never in content.
+func (e *chunkEncoder) text(reasoning, s string) []byte {
 	e.buf = append(append(e.buf[:0], "data: "...), e.choice...)
 	if e.chat {
-		e.buf = append(e.buf, `"delta":{"content":`...)
-		e.buf = appendJSONString(e.buf, s)
+		e.buf = append(e.buf, `"delta":{`...)
+		if reasoning != "" {
+			e.buf = append(e.buf, `"reasoning_content":`...)
+			e.buf = appendJSONString(e.buf, reasoning)
+			if s != "" {
+				e.buf = append(e.buf, ',')
+			}
+		}
+		if s != "" || reasoning == "" {
+			e.buf = append(e.buf, `"content":`...)
+			e.buf = appendJSONString(e.buf, s)
+		}
 		e.buf = append(e.buf, '}')
 	} else {
 		e.buf = append(e.buf, `"text":`...)
 		e.buf = appendJSONString(e.buf, s)
+		if reasoning != "" {
+			e.buf = append(e.buf, `,"reasoning_content":`...)
+			e.buf = appendJSONString(e.buf, reasoning)
+		}
 	}
 	e.buf = append(e.buf, `,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 	return e.buf

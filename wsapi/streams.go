@@ -48,6 +48,7 @@ type wsToken struct {
 	RequestID string `json:"request_id"`
 	Index     int    `json:"index"`
 	Delta     string `json:"delta"`
+	Reasoning string `json:"reasoning,omitempty"` // the model's reasoning, never part of delta
 }
 
 type wsTimings struct {
@@ -459,8 +460,8 @@ func (f *wsFraming) ContentType() string { return "" }
 func (f *wsFraming) Open() []byte        { return nil }
 func (f *wsFraming) Heartbeat() []byte   { return nil } // WebSocket pings keep the connection alive
 
-func (f *wsFraming) Text(text string) []byte {
-	return f.message(wsToken{Type: "token", RequestID: f.r.id, Index: f.index, Delta: text})
+func (f *wsFraming) Text(reasoning, text string) []byte {
+	return f.message(wsToken{Type: "token", RequestID: f.r.id, Index: f.index, Delta: text, Reasoning: reasoning})
 }
 
 // Terminator is a resumed reader's end: it has every event already.

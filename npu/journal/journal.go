@@ -57,8 +57,9 @@ type Config struct {
 type Entry struct {
 	Index     int
 	Text      string
-	Tokens    int  // the engine callbacks Text came from (see npu.Event)
-	Heartbeat bool // from a Cursor only; never stored
+	Reasoning string // the model's reasoning (see npu.Event)
+	Tokens    int    // the engine callbacks Text came from (see npu.Event)
+	Heartbeat bool   // from a Cursor only; never stored
 	Done      bool
 	Result    npu.Result // with Done
 	Err       error      // the stream's failure; the last entry
@@ -189,7 +190,7 @@ func (j *Journal) pump() {
 		case ev.Done:
 			j.append(Entry{Done: true, Result: ev.Result})
 		default:
-			j.append(Entry{Text: ev.Text, Tokens: ev.Tokens})
+			j.append(Entry{Text: ev.Text, Reasoning: ev.Reasoning, Tokens: ev.Tokens})
 			continue
 		}
 		// Finished: keep the events for the window, then forget them.
@@ -330,7 +331,7 @@ func (c *Cursor) NextEvent(ctx context.Context) (ev npu.Event, index int, err er
 	case e.Done:
 		return npu.Event{Done: true, Result: e.Result}, e.Index, nil
 	}
-	return npu.Event{Text: e.Text, Tokens: e.Tokens}, e.Index, nil
+	return npu.Event{Text: e.Text, Reasoning: e.Reasoning, Tokens: e.Tokens}, e.Index, nil
 }
 
 func (c *Cursor) Next(ctx context.Context) (Entry, error) {

@@ -76,7 +76,27 @@ func Describe(dir, name string) npu.ModelDetails {
 	if d.Quantization == "" {
 		d.Quantization = quantizationFromName(name)
 	}
+	d.Thinking = reasons(dir)
 	return d
+}
+
+// reasons reports whether the model's chat template makes it reason: it
+// takes enable_thinking (Qwen3) or opens <think> itself (DeepSeek-R1).
+func reasons(dir string) bool {
+	var tc struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+	}
+	template := ""
+	if readJSON(filepath.Join(dir, "tokenizer_config.json"), &tc) == nil {
+		template = string(tc.ChatTemplate)
+	}
+	if f, err := os.Open(filepath.Join(dir, "chat_template.jinja")); err == nil {
+		b := make([]byte, maxConfigBytes)
+		n, _ := f.Read(b)
+		_ = f.Close()
+		template += string(b[:n])
+	}
+	return strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
 }
 
 func readJSON(path string, into any) error {

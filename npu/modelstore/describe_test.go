@@ -47,6 +47,10 @@ func TestDescribe(t *testing.T) {
 			npu.ModelDetails{Architecture: "qwen2_vl", EmbeddingLength: 32, BlockCount: 2, HeadCount: 4, HeadCountKV: 4, ParameterSize: "unknown", Quantization: "unknown"}, 0},
 		{"broken config.json is unknown, not an error", "m-int8", map[string]string{"config.json": `{"model_type":`},
 			npu.ModelDetails{ParameterSize: "unknown", Quantization: "INT8"}, 0},
+		{"a template that takes enable_thinking reasons", "qwen3", map[string]string{"tokenizer_config.json": `{"chat_template": "{%- if enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>' }}{%- endif %}"}`},
+			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", Thinking: true}, 0},
+		{"a template that opens <think> reasons", "r1", map[string]string{"chat_template.jinja": `{{ '<｜Assistant｜><think>\n' }}`},
+			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", Thinking: true}, 0},
 		{"oversized config.json is not read", "m", map[string]string{"config.json": `{"model_type":"x","pad":"` + strings.Repeat("a", maxConfigBytes) + `"}`},
 			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown"}, 0},
 	} {

@@ -86,7 +86,10 @@ func (e *Engine) Name() string    { return "sim" }
 func (e *Engine) Simulated() bool { return true }
 
 func (e *Engine) Models() []npu.ModelInfo {
-	return []npu.ModelInfo{{ID: ModelID, OwnedBy: OwnedBy, Created: e.created, ContextLength: e.cfg.ContextLength}}
+	// The simulated model reasons when asked (Request.Think): clients'
+	// thinking paths can be tested end to end.
+	return []npu.ModelInfo{{ID: ModelID, OwnedBy: OwnedBy, Created: e.created, ContextLength: e.cfg.ContextLength,
+		Details: npu.ModelDetails{Thinking: true}}}
 }
 
 // Reload implements npu.Reloader. The simulated model has no files to read
@@ -111,6 +114,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			promptTokens, req.MaxTokens, e.cfg.ContextLength, npu.ErrContextLength)
 	}
 	tokens := Tokens(seedOf(req), prompt)
+	if req.Think != nil && *req.Think {
+		tokens = append(Reasoning(seedOf(req), prompt), tokens...)
+	}
 	res := npu.Result{FinishReason: npu.FinishStop, PromptTokens: promptTokens, CachedPromptTokens: reused}
 	limit := e.cfg.ContextLength - promptTokens
 	if req.MaxTokens > 0 {
@@ -321,6 +327,16 @@ func Tokens(seed int64, prompt string) []string {
 		out[i] = w
 	}
 	return out
+}
+
+// Reasoning is the simulated model's reasoning for a prompt, with the
+// tags a reasoning model puts around it: "<think>", the thoughts,
+// "</think>" and a blank line. It counts against max_tokens, as a real
+// model's reasoning does.
+func Reasoning(seed int64, prompt string) []string {
+	thoughts := Tokens(seed+1, "reasoning about: "+prompt)
+	thoughts = thoughts[:min(len(thoughts), 12)]
+	return append(append([]string{"<think>"}, thoughts...), "</think>", "\n\n")
 }
 
 // Text is the simulated model's complete answer as one string.

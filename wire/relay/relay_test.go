@@ -52,7 +52,12 @@ type framing struct{}
 
 func (framing) ContentType() string  { return "text/test" }
 func (framing) Open() []byte         { return []byte("<open>") }
-func (framing) Text(t string) []byte { return []byte("[" + t + "]") }
+func (framing) Text(r, t string) []byte {
+	if r != "" {
+		return []byte("[(" + r + ")" + t + "]")
+	}
+	return []byte("[" + t + "]")
+}
 func (framing) Heartbeat() []byte    { return []byte(".") }
 func (framing) Terminator() []byte   { return []byte("<end>") }
 func (framing) End(npu.Result) ([]byte, string) {
