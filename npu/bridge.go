@@ -76,9 +76,9 @@ type Stream struct {
 	// pendingReasoning, the answer goes on to the stop strings.
 	think            thinkSplitter
 	pendingReasoning []byte
-	finished      bool
-	result        Result
-	err           error
+	finished         bool
+	result           Result
+	err              error
 }
 
 func newStream(parent context.Context, req *Request, limits StreamLimits, obs Observer) *Stream {

@@ -241,7 +241,7 @@ func (f *lineFraming) frame(v any) []byte {
 	return append(b, '\n')
 }
 
-func (f *lineFraming) Open() []byte            { return nil }
+func (f *lineFraming) Open() []byte { return nil }
 func (f *lineFraming) Text(thinking, text string) []byte {
 	return f.frame(newThinkingChunk(f.ep, f.model, thinking, text))
 }

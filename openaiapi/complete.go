@@ -269,8 +269,8 @@ func (f *sseFraming) withID(frame []byte) []byte {
 func (f *sseFraming) Text(reasoning, text string) []byte {
 	return f.withID(f.enc.text(reasoning, text))
 }
-func (f *sseFraming) Heartbeat() []byte       { return heartbeatFrame }
-func (f *sseFraming) Terminator() []byte      { return doneFrame }
+func (f *sseFraming) Heartbeat() []byte  { return heartbeatFrame }
+func (f *sseFraming) Terminator() []byte { return doneFrame }
 
 func (f *sseFraming) End(res npu.Result) ([]byte, string) {
 	reason := FinishReason(res.FinishReason)

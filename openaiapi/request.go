@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/reqinfo"
 )
 
 // request holds the fields of both /v1/chat/completions and /v1/completions.
@@ -50,14 +50,14 @@ type request struct {
 	Resumable bool `json:"resumable"`
 
 	// Known fields that need capabilities npud does not have yet.
-	Tools          json.RawMessage `json:"tools"`
+	Tools json.RawMessage `json:"tools"`
 	// ReasoningEffort: none turns a reasoning model's thinking off; minimal,
 	// low, medium and high turn it on (reasoning comes back apart, in
 	// reasoning_content).
-	ReasoningEffort *string `json:"reasoning_effort"`
-	Functions      json.RawMessage `json:"functions"`
-	Logprobs       json.RawMessage `json:"logprobs"`
-	ResponseFormat *struct {
+	ReasoningEffort *string         `json:"reasoning_effort"`
+	Functions       json.RawMessage `json:"functions"`
+	Logprobs        json.RawMessage `json:"logprobs"`
+	ResponseFormat  *struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
 	Echo   bool    `json:"echo"`

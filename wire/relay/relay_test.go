@@ -50,16 +50,16 @@ func (w *writer) Write(frame []byte, _ bool) error {
 
 type framing struct{}
 
-func (framing) ContentType() string  { return "text/test" }
-func (framing) Open() []byte         { return []byte("<open>") }
+func (framing) ContentType() string { return "text/test" }
+func (framing) Open() []byte        { return []byte("<open>") }
 func (framing) Text(r, t string) []byte {
 	if r != "" {
 		return []byte("[(" + r + ")" + t + "]")
 	}
 	return []byte("[" + t + "]")
 }
-func (framing) Heartbeat() []byte    { return []byte(".") }
-func (framing) Terminator() []byte   { return []byte("<end>") }
+func (framing) Heartbeat() []byte  { return []byte(".") }
+func (framing) Terminator() []byte { return []byte("<end>") }
 func (framing) End(npu.Result) ([]byte, string) {
 	return []byte("<done><end>"), "stop"
 }
