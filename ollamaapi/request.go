@@ -116,8 +116,8 @@ func isSet(raw json.RawMessage) bool {
 // think reads Ollama's think: true, false, or a level ("low", "medium",
 // "high") for models that take one.
 func (r *request) think() (*bool, string, *Error) {
-	if !isSet(r.Think) {
-		return nil, "", nil
+	if t := bytes.TrimSpace(r.Think); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil, "", nil // unset: the model's default (isSet would drop false)
 	}
 	var on bool
 	if json.Unmarshal(r.Think, &on) == nil {

@@ -216,7 +216,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
 	if len(msgs) > 0 {
-		if history, err = chatHistory(api, msgs); err != nil {
+		if history, err = chatHistory(api, msgs, req.Think, req.ThinkLevel); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.npud_ov_genai_chat_history_free(api, history)
@@ -416,10 +416,22 @@ func setStopStrings(api *C.npud_ov_api, cfg *C.ov_genai_generation_config, stops
 
 // chatHistory builds a ChatHistory from messages, each a properly escaped
 // JSON object.
-func chatHistory(api *C.npud_ov_api, msgs []npu.Message) (*C.ov_genai_chat_history, error) {
+func chatHistory(api *C.npud_ov_api, msgs []npu.Message, think *bool, level string) (*C.ov_genai_chat_history, error) {
 	var h *C.ov_genai_chat_history
 	if st := C.npud_ov_genai_chat_history_create(api, &h); st != C.OV_GENAI_CHAT_HISTORY_OK {
 		return nil, fmt.Errorf("ov_genai_chat_history_create: status %d", int(st))
+	}
+	if think != nil {
+		// The chat template's own switch (Qwen3's enable_thinking), and the
+		// level for templates that take one.
+		extra := map[string]any{"enable_thinking": *think}
+		if level != "" {
+			extra["reasoning_effort"] = level
+		}
+		if err := setExtraContext(api, h, extra); err != nil {
+			C.npud_ov_genai_chat_history_free(api, h)
+			return nil, err
+		}
 	}
 	for i, m := range msgs {
 		b, err := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
@@ -433,6 +445,25 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message) (*C.ov_genai_chat_histo
 		}
 	}
 	return h, nil
+}
+
+// setExtraContext gives the chat template extra variables.
+func setExtraContext(api *C.npud_ov_api, h *C.ov_genai_chat_history, extra map[string]any) error {
+	b, err := json.Marshal(extra)
+	if err != nil {
+		return err
+	}
+	cs := C.CString(string(b))
+	defer C.free(unsafe.Pointer(cs))
+	var js *C.ov_genai_json_container
+	if st := C.npud_ov_genai_json_container_create_from_json_string(api, &js, cs); st != C.OV_GENAI_JSON_CONTAINER_OK {
+		return fmt.Errorf("ov_genai_json_container_create_from_json_string: status %d", int(st))
+	}
+	defer C.npud_ov_genai_json_container_free(api, js) // set_extra_context copied it
+	if st := C.npud_ov_genai_chat_history_set_extra_context(api, h, js); st != C.OV_GENAI_CHAT_HISTORY_OK {
+		return fmt.Errorf("ov_genai_chat_history_set_extra_context: status %d", int(st))
+	}
+	return nil
 }
 
 func pushMessage(api *C.npud_ov_api, h *C.ov_genai_chat_history, msg []byte) error {

@@ -62,6 +62,7 @@
     X(GENAI, ov_genai_chat_history_create) \
     X(GENAI, ov_genai_chat_history_free) \
     X(GENAI, ov_genai_chat_history_push_back) \
+    X(GENAI, ov_genai_chat_history_set_extra_context) \
     X(GENAI, ov_genai_json_container_create_from_json_string) \
     X(GENAI, ov_genai_json_container_free)
 
@@ -209,6 +210,9 @@ static inline void npud_ov_genai_chat_history_free(const npud_ov_api* api, ov_ge
 static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_push_back(const npud_ov_api* api, ov_genai_chat_history* history, const ov_genai_json_container* message) {
     return api->ov_genai_chat_history_push_back(history, message);
 }
+static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_set_extra_context(const npud_ov_api* api, ov_genai_chat_history* history, const ov_genai_json_container* extra_context) {
+    return api->ov_genai_chat_history_set_extra_context(history, extra_context);
+}
 static inline ov_genai_json_container_status_e npud_ov_genai_json_container_create_from_json_string(const npud_ov_api* api, ov_genai_json_container** container, const char* json_str) {
     return api->ov_genai_json_container_create_from_json_string(container, json_str);
 }
@@ -297,6 +301,8 @@ typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_create(ov_
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_create), npud_sig_ov_genai_chat_history_create), "ov_genai_chat_history_create: npud calls it with another signature than the header declares");
 typedef void npud_sig_ov_genai_chat_history_free(ov_genai_chat_history* history);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_free), npud_sig_ov_genai_chat_history_free), "ov_genai_chat_history_free: npud calls it with another signature than the header declares");
+typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_set_extra_context(ov_genai_chat_history* history, const ov_genai_json_container* extra_context);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_set_extra_context), npud_sig_ov_genai_chat_history_set_extra_context), "ov_genai_chat_history_set_extra_context: npud calls it with another signature than the header declares");
 typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_push_back(ov_genai_chat_history* history, const ov_genai_json_container* message);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_push_back), npud_sig_ov_genai_chat_history_push_back), "ov_genai_chat_history_push_back: npud calls it with another signature than the header declares");
 typedef ov_genai_json_container_status_e npud_sig_ov_genai_json_container_create_from_json_string(ov_genai_json_container** container, const char* json_str);

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -247,7 +248,11 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 		return npu.Result{}, err
 	}
 	device := e.DeviceOf(req.Model)
-	c := p.begin(Job{ID: e.jobIDs.Add(1), Kind: jobGenerate, Model: req.Model, Request: req}, sink)
+	encoded, err := json.Marshal(req)
+	if err != nil {
+		return npu.Result{}, err
+	}
+	c := p.begin(Job{ID: e.jobIDs.Add(1), Kind: jobGenerate, Model: req.Model, Request: encoded}, sink)
 	defer p.end(c)
 	tick := time.NewTicker(watchInterval(e.cfg.PrefillTimeout, e.cfg.TokenTimeout))
 	defer tick.Stop()

@@ -33,11 +33,13 @@ const (
 
 // Job is one piece of work for a worker.
 type Job struct {
-	ID      int64
-	Kind    string
-	Model   string
-	Avoid   []string // a load under AUTO: devices not to use
-	Request *npu.Request
+	ID    int64
+	Kind  string
+	Model string
+	Avoid []string // a load under AUTO: devices not to use
+	// Request is a generation's request as JSON: gob drops a pointer to a
+	// zero value (think: false would arrive as "unset").
+	Request []byte
 	Inputs  []string // embed
 }
 

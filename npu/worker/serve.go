@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -142,8 +143,12 @@ func generate(ctx context.Context, client *rpc.Client, engine npu.Engine, job Jo
 			}
 		}
 	}()
+	var req npu.Request
+	if err := json.Unmarshal(job.Request, &req); err != nil {
+		return npu.Result{}, 0, fmt.Errorf("the daemon's request: %w", err)
+	}
 	var chunks int64
-	res, err := engine.Generate(ctx, job.Request, func(text string) npu.Status {
+	res, err := engine.Generate(ctx, &req, func(text string) npu.Status {
 		chunks++
 		client.Go("Host.Sink", Chunk{ID: job.ID, Seq: chunks, Text: text}, new(npu.Status), replies)
 		return npu.Status(latest.Load())

@@ -206,7 +206,8 @@ void ov_genai_json_container_free(ov_genai_json_container* container) {
 }
 
 struct ov_genai_chat_history_opaque {
-    char* text; /* the messages' JSON, one per line: what the test model reads */
+    char* text;  /* the messages' JSON, one per line: what the test model reads */
+    char* extra; /* the extra context's JSON (enable_thinking), or NULL */
 };
 
 ov_genai_chat_history_status_e ov_genai_chat_history_create(ov_genai_chat_history** history) {
@@ -219,6 +220,7 @@ ov_genai_chat_history_status_e ov_genai_chat_history_create(ov_genai_chat_histor
 
 void ov_genai_chat_history_free(ov_genai_chat_history* history) {
     if (!history) return;
+    free(history->extra);
     free(history->text);
     free(history);
     ovtest_object_freed();
@@ -236,6 +238,17 @@ ov_genai_chat_history_status_e ov_genai_chat_history_push_back(ov_genai_chat_his
     return OV_GENAI_CHAT_HISTORY_OK;
 }
 
+/* The extra context goes to the chat template (GenAI: the template's
+ * variables, such as enable_thinking); here the test model reads it. */
+ov_genai_chat_history_status_e ov_genai_chat_history_set_extra_context(ov_genai_chat_history* history,
+                                                                       const ov_genai_json_container* extra_context) {
+    if (!history || !extra_context) return OV_GENAI_CHAT_HISTORY_INVALID_PARAM;
+    if (extra_context->json[0] != '{') return OV_GENAI_CHAT_HISTORY_INVALID_JSON; /* an object */
+    free(history->extra);
+    history->extra = strdup(extra_context->json);
+    return OV_GENAI_CHAT_HISTORY_OK;
+}
+
 /* ---- pipeline ---- */
 
 /* How the last generate fed the pipeline: GenAI's stateful (NPU) pipeline
@@ -249,6 +262,7 @@ struct ov_genai_llm_pipeline_opaque {
     float load_ms;
     atomic_int busy;
     int has_chat_template;
+    int thinks; /* its template takes enable_thinking (Qwen3): it reasons unless told not to */
     enum input_kind chat_input; /* INPUT_NONE outside a chat */
     size_t min_response_len;
     char* cached_history; /* the history whose KV cache the stateful pipeline holds */
@@ -273,6 +287,20 @@ static double now_ms(void) {
 
 /* is_npu: "NPU" or an indexed "NPU.N". */
 static int is_npu(const char* device) { return strncmp(device, "NPU", 3) == 0 && (!device[3] || device[3] == '.'); }
+
+/* The template takes enable_thinking: the model reasons first, in
+ * <think>...</think>, unless the extra context sets it false (Qwen3). */
+static int folder_template_thinks(const char* dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    FILE* f = fopen(path, "r");
+    if (!f) return 0;
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strstr(buf, "enable_thinking") != NULL;
+}
 
 /* A model folder has a chat template when its tokenizer_config.json or
  * chat_template.jinja carries a non-empty one (a subset of where GenAI's
@@ -374,6 +402,7 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
     (*pipe)->max_prompt_len = max_prompt_len;
     (*pipe)->min_response_len = min_response_len;
     (*pipe)->has_chat_template = folder_has_chat_template(models_path);
+    (*pipe)->thinks = folder_template_thinks(models_path);
     (*pipe)->load_ms = (float)(now_ms() - start);
     ovtest_object_created();
     return OK;
@@ -552,6 +581,8 @@ struct run {
     ov_genai_llm_pipeline* pipe;
     struct text_streamer* streamer; /* NULL without a callback */
     struct tokens tokens;
+    struct tokens thoughts; /* the reasoning's words */
+    int think;              /* tokens of the <think> block still to come */
     size_t length;
     long delay_us;
     /* out */
@@ -561,6 +592,25 @@ struct run {
     int stopped;  /* the callback answered STOP or CANCEL */
     double first_token_ms;
 };
+
+/* THINK_WORDS is the test model's reasoning length: "<think>", the words,
+ * "</think>" and a blank line. */
+#define THINK_WORDS 6
+#define THINK_TOKENS (THINK_WORDS + 3)
+
+/* run_token is the model's next token: its <think> block first when it
+ * reasons, then its answer. */
+static void run_token(struct run* r, char* buf) {
+    if (r->think > 0) {
+        int step = THINK_TOKENS - r->think--;
+        if (step == 0) snprintf(buf, MAX_TOKEN, "<think>\n");
+        else if (step <= THINK_WORDS) next_token(&r->thoughts, buf);
+        else if (step == THINK_WORDS + 1) snprintf(buf, MAX_TOKEN, "\n</think>");
+        else snprintf(buf, MAX_TOKEN, "\n\n");
+        return;
+    }
+    next_token(&r->tokens, buf);
+}
 
 static void run_append(struct run* r, const char* tok) {
     size_t t = strlen(tok);
@@ -577,7 +627,7 @@ static void run_stateful(struct run* r) {
     char tok[MAX_TOKEN];
     for (size_t i = 0; i < r->length; i++) {
         if (i > 0 && r->delay_us > 0) usleep((useconds_t)r->delay_us);
-        next_token(&r->tokens, tok);
+        run_token(r, tok);
         run_append(r, tok);
         if (!r->streamer) continue;
         r->written++;
@@ -641,7 +691,7 @@ static int run_batching(struct run* r) {
     char tok[MAX_TOKEN];
     for (size_t i = 0; i < r->length; i++) {
         if (i > 0 && r->delay_us > 0) usleep((useconds_t)r->delay_us);
-        next_token(&r->tokens, tok);
+        run_token(r, tok);
         run_append(r, tok);
         if (!r->streamer) continue;
         if (atomic_load(&q.status) != OV_GENAI_STREAMING_STATUS_RUNNING) {
@@ -665,7 +715,7 @@ static int run_batching(struct run* r) {
     return 1;
 }
 
-static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input, int is_history,
+static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input, int is_history, int think,
                                  const ov_genai_generation_config* config, const streamer_callback* streamer,
                                  ov_genai_decoded_results** results) {
     if (!pipe || !input || (!streamer && !results) || (streamer && !streamer->callback_func)) return INVALID_C_PARAM;
@@ -717,7 +767,10 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         .pipe = pipe,
         .streamer = streamer ? &ts : NULL,
         .tokens = {.seed = seed},
-        .length = natural < config->max_new_tokens ? natural : config->max_new_tokens,
+        .thoughts = {.seed = seed ^ 0x5bd1e995ULL},
+        .think = think ? THINK_TOKENS : 0,
+        .length = natural + (think ? THINK_TOKENS : 0) < config->max_new_tokens ? natural + (think ? THINK_TOKENS : 0)
+                                                                               : config->max_new_tokens,
         .delay_us = delay ? atol(delay) : 0,
     };
     if (is_npu(pipe->device)) {
@@ -775,7 +828,9 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const ch
                                            const ov_genai_generation_config* config, const streamer_callback* streamer,
                                            ov_genai_decoded_results** results) {
     if (pipe && !latch(pipe, INPUT_STRING)) return UNKNOW_EXCEPTION; /* "switching between input types" */
-    return generate_text(pipe, inputs, 0, config, streamer, results);
+    /* A string is templated too (apply_chat_template defaults to true), with
+     * the template's default: a thinking model thinks. */
+    return generate_text(pipe, inputs, 0, pipe && pipe->thinks, config, streamer, results);
 }
 
 ov_status_e ov_genai_llm_pipeline_start_chat(ov_genai_llm_pipeline* pipe) {
@@ -802,7 +857,8 @@ ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* p
     if (!latch(pipe, INPUT_HISTORY)) return UNKNOW_EXCEPTION;
     if (!history->text[0]) return UNKNOW_EXCEPTION; /* asserts a non-empty history */
     if (!pipe->has_chat_template) return UNKNOW_EXCEPTION; /* asserts the chat template is not empty */
-    return generate_text(pipe, history->text, 1, config, streamer, results);
+    int think = pipe->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
+    return generate_text(pipe, history->text, 1, think, config, streamer, results);
 }
 
 void ov_genai_decoded_results_free(ov_genai_decoded_results* results) {
