@@ -100,3 +100,13 @@ func TestOllamaJSMidStreamErrorThrows(t *testing.T) {
 	assert.Equal(t, true, r["thrown"], "ollama-js surfaces the error line as an exception")
 	assert.Contains(t, r["message"], "simulated fault")
 }
+
+// Issue 16: ollama-js's thinking path: think: true, message.thinking apart
+// from the content.
+func TestOllamaJSThinking(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	r := runJS(t, srv.URL, "chatThinking")
+	thoughts := sim.Reasoning(8, "user: think it through\n")
+	assert.Equal(t, strings.TrimSpace(strings.Join(thoughts[1:len(thoughts)-2], "")), r["thinking"])
+	assert.Equal(t, strings.TrimLeft(sim.Text(8, "user: think it through\n"), " "), r["text"])
+}

@@ -59,7 +59,25 @@ async function midStreamError() {
   }
 }
 
-const scenarios = { chatStream, generateWhole, abortMidStream, midStreamError }
+// think: true: the reasoning streams in message.thinking, apart.
+async function chatThinking() {
+  const stream = await ollama.chat({
+    model: 'sim',
+    messages: [{ role: 'user', content: 'think it through' }],
+    stream: true,
+    think: true,
+    options: { seed: 8 },
+  })
+  let text = ''
+  let thinking = ''
+  for await (const part of stream) {
+    text += part.message.content
+    thinking += part.message.thinking ?? ''
+  }
+  return { text, thinking }
+}
+
+const scenarios = { chatStream, generateWhole, abortMidStream, midStreamError, chatThinking }
 const run = scenarios[scenario]
 if (!run) {
   console.error(`unknown scenario ${scenario}`)
