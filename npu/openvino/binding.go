@@ -453,29 +453,29 @@ func setExtraContext(api *C.npud_ov_api, h *C.ov_genai_chat_history, extra map[s
 	if err != nil {
 		return err
 	}
+	return withJSON(api, b, "ov_genai_chat_history_set_extra_context", func(js *C.ov_genai_json_container) C.ov_genai_chat_history_status_e {
+		return C.npud_ov_genai_chat_history_set_extra_context(api, h, js)
+	})
+}
+
+func pushMessage(api *C.npud_ov_api, h *C.ov_genai_chat_history, msg []byte) error {
+	return withJSON(api, msg, "ov_genai_chat_history_push_back", func(js *C.ov_genai_json_container) C.ov_genai_chat_history_status_e {
+		return C.npud_ov_genai_chat_history_push_back(api, h, js)
+	})
+}
+
+// withJSON makes a JSON container of b for one chat history call, which
+// copies it; the container is freed after.
+func withJSON(api *C.npud_ov_api, b []byte, call string, use func(*C.ov_genai_json_container) C.ov_genai_chat_history_status_e) error {
 	cs := C.CString(string(b))
 	defer C.free(unsafe.Pointer(cs))
 	var js *C.ov_genai_json_container
 	if st := C.npud_ov_genai_json_container_create_from_json_string(api, &js, cs); st != C.OV_GENAI_JSON_CONTAINER_OK {
 		return fmt.Errorf("ov_genai_json_container_create_from_json_string: status %d", int(st))
 	}
-	defer C.npud_ov_genai_json_container_free(api, js) // set_extra_context copied it
-	if st := C.npud_ov_genai_chat_history_set_extra_context(api, h, js); st != C.OV_GENAI_CHAT_HISTORY_OK {
-		return fmt.Errorf("ov_genai_chat_history_set_extra_context: status %d", int(st))
-	}
-	return nil
-}
-
-func pushMessage(api *C.npud_ov_api, h *C.ov_genai_chat_history, msg []byte) error {
-	cs := C.CString(string(msg))
-	defer C.free(unsafe.Pointer(cs))
-	var js *C.ov_genai_json_container
-	if st := C.npud_ov_genai_json_container_create_from_json_string(api, &js, cs); st != C.OV_GENAI_JSON_CONTAINER_OK {
-		return fmt.Errorf("ov_genai_json_container_create_from_json_string: status %d", int(st))
-	}
-	defer C.npud_ov_genai_json_container_free(api, js) // push_back copied it
-	if st := C.npud_ov_genai_chat_history_push_back(api, h, js); st != C.OV_GENAI_CHAT_HISTORY_OK {
-		return fmt.Errorf("ov_genai_chat_history_push_back: status %d", int(st))
+	defer C.npud_ov_genai_json_container_free(api, js)
+	if st := use(js); st != C.OV_GENAI_CHAT_HISTORY_OK {
+		return fmt.Errorf("%s: status %d", call, int(st))
 	}
 	return nil
 }
