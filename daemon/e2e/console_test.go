@@ -269,6 +269,19 @@ func TestConsoleStatusChatAndStop(t *testing.T) {
 	assert.Contains(t, textOf(t, ctx, "#chat-timings"), "TTFT")
 	screenshot(t, ctx, "chat-markdown")
 
+	// Think: the reasoning is shown apart, folded, never in the answer.
+	do(t, ctx,
+		chromedp.Click("#chat-clear"),
+		chromedp.Click("#chat-think"),
+		chromedp.SetValue("#chat-prompt", "think first"),
+		chromedp.Click("#chat-send"),
+	)
+	waitState(t, ctx, "done")
+	thinking := textOf(t, ctx, "#chat-log .msg.assistant details.thinking p")
+	assert.NotEmpty(t, thinking, "the reasoning is shown")
+	assert.NotContains(t, textOf(t, ctx, "#chat-log .msg.assistant"), "think>")
+	do(t, ctx, chromedp.Click("#chat-think"))
+
 	// A whole answer: tokens and rate from the server's final chunk.
 	do(t, ctx,
 		chromedp.Click("#chat-clear"),

@@ -273,21 +273,34 @@ async function send(prompt) {
   $("chat-stop").disabled = false;
   $("chat-timings").textContent = "waiting for the first token…";
   const started = performance.now();
-  let text = "", first = null, final = null, drawn = false;
+  let text = "", thinking = "", first = null, final = null, drawn = false;
   const redraw = () => {
     drawn = false;
-    answer.replaceChildren(render(text));
+    const parts = [];
+    if (thinking) {
+      // The model's reasoning, apart and folded: text only, as the answer.
+      const d = document.createElement("details");
+      d.className = "thinking";
+      const summary = document.createElement("summary");
+      summary.textContent = "Thinking";
+      const p = document.createElement("p");
+      p.textContent = thinking;
+      d.append(summary, p);
+      parts.push(d);
+    }
+    parts.push(render(text));
+    answer.replaceChildren(...parts);
     $("chat-log").scrollTop = $("chat-log").scrollHeight;
   };
   try {
-    const resp = await call("POST", "/api/chat", {
-      model, messages, stream: true,
-      options: Number.isFinite(temperature) ? { temperature } : {},
-    }, running.signal);
+    const body = { model, messages, stream: true, options: Number.isFinite(temperature) ? { temperature } : {} };
+    if ($("chat-think").checked) body.think = true;
+    const resp = await call("POST", "/api/chat", body, running.signal);
     await ndjson(resp, (chunk) => {
       if (chunk.error) throw new Error(chunk.error);
       const piece = chunk.message?.content ?? "";
-      if (piece && first === null) {
+      thinking += chunk.message?.thinking ?? "";
+      if ((piece || chunk.message?.thinking) && first === null) {
         first = performance.now() - started;
         $("chat-timings").textContent = "first token after " + first.toFixed(0) + " ms";
       }
