@@ -331,11 +331,13 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 	}
 	defer func() { _ = resp.Body.Close() }()
 	var answer strings.Builder
+	thinking := false // between "Thinking..." and "...done thinking."
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var line struct {
 			Message struct {
-				Content string `json:"content"`
+				Content  string `json:"content"`
+				Thinking string `json:"thinking"`
 			} `json:"message"`
 			Done               bool   `json:"done"`
 			Error              string `json:"error"`
@@ -354,6 +356,19 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 		}
 		if line.Error != "" {
 			return answer.String(), errors.New(line.Error)
+		}
+		// A reasoning model's thinking is shown as Ollama's CLI shows it,
+		// apart; only the answer goes into the conversation.
+		if line.Message.Thinking != "" {
+			if !thinking {
+				fmt.Fprint(stdout, "Thinking...\n")
+				thinking = true
+			}
+			fmt.Fprint(stdout, line.Message.Thinking)
+		}
+		if thinking && line.Message.Content != "" {
+			fmt.Fprint(stdout, "\n...done thinking.\n\n")
+			thinking = false
 		}
 		fmt.Fprint(stdout, line.Message.Content)
 		answer.WriteString(line.Message.Content)

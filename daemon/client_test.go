@@ -17,6 +17,7 @@ import (
 
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -157,4 +158,27 @@ func TestRunInteractiveThroughAPseudoTerminal(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("/bye did not end the chat")
 	}
+}
+
+// thinker is the simulated model answering like a reasoning model that
+// thinks by default (Qwen3): a <think> block, then the answer.
+type thinker struct{ *sim.Engine }
+
+func (thinker) Generate(_ context.Context, _ *npu.Request, sink npu.Sink) (npu.Result, error) {
+	for _, piece := range []string{"<think>\n", "ponder", "ing", "\n</think>\n\n", "The ", "answer."} {
+		if sink(piece) != npu.Running {
+			break
+		}
+	}
+	return npu.Result{FinishReason: npu.FinishStop, CompletionTokens: 6}, nil
+}
+
+// Issue 16: npud run shows a reasoning model's thinking apart, as Ollama's
+// CLI does, and keeps only the answer in the conversation.
+func TestRunShowsThinkingApart(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	srv := daemontest.Start(t, cfg, thinker{sim.New(sim.Config{})})
+	code, out, errOut := npud(t, "", "run", "--host", srv.URL, "sim", "why?")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "Thinking...\npondering\n...done thinking.\n\nThe answer.\n", out)
 }
