@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/npud/npud/npu/modelstore"
 )
 
 // A doctor check's outcome.
@@ -267,8 +269,8 @@ func examineModels(dir string, r *doctorReport) bool {
 		}
 		r.Models = append(r.Models, e.Name())
 		good++
-		if !hasChatTemplateFile(folder) {
-			r.add(name, checkWarn, "no chat template (tokenizer_config.json chat_template, chat_template.jinja): "+
+		if !modelstore.HasChatTemplate(folder) {
+			r.add(name, checkWarn, "no chat template (tokenizer_config.json, processor_config.json, chat_template.json, chat_template.jinja, the tokenizer IR): "+
 				"plain prompts only, chat requests are refused", "use an instruct model's export, which carries its template")
 			continue
 		}
@@ -280,22 +282,6 @@ func examineModels(dir string, r *doctorReport) bool {
 	}
 	r.add("models folder", checkOK, fmt.Sprintf("%s: %d model(s)", dir, good), "")
 	return true
-}
-
-// hasChatTemplateFile looks where GenAI looks (the tokenizer IR's own
-// template cannot be read without OpenVINO; it is rare).
-func hasChatTemplateFile(folder string) bool {
-	if _, err := os.Stat(filepath.Join(folder, "chat_template.jinja")); err == nil {
-		return true
-	}
-	b, err := os.ReadFile(filepath.Join(folder, "tokenizer_config.json"))
-	if err != nil || len(b) > 16<<20 {
-		return false
-	}
-	var tc struct {
-		ChatTemplate json.RawMessage `json:"chat_template"`
-	}
-	return json.Unmarshal(b, &tc) == nil && len(tc.ChatTemplate) > 0 && string(tc.ChatTemplate) != "null"
 }
 
 func examineCache(dir string, r *doctorReport) {

@@ -59,6 +59,7 @@ import (
 	"unsafe"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/modelstore"
 )
 
 // maxProperties is what the constructor shim accepts.
@@ -138,7 +139,7 @@ func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pip
 		C.npud_pipeline_create(api, cdir, cdev, keys, vals, C.size_t(len(props)), &ptr)); err != nil {
 		return nil, err
 	}
-	return &pipeline{api: api, ptr: ptr, model: dir, device: device, chatTemplate: hasChatTemplate(dir), context: modelContext(dir)}, nil
+	return &pipeline{api: api, ptr: ptr, model: dir, device: device, chatTemplate: modelstore.HasChatTemplate(dir), context: modelstore.ModelContext(dir)}, nil
 }
 
 // free releases the native pipeline. GenAI frees whatever the pipeline is

@@ -176,28 +176,6 @@ func TestChatTemplateDecidesThePath(t *testing.T) {
 	}
 }
 
-func TestHasChatTemplate(t *testing.T) {
-	for _, tc := range []struct {
-		file, content string
-		want          bool
-	}{
-		{"tokenizer_config.json", `{"chat_template": "{{ x }}"}`, true},
-		{"tokenizer_config.json", `{"chat_template": ""}`, false},
-		{"tokenizer_config.json", `{"chat_template": [{"name": "default", "template": "{{ x }}"}]}`, true},
-		{"tokenizer_config.json", `{"bos_token": "<s>"}`, false},
-		{"chat_template.json", `{"chat_template": "{{ x }}"}`, true},
-		{"chat_template.jinja", `{{ x }}`, true},
-		{"chat_template.jinja", ``, false},
-		{"openvino_tokenizer.xml", "<net>\n<rt_info>\n\t<chat_template value=\"{{ x }}\" />\n</rt_info>\n</net>\n", true},
-		{"openvino_tokenizer.xml", "<net>\n<rt_info>\n\t<chat_template value=\"\" />\n</rt_info>\n</net>\n", false},
-	} {
-		dir := t.TempDir()
-		require.NoError(t, os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.content), 0o644))
-		assert.Equal(t, tc.want, hasChatTemplate(dir), "%s: %s", tc.file, tc.content)
-	}
-	assert.False(t, hasChatTemplate(t.TempDir()))
-}
-
 // Issue 11, defect 6: on the Ollama routes a history over the NPU's
 // MAX_PROMPT_LEN loses its oldest turns (keeping system messages and the
 // last message), as Ollama does with num_ctx; OpenAI's stays an error.

@@ -304,7 +304,7 @@ static int folder_template_thinks(const char* dir) {
 
 /* A model folder has a chat template when its tokenizer_config.json or
  * chat_template.jinja carries a non-empty one (a subset of where GenAI's
- * Tokenizer looks; npu/openvino/chattemplate.go checks every place). */
+ * Tokenizer looks; npu/modelstore/chattemplate.go checks every place). */
 static int folder_has_chat_template(const char* dir) {
     char path[4096];
     struct stat st;

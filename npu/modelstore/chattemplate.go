@@ -1,6 +1,4 @@
-//go:build cgo
-
-package openvino
+package modelstore
 
 import (
 	"bufio"
@@ -10,14 +8,14 @@ import (
 	"path/filepath"
 )
 
-// hasChatTemplate reports whether GenAI will find a chat template for the
-// model in dir. GenAI's tokenizer takes it from the openvino_tokenizer.xml
+// HasChatTemplate reports whether GenAI will find a chat template for the
+// model in dir (the engine and npud doctor ask the same question). GenAI's tokenizer takes it from the openvino_tokenizer.xml
 // rt_info, tokenizer_config.json, processor_config.json, chat_template.json
 // or chat_template.jinja. The binding must know beforehand: a
 // generate_with_history on a model without one fails with no reason, after
 // latching the pipeline into chat mode (GenAI sets the chat flag before its
 // check), so that every later plain generate would fail too.
-func hasChatTemplate(dir string) bool {
+func HasChatTemplate(dir string) bool {
 	for _, name := range []string{"tokenizer_config.json", "processor_config.json", "chat_template.json"} {
 		if jsonChatTemplate(filepath.Join(dir, name)) {
 			return true
@@ -29,8 +27,9 @@ func hasChatTemplate(dir string) bool {
 	return xmlChatTemplate(filepath.Join(dir, "openvino_tokenizer.xml"))
 }
 
-// maxConfigBytes bounds what is read of a model's small JSON files.
-const maxConfigBytes = 16 << 20
+// maxTemplateBytes bounds what is read of a model's files for its chat
+// template and context.
+const maxTemplateBytes = 16 << 20
 
 func jsonChatTemplate(path string) bool {
 	f, err := os.Open(path)
@@ -63,7 +62,7 @@ func jsonChatTemplate(path string) bool {
 }
 
 func bufioLimit(f *os.File) *bufio.Reader {
-	return bufio.NewReader(&limited{f: f, n: maxConfigBytes})
+	return bufio.NewReader(&limited{f: f, n: maxTemplateBytes})
 }
 
 type limited struct {
@@ -92,7 +91,7 @@ func xmlChatTemplate(path string) bool {
 	}
 	defer func() { _ = f.Close() }() // read only
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), maxConfigBytes)
+	sc.Buffer(make([]byte, 64<<10), maxTemplateBytes)
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if rest, ok := bytes.CutPrefix(line, []byte(`<chat_template value="`)); ok {
@@ -102,9 +101,9 @@ func xmlChatTemplate(path string) bool {
 	return false
 }
 
-// modelContext is the context length the model was trained for, from its
+// ModelContext is the context length the model was trained for, from its
 // config.json (Hugging Face's names for it), or 0 when none is given.
-func modelContext(dir string) int {
+func ModelContext(dir string) int {
 	f, err := os.Open(filepath.Join(dir, "config.json"))
 	if err != nil {
 		return 0
