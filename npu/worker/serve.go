@@ -19,11 +19,6 @@ type avoidingLoader interface {
 	LoadAvoiding(ctx context.Context, model string, avoid []string) error
 }
 
-// DeviceLister lists the devices the worker's engine sees.
-type DeviceLister interface {
-	DeviceNames() map[string]string
-}
-
 // StartEngine builds the worker's engine; compiling is to be told each
 // device a model is about to be compiled for.
 type StartEngine func(compiling func(model, device string)) (npu.Engine, error)
@@ -100,7 +95,7 @@ func run(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) Do
 		}
 		done.Vectors, done.Tokens, err = e.Embed(ctx, job.Model, job.Inputs)
 	case jobDevices:
-		if d, ok := engine.(DeviceLister); ok {
+		if d, ok := engine.(npu.DeviceLister); ok {
 			for name, full := range d.DeviceNames() {
 				done.Devices = append(done.Devices, Device{Name: name, FullName: full})
 			}
