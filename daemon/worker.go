@@ -8,11 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"slices"
-	"sync"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/hub"
 	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/npu/worker"
@@ -96,11 +93,8 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 	if simulated {
 		catalog = sim.New(sim.Config{})
 	} else {
-		store := &storeCatalog{store: modelstore.New(cfg.ModelsDir, cfg.hubClient()), context: openvinoContext(cfg)}
-		if err := os.MkdirAll(cfg.ModelsDir, 0o750); err != nil {
-			return nil, fmt.Errorf("models directory: %w", err)
-		}
-		if err := store.rescan(); err != nil {
+		store, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.hubClient()), openvinoContext(cfg))
+		if err != nil {
 			return nil, err
 		}
 		catalog = store
@@ -115,7 +109,7 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 	if err != nil {
 		return nil, err
 	}
-	if store, ok := catalog.(*storeCatalog); ok {
+	if store, ok := catalog.(*modelstore.Catalog); ok {
 		return &registryWorkers{Engine: w, catalog: store}, nil
 	}
 	return w, nil
@@ -132,78 +126,21 @@ func workerEngine(cfg Config, compiling func(model, device string), log *slog.Lo
 	return nil, fmt.Errorf("a worker cannot run engine %q", cfg.Engine)
 }
 
-// storeCatalog is the OpenVINO models folder, read without native code:
+// registryWorkers is the worker engine with the models folder's registry:
 // the daemon lists, pulls, copies and deletes; workers only run models.
-// Like the in-process engine it scans at the start and after its own
-// changes, not on every request.
-type storeCatalog struct {
-	store   *modelstore.Store
-	context int
-
-	mu     sync.Mutex
-	models []npu.ModelInfo
-}
-
-func (c *storeCatalog) Models() []npu.ModelInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.models)
-}
-
-func (c *storeCatalog) rescan() error {
-	models, err := c.store.Scan(c.context)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.models = models
-	c.mu.Unlock()
-	return nil
-}
-
-func (c *storeCatalog) has(name string) bool {
-	for _, m := range c.Models() {
-		if m.ID == name {
-			return true
-		}
-	}
-	return false
-}
-
-// registryWorkers is the worker engine with the models folder's registry.
 type registryWorkers struct {
 	*worker.Engine
-	catalog *storeCatalog
+	catalog *modelstore.Catalog
 }
 
 var _ npu.Registry = (*registryWorkers)(nil)
 
 func (r *registryWorkers) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
-	if r.catalog.has(name) || r.catalog.has(hub.ModelName(name)) {
-		return nil // already here
-	}
-	if err := r.catalog.store.Pull(ctx, name, progress); err != nil {
-		return err
-	}
-	return r.catalog.rescan()
+	return r.catalog.Pull(ctx, name, progress)
 }
 
-func (r *registryWorkers) Delete(_ context.Context, name string) error {
-	if !r.catalog.has(name) {
-		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
-	}
-	if err := r.catalog.store.Delete(name); err != nil {
-		return err
-	}
-	return r.catalog.rescan()
-}
+func (r *registryWorkers) Delete(_ context.Context, name string) error { return r.catalog.Delete(name) }
 
 func (r *registryWorkers) Copy(ctx context.Context, source, destination string) error {
-	if !r.catalog.has(source) {
-		return fmt.Errorf("model %q: %w", source, npu.ErrModelNotFound)
-	}
-	if err := r.catalog.store.Copy(ctx, source, destination); err != nil {
-		return err
-	}
-	return r.catalog.rescan()
+	return r.catalog.Copy(ctx, source, destination)
 }

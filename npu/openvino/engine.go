@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,10 +60,9 @@ type Engine struct {
 	cfg     Config
 	log     *slog.Logger
 	devices []Device
-	store   *modelstore.Store // the models folder: scanning, pull, copy, delete
+	catalog *modelstore.Catalog // the models folder: listing, pull, copy, delete
 
 	mu        sync.Mutex
-	models    []npu.ModelInfo // rescanned after pull, delete and copy
 	pipelines map[string]*pipeline
 }
 
@@ -84,27 +82,17 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		return nil, err
 	}
 	cfg.ContextLength = ReportedContext(cfg)
-	store := modelstore.New(cfg.ModelsDir, cfg.Hub)
-	// A fresh service's models folder (under its StateDirectory) does not
-	// exist yet: an empty one is a valid start, ready for pulls.
-	if err := os.MkdirAll(cfg.ModelsDir, 0o750); err != nil {
-		return nil, fmt.Errorf("models directory: %w", err)
-	}
-	models, err := store.Scan(cfg.ContextLength)
+	catalog, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.Hub), cfg.ContextLength)
 	if err != nil {
 		return nil, err
 	}
-	log.Info("openvino engine ready", "library", cfg.Library.GenAIPath, "version", cfg.Library.Build, "devices", names(devices), "device", cfg.Device, "models", len(models))
-	return &Engine{cfg: cfg, log: log, devices: devices, store: store, models: models, pipelines: map[string]*pipeline{}}, nil
+	log.Info("openvino engine ready", "library", cfg.Library.GenAIPath, "version", cfg.Library.Build, "devices", names(devices), "device", cfg.Device, "models", len(catalog.Models()))
+	return &Engine{cfg: cfg, log: log, devices: devices, catalog: catalog, pipelines: map[string]*pipeline{}}, nil
 }
 
-func (e *Engine) Name() string    { return "openvino" }
-func (e *Engine) Simulated() bool { return false }
-func (e *Engine) Models() []npu.ModelInfo {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.models) // rescan replaces the list under the lock
-}
+func (e *Engine) Name() string               { return "openvino" }
+func (e *Engine) Simulated() bool            { return false }
+func (e *Engine) Models() []npu.ModelInfo    { return e.catalog.Models() }
 func (e *Engine) AvailableDevices() []Device { return e.devices }
 
 // DeviceNames implements npu.DeviceLister.
@@ -357,43 +345,15 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	return res, nil
 }
 
-// rescan reads the models directory again after it changed.
-func (e *Engine) rescan() error {
-	models, err := e.store.Scan(e.cfg.ContextLength)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	e.models = models
-	e.mu.Unlock()
-	return nil
-}
-
-func (e *Engine) has(model string) bool {
-	for _, m := range e.Models() {
-		if m.ID == model {
-			return true
-		}
-	}
-	return false
-}
-
 // Pull implements npu.Registry: name is a hub repository (owner/name); the
-// model is named after its last element. The store runs one pull per
-// repository and leaves nothing behind when one fails.
+// model is named after its last element.
 func (e *Engine) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
-	if e.has(name) || e.has(hub.ModelName(name)) {
-		return nil // already here
-	}
-	if err := e.store.Pull(ctx, name, progress); err != nil {
-		return err
-	}
-	return e.rescan()
+	return e.catalog.Pull(ctx, name, progress)
 }
 
 // Delete implements npu.Registry: it removes the model's folder.
-func (e *Engine) Delete(ctx context.Context, name string) error {
-	if !e.has(name) {
+func (e *Engine) Delete(_ context.Context, name string) error {
+	if !e.catalog.Has(name) {
 		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
 	}
 	// The lifecycle unloads before it deletes (npu.Runner.Delete); a pipeline
@@ -405,22 +365,13 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 	if loaded {
 		return fmt.Errorf("model %q is loaded: unload it through the runner before deleting its files", name)
 	}
-	if err := e.store.Delete(name); err != nil {
-		return err
-	}
-	return e.rescan()
+	return e.catalog.Delete(name)
 }
 
 // Copy implements npu.Registry: it copies the model's folder under a new
 // name, complete or not at all.
 func (e *Engine) Copy(ctx context.Context, source, destination string) error {
-	if !e.has(source) {
-		return fmt.Errorf("model %q: %w", source, npu.ErrModelNotFound)
-	}
-	if err := e.store.Copy(ctx, source, destination); err != nil {
-		return err
-	}
-	return e.rescan()
+	return e.catalog.Copy(ctx, source, destination)
 }
 
 // promptChars is the length of what the client sent as its prompt, for
