@@ -32,6 +32,10 @@ type Event struct {
 	// Reasoning is the model's reasoning (between <think> and </think> at
 	// the start of its answer), never part of Text.
 	Reasoning string
+	// ToolCalls are pieces of the tool calls the model is making (see
+	// ToolCallDelta); text that may be part of a call is held back until
+	// it is known not to be one.
+	ToolCalls []ToolCallDelta
 	// Tokens is how many engine callbacks with text Text holds: a token
 	// each on most engines (GenAI's streamer can hand over a few at once),
 	// so what a client that leaves mid-stream received is known.
@@ -76,9 +80,13 @@ type Stream struct {
 	// pendingReasoning, the answer goes on to the stop strings.
 	think            thinkSplitter
 	pendingReasoning []byte
-	finished         bool
-	result           Result
-	err              error
+	// tools parses the answer into tool calls when the request declared
+	// tools; nil otherwise.
+	tools        *toolCallParser
+	pendingCalls []ToolCallDelta
+	finished     bool
+	result       Result
+	err          error
 }
 
 func newStream(parent context.Context, req *Request, limits StreamLimits, obs Observer) *Stream {
@@ -98,6 +106,66 @@ func newStream(parent context.Context, req *Request, limits StreamLimits, obs Ob
 		stops:     stopMatcher{stops: req.Stop},
 		lastEvent: now,
 	}
+}
+
+// parseToolCalls makes the stream parse its answer into tool calls in
+// format (npu.ToolFormat*).
+func (s *Stream) parseToolCalls(format string) {
+	s.tools = newToolCallParser(format, s.req.Tools, s.req.SingleToolCall)
+}
+
+// content passes answer text on: through the tool-call parser when there
+// is one, to the pending text and calls. It reports that the answer must
+// end (the one call allowed was made).
+func (s *Stream) content(text string) bool {
+	if s.tools == nil {
+		s.appendText(text)
+		return false
+	}
+	content, calls := s.tools.push(text)
+	s.appendText(content)
+	s.appendCalls(calls)
+	return s.tools.finished()
+}
+
+func (s *Stream) appendText(text string) {
+	if text == "" {
+		return
+	}
+	if len(s.pending) > 0 {
+		s.coalesced++ // the writer has not taken the previous chunk yet
+	}
+	s.pending = append(s.pending, text...)
+	s.signal()
+}
+
+// appendCalls queues pieces of calls, merging a piece into the one before
+// it when both belong to the same call, as text is coalesced.
+func (s *Stream) appendCalls(calls []ToolCallDelta) {
+	for _, c := range calls {
+		if n := len(s.pendingCalls); n > 0 && c.ID == "" {
+			last := &s.pendingCalls[n-1]
+			if last.Index == c.Index && !last.Done {
+				last.Arguments += c.Arguments
+				last.Done = c.Done
+				continue
+			}
+		}
+		s.pendingCalls = append(s.pendingCalls, c)
+	}
+	if len(calls) > 0 {
+		s.signal()
+	}
+}
+
+// flushToolCalls ends the tool-call parser's answer.
+func (s *Stream) flushToolCalls() {
+	if s.tools == nil {
+		return
+	}
+	content, calls := s.tools.flush()
+	s.appendText(content)
+	s.appendCalls(calls)
 }
 
 // signal wakes the consumer; it never blocks.
@@ -146,12 +214,8 @@ func (s *Stream) sink(text string) Status {
 		s.signal()
 	}
 	release, stopped := s.stops.push(content)
-	if len(release) > 0 {
-		if len(s.pending) > 0 {
-			s.coalesced++ // the writer has not taken the previous chunk yet
-		}
-		s.pending = append(s.pending, release...)
-		s.signal()
+	if s.content(release) {
+		stopped = true // the one tool call allowed was made
 	}
 	if stopped {
 		s.stopReason = FinishStop
@@ -188,15 +252,23 @@ func (s *Stream) finish(res Result, err error) {
 		lastReasoning, lastContent := s.think.flush()
 		s.pendingReasoning = append(append(s.pendingReasoning, reasoning...), lastReasoning...)
 		release, stopped := s.stops.push(content + lastContent)
-		s.pending = append(s.pending, release...)
+		if s.content(release) {
+			stopped = true
+		}
 		if stopped {
 			s.stopReason = FinishStop
 		} else {
-			s.pending = append(s.pending, s.stops.flush()...)
+			s.content(s.stops.flush())
 		}
+	}
+	if err == nil {
+		s.flushToolCalls() // also after a stop string: what it held before it is content
 	}
 	if s.stopReason != "" {
 		res.FinishReason = s.stopReason
+	}
+	if s.tools != nil && s.tools.calls > 0 && res.FinishReason == FinishStop {
+		res.FinishReason = FinishToolCalls
 	}
 	if !s.started.IsZero() {
 		res.Timings.Queue = s.started.Sub(s.created) - res.Timings.Load
@@ -216,8 +288,12 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 	for {
 		s.mu.Lock()
 		now := time.Now()
-		if len(s.pending) > 0 || len(s.pendingReasoning) > 0 {
+		if len(s.pending) > 0 || len(s.pendingReasoning) > 0 || len(s.pendingCalls) > 0 {
 			ev := Event{Text: string(s.pending), Reasoning: string(s.pendingReasoning), Tokens: s.pendingTokens}
+			if len(s.pendingCalls) > 0 {
+				ev.ToolCalls = s.pendingCalls
+				s.pendingCalls = nil // handed over: the reader owns it now
+			}
 			s.pending, s.pendingReasoning, s.pendingTokens = s.pending[:0], s.pendingReasoning[:0], 0
 			s.lastEvent = now
 			prev := s.lastText
@@ -335,19 +411,62 @@ func (s *Stream) Collect(ctx context.Context) (string, Result, error) {
 
 // CollectWithReasoning is Collect with the model's reasoning apart.
 func (s *Stream) CollectWithReasoning(ctx context.Context) (text, reasoning string, res Result, err error) {
+	a, err := CollectAnswer(ctx, s.Next)
+	return a.Text, a.Reasoning, a.Result, err
+}
+
+// Answer is a whole generation: its text, reasoning and tool calls.
+type Answer struct {
+	Text      string
+	Reasoning string
+	ToolCalls []ToolCall
+	Result    Result
+}
+
+// CollectAnswer reads events from next to the end and assembles them.
+// Heartbeats are skipped.
+func CollectAnswer(ctx context.Context, next func(context.Context) (Event, error)) (Answer, error) {
 	var b, r strings.Builder
+	var calls ToolCallAssembler
 	for {
-		ev, err := s.Next(ctx)
+		ev, err := next(ctx)
 		if err != nil {
-			return b.String(), r.String(), Result{}, err
+			return Answer{Text: b.String(), Reasoning: r.String(), ToolCalls: calls.Calls()}, err
 		}
 		b.WriteString(ev.Text)
 		r.WriteString(ev.Reasoning)
+		calls.Add(ev.ToolCalls)
 		if ev.Done {
-			return b.String(), r.String(), ev.Result, nil
+			return Answer{Text: b.String(), Reasoning: r.String(), ToolCalls: calls.Calls(), Result: ev.Result}, nil
 		}
 	}
 }
+
+// ToolCallAssembler puts pieces of tool calls back together.
+type ToolCallAssembler struct {
+	calls []ToolCall
+}
+
+// Add takes the next pieces; it returns the calls they completed.
+func (a *ToolCallAssembler) Add(pieces []ToolCallDelta) (completed []ToolCall) {
+	for _, d := range pieces {
+		for len(a.calls) <= d.Index {
+			a.calls = append(a.calls, ToolCall{})
+		}
+		c := &a.calls[d.Index]
+		if d.ID != "" {
+			c.ID, c.Name = d.ID, d.Name
+		}
+		c.Arguments += d.Arguments
+		if d.Done {
+			completed = append(completed, *c)
+		}
+	}
+	return completed
+}
+
+// Calls are the calls assembled so far.
+func (a *ToolCallAssembler) Calls() []ToolCall { return a.calls }
 
 // FirstTokenAt is when the engine produced its first non-empty text, or zero.
 func (s *Stream) FirstTokenAt() time.Time {
@@ -361,6 +480,9 @@ func (s *Stream) Stats() StreamStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished}
+	if s.tools != nil {
+		st.ToolCallProblems = append([]string(nil), s.tools.problems...)
+	}
 	if !s.started.IsZero() {
 		st.Queue = s.started.Sub(s.created)
 	}

@@ -10,7 +10,10 @@
 package npu
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -104,13 +107,76 @@ type ModelDetails struct {
 	// Thinking: the model reasons (its chat template takes enable_thinking
 	// or opens <think>), so requests may turn its reasoning on and off.
 	Thinking bool
+	// ToolFormat is how the model writes tool calls (ToolFormatHermes and
+	// the others), detected from its chat template and config.json; ""
+	// when its template renders no tools.
+	ToolFormat string
+	// Vision: the model's folder holds a vision encoder, so it takes
+	// images (through GenAI's VLM pipeline).
+	Vision bool
 }
 
 // Message is one chat turn.
 type Message struct {
 	Role    string
 	Content string
+	// ToolCalls are the calls an assistant message made.
+	ToolCalls []ToolCall
+	// ToolCallID and ToolName say which call a "tool" message answers
+	// (OpenAI names the id, Ollama the function).
+	ToolCallID string
+	ToolName   string
+	// Images go with a user message to a vision model.
+	Images []Image
 }
+
+// Equal reports whether two messages say the same (GenAI's test for a
+// conversation that continues the one in its cache).
+func (m Message) Equal(o Message) bool {
+	return m.Role == o.Role && m.Content == o.Content && m.ToolCallID == o.ToolCallID && m.ToolName == o.ToolName &&
+		slices.Equal(m.ToolCalls, o.ToolCalls) &&
+		slices.EqualFunc(m.Images, o.Images, func(a, b Image) bool {
+			return a.Width == b.Width && a.Height == b.Height && bytes.Equal(a.RGB, b.RGB)
+		})
+}
+
+// Image is a decoded picture: RGB, three bytes a pixel, row by row.
+type Image struct {
+	Width, Height int
+	RGB           []byte
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of its arguments (an object); nil
+	// when it takes none.
+	Parameters json.RawMessage
+}
+
+// ToolCall is a call a model made: its arguments are JSON text, as the
+// model wrote them.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ToolChoice says whether and which tools the model should call.
+type ToolChoice struct {
+	// Mode is ToolChoiceAuto (the model decides; also ""), ToolChoiceNone,
+	// ToolChoiceRequired or ToolChoiceFunction (the one named in Name).
+	Mode string
+	Name string
+}
+
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceNone     = "none"
+	ToolChoiceRequired = "required"
+	ToolChoiceFunction = "function"
+)
 
 // Sampling holds the sampling parameters of a request. Nil pointers mean
 // "the model's default".
@@ -142,6 +208,12 @@ type Request struct {
 	// levels ("" otherwise). Reasoning comes back apart from the answer.
 	Think      *bool
 	ThinkLevel string
+	// Tools the model may call (the chat template renders them), how it
+	// should choose, and SingleToolCall when at most one call is wanted
+	// (OpenAI's parallel_tool_calls: false): the answer ends after it.
+	Tools          []Tool
+	ToolChoice     ToolChoice
+	SingleToolCall bool
 	// Timeout, when positive, bounds the whole generation: at the deadline the
 	// engine is stopped and the stream finishes with FinishLength.
 	Timeout time.Duration
@@ -170,6 +242,8 @@ const (
 	FinishStop      FinishReason = "stop"
 	FinishLength    FinishReason = "length"
 	FinishCancelled FinishReason = "cancelled"
+	// FinishToolCalls: the model ended its answer with tool calls.
+	FinishToolCalls FinishReason = "tool_calls"
 )
 
 // Timings are the durations of a generation's phases.

@@ -53,4 +53,8 @@ type StreamStats struct {
 	Finished bool   // the engine returned
 	Result   Result // valid when Finished
 	Err      error  // the stream's failure, if any
+	// ToolCallProblems says what is wrong with the tool calls the model
+	// made (arguments that are not JSON, or not what the tool declared):
+	// the calls went to the client anyway, for it to validate.
+	ToolCallProblems []string
 }

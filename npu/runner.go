@@ -129,6 +129,9 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, &InvalidRequestError{Param: "think", Message: fmt.Sprintf(
 			"model %q does not support thinking: its chat template takes no enable_thinking and opens no <think>", m.ID)}
 	}
+	if err := fitTools(req, m); err != nil {
+		return nil, err
+	}
 	req.Normalize()
 	release, ok := r.tenants.open(req.Tenant)
 	if !ok {
@@ -140,12 +143,43 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	s := newStream(r.base, req, r.cfg.Stream, r.cfg.Observer)
+	if len(req.Tools) > 0 {
+		s.parseToolCalls(m.Details.ToolFormat)
+	}
 	r.inflight.Add(1)
 	go func() {
 		defer release()  // a generation counts until it ends, client or not
 		r.run(s, ticket) // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil
+}
+
+// fitTools checks that model m can do what req asks of tools and images,
+// and narrows the tools the model sees to what the tool choice allows.
+func fitTools(req *Request, m ModelInfo) error {
+	if req.ToolChoice.Mode == ToolChoiceNone {
+		req.Tools = nil // the model is not told of them, so it calls none
+	}
+	if len(req.Tools) > 0 && m.Details.ToolFormat == "" {
+		return &InvalidRequestError{Param: "tools", Message: fmt.Sprintf(
+			"model %q does not support tools: its chat template renders no tool definitions", m.ID)}
+	}
+	if req.ToolChoice.Mode == ToolChoiceFunction {
+		// The model sees only the function it must call.
+		for _, t := range req.Tools {
+			if t.Name == req.ToolChoice.Name {
+				req.Tools = []Tool{t}
+				break
+			}
+		}
+	}
+	for _, msg := range req.Messages {
+		if len(msg.Images) > 0 && !m.Details.Vision {
+			return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
+				"model %q does not support images: its folder holds no vision encoder", m.ID)}
+		}
+	}
+	return nil
 }
 
 // SetStreamCap sets how many generations one tenant may run or queue at

@@ -133,7 +133,7 @@ func (s *Scheduler) continuesLocked(t *Ticket) bool {
 // extends is GenAI's rule for a conversation that continues another: more
 // messages, every earlier one equal.
 func extends(held, msgs []Message) bool {
-	return len(held) > 0 && len(msgs) > len(held) && slices.Equal(held, msgs[:len(held)])
+	return len(held) > 0 && len(msgs) > len(held) && slices.EqualFunc(held, msgs[:len(held)], Message.Equal)
 }
 
 func (s *Scheduler) grantLocked(t *Ticket) {

@@ -1,6 +1,7 @@
 package ollamaapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,7 +30,27 @@ type chatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 	// Thinking is the model's reasoning, apart from the answer.
-	Thinking string `json:"thinking,omitempty"`
+	Thinking  string     `json:"thinking,omitempty"`
+	ToolCalls []toolCall `json:"tool_calls,omitempty"`
+}
+
+// toolCallsOf puts complete calls in Ollama's shape, arguments as an
+// object. A call whose arguments are no JSON object cannot be one there:
+// it comes back as text, as Ollama returns output it cannot parse.
+func toolCallsOf(calls []npu.ToolCall, first int) (out []toolCall, text string) {
+	for i, c := range calls {
+		args := bytes.TrimSpace([]byte(c.Arguments))
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(args, &obj) != nil {
+			name, _ := json.Marshal(c.Name)
+			text += `{"name": ` + string(name) + `, "arguments": ` + c.Arguments + `}`
+			continue
+		}
+		tc := toolCall{ID: c.ID}
+		tc.Function.Index, tc.Function.Name, tc.Function.Arguments = first+i, c.Name, args
+		out = append(out, tc)
+	}
+	return out, text
 }
 
 // metrics are the figures of a final object: integers, durations in ns.
@@ -123,11 +144,19 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	engineReq.Think, engineReq.ThinkLevel = think, level
+	if engineReq.Tools, apiErr = req.tools(); apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
 	if apiErr := applyOptions(req.Options, engineReq, m, a.log); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
 	if ep == generateEndpoint {
+		if len(engineReq.Tools) > 0 {
+			a.fail(c.Writer, info, badRequest("tools are for /api/chat: /api/generate has no messages to carry calls and results"))
+			return
+		}
 		if req.Prompt == "" && req.System == "" {
 			a.loadOrUnload(c, ep, model, req.KeepAlive.duration())
 			return
@@ -221,6 +250,8 @@ type lineFraming struct {
 	model string
 	start time.Time
 	a     *API
+	calls npu.ToolCallAssembler
+	sent  int // tool calls written
 }
 
 func (f *lineFraming) ContentType() string {
@@ -242,8 +273,26 @@ func (f *lineFraming) frame(v any) []byte {
 }
 
 func (f *lineFraming) Open() []byte { return nil }
-func (f *lineFraming) Text(thinking, text string) []byte {
-	return f.frame(newThinkingChunk(f.ep, f.model, thinking, text))
+
+// Text frames text and reasoning as they come; tool calls go out whole,
+// each in the chunk of the event that completed it, as Ollama sends them.
+func (f *lineFraming) Text(ev *npu.Event) []byte {
+	completed := f.calls.Add(ev.ToolCalls)
+	if len(completed) == 0 && len(ev.ToolCalls) > 0 && ev.Text == "" && ev.Reasoning == "" {
+		return nil // a call still coming
+	}
+	c := newThinkingChunk(f.ep, f.model, ev.Reasoning, ev.Text)
+	if len(completed) > 0 {
+		calls, asText := toolCallsOf(completed, f.sent)
+		f.sent += len(completed)
+		if c.Message != nil {
+			c.Message.ToolCalls = calls
+			c.Message.Content += asText
+		} else {
+			*c.Response += asText
+		}
+	}
+	return f.frame(c)
 }
 
 // Heartbeat is an ordinary empty chunk: every client accepts it.
@@ -265,18 +314,20 @@ func (f *lineFraming) Fail(err error) ([]byte, string, error) {
 
 // writeWhole answers stream: false with one object.
 func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
-	text, thinking, res, err := stream.CollectWithReasoning(ctx)
+	answer, err := npu.CollectAnswer(ctx, stream.Next)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {
 		a.fail(rw, info, toError(err, a.runner.RetryAfter))
 		return
 	}
-	info.TokensOut = res.CompletionTokens
-	out := final(ep, model, text, res, info.Start)
+	info.TokensOut = answer.Result.CompletionTokens
+	calls, asText := toolCallsOf(answer.ToolCalls, 0)
+	out := final(ep, model, answer.Text+asText, answer.Result, info.Start)
 	if out.Message != nil {
-		out.Message.Thinking = thinking
+		out.Message.Thinking = answer.Reasoning
+		out.Message.ToolCalls = calls
 	} else {
-		out.Thinking = thinking
+		out.Thinking = answer.Reasoning
 	}
 	info.FinishReason = out.DoneReason
 	rw.Header().Set("Content-Type", "application/json; charset=utf-8")

@@ -20,10 +20,65 @@ import (
 
 // message is one chat turn as Ollama sends it.
 type message struct {
-	Role      string          `json:"role"`
-	Content   string          `json:"content"`
-	Images    []string        `json:"images"`
-	ToolCalls json.RawMessage `json:"tool_calls"`
+	Role      string     `json:"role"`
+	Content   string     `json:"content"`
+	Images    []string   `json:"images"`
+	ToolCalls []toolCall `json:"tool_calls"`
+	// A tool message names the function it answers, and may name the call.
+	ToolName   string `json:"tool_name"`
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// toolCall is Ollama's tool call: arguments are an object, not a string.
+type toolCall struct {
+	ID       string `json:"id,omitempty"`
+	Function struct {
+		Index     int             `json:"index"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+type toolDef struct {
+	Type     string `json:"type"`
+	Function *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// maxTools bounds the tools of one request.
+const maxTools = 128
+
+// tools checks the tool definitions.
+func (r *request) tools() ([]npu.Tool, *Error) {
+	if len(r.Tools) > maxTools {
+		return nil, badRequest("tools: %d tools, at most %d are allowed", len(r.Tools), maxTools)
+	}
+	var out []npu.Tool
+	seen := make(map[string]bool, len(r.Tools))
+	for i, t := range r.Tools {
+		switch {
+		case t.Type != "" && t.Type != "function":
+			return nil, badRequest("tools[%d].type must be \"function\", got %q", i, reqinfo.Clip(t.Type))
+		case t.Function == nil || t.Function.Name == "":
+			return nil, badRequest("tools[%d].function.name is required", i)
+		case len(t.Function.Name) > 64:
+			return nil, badRequest("tools[%d].function.name is longer than 64 characters", i)
+		case seen[t.Function.Name]:
+			return nil, badRequest("tools[%d].function.name %q is declared twice", i, t.Function.Name)
+		case isSet(t.Function.Parameters) && bytes.TrimSpace(t.Function.Parameters)[0] != '{':
+			return nil, badRequest("tools[%d].function.parameters must be a JSON schema object", i)
+		}
+		seen[t.Function.Name] = true
+		tool := npu.Tool{Name: t.Function.Name, Description: t.Function.Description}
+		if isSet(t.Function.Parameters) {
+			tool.Parameters = t.Function.Parameters
+		}
+		out = append(out, tool)
+	}
+	return out, nil
 }
 
 // request holds the fields of /api/generate and /api/chat.
@@ -38,7 +93,7 @@ type request struct {
 	Images    []string                   `json:"images"`
 	Context   []int                      `json:"context"`
 	Messages  []message                  `json:"messages"`
-	Tools     json.RawMessage            `json:"tools"`
+	Tools     []toolDef                  `json:"tools"`
 	Format    json.RawMessage            `json:"format"`
 	Think     json.RawMessage            `json:"think"`
 	Stream    *bool                      `json:"stream"`
@@ -141,8 +196,6 @@ func (r *request) checkUnsupported(model string) *Error {
 		return refuse("images", "it takes no images")
 	case isSet(r.Format):
 		return refuse("format", "structured output is not available")
-	case isSet(r.Tools) && !bytes.Equal(bytes.TrimSpace(r.Tools), []byte("[]")):
-		return refuse("tools", "tool calling is not available")
 	case r.Suffix != "":
 		return refuse("suffix", "fill-in-the-middle is not available")
 	case r.Raw:
@@ -156,10 +209,18 @@ func (r *request) checkUnsupported(model string) *Error {
 		switch {
 		case len(m.Images) > 0:
 			return refuse(fmt.Sprintf("messages[%d].images", i), "it takes no images")
-		case isSet(m.ToolCalls):
-			return refuse(fmt.Sprintf("messages[%d].tool_calls", i), "tool calling is not available")
-		case m.Role != "system" && m.Role != "user" && m.Role != "assistant":
-			return badRequest("messages[%d].role %q is not supported: use system, user or assistant", i, m.Role)
+		case len(m.ToolCalls) > 0 && m.Role != "assistant":
+			return badRequest("messages[%d].tool_calls: only assistant messages make tool calls", i)
+		case m.Role != "system" && m.Role != "user" && m.Role != "assistant" && m.Role != "tool":
+			return badRequest("messages[%d].role %q is not supported: use system, user, assistant or tool", i, reqinfo.Clip(m.Role))
+		}
+		for j, c := range m.ToolCalls {
+			if c.Function.Name == "" {
+				return badRequest("messages[%d].tool_calls[%d].function.name is required", i, j)
+			}
+			if isSet(c.Function.Arguments) && bytes.TrimSpace(c.Function.Arguments)[0] != '{' {
+				return badRequest("messages[%d].tool_calls[%d].function.arguments must be an object", i, j)
+			}
 		}
 	}
 	return nil
@@ -303,7 +364,18 @@ func (r *request) generateMessages() (prompt string, messages []npu.Message) {
 func chatMessages(in []message) []npu.Message {
 	out := make([]npu.Message, len(in))
 	for i, m := range in {
-		out[i] = npu.Message{Role: m.Role, Content: m.Content}
+		msg := npu.Message{Role: m.Role, Content: m.Content, ToolName: m.ToolName, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			args := "{}"
+			if isSet(c.Function.Arguments) {
+				var compact bytes.Buffer
+				if json.Compact(&compact, c.Function.Arguments) == nil {
+					args = compact.String()
+				}
+			}
+			msg.ToolCalls = append(msg.ToolCalls, npu.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: args})
+		}
+		out[i] = msg
 	}
 	return out
 }

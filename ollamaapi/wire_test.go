@@ -256,8 +256,10 @@ func TestWireBadInput(t *testing.T) {
 		{"num_ctx too large", "/api/generate", `{"model":"sim","prompt":"x","options":{"num_ctx":999999}}`, 400, "num_ctx"},
 		{"invalid UTF-8", "/api/generate", "{\"model\":\"sim\",\"prompt\":\"\xff\"}", 400, "UTF-8"},
 		{"images in chat", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x","images":["aGk="]}]}`, 400, "images"},
-		{"tools", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools"},
-		{"tool role", "/api/chat", `{"model":"sim","messages":[{"role":"tool","content":"x"}]}`, 400, "tool"},
+		{"tool without a name", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, 400, "tools[0].function.name"},
+		{"tools on generate", "/api/generate", `{"model":"sim","prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]}`, 400, "/api/chat"},
+		{"tool call arguments not an object", "/api/chat", `{"model":"sim","messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}]}`, 400, "arguments must be an object"},
+		{"another role", "/api/chat", `{"model":"sim","messages":[{"role":"function","content":"x"}]}`, 400, "function"},
 		{"think of another kind", "/api/chat", `{"model":"sim","messages":[{"role":"user","content":"x"}],"think":"very"}`, 400, "think must be true, false"},
 		{"bad keep_alive", "/api/generate", `{"model":"sim","prompt":"x","keep_alive":"soon"}`, 400, "keep_alive"},
 		// Issue 12, item 8: NaN, infinite and huge keep_alive meant forever or wrapped around.

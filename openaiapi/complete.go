@@ -49,8 +49,11 @@ func UsageOf(r npu.Result) Usage {
 
 // FinishReason maps the engine's reason to OpenAI's (and npud's WebSocket's).
 func FinishReason(r npu.FinishReason) string {
-	if r == npu.FinishLength {
+	switch r {
+	case npu.FinishLength:
 		return "length"
+	case npu.FinishToolCalls:
+		return "tool_calls"
 	}
 	return "stop"
 }
@@ -266,8 +269,18 @@ func (f *sseFraming) withID(frame []byte) []byte {
 	return append(append(append([]byte("id: "), strconv.Itoa(f.src.position())...), '\n'), frame...)
 }
 
-func (f *sseFraming) Text(reasoning, text string) []byte {
-	return f.withID(f.enc.text(reasoning, text))
+func (f *sseFraming) Text(ev *npu.Event) []byte {
+	var frame []byte
+	if ev.Text != "" || ev.Reasoning != "" {
+		frame = append(frame, f.enc.text(ev.Reasoning, ev.Text)...)
+	}
+	if f.enc.chat {
+		frame = append(frame, f.enc.toolCalls(ev.ToolCalls)...)
+	}
+	if frame == nil {
+		return nil
+	}
+	return f.withID(frame)
 }
 func (f *sseFraming) Heartbeat() []byte  { return heartbeatFrame }
 func (f *sseFraming) Terminator() []byte { return doneFrame }
@@ -295,26 +308,27 @@ func (f *sseFraming) Fail(err error) ([]byte, string, error) {
 
 // writeWhole collects the stream into one chat.completion or text_completion.
 func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *source, ep endpoint, id, model string) {
-	text, reasoning, res, err := collect(ctx, src)
+	answer, err := npu.CollectAnswer(ctx, src.next)
 	info.MarkFirstTokenAt(src.firstTokenAt())
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}
-	info.TokensOut = res.CompletionTokens
-	info.FinishReason = FinishReason(res.FinishReason)
+	info.TokensOut = answer.Result.CompletionTokens
+	info.FinishReason = FinishReason(answer.Result.FinishReason)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
-	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, text, reasoning, info.FinishReason, UsageOf(res))); err != nil {
+	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, answer, info.FinishReason)); err != nil {
 		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }
 
 type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role    string  `json:"role"`
+	Content *string `json:"content"` // null when the answer is only tool calls
 	// ReasoningContent is the model's reasoning, apart from the answer.
-	ReasoningContent string `json:"reasoning_content,omitempty"`
+	ReasoningContent string            `json:"reasoning_content,omitempty"`
+	ToolCalls        []messageToolCall `json:"tool_calls,omitempty"`
 }
 
 type choice struct {
@@ -334,33 +348,26 @@ type completion struct {
 	Usage   Usage    `json:"usage"`
 }
 
-func wholeResponse(ep endpoint, id string, created int64, model, text, reasoning, reason string, u Usage) completion {
+func wholeResponse(ep endpoint, id string, created int64, model string, a npu.Answer, reason string) completion {
 	ch := choice{FinishReason: reason}
 	object := "text_completion"
+	text := a.Text
 	if ep == chatEndpoint {
 		object = "chat.completion"
-		ch.Message = &chatMessage{Role: "assistant", Content: text, ReasoningContent: reasoning}
+		msg := &chatMessage{Role: "assistant", Content: &text, ReasoningContent: a.Reasoning}
+		for _, c := range a.ToolCalls {
+			mc := messageToolCall{ID: c.ID, Type: "function"}
+			mc.Function.Name, mc.Function.Arguments = c.Name, c.Arguments
+			msg.ToolCalls = append(msg.ToolCalls, mc)
+		}
+		if text == "" && len(msg.ToolCalls) > 0 {
+			msg.Content = nil
+		}
+		ch.Message = msg
 	} else {
 		ch.Text = &text
 	}
-	return completion{ID: id, Object: object, Created: created, Model: model, Choices: []choice{ch}, Usage: u}
-}
-
-// collect reads a source to its end, for clients that want the whole
-// answer at once. Heartbeats are skipped.
-func collect(ctx context.Context, src *source) (text, reasoning string, res npu.Result, err error) {
-	var b, r strings.Builder
-	for {
-		ev, err := src.next(ctx)
-		if err != nil {
-			return b.String(), r.String(), npu.Result{}, err
-		}
-		b.WriteString(ev.Text)
-		r.WriteString(ev.Reasoning)
-		if ev.Done {
-			return b.String(), r.String(), ev.Result, nil
-		}
-	}
+	return completion{ID: id, Object: object, Created: created, Model: model, Choices: []choice{ch}, Usage: UsageOf(a.Result)}
 }
 
 // ChatStart is a chat request decoded and checked as /v1/chat/completions

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"time"
 
 	"github.com/npud/npud/npu"
@@ -49,8 +50,12 @@ type request struct {
 	// header X-Npud-Resumable: true.
 	Resumable bool `json:"resumable"`
 
-	// Known fields that need capabilities npud does not have yet.
-	Tools json.RawMessage `json:"tools"`
+	// Tools the model may call, whether and which it must
+	// (auto, none, required, or {"type":"function","function":{"name":…}}),
+	// and whether it may make several calls in one answer.
+	Tools             []toolDef       `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	// ReasoningEffort: none turns a reasoning model's thinking off; minimal,
 	// low, medium and high turn it on (reasoning comes back apart, in
 	// reasoning_content).
@@ -68,6 +73,96 @@ type request struct {
 type message struct {
 	Role    string      `json:"role"`
 	Content contentText `json:"content"`
+	// An assistant message's calls, and which call a tool message answers.
+	ToolCalls  []messageToolCall `json:"tool_calls"`
+	ToolCallID string            `json:"tool_call_id"`
+}
+
+type messageToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type toolDef struct {
+	Type     string `json:"type"`
+	Function *struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+		Strict      *bool           `json:"strict"`
+	} `json:"function"`
+}
+
+// maxTools bounds the tools of one request (OpenAI's own limit).
+const maxTools = 128
+
+// toolNamePattern is OpenAI's rule for function names.
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// tools checks the tool definitions and the tool choice.
+func (req *request) tools(out *npu.Request) *Error {
+	if len(req.Tools) > maxTools {
+		return invalid("tools", "invalid_value", "'tools' has %d tools: at most %d are allowed", len(req.Tools), maxTools)
+	}
+	seen := make(map[string]bool, len(req.Tools))
+	for i, t := range req.Tools {
+		param := fmt.Sprintf("tools[%d]", i)
+		switch {
+		case t.Type != "function":
+			return invalid(param+".type", "unsupported_value", "%s.type must be \"function\", got %q", param, reqinfo.Clip(t.Type))
+		case t.Function == nil:
+			return invalid(param+".function", "missing_required_parameter", "%s.function is required", param)
+		case !toolNamePattern.MatchString(t.Function.Name):
+			return invalid(param+".function.name", "invalid_value",
+				"%s.function.name %q must be 1 to 64 characters of a-z, A-Z, 0-9, '_' and '-'", param, reqinfo.Clip(t.Function.Name))
+		case seen[t.Function.Name]:
+			return invalid(param+".function.name", "invalid_value", "%s.function.name %q is declared twice", param, t.Function.Name)
+		case isSet(t.Function.Parameters) && t.Function.Parameters[0] != '{':
+			return invalid(param+".function.parameters", "invalid_type", "%s.function.parameters must be a JSON schema object", param)
+		}
+		seen[t.Function.Name] = true
+		tool := npu.Tool{Name: t.Function.Name, Description: t.Function.Description}
+		if isSet(t.Function.Parameters) {
+			tool.Parameters = t.Function.Parameters
+		}
+		out.Tools = append(out.Tools, tool)
+	}
+	if isSet(req.ToolChoice) {
+		var mode string
+		var named struct {
+			Type     string `json:"type"`
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		switch {
+		case json.Unmarshal(req.ToolChoice, &mode) == nil:
+			switch mode {
+			case npu.ToolChoiceAuto, npu.ToolChoiceNone, npu.ToolChoiceRequired:
+				out.ToolChoice.Mode = mode
+			default:
+				return invalid("tool_choice", "invalid_value", "'tool_choice' must be auto, none, required or a function, got %q", reqinfo.Clip(mode))
+			}
+		case json.Unmarshal(req.ToolChoice, &named) == nil && named.Type == "function":
+			if !seen[named.Function.Name] {
+				return invalid("tool_choice", "invalid_value", "'tool_choice' names function %q, which 'tools' does not declare", reqinfo.Clip(named.Function.Name))
+			}
+			out.ToolChoice = npu.ToolChoice{Mode: npu.ToolChoiceFunction, Name: named.Function.Name}
+		default:
+			return invalid("tool_choice", "invalid_value", `'tool_choice' must be "auto", "none", "required" or {"type": "function", "function": {"name": …}}`)
+		}
+		if len(out.Tools) == 0 && out.ToolChoice.Mode != npu.ToolChoiceNone && out.ToolChoice.Mode != npu.ToolChoiceAuto {
+			return invalid("tool_choice", "invalid_value", "'tool_choice' is %q but the request declares no 'tools'", out.ToolChoice.Mode)
+		}
+	}
+	if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
+		out.SingleToolCall = true
+	}
+	return nil
 }
 
 // contentText is a message's content: a string, null, or an array of parts.
@@ -162,6 +257,9 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 	if err := req.checkUnsupported(); err != nil {
 		return nil, err
 	}
+	if err := req.tools(out); err != nil {
+		return nil, err
+	}
 	if out.MaxTokens, err = req.maxTokens(); err != nil {
 		return nil, err
 	}
@@ -208,13 +306,14 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 	return out, nil
 }
 
-var supportedRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true}
+var supportedRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
 
 func (req *request) chatMessages() ([]npu.Message, *Error) {
 	if len(req.Messages) == 0 {
 		return nil, invalid("messages", "invalid_value", "'messages' must contain at least one message")
 	}
 	out := make([]npu.Message, len(req.Messages))
+	calls := map[string]string{} // the calls made so far: id → function name
 	for i, m := range req.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch {
@@ -222,14 +321,41 @@ func (req *request) chatMessages() ([]npu.Message, *Error) {
 			return nil, invalid(param+".role", "missing_required_parameter", "%s.role is required", param)
 		case !supportedRoles[m.Role]:
 			return nil, invalid(param+".role", "unsupported_value",
-				"%s.role %q is not supported: use system, developer, user or assistant (tool calls are not supported yet)", param, m.Role)
+				"%s.role %q is not supported: use system, developer, user, assistant or tool", param, reqinfo.Clip(m.Role))
 		case m.Content.NonTextPart != "":
 			return nil, invalid(param+".content", "unsupported_content",
 				"%s.content has a %q part: only text parts are supported", param, m.Content.NonTextPart)
 		case (!m.Content.present || m.Content.null) && m.Role != "assistant":
 			return nil, invalid(param+".content", "missing_required_parameter", "%s.content is required", param)
+		case len(m.ToolCalls) > 0 && m.Role != "assistant":
+			return nil, invalid(param+".tool_calls", "invalid_value", "%s.tool_calls: only assistant messages make tool calls", param)
 		}
-		out[i] = npu.Message{Role: m.Role, Content: m.Content.Text}
+		msg := npu.Message{Role: m.Role, Content: m.Content.Text}
+		for j, c := range m.ToolCalls {
+			cp := fmt.Sprintf("%s.tool_calls[%d]", param, j)
+			switch {
+			case c.ID == "" || len(c.ID) > 256:
+				return nil, invalid(cp+".id", "invalid_value", "%s.id must be 1 to 256 characters", cp)
+			case c.Type != "" && c.Type != "function":
+				return nil, invalid(cp+".type", "unsupported_value", "%s.type must be \"function\", got %q", cp, reqinfo.Clip(c.Type))
+			case c.Function.Name == "":
+				return nil, invalid(cp+".function.name", "missing_required_parameter", "%s.function.name is required", cp)
+			}
+			calls[c.ID] = c.Function.Name
+			msg.ToolCalls = append(msg.ToolCalls, npu.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
+		if m.Role == "tool" {
+			name, ok := calls[m.ToolCallID]
+			switch {
+			case m.ToolCallID == "":
+				return nil, invalid(param+".tool_call_id", "missing_required_parameter", "%s.tool_call_id is required", param)
+			case !ok:
+				return nil, invalid(param+".tool_call_id", "invalid_value",
+					"%s.tool_call_id %q answers no tool call of an earlier assistant message", param, reqinfo.Clip(m.ToolCallID))
+			}
+			msg.ToolCallID, msg.ToolName = m.ToolCallID, name
+		}
+		out[i] = msg
 	}
 	return out, nil
 }
@@ -258,10 +384,8 @@ func (req *request) checkUnsupported() *Error {
 		return invalid(param, "unsupported_parameter", "'%s' is not supported: %s", param, what)
 	}
 	switch {
-	case isSet(req.Tools) && !bytes.Equal(req.Tools, []byte("[]")):
-		return notSupported("tools", "this server does not do tool calling yet")
 	case isSet(req.Functions):
-		return notSupported("functions", "this server does not do function calling")
+		return notSupported("functions", "use 'tools' (the legacy 'functions' are not served)")
 	case isSet(req.Logprobs) && !bytes.Equal(req.Logprobs, []byte("false")):
 		return notSupported("logprobs", "log probabilities are not available")
 	case req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text":

@@ -1,11 +1,13 @@
 package openaiapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/streamwriter"
 )
 
@@ -130,6 +132,53 @@ func (e *chunkEncoder) text(reasoning, s string) []byte {
 		}
 	}
 	e.buf = append(e.buf, `,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	return e.buf
+}
+
+// ToolCallDelta is a piece of a tool call in OpenAI's delta.tool_calls
+// shape (npud's WebSocket sends it too): the first piece of a call has its
+// id, type and name, the next ones pieces of its arguments.
+type ToolCallDelta struct {
+	Index    int               `json:"index"`
+	ID       string            `json:"id,omitempty"`
+	Type     string            `json:"type,omitempty"`
+	Function toolCallDeltaFunc `json:"function"`
+}
+
+type toolCallDeltaFunc struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolCallDeltas puts the bridge's pieces in OpenAI's shape; a piece that
+// only says a call is complete has nothing to send.
+func ToolCallDeltas(pieces []npu.ToolCallDelta) []ToolCallDelta {
+	var out []ToolCallDelta
+	for _, d := range pieces {
+		if d.ID == "" && d.Arguments == "" {
+			continue
+		}
+		td := ToolCallDelta{Index: d.Index, ID: d.ID, Function: toolCallDeltaFunc{Name: d.Name, Arguments: d.Arguments}}
+		if d.ID != "" {
+			td.Type = "function"
+		}
+		out = append(out, td)
+	}
+	return out
+}
+
+// toolCalls is a chunk with pieces of tool calls (nil when none is
+// worth sending).
+func (e *chunkEncoder) toolCalls(pieces []npu.ToolCallDelta) []byte {
+	deltas := ToolCallDeltas(pieces)
+	if len(deltas) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(deltas) // strings and numbers: always encodes
+	e.buf = append(append(e.buf[:0], "data: "...), e.choice...)
+	e.buf = append(e.buf, `"delta":{"tool_calls":`...)
+	e.buf = append(e.buf, b...)
+	e.buf = append(e.buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
 	return e.buf
 }
 

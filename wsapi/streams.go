@@ -49,6 +49,9 @@ type wsToken struct {
 	Index     int    `json:"index"`
 	Delta     string `json:"delta"`
 	Reasoning string `json:"reasoning,omitempty"` // the model's reasoning, never part of delta
+	// ToolCalls are pieces of the model's tool calls, in OpenAI's
+	// delta.tool_calls shape.
+	ToolCalls []openaiapi.ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type wsTimings struct {
@@ -460,8 +463,13 @@ func (f *wsFraming) ContentType() string { return "" }
 func (f *wsFraming) Open() []byte        { return nil }
 func (f *wsFraming) Heartbeat() []byte   { return nil } // WebSocket pings keep the connection alive
 
-func (f *wsFraming) Text(reasoning, text string) []byte {
-	return f.message(wsToken{Type: "token", RequestID: f.r.id, Index: f.index, Delta: text, Reasoning: reasoning})
+func (f *wsFraming) Text(ev *npu.Event) []byte {
+	calls := openaiapi.ToolCallDeltas(ev.ToolCalls)
+	if ev.Text == "" && ev.Reasoning == "" && len(calls) == 0 {
+		return nil // only the end of a call, which the final message implies
+	}
+	return f.message(wsToken{Type: "token", RequestID: f.r.id, Index: f.index, Delta: ev.Text, Reasoning: ev.Reasoning,
+		ToolCalls: calls})
 }
 
 // Terminator is a resumed reader's end: it has every event already.

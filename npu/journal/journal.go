@@ -58,6 +58,7 @@ type Entry struct {
 	Index     int
 	Text      string
 	Reasoning string // the model's reasoning (see npu.Event)
+	ToolCalls []npu.ToolCallDelta
 	Tokens    int    // the engine callbacks Text came from (see npu.Event)
 	Heartbeat bool   // from a Cursor only; never stored
 	Done      bool
@@ -190,7 +191,7 @@ func (j *Journal) pump() {
 		case ev.Done:
 			j.append(Entry{Done: true, Result: ev.Result})
 		default:
-			j.append(Entry{Text: ev.Text, Reasoning: ev.Reasoning, Tokens: ev.Tokens})
+			j.append(Entry{Text: ev.Text, Reasoning: ev.Reasoning, ToolCalls: ev.ToolCalls, Tokens: ev.Tokens})
 			continue
 		}
 		// Finished: keep the events for the window, then forget them.
@@ -199,14 +200,24 @@ func (j *Journal) pump() {
 	}
 }
 
+// size is what an entry holds of the answer: its text, reasoning and
+// pieces of tool calls.
+func (e *Entry) size() int {
+	n := len(e.Text) + len(e.Reasoning)
+	for _, c := range e.ToolCalls {
+		n += len(c.ID) + len(c.Name) + len(c.Arguments)
+	}
+	return n
+}
+
 func (j *Journal) append(e Entry) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	e.Index = j.first + len(j.entries)
 	j.entries = append(j.entries, e)
-	j.bytes += len(e.Text)
+	j.bytes += e.size()
 	for j.bytes > j.reg.cfg.MaxBytes && len(j.entries) > 1 {
-		j.bytes -= len(j.entries[0].Text)
+		j.bytes -= j.entries[0].size()
 		j.entries[0] = Entry{}
 		j.entries = j.entries[1:]
 		j.first++
@@ -331,7 +342,7 @@ func (c *Cursor) NextEvent(ctx context.Context) (ev npu.Event, index int, err er
 	case e.Done:
 		return npu.Event{Done: true, Result: e.Result}, e.Index, nil
 	}
-	return npu.Event{Text: e.Text, Reasoning: e.Reasoning, Tokens: e.Tokens}, e.Index, nil
+	return npu.Event{Text: e.Text, Reasoning: e.Reasoning, ToolCalls: e.ToolCalls, Tokens: e.Tokens}, e.Index, nil
 }
 
 func (c *Cursor) Next(ctx context.Context) (Entry, error) {

@@ -313,7 +313,7 @@ func (c *conversation) account(msgs []npu.Message, stateful bool, prefilled, gen
 
 // continues is GenAI's rule: more messages, and every earlier one equal.
 func continues(cached, next []npu.Message) bool {
-	return len(cached) > 0 && len(next) > len(cached) && slices.Equal(cached, next[:len(cached)])
+	return len(cached) > 0 && len(next) > len(cached) && slices.EqualFunc(cached, next[:len(cached)], npu.Message.Equal)
 }
 
 // stateful: the NPU runs GenAI's stateful pipeline, which keeps the KV

@@ -86,10 +86,11 @@ func (e *Engine) Name() string    { return "sim" }
 func (e *Engine) Simulated() bool { return true }
 
 func (e *Engine) Models() []npu.ModelInfo {
-	// The simulated model reasons when asked (Request.Think): clients'
-	// thinking paths can be tested end to end.
+	// The simulated model reasons when asked (Request.Think), calls tools
+	// and "sees" images: clients' thinking, tool and vision paths can be
+	// tested end to end.
 	return []npu.ModelInfo{{ID: ModelID, OwnedBy: OwnedBy, Created: e.created, ContextLength: e.cfg.ContextLength,
-		Details: npu.ModelDetails{Thinking: true}}}
+		Details: npu.ModelDetails{Thinking: true, ToolFormat: npu.ToolFormatHermes, Vision: true}}}
 }
 
 // Reload implements npu.Reloader. The simulated model has no files to read
@@ -114,6 +115,11 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			promptTokens, req.MaxTokens, e.cfg.ContextLength, npu.ErrContextLength)
 	}
 	tokens := Tokens(seedOf(req), prompt)
+	if tool, ok := plannedCall(req, rngFor(seedOf(req), prompt)); ok {
+		tokens = ToolCallTokens(seedOf(req), prompt, tool)
+	} else if seen := describeImages(req); seen != nil {
+		tokens = append(seen, tokens...)
+	}
 	if req.Think != nil && *req.Think {
 		tokens = append(Reasoning(seedOf(req), prompt), tokens...)
 	}
@@ -158,7 +164,7 @@ func (c *convCache) reuse(req *npu.Request, promptTokens int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	held, ok := c.held[req.Model]
-	if !ok || len(held) == 0 || len(req.Messages) <= len(held) || !slices.Equal(held, req.Messages[:len(held)]) {
+	if !ok || len(held) == 0 || len(req.Messages) <= len(held) || !slices.EqualFunc(held, req.Messages[:len(held)], npu.Message.Equal) {
 		return 0
 	}
 	cached := req.Messages[:len(held)]
@@ -281,10 +287,23 @@ func PromptText(req *npu.Request) string {
 		return req.Prompt
 	}
 	var b strings.Builder
+	if len(req.Tools) > 0 {
+		b.WriteString("tools:")
+		for _, t := range req.Tools {
+			b.WriteString(" " + t.Name)
+		}
+		b.WriteByte('\n')
+	}
 	for _, m := range req.Messages {
 		b.WriteString(m.Role)
 		b.WriteString(": ")
 		b.WriteString(m.Content)
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, " [call %s %s]", c.Name, c.Arguments)
+		}
+		for _, img := range m.Images {
+			fmt.Fprintf(&b, " [image %dx%d]", img.Width, img.Height)
+		}
 		b.WriteByte('\n')
 	}
 	return b.String()

@@ -37,9 +37,10 @@ type Framing interface {
 	// Open is written (unflushed) right after the commit, before the first
 	// event: OpenAI's role chunk.
 	Open() []byte
-	// Text frames one event's text, and the model's reasoning that came
-	// with it (never mixed into the text); either may be empty.
-	Text(reasoning, text string) []byte
+	// Text frames one event's text, the model's reasoning that came with
+	// it (never mixed into the text) and pieces of its tool calls; any of
+	// them may be empty.
+	Text(ev *npu.Event) []byte
 	Heartbeat() []byte
 	// End frames the generation's end and its terminator, and names the
 	// finish reason for the access log.
@@ -119,7 +120,7 @@ func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Inf
 			return
 		default:
 			info.MarkFirstToken()
-			if !write(f.Text(ev.Reasoning, ev.Text), true) {
+			if !write(f.Text(&ev), true) {
 				return
 			}
 			// What the client has got so far: the access log's count when

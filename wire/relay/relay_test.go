@@ -52,7 +52,8 @@ type framing struct{}
 
 func (framing) ContentType() string { return "text/test" }
 func (framing) Open() []byte        { return []byte("<open>") }
-func (framing) Text(r, t string) []byte {
+func (framing) Text(ev *npu.Event) []byte {
+	r, t := ev.Reasoning, ev.Text
 	if r != "" {
 		return []byte("[(" + r + ")" + t + "]")
 	}

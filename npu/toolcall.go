@@ -1,0 +1,640 @@
+package npu
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// The tool-call formats of the model families npud parses. A model's
+// format is detected from its folder (npu/modelstore); the bridge parses
+// its answer with it.
+const (
+	// ToolFormatHermes: Qwen 2.5 and 3, Hermes and the models trained on
+	// their template: <tool_call>{"name": …, "arguments": {…}}</tool_call>,
+	// one block per call.
+	ToolFormatHermes = "hermes"
+	// ToolFormatLlama3: Llama 3.1 to 3.3 answer a call with a bare JSON
+	// object {"name": …, "parameters": {…}}, sometimes after <|python_tag|>;
+	// several are separated by ';'.
+	ToolFormatLlama3 = "llama3"
+	// ToolFormatMistral: [TOOL_CALLS] [{"name": …, "arguments": {…}}, …].
+	// [TOOL_CALLS] is a special token that GenAI's detokenizer usually
+	// drops, so a JSON array that opens the answer counts too.
+	ToolFormatMistral = "mistral"
+	// ToolFormatPhi4Mini: <|tool_call|>[{…}]<|/tool_call|> or
+	// functools[{…}]; the tags are special tokens too.
+	ToolFormatPhi4Mini = "phi4mini"
+)
+
+// toolSyntax is how one family marks its calls.
+type toolSyntax struct {
+	openers []string // begin a block of calls anywhere in the answer
+	closers []string // end a block
+	// bare: a JSON object or array that opens the answer is a block of
+	// calls, as when the detokenizer skipped the opening special token.
+	bare bool
+	// shortIDs: the family's chat template insists on nine alphanumeric
+	// characters in tool call ids (Mistral's raises otherwise).
+	shortIDs bool
+}
+
+func toolSyntaxOf(format string) (toolSyntax, bool) {
+	switch format {
+	case ToolFormatHermes:
+		return toolSyntax{openers: []string{"<tool_call>"}, closers: []string{"</tool_call>"}}, true
+	case ToolFormatLlama3:
+		return toolSyntax{openers: []string{"<|python_tag|>"}, closers: []string{"<|eom_id|>", "<|eot_id|>"}, bare: true}, true
+	case ToolFormatMistral:
+		return toolSyntax{openers: []string{"[TOOL_CALLS]"}, bare: true, shortIDs: true}, true
+	case ToolFormatPhi4Mini:
+		return toolSyntax{openers: []string{"<|tool_call|>", "functools"}, closers: []string{"<|/tool_call|>"}, bare: true}, true
+	}
+	return toolSyntax{}, false
+}
+
+// KnownToolFormat reports whether format is one the bridge parses.
+func KnownToolFormat(format string) bool {
+	_, ok := toolSyntaxOf(format)
+	return ok
+}
+
+// ToolCallDelta is a piece of a tool call the model is making, in the
+// order a client assembles it (OpenAI's delta.tool_calls): the first piece
+// of a call carries its ID and Name, the following ones further pieces of
+// its Arguments (JSON text, as the model writes it), the last one Done.
+type ToolCallDelta struct {
+	Index     int
+	ID        string // first piece only
+	Name      string // first piece only
+	Arguments string
+	Done      bool // the call is complete
+}
+
+// toolCallParser turns a model's answer into content and tool calls as it
+// streams in. While what is being generated may still be a call, none of
+// it is released as content (the hold-back discipline of stop strings);
+// text that turns out not to be a call is released as it was. A call's
+// name is sent as soon as it is known, its arguments as they come.
+type toolCallParser struct {
+	syn    toolSyntax
+	tools  []Tool
+	single bool // parallel tool calls are off: the answer ends with the first call
+
+	state      int  // toolText, toolBlock, toolObject
+	atStart    bool // nothing but whitespace was released so far
+	afterCall  bool // the last thing was a call: whitespace before the next is dropped
+	held       string
+	block      strings.Builder // the text of the current block, released if no call comes of it
+	blockCalls int
+	inArray    bool
+	calls      int // calls made (the next call's index)
+	done       bool
+
+	// The call being read.
+	obj      []byte
+	outer    jsonScanner // over obj: where the object ends
+	whole    bool        // its name does not come first: it is decoded when complete
+	header   bool        // its name was sent; its arguments follow as they come
+	argsFrom int         // where the arguments begin in obj
+	argsSent int         // what of them was sent
+	args     jsonScanner // over the arguments: where they end
+	argsEnd  int         // 0 until they ended
+	argText  strings.Builder
+	name     string
+
+	problems []string
+}
+
+const (
+	toolText = iota
+	toolBlock
+	toolObject
+)
+
+func newToolCallParser(format string, tools []Tool, single bool) *toolCallParser {
+	syn, ok := toolSyntaxOf(format)
+	if !ok {
+		return nil
+	}
+	return &toolCallParser{syn: syn, tools: tools, single: single, atStart: true}
+}
+
+// push takes the next content and returns what is now known to be
+// content, and the pieces of calls.
+func (p *toolCallParser) push(text string) (content string, calls []ToolCallDelta) {
+	if p.done {
+		return "", nil
+	}
+	p.held += text
+	var out strings.Builder
+	for p.step(&out, &calls, false) {
+	}
+	return out.String(), calls
+}
+
+// flush ends the answer: held text is content, a call cut short ends.
+func (p *toolCallParser) flush() (content string, calls []ToolCallDelta) {
+	if p.done {
+		return "", nil
+	}
+	var out strings.Builder
+	for p.step(&out, &calls, true) {
+	}
+	switch p.state {
+	case toolObject:
+		if p.header {
+			calls = p.endStreamedCall(calls, "its arguments were cut short")
+		} else {
+			p.notACall(&out)
+		}
+	case toolBlock:
+		if p.blockCalls == 0 {
+			p.notACall(&out)
+		}
+	}
+	if !p.afterCall || strings.TrimSpace(p.held) != "" {
+		out.WriteString(p.held)
+	}
+	p.held = ""
+	p.state = toolText
+	return out.String(), calls
+}
+
+// finished reports that the answer must end here (parallel calls off and
+// one call made).
+func (p *toolCallParser) finished() bool { return p.done }
+
+// step makes one move; false when it needs more text.
+func (p *toolCallParser) step(out *strings.Builder, calls *[]ToolCallDelta, atEnd bool) bool {
+	switch p.state {
+	case toolText:
+		return p.stepText(out, atEnd)
+	case toolBlock:
+		return p.stepBlock(out, atEnd)
+	case toolObject:
+		return p.stepObject(out, calls)
+	}
+	return false
+}
+
+func (p *toolCallParser) release(out *strings.Builder, s string) {
+	if s == "" {
+		return
+	}
+	out.WriteString(s)
+	if strings.TrimSpace(s) != "" {
+		p.atStart, p.afterCall = false, false
+	}
+}
+
+func (p *toolCallParser) stepText(out *strings.Builder, atEnd bool) bool {
+	trimmed := strings.TrimLeftFunc(p.held, unicode.IsSpace)
+	if p.atStart || p.afterCall {
+		if trimmed == "" {
+			return false // whitespace: kept until what follows it is known
+		}
+		if p.syn.bare && p.atStart && (trimmed[0] == '{' || trimmed[0] == '[') && !p.mayOpen(trimmed, atEnd) {
+			p.openBlock(p.held[:len(p.held)-len(trimmed)])
+			p.held = trimmed
+			return true
+		}
+	}
+	i, opener := -1, ""
+	for _, o := range p.syn.openers {
+		if j := strings.Index(p.held, o); j >= 0 && (i < 0 || j < i) {
+			i, opener = j, o
+		}
+	}
+	if i >= 0 {
+		before := p.held[:i]
+		if (p.atStart || p.afterCall) && strings.TrimSpace(before) == "" {
+			before = "" // the whitespace before a call is no content
+		}
+		p.release(out, before)
+		p.openBlock(opener)
+		p.held = p.held[i+len(opener):]
+		return true
+	}
+	if atEnd {
+		return false
+	}
+	keep := 0
+	for _, o := range p.syn.openers {
+		keep = max(keep, partialSuffix(p.held, o))
+	}
+	if (p.atStart || p.afterCall) && strings.TrimSpace(p.held[:len(p.held)-keep]) == "" {
+		return false
+	}
+	p.release(out, p.held[:len(p.held)-keep])
+	p.held = p.held[len(p.held)-keep:]
+	return false
+}
+
+// mayOpen: s starts with an opener ([TOOL_CALLS]), or may still.
+func (p *toolCallParser) mayOpen(s string, atEnd bool) bool {
+	for _, o := range p.syn.openers {
+		if strings.HasPrefix(s, o) || (!atEnd && strings.HasPrefix(o, s)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *toolCallParser) openBlock(text string) {
+	p.state, p.blockCalls, p.inArray = toolBlock, 0, false
+	p.block.Reset()
+	p.block.WriteString(text)
+}
+
+// notACall releases the block read so far as content: it was no call.
+func (p *toolCallParser) notACall(out *strings.Builder) {
+	p.release(out, p.block.String()+string(p.obj))
+	p.block.Reset()
+	p.obj = p.obj[:0]
+	p.state = toolText
+	p.atStart = false
+}
+
+func (p *toolCallParser) stepBlock(out *strings.Builder, atEnd bool) bool {
+	i := 0
+	for i < len(p.held) && (unicode.IsSpace(rune(p.held[i])) || p.held[i] == ',' || p.held[i] == ';') {
+		i++
+	}
+	p.block.WriteString(p.held[:i])
+	p.held = p.held[i:]
+	if p.held == "" {
+		return false
+	}
+	switch c := p.held[0]; {
+	case c == '[' && !p.inArray && p.blockCalls == 0:
+		p.inArray = true
+		p.block.WriteByte(c)
+		p.held = p.held[1:]
+		return true
+	case c == ']' && p.inArray:
+		p.inArray = false
+		p.block.WriteByte(c)
+		p.held = p.held[1:]
+		return true
+	case c == '{':
+		p.startObject()
+		return true
+	}
+	for _, cl := range p.syn.closers {
+		if strings.HasPrefix(p.held, cl) {
+			p.held = p.held[len(cl):]
+			p.endBlock()
+			return true
+		}
+		if strings.HasPrefix(cl, p.held) && !atEnd {
+			return false // may be the closer
+		}
+	}
+	if p.blockCalls == 0 {
+		p.notACall(out)
+		return true
+	}
+	p.endBlock() // what follows the calls is text again
+	return true
+}
+
+func (p *toolCallParser) endBlock() {
+	p.state, p.afterCall, p.atStart = toolText, true, false
+	p.block.Reset()
+}
+
+func (p *toolCallParser) startObject() {
+	p.state = toolObject
+	p.obj = p.obj[:0]
+	p.outer, p.args = jsonScanner{}, jsonScanner{}
+	p.whole, p.header = false, false
+	p.argsFrom, p.argsSent, p.argsEnd = 0, 0, 0
+	p.argText.Reset()
+	p.name = ""
+}
+
+func (p *toolCallParser) stepObject(out *strings.Builder, calls *[]ToolCallDelta) bool {
+	n := 0
+	complete := false
+	for n < len(p.held) {
+		c := p.held[n]
+		n++
+		if p.outer.feed(c) {
+			complete = true
+			break
+		}
+	}
+	p.obj = append(p.obj, p.held[:n]...)
+	p.held = p.held[n:]
+	if !p.whole && !p.header {
+		switch name, from, verdict := callHeader(p.obj); verdict {
+		case headerReady:
+			p.header, p.name, p.argsFrom, p.argsSent = true, name, from, from
+			*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: p.newID(), Name: name})
+		case headerOther:
+			p.whole = true
+		}
+	}
+	if p.header {
+		p.sendArgs(calls)
+	}
+	if !complete {
+		return false
+	}
+	if p.header {
+		*calls = p.endStreamedCall(*calls, "")
+	} else if !p.decodeWhole(calls) {
+		p.notACall(out)
+		return true
+	}
+	p.state = toolBlock
+	p.block.Write(p.obj)
+	p.obj = p.obj[:0]
+	if p.single {
+		p.done = true
+		return false
+	}
+	return true
+}
+
+// sendArgs sends what came of the arguments since the last piece.
+func (p *toolCallParser) sendArgs(calls *[]ToolCallDelta) {
+	end := len(p.obj)
+	if p.argsEnd == 0 {
+		for i := max(p.argsSent, p.argsFrom); i < len(p.obj); i++ {
+			if p.args.feed(p.obj[i]) {
+				p.argsEnd = i + 1
+				break
+			}
+		}
+	}
+	if p.argsEnd > 0 {
+		end = p.argsEnd
+	}
+	if end > p.argsSent {
+		piece := string(p.obj[p.argsSent:end])
+		p.argText.WriteString(piece)
+		p.argsSent = end
+		*calls = append(*calls, ToolCallDelta{Index: p.calls, Arguments: piece})
+	}
+}
+
+func (p *toolCallParser) endStreamedCall(calls []ToolCallDelta, cut string) []ToolCallDelta {
+	args := p.argText.String()
+	if cut != "" {
+		p.problems = append(p.problems, fmt.Sprintf("call %d to %q: %s", p.calls, p.name, cut))
+	} else {
+		p.check(p.name, args)
+	}
+	calls = append(calls, ToolCallDelta{Index: p.calls, Done: true})
+	p.calls++
+	p.blockCalls++
+	p.afterCall = true
+	return calls
+}
+
+// decodeWhole reads a complete object whose name did not come first:
+// {"arguments": …, "name": …}, {"type": "function", "function": {…}},
+// or arguments written as a JSON string. False when it is no call.
+func (p *toolCallParser) decodeWhole(calls *[]ToolCallDelta) bool {
+	var c struct {
+		Name       string          `json:"name"`
+		Arguments  json.RawMessage `json:"arguments"`
+		Parameters json.RawMessage `json:"parameters"`
+		Function   *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(p.obj, &c) != nil {
+		return false
+	}
+	args := c.Arguments
+	if args == nil {
+		args = c.Parameters
+	}
+	if c.Name == "" && c.Function != nil {
+		c.Name, args = c.Function.Name, c.Function.Arguments
+	}
+	if c.Name == "" {
+		return false
+	}
+	text := "{}"
+	if len(args) > 0 {
+		var s string
+		if json.Unmarshal(args, &s) == nil {
+			text = s // arguments as a JSON string: its text is the JSON
+		} else {
+			text = string(args)
+		}
+	}
+	p.check(c.Name, text)
+	*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: p.newID(), Name: c.Name, Arguments: text, Done: true})
+	p.calls++
+	p.blockCalls++
+	p.afterCall = true
+	return true
+}
+
+// check records what is wrong with a call against the declared tools: the
+// call is returned anyway (clients validate), and the log says so.
+func (p *toolCallParser) check(name, args string) {
+	for _, t := range p.tools {
+		if t.Name == name {
+			if problem := CheckArguments(args, t.Parameters); problem != "" {
+				p.problems = append(p.problems, fmt.Sprintf("call %d to %q: %s", p.calls, name, problem))
+			}
+			return
+		}
+	}
+	p.problems = append(p.problems, fmt.Sprintf("call %d to %q: the request declares no tool of that name", p.calls, name))
+}
+
+const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// newID is a call's id: call_ and 24 characters, or nine characters for
+// families whose templates insist on that.
+func (p *toolCallParser) newID() string {
+	n, prefix := 24, "call_"
+	if p.syn.shortIDs {
+		n, prefix = 9, ""
+	}
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	for i := range b {
+		b[i] = idChars[int(b[i])%len(idChars)]
+	}
+	return prefix + string(b)
+}
+
+type headerVerdict int
+
+const (
+	headerMore  headerVerdict = iota // not enough text yet
+	headerReady                      // the name came first and the arguments are an object
+	headerOther                      // another shape: decode it whole
+)
+
+// callHeader reads the start of a call object: {"name": "…",
+// "arguments"|"parameters": { — the shape every family's template
+// teaches — and returns the name and where the arguments begin.
+func callHeader(obj []byte) (string, int, headerVerdict) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // the '{'
+		return "", 0, headerMore
+	}
+	key, err := dec.Token()
+	if err != nil {
+		return "", 0, headerMore
+	}
+	if key != "name" {
+		return "", 0, headerOther
+	}
+	value, err := dec.Token()
+	if err != nil {
+		return "", 0, headerMore
+	}
+	name, ok := value.(string)
+	if !ok || name == "" {
+		return "", 0, headerOther
+	}
+	key, err = dec.Token()
+	if err != nil {
+		return "", 0, headerMore
+	}
+	if key != "arguments" && key != "parameters" {
+		return "", 0, headerOther
+	}
+	i := int(dec.InputOffset())
+	for i < len(obj) && (obj[i] == ':' || unicode.IsSpace(rune(obj[i]))) {
+		i++
+	}
+	switch {
+	case i == len(obj):
+		return "", 0, headerMore
+	case obj[i] != '{':
+		return "", 0, headerOther // arguments as a string: decoded whole
+	}
+	return name, i, headerReady
+}
+
+// jsonScanner finds where a JSON object or array ends, a byte at a time.
+type jsonScanner struct {
+	depth      int
+	inStr, esc bool
+	started    bool
+}
+
+// feed takes the next byte and reports whether it closed the value.
+func (s *jsonScanner) feed(c byte) bool {
+	switch {
+	case s.esc:
+		s.esc = false
+	case s.inStr:
+		switch c {
+		case '\\':
+			s.esc = true
+		case '"':
+			s.inStr = false
+		}
+	case c == '"':
+		s.inStr = true
+	case c == '{' || c == '[':
+		s.depth++
+		s.started = true
+	case c == '}' || c == ']':
+		s.depth--
+		return s.started && s.depth == 0
+	}
+	return false
+}
+
+// CheckArguments says what is wrong with a call's arguments for the
+// declared JSON schema ("" when nothing is): not a JSON object, a required
+// property missing, a property of the wrong type.
+func CheckArguments(args string, schema json.RawMessage) string {
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &got); err != nil {
+		return "its arguments are not a JSON object"
+	}
+	var s struct {
+		Properties map[string]struct {
+			Type json.RawMessage `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
+		return ""
+	}
+	for _, name := range s.Required {
+		if _, ok := got[name]; !ok {
+			return fmt.Sprintf("required argument %q is missing", name)
+		}
+	}
+	for name, v := range got {
+		prop, ok := s.Properties[name]
+		if !ok || len(prop.Type) == 0 {
+			continue
+		}
+		var types []string
+		var one string
+		if json.Unmarshal(prop.Type, &one) == nil {
+			types = []string{one}
+		} else if json.Unmarshal(prop.Type, &types) != nil {
+			continue
+		}
+		if !jsonTypeIn(v, types) {
+			return fmt.Sprintf("argument %q is not of type %s", name, strings.Join(types, " or "))
+		}
+	}
+	return ""
+}
+
+func jsonTypeIn(v json.RawMessage, types []string) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return false
+	}
+	for _, t := range types {
+		switch c := v[0]; t {
+		case "string":
+			if c == '"' {
+				return true
+			}
+		case "object":
+			if c == '{' {
+				return true
+			}
+		case "array":
+			if c == '[' {
+				return true
+			}
+		case "boolean":
+			if c == 't' || c == 'f' {
+				return true
+			}
+		case "null":
+			if c == 'n' {
+				return true
+			}
+		case "number":
+			if c == '-' || (c >= '0' && c <= '9') {
+				return true
+			}
+		case "integer":
+			var n json.Number
+			if (c == '-' || (c >= '0' && c <= '9')) && json.Unmarshal(v, &n) == nil {
+				if _, err := n.Int64(); err == nil {
+					return true
+				}
+			}
+		default:
+			return true // a type npud does not check
+		}
+	}
+	return false
+}

@@ -1,0 +1,183 @@
+package npu
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var weatherTool = Tool{Name: "get_weather", Parameters: json.RawMessage(
+	`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer"}},"required":["city"]}`)}
+
+type parsedAnswer struct {
+	content string
+	calls   []ToolCall
+}
+
+// feed runs text through a parser in the given pieces and assembles what
+// comes out, checking the pieces' order on the way.
+func feed(t *testing.T, format string, single bool, pieces []string) (parsedAnswer, *toolCallParser) {
+	t.Helper()
+	p := newToolCallParser(format, []Tool{weatherTool, {Name: "get_time"}}, single)
+	require.NotNil(t, p)
+	var out parsedAnswer
+	var asm ToolCallAssembler
+	started := map[int]bool{}
+	take := func(content string, calls []ToolCallDelta) {
+		out.content += content
+		for _, d := range calls {
+			if d.ID != "" {
+				require.False(t, started[d.Index], "call %d started twice", d.Index)
+				require.NotEmpty(t, d.Name)
+				started[d.Index] = true
+			}
+			require.True(t, started[d.Index], "a piece of call %d before its name", d.Index)
+		}
+		asm.Add(calls)
+	}
+	for _, piece := range pieces {
+		take(p.push(piece))
+	}
+	take(p.flush())
+	for _, c := range asm.Calls() {
+		out.calls = append(out.calls, ToolCall{Name: c.Name, Arguments: c.Arguments})
+	}
+	return out, p
+}
+
+func TestToolCallParserFamilies(t *testing.T) {
+	weather := func(args string) ToolCall { return ToolCall{Name: "get_weather", Arguments: args} }
+	cases := []struct {
+		name, format, answer string
+		want                 parsedAnswer
+		problems             int
+	}{
+		{"qwen2.5 one call", ToolFormatHermes,
+			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris, France\", \"days\": 3}}\n</tool_call>",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Paris, France", "days": 3}`)}}, 0},
+		{"qwen3 two calls", ToolFormatHermes,
+			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Oslo"}`), {Name: "get_time", Arguments: `{}`}}}, 0},
+		{"hermes text then call", ToolFormatHermes,
+			"Let me look that up.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>",
+			parsedAnswer{content: "Let me look that up.\n", calls: []ToolCall{weather(`{"city": "Rome"}`)}}, 0},
+		{"hermes plain text with angle brackets", ToolFormatHermes,
+			"If a < b then <tool is not a tag, and {\"name\": 1} is text.",
+			parsedAnswer{content: "If a < b then <tool is not a tag, and {\"name\": 1} is text."}, 0},
+		{"hermes tag without a call is content", ToolFormatHermes,
+			"<tool_call>oops</tool_call> done",
+			parsedAnswer{content: "<tool_call>oops</tool_call> done"}, 0},
+		{"hermes arguments before name", ToolFormatHermes,
+			"<tool_call>\n{\"arguments\": {\"city\": \"Lima\"}, \"name\": \"get_weather\"}\n</tool_call>",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Lima"}`)}}, 0},
+		{"arguments as a JSON string", ToolFormatHermes,
+			"<tool_call>{\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Kyiv\\\"}\"}</tool_call>",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Kyiv"}`)}}, 0},
+		{"braces and quotes inside strings", ToolFormatHermes,
+			"<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"city\":\"} { \\\" ] [\"}}</tool_call>",
+			parsedAnswer{calls: []ToolCall{weather(`{"city":"} { \" ] ["}`)}}, 0},
+		{"a call cut short is returned and logged", ToolFormatHermes,
+			"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Be",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Be`)}}, 1},
+		{"a call missing a required argument is returned and logged", ToolFormatHermes,
+			"<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"days\": \"two\"}}</tool_call>",
+			parsedAnswer{calls: []ToolCall{weather(`{"days": "two"}`)}}, 1},
+		{"a call to an undeclared tool is returned and logged", ToolFormatHermes,
+			"<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>",
+			parsedAnswer{calls: []ToolCall{{Name: "rm_rf", Arguments: `{}`}}}, 1},
+		{"a tag prefix at the end is content", ToolFormatHermes, "Hello <tool_",
+			parsedAnswer{content: "Hello <tool_"}, 0},
+		{"llama 3.1 bare call", ToolFormatLlama3,
+			"{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Paris"}`)}}, 0},
+		{"llama 3.1 python tag and two calls", ToolFormatLlama3,
+			"<|python_tag|>{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}; {\"name\": \"get_time\", \"parameters\": {}}",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Paris"}`), {Name: "get_time", Arguments: `{}`}}}, 0},
+		{"llama JSON that is no call", ToolFormatLlama3, "{\"answer\": 42}",
+			parsedAnswer{content: "{\"answer\": 42}"}, 0},
+		{"llama text", ToolFormatLlama3, "The weather in {city} is fine.",
+			parsedAnswer{content: "The weather in {city} is fine."}, 0},
+		{"llama list that is no call", ToolFormatLlama3, "[1] first\n[2] second",
+			parsedAnswer{content: "[1] first\n[2] second"}, 0},
+		{"mistral with marker", ToolFormatMistral,
+			"[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Nice\"}}, {\"name\": \"get_time\", \"arguments\": {}}]",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Nice"}`), {Name: "get_time", Arguments: `{}`}}}, 0},
+		{"mistral marker skipped by the detokenizer", ToolFormatMistral,
+			" [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Nice\"}}]",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Nice"}`)}}, 0},
+		{"phi-4-mini tags", ToolFormatPhi4Mini,
+			"<|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Bonn\"}}]<|/tool_call|>",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Bonn"}`)}}, 0},
+		{"phi-4-mini functools", ToolFormatPhi4Mini,
+			"functools[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Bonn\"}}]",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Bonn"}`)}}, 0},
+		{"phi-4-mini type/function objects", ToolFormatPhi4Mini,
+			"[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Bonn\"}}}]",
+			parsedAnswer{calls: []ToolCall{weather(`{"city": "Bonn"}`)}}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			whole, p := feed(t, tc.format, false, []string{tc.answer})
+			assert.Equal(t, tc.want, whole)
+			assert.Len(t, p.problems, tc.problems, "%v", p.problems)
+			// Cut in two at every byte, and a byte at a time.
+			for i := range len(tc.answer) {
+				got, _ := feed(t, tc.format, false, []string{tc.answer[:i], tc.answer[i:]})
+				require.Equal(t, tc.want, got, "cut at %d", i)
+			}
+			var bytes []string
+			for i := range len(tc.answer) {
+				bytes = append(bytes, tc.answer[i:i+1])
+			}
+			got, _ := feed(t, tc.format, false, bytes)
+			assert.Equal(t, tc.want, got, "a byte at a time")
+		})
+	}
+}
+
+// The name goes out as soon as it is known and the arguments as they
+// come, not when the call is complete.
+func TestToolCallParserStreamsArguments(t *testing.T) {
+	p := newToolCallParser(ToolFormatHermes, []Tool{weatherTool}, false)
+	content, calls := p.push("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"ci")
+	assert.Empty(t, content)
+	require.Len(t, calls, 2)
+	assert.Equal(t, "get_weather", calls[0].Name)
+	assert.Regexp(t, `^call_[A-Za-z0-9]{24}$`, calls[0].ID)
+	assert.Equal(t, `{"ci`, calls[1].Arguments)
+	_, calls = p.push("ty\": \"Oslo\"}}\n</tool_call>")
+	assert.Equal(t, []ToolCallDelta{{Arguments: `ty": "Oslo"}`}, {Done: true}}, calls)
+}
+
+// With parallel calls off the answer ends at the first complete call.
+func TestToolCallParserSingleCall(t *testing.T) {
+	answer := "<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>"
+	got, p := feed(t, ToolFormatHermes, true, []string{answer})
+	assert.Equal(t, parsedAnswer{calls: []ToolCall{{Name: "get_time", Arguments: `{}`}}}, got)
+	assert.True(t, p.finished())
+}
+
+func TestToolCallIDsForMistral(t *testing.T) {
+	p := newToolCallParser(ToolFormatMistral, nil, false)
+	_, calls := p.push(`[{"name": "f", "arguments": {}}]`)
+	require.NotEmpty(t, calls)
+	assert.Regexp(t, `^[A-Za-z0-9]{9}$`, calls[0].ID, "Mistral's template raises on any other id")
+}
+
+func TestCheckArguments(t *testing.T) {
+	schema := weatherTool.Parameters
+	for _, tc := range []struct{ args, problem string }{
+		{`{"city": "Oslo"}`, ""},
+		{`{"city": "Oslo", "days": 2}`, ""},
+		{`{"city": "Oslo", "days": 2.5}`, `argument "days" is not of type integer`},
+		{`{"days": 2}`, `required argument "city" is missing`},
+		{`{"city": 3}`, `argument "city" is not of type string`},
+		{`{"city": "Os`, "its arguments are not a JSON object"},
+		{`["Oslo"]`, "its arguments are not a JSON object"},
+	} {
+		assert.Equal(t, tc.problem, CheckArguments(tc.args, schema), tc.args)
+	}
+	assert.Empty(t, CheckArguments(`{"x": 1}`, nil))
+}
