@@ -58,6 +58,13 @@ func (s *Server) requestInfo(c *gin.Context) {
 		slog.Duration("duration", time.Since(info.Start)),
 	}
 	level := slog.LevelInfo
+	if info.Stream != nil {
+		if problems := info.Stream.Stats().ToolCallProblems; len(problems) > 0 {
+			// The calls went to the client anyway: it validates them.
+			attrs = append(attrs, slog.String("tool_call_problems", reqinfo.Clip(strings.Join(problems, "; "))))
+			level = slog.LevelWarn
+		}
+	}
 	if info.Error != "" {
 		attrs = append(attrs, slog.String("error", reqinfo.Clip(info.Error)))
 		if status >= 500 || status < 300 { // a server fault, or a stream that failed after its 200

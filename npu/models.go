@@ -100,3 +100,21 @@ func (r *Runner) modelNames() string {
 	}
 	return names
 }
+
+// Capabilities lists what a model can do, in Ollama's words: completion
+// always; tools, thinking and vision when its folder says so. Never
+// "embedding" for a chat model: the Ollama CLI would print vectors for
+// `ollama run` (/api/embed works without it).
+func Capabilities(m ModelInfo) []string {
+	caps := []string{"completion"}
+	if m.Details.ToolFormat != "" {
+		caps = append(caps, "tools")
+	}
+	if m.Details.Thinking {
+		caps = append(caps, "thinking")
+	}
+	if m.Details.Vision {
+		caps = append(caps, "vision")
+	}
+	return caps
+}

@@ -175,13 +175,7 @@ func (a *API) show(c *gin.Context) {
 		return
 	}
 	d := a.describe(m)
-	// Every model npud serves is a completion model. Ollama's CLI takes a
-	// model listing "embedding" for an embedding model and `ollama run`
-	// would print vectors: /api/embed works without saying so.
-	capabilities := []string{"completion"}
-	if m.Details.Thinking {
-		capabilities = append(capabilities, "thinking") // think: true reaches it
-	}
+	capabilities := npu.Capabilities(m)
 	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.runner.EngineName())
 	if a.runner.Simulated() {
 		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)

@@ -110,3 +110,21 @@ func TestOllamaJSThinking(t *testing.T) {
 	assert.Equal(t, strings.TrimSpace(strings.Join(thoughts[1:len(thoughts)-2], "")), r["thinking"])
 	assert.Equal(t, strings.TrimLeft(sim.Text(8, "user: think it through\n"), " "), r["text"])
 }
+
+// Issue 16: ollama-js's tool path, an agent loop on the engine under
+// test: message.tool_calls with arguments as an object, the result back
+// as a tool message with tool_name, then the answer.
+func TestOllamaJSToolLoop(t *testing.T) {
+	srv := daemontest.StartEngine(t, nil, nil)
+	r := runJS(t, srv.URL, "chatToolLoop")
+	calls, _ := r["calls"].([]any)
+	require.Len(t, calls, 1, "%v", r)
+	call := calls[0].(map[string]any)
+	assert.Equal(t, "get_weather", call["name"])
+	args, ok := call["arguments"].(map[string]any)
+	require.True(t, ok, "arguments are an object: %v", call["arguments"])
+	assert.IsType(t, "", args["city"])
+	assert.NotEmpty(t, r["answer"])
+	assert.EqualValues(t, 2, r["rounds"])
+	assert.Equal(t, "stop", r["doneReason"])
+}

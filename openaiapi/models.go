@@ -14,10 +14,13 @@ type model struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Capabilities is an extension: what the model can do, as Ollama's
+	// /api/show lists it (completion, tools, thinking, vision).
+	Capabilities []string `json:"capabilities"`
 }
 
 func toModel(m npu.ModelInfo) model {
-	return model{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: m.OwnedBy}
+	return model{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: m.OwnedBy, Capabilities: npu.Capabilities(m)}
 }
 
 func (a *API) listModels(c *gin.Context) {

@@ -51,9 +51,13 @@ func TestLibrary(t testing.TB) string {
 	return dir
 }
 
+// ToolTemplate is a tokenizer_config.json whose chat template renders
+// tools and teaches Qwen's <tool_call> answer, as Qwen 2.5's does.
+const ToolTemplate = `{"chat_template": "{% if tools %}<tools>{% for t in tools %}{{ t | tojson }}{% endfor %}</tools> answer with <tool_call>{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}"}`
+
 // WriteOpenVINOModel makes a model folder the test library loads: the IR
 // file and a tokenizer_config.json with a chat template (without one GenAI,
-// and so npud, refuses chat).
+// and so npud, refuses chat) that renders tools.
 func WriteOpenVINOModel(t testing.TB, models, name string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(models, name), 0o755); err != nil {
@@ -61,7 +65,7 @@ func WriteOpenVINOModel(t testing.TB, models, name string) {
 	}
 	for file, content := range map[string]string{
 		"openvino_model.xml":    "<net/>",
-		"tokenizer_config.json": `{"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}`,
+		"tokenizer_config.json": ToolTemplate,
 	} {
 		if err := os.WriteFile(filepath.Join(models, name, file), []byte(content), 0o644); err != nil {
 			t.Fatal(err)

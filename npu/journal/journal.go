@@ -59,8 +59,8 @@ type Entry struct {
 	Text      string
 	Reasoning string // the model's reasoning (see npu.Event)
 	ToolCalls []npu.ToolCallDelta
-	Tokens    int    // the engine callbacks Text came from (see npu.Event)
-	Heartbeat bool   // from a Cursor only; never stored
+	Tokens    int  // the engine callbacks Text came from (see npu.Event)
+	Heartbeat bool // from a Cursor only; never stored
 	Done      bool
 	Result    npu.Result // with Done
 	Err       error      // the stream's failure; the last entry

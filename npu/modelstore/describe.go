@@ -76,19 +76,73 @@ func Describe(dir, name string) npu.ModelDetails {
 	if d.Quantization == "" {
 		d.Quantization = quantizationFromName(name)
 	}
-	d.Thinking = reasons(dir)
+	template := chatTemplateText(dir)
+	d.Thinking = strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
+	d.ToolFormat = toolFormat(template, cfg.ModelType)
+	d.Vision = hasVisionEncoder(dir)
 	return d
 }
 
-// reasons reports whether the model's chat template makes it reason: it
-// takes enable_thinking (Qwen3) or opens <think> itself (DeepSeek-R1).
-func reasons(dir string) bool {
+// toolFormat is how the model writes tool calls, from its chat template
+// (what it was taught to answer with) and then its architecture; "" when
+// the template renders no tools, since the model would never hear of them.
+func toolFormat(template, modelType string) string {
+	if !strings.Contains(template, "tools") {
+		return ""
+	}
+	switch {
+	case strings.Contains(template, "<tool_call>"):
+		return npu.ToolFormatHermes
+	case strings.Contains(template, "[TOOL_CALLS]"):
+		return npu.ToolFormatMistral
+	case strings.Contains(template, "<|python_tag|>") || strings.Contains(template, "ipython"):
+		return npu.ToolFormatLlama3
+	case strings.Contains(template, "<|tool_call|>") || strings.Contains(template, "functools") || strings.Contains(template, "<|tool|>"):
+		return npu.ToolFormatPhi4Mini
+	}
+	switch {
+	case strings.HasPrefix(modelType, "qwen"):
+		return npu.ToolFormatHermes
+	case strings.HasPrefix(modelType, "llama"):
+		return npu.ToolFormatLlama3
+	case strings.HasPrefix(modelType, "mistral"):
+		return npu.ToolFormatMistral
+	case strings.HasPrefix(modelType, "phi"):
+		return npu.ToolFormatPhi4Mini
+	}
+	return ""
+}
+
+// hasVisionEncoder: optimum-intel exports a vision-language model with
+// its image encoder beside the language model, which GenAI's VLM
+// pipeline needs.
+func hasVisionEncoder(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "openvino_vision_embeddings_model.xml"))
+	return err == nil
+}
+
+// chatTemplateText is the model's chat template text: tokenizer_config.json's
+// and chat_template.jinja's, for looking into (not rendering).
+func chatTemplateText(dir string) string {
 	var tc struct {
 		ChatTemplate json.RawMessage `json:"chat_template"`
 	}
 	template := ""
 	if readJSON(filepath.Join(dir, "tokenizer_config.json"), &tc) == nil {
-		template = string(tc.ChatTemplate)
+		// A string, or a list of named templates (default, tool_use): all
+		// of them, decoded, since escapes would hide the markers.
+		var one string
+		var named []struct {
+			Template string `json:"template"`
+		}
+		switch {
+		case json.Unmarshal(tc.ChatTemplate, &one) == nil:
+			template = one
+		case json.Unmarshal(tc.ChatTemplate, &named) == nil:
+			for _, n := range named {
+				template += n.Template
+			}
+		}
 	}
 	if f, err := os.Open(filepath.Join(dir, "chat_template.jinja")); err == nil {
 		b := make([]byte, maxConfigBytes)
@@ -96,7 +150,7 @@ func reasons(dir string) bool {
 		_ = f.Close()
 		template += string(b[:n])
 	}
-	return strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
+	return template
 }
 
 func readJSON(path string, into any) error {

@@ -217,7 +217,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
 	if len(msgs) > 0 {
-		if history, err = chatHistory(api, msgs, req.Think, req.ThinkLevel); err != nil {
+		if history, err = chatHistory(api, msgs, req); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.npud_ov_genai_chat_history_free(api, history)
@@ -417,25 +417,39 @@ func setStopStrings(api *C.npud_ov_api, cfg *C.ov_genai_generation_config, stops
 
 // chatHistory builds a ChatHistory from messages, each a properly escaped
 // JSON object.
-func chatHistory(api *C.npud_ov_api, msgs []npu.Message, think *bool, level string) (*C.ov_genai_chat_history, error) {
+func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request) (*C.ov_genai_chat_history, error) {
 	var h *C.ov_genai_chat_history
 	if st := C.npud_ov_genai_chat_history_create(api, &h); st != C.OV_GENAI_CHAT_HISTORY_OK {
 		return nil, fmt.Errorf("ov_genai_chat_history_create: status %d", int(st))
 	}
-	if think != nil {
+	if req.Think != nil {
 		// The chat template's own switch (Qwen3's enable_thinking), and the
 		// level for templates that take one.
-		extra := map[string]any{"enable_thinking": *think}
-		if level != "" {
-			extra["reasoning_effort"] = level
+		extra := map[string]any{"enable_thinking": *req.Think}
+		if req.ThinkLevel != "" {
+			extra["reasoning_effort"] = req.ThinkLevel
 		}
 		if err := setExtraContext(api, h, extra); err != nil {
 			C.npud_ov_genai_chat_history_free(api, h)
 			return nil, err
 		}
 	}
+	if len(req.Tools) > 0 {
+		// The template renders them, in the shape Hugging Face templates
+		// read: [{"type": "function", "function": {...}}].
+		b, err := json.Marshal(templateTools(req.Tools))
+		if err == nil {
+			err = withJSON(api, b, "ov_genai_chat_history_set_tools", func(js *C.ov_genai_json_container) C.ov_genai_chat_history_status_e {
+				return C.npud_ov_genai_chat_history_set_tools(api, h, js)
+			})
+		}
+		if err != nil {
+			C.npud_ov_genai_chat_history_free(api, h)
+			return nil, err
+		}
+	}
 	for i, m := range msgs {
-		b, err := json.Marshal(map[string]string{"role": m.Role, "content": m.Content})
+		b, err := json.Marshal(templateMessage(m))
 		if err != nil {
 			C.npud_ov_genai_chat_history_free(api, h)
 			return nil, fmt.Errorf("encoding message %d: %w", i, err)
@@ -446,6 +460,52 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, think *bool, level stri
 		}
 	}
 	return h, nil
+}
+
+// templateTools are tools as chat templates expect them.
+func templateTools(tools []npu.Tool) []map[string]any {
+	out := make([]map[string]any, len(tools))
+	for i, t := range tools {
+		fn := map[string]any{"name": t.Name, "description": t.Description}
+		if len(t.Parameters) > 0 {
+			fn["parameters"] = t.Parameters
+		} else {
+			fn["parameters"] = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		out[i] = map[string]any{"type": "function", "function": fn}
+	}
+	return out
+}
+
+// templateMessage is a message as chat templates read it: an assistant's
+// calls with their arguments as an object (templates apply tojson to
+// them; a string would come out quoted), a tool result with the id and
+// name of the call it answers.
+func templateMessage(m npu.Message) map[string]any {
+	out := map[string]any{"role": m.Role, "content": m.Content}
+	if len(m.ToolCalls) > 0 {
+		calls := make([]map[string]any, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			var args any = c.Arguments
+			var obj map[string]any
+			if json.Unmarshal([]byte(c.Arguments), &obj) == nil {
+				args = obj
+			}
+			call := map[string]any{"type": "function", "function": map[string]any{"name": c.Name, "arguments": args}}
+			if c.ID != "" {
+				call["id"] = c.ID
+			}
+			calls[i] = call
+		}
+		out["tool_calls"] = calls
+	}
+	if m.ToolCallID != "" {
+		out["tool_call_id"] = m.ToolCallID
+	}
+	if m.ToolName != "" {
+		out["name"] = m.ToolName
+	}
+	return out
 }
 
 // setExtraContext gives the chat template extra variables.

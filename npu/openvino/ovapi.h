@@ -63,6 +63,7 @@
     X(GENAI, ov_genai_chat_history_free) \
     X(GENAI, ov_genai_chat_history_push_back) \
     X(GENAI, ov_genai_chat_history_set_extra_context) \
+    X(GENAI, ov_genai_chat_history_set_tools) \
     X(GENAI, ov_genai_json_container_create_from_json_string) \
     X(GENAI, ov_genai_json_container_free)
 
@@ -213,6 +214,9 @@ static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_push_bac
 static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_set_extra_context(const npud_ov_api* api, ov_genai_chat_history* history, const ov_genai_json_container* extra_context) {
     return api->ov_genai_chat_history_set_extra_context(history, extra_context);
 }
+static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_set_tools(const npud_ov_api* api, ov_genai_chat_history* history, const ov_genai_json_container* tools) {
+    return api->ov_genai_chat_history_set_tools(history, tools);
+}
 static inline ov_genai_json_container_status_e npud_ov_genai_json_container_create_from_json_string(const npud_ov_api* api, ov_genai_json_container** container, const char* json_str) {
     return api->ov_genai_json_container_create_from_json_string(container, json_str);
 }
@@ -303,6 +307,8 @@ typedef void npud_sig_ov_genai_chat_history_free(ov_genai_chat_history* history)
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_free), npud_sig_ov_genai_chat_history_free), "ov_genai_chat_history_free: npud calls it with another signature than the header declares");
 typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_set_extra_context(ov_genai_chat_history* history, const ov_genai_json_container* extra_context);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_set_extra_context), npud_sig_ov_genai_chat_history_set_extra_context), "ov_genai_chat_history_set_extra_context: npud calls it with another signature than the header declares");
+typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_set_tools(ov_genai_chat_history* history, const ov_genai_json_container* tools);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_set_tools), npud_sig_ov_genai_chat_history_set_tools), "ov_genai_chat_history_set_tools: npud calls it with another signature than the header declares");
 typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_push_back(ov_genai_chat_history* history, const ov_genai_json_container* message);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_push_back), npud_sig_ov_genai_chat_history_push_back), "ov_genai_chat_history_push_back: npud calls it with another signature than the header declares");
 typedef ov_genai_json_container_status_e npud_sig_ov_genai_json_container_create_from_json_string(ov_genai_json_container** container, const char* json_str);

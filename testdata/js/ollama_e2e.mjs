@@ -77,7 +77,46 @@ async function chatThinking() {
   return { text, thinking }
 }
 
-const scenarios = { chatStream, generateWhole, abortMidStream, midStreamError, chatThinking }
+// An agent loop: the model calls a tool (message.tool_calls, arguments an
+// object), the tool's result goes back as a tool message, the model answers.
+async function chatToolLoop() {
+  const tools = [{
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  }]
+  const messages = [{ role: 'user', content: 'What is the weather in Oslo?' }]
+  const calls = []
+  let answer = ''
+  let rounds = 0
+  let doneReason = ''
+  while (rounds < 4) {
+    rounds++
+    const stream = await ollama.chat({ model: 'sim', messages, tools, stream: true, think: false, options: { seed: 3 } })
+    let content = ''
+    const made = []
+    for await (const part of stream) {
+      content += part.message.content
+      made.push(...(part.message.tool_calls ?? []))
+      if (part.done) doneReason = part.done_reason
+    }
+    if (made.length === 0) {
+      answer = content
+      break
+    }
+    messages.push({ role: 'assistant', content, tool_calls: made })
+    for (const call of made) {
+      calls.push(call.function)
+      messages.push({ role: 'tool', tool_name: call.function.name, content: `sunny in ${call.function.arguments.city}` })
+    }
+  }
+  return { calls, answer, rounds, doneReason }
+}
+
+const scenarios = { chatStream, generateWhole, abortMidStream, midStreamError, chatThinking, chatToolLoop }
 const run = scenarios[scenario]
 if (!run) {
   console.error(`unknown scenario ${scenario}`)

@@ -208,6 +208,7 @@ void ov_genai_json_container_free(ov_genai_json_container* container) {
 struct ov_genai_chat_history_opaque {
     char* text;  /* the messages' JSON, one per line: what the test model reads */
     char* extra; /* the extra context's JSON (enable_thinking), or NULL */
+    char* tools; /* the tools' JSON array, or NULL */
 };
 
 ov_genai_chat_history_status_e ov_genai_chat_history_create(ov_genai_chat_history** history) {
@@ -221,6 +222,7 @@ ov_genai_chat_history_status_e ov_genai_chat_history_create(ov_genai_chat_histor
 void ov_genai_chat_history_free(ov_genai_chat_history* history) {
     if (!history) return;
     free(history->extra);
+    free(history->tools);
     free(history->text);
     free(history);
     ovtest_object_freed();
@@ -249,7 +251,22 @@ ov_genai_chat_history_status_e ov_genai_chat_history_set_extra_context(ov_genai_
     return OV_GENAI_CHAT_HISTORY_OK;
 }
 
+/* The tools go to the chat template as its `tools` variable; GenAI
+ * takes only an array (src/c/src/chat_history.cpp), and a template that
+ * never mentions tools ignores them silently. */
+ov_genai_chat_history_status_e ov_genai_chat_history_set_tools(ov_genai_chat_history* history,
+                                                               const ov_genai_json_container* tools) {
+    if (!history || !tools) return OV_GENAI_CHAT_HISTORY_INVALID_PARAM;
+    if (tools->json[0] != '[') return OV_GENAI_CHAT_HISTORY_INVALID_JSON;
+    free(history->tools);
+    history->tools = strdup(tools->json);
+    return OV_GENAI_CHAT_HISTORY_OK;
+}
+
 /* ---- pipeline ---- */
+
+/* How a model writes a tool call, as its chat template taught it. */
+enum tool_format { TOOLS_NONE, TOOLS_HERMES, TOOLS_LLAMA3, TOOLS_MISTRAL, TOOLS_PHI4 };
 
 /* How the last generate fed the pipeline: GenAI's stateful (NPU) pipeline
  * remembers it and refuses to switch until finish_chat
@@ -263,6 +280,7 @@ struct ov_genai_llm_pipeline_opaque {
     atomic_int busy;
     int has_chat_template;
     int thinks; /* its template takes enable_thinking (Qwen3): it reasons unless told not to */
+    enum tool_format tool_format; /* how its template taught it to call tools; TOOLS_NONE: it renders none */
     enum input_kind chat_input; /* INPUT_NONE outside a chat */
     size_t min_response_len;
     char* cached_history; /* the history whose KV cache the stateful pipeline holds */
@@ -300,6 +318,35 @@ static int folder_template_thinks(const char* dir) {
     fclose(f);
     buf[n] = 0;
     return strstr(buf, "enable_thinking") != NULL;
+}
+
+/* read_head reads the start of a file into buf (NUL-terminated). */
+static size_t read_head(const char* path, char* buf, size_t size) {
+    FILE* f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, size - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return n;
+}
+
+/* folder_tool_format: the template renders tools, in one family's way
+ * (what npu/modelstore detects the same way). */
+static enum tool_format folder_tool_format(const char* dir) {
+    static const char* const files[] = {"tokenizer_config.json", "chat_template.jinja"};
+    char path[4096];
+    char* buf = malloc(65536);
+    enum tool_format found = TOOLS_NONE;
+    for (size_t i = 0; i < 2 && found == TOOLS_NONE; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (!read_head(path, buf, 65536) || !strstr(buf, "tools")) continue;
+        if (strstr(buf, "<tool_call>")) found = TOOLS_HERMES;
+        else if (strstr(buf, "[TOOL_CALLS]")) found = TOOLS_MISTRAL;
+        else if (strstr(buf, "<|python_tag|>")) found = TOOLS_LLAMA3;
+        else if (strstr(buf, "<|tool_call|>")) found = TOOLS_PHI4;
+    }
+    free(buf);
+    return found;
 }
 
 /* A model folder has a chat template when its tokenizer_config.json or
@@ -403,6 +450,7 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
     (*pipe)->min_response_len = min_response_len;
     (*pipe)->has_chat_template = folder_has_chat_template(models_path);
     (*pipe)->thinks = folder_template_thinks(models_path);
+    (*pipe)->tool_format = folder_tool_format(models_path);
     (*pipe)->load_ms = (float)(now_ms() - start);
     ovtest_object_created();
     return OK;
@@ -583,6 +631,8 @@ struct run {
     struct tokens tokens;
     struct tokens thoughts; /* the reasoning's words */
     int think;              /* tokens of the <think> block still to come */
+    const char* script;     /* a tool call to write instead of words, or NULL */
+    size_t script_at;
     size_t length;
     long delay_us;
     /* out */
@@ -607,6 +657,12 @@ static void run_token(struct run* r, char* buf) {
         else if (step <= THINK_WORDS) next_token(&r->thoughts, buf);
         else if (step == THINK_WORDS + 1) snprintf(buf, MAX_TOKEN, "\n</think>");
         else snprintf(buf, MAX_TOKEN, "\n\n");
+        return;
+    }
+    if (r->script) {
+        /* JSON comes out of a tokenizer in short pieces. */
+        snprintf(buf, MAX_TOKEN, "%.3s", r->script + r->script_at);
+        r->script_at += strlen(buf);
         return;
     }
     next_token(&r->tokens, buf);
@@ -716,8 +772,8 @@ static int run_batching(struct run* r) {
 }
 
 static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input, int is_history, int think,
-                                 const ov_genai_generation_config* config, const streamer_callback* streamer,
-                                 ov_genai_decoded_results** results) {
+                                 const char* script, const ov_genai_generation_config* config,
+                                 const streamer_callback* streamer, ov_genai_decoded_results** results) {
     if (!pipe || !input || (!streamer && !results) || (streamer && !streamer->callback_func)) return INVALID_C_PARAM;
     if (atomic_exchange(&pipe->busy, 1)) {
         fprintf(stderr, "ovtest: concurrent generate on one pipeline\n");
@@ -761,7 +817,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
     if (strstr(input, "OVTEST_HANG_PREFILL")) hang_forever(); /* prefill has no callback to cancel from */
     const char* delay = getenv("OVTEST_TOKEN_DELAY_US");
     uint64_t seed = fnv1a(input, 1469598103934665603ULL) ^ (uint64_t)config->rng_seed;
-    size_t natural = 16 + (size_t)(seed % 17);
+    size_t natural = script ? (strlen(script) + 2) / 3 : 16 + (size_t)(seed % 17);
     struct text_streamer ts = {.cb = streamer, .caller = pthread_self(), .fault = fault_in(input)};
     struct run r = {
         .pipe = pipe,
@@ -769,6 +825,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         .tokens = {.seed = seed},
         .thoughts = {.seed = seed ^ 0x5bd1e995ULL},
         .think = think ? THINK_TOKENS : 0,
+        .script = script,
         .length = natural + (think ? THINK_TOKENS : 0) < config->max_new_tokens ? natural + (think ? THINK_TOKENS : 0)
                                                                                : config->max_new_tokens,
         .delay_us = delay ? atol(delay) : 0,
@@ -830,7 +887,7 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const ch
     if (pipe && !latch(pipe, INPUT_STRING)) return UNKNOW_EXCEPTION; /* "switching between input types" */
     /* A string is templated too (apply_chat_template defaults to true), with
      * the template's default: a thinking model thinks. */
-    return generate_text(pipe, inputs, 0, pipe && pipe->thinks, config, streamer, results);
+    return generate_text(pipe, inputs, 0, pipe && pipe->thinks, NULL, config, streamer, results);
 }
 
 ov_status_e ov_genai_llm_pipeline_start_chat(ov_genai_llm_pipeline* pipe) {
@@ -847,6 +904,55 @@ ov_status_e ov_genai_llm_pipeline_finish_chat(ov_genai_llm_pipeline* pipe) {
     return OK;
 }
 
+/* json_string_after copies the JSON string that follows key in s (its
+ * raw, still escaped text), or returns NULL. */
+static char* json_string_after(const char* s, const char* key) {
+    const char* at = strstr(s, key);
+    if (!at) return NULL;
+    at += strlen(key);
+    const char* end = at;
+    while (*end && *end != '"') end += *end == '\\' && end[1] ? 2 : 1;
+    if (!*end) return NULL;
+    size_t n = (size_t)(end - at);
+    char* out = malloc(n + 1); /* no strndup on Windows */
+    memcpy(out, at, n);
+    out[n] = 0;
+    return out;
+}
+
+/* tool_call_for is the test model's answer when its template rendered
+ * tools and the conversation does not end with a tool's result: a call of
+ * the first tool, with its first required argument, written as the
+ * model's family writes it after GenAI's detokenizer dropped the special
+ * tokens ([TOOL_CALLS], <|python_tag|>, <|tool_call|>). NULL: no call. */
+static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history) {
+    if (!history->tools || pipe->tool_format == TOOLS_NONE) return NULL;
+    const char* last = history->text;
+    for (const char* nl = strchr(last, '\n'); nl && nl[1]; nl = strchr(last, '\n')) last = nl + 1;
+    if (strstr(last, "\"role\":\"tool\"")) return NULL; /* it answers with the result */
+    char* name = json_string_after(history->tools, "\"name\":\"");
+    if (!name) return NULL;
+    char* required = json_string_after(history->tools, "\"required\":[\"");
+    char args[512];
+    if (required) snprintf(args, sizeof args, "{\"%s\": \"ovtest\"}", required);
+    else snprintf(args, sizeof args, "{}");
+    char* out = malloc(strlen(name) + strlen(args) + 64);
+    switch (pipe->tool_format) {
+    case TOOLS_HERMES:
+        sprintf(out, "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>", name, args);
+        break;
+    case TOOLS_LLAMA3:
+        sprintf(out, "{\"name\": \"%s\", \"parameters\": %s}", name, args);
+        break;
+    default: /* Mistral, Phi-4-mini: a list */
+        sprintf(out, "[{\"name\": \"%s\", \"arguments\": %s}]", name, args);
+        break;
+    }
+    free(name);
+    free(required);
+    return out;
+}
+
 ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* pipe,
                                                         const ov_genai_chat_history* history,
                                                         const ov_genai_generation_config* config,
@@ -858,7 +964,10 @@ ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* p
     if (!history->text[0]) return UNKNOW_EXCEPTION; /* asserts a non-empty history */
     if (!pipe->has_chat_template) return UNKNOW_EXCEPTION; /* asserts the chat template is not empty */
     int think = pipe->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
-    return generate_text(pipe, history->text, 1, think, config, streamer, results);
+    char* call = tool_call_for(pipe, history);
+    ov_status_e st = generate_text(pipe, history->text, 1, think, call, config, streamer, results);
+    free(call);
+    return st;
 }
 
 void ov_genai_decoded_results_free(ov_genai_decoded_results* results) {
