@@ -61,6 +61,10 @@ type Config struct {
 	AffinityMaxWait      time.Duration     // after this long a request is never passed over
 	AffinityLinger       time.Duration     // how long a freed engine waits for a conversation's next turn
 	MaxEmbedInputs       int               // inputs of one embedding request
+	MaxImages            int               // images one request may carry
+	MaxImageBytes        int64             // largest image file
+	MaxImagePixels       int64             // largest image, width × height
+	AllowImageURLs       bool              // fetch http(s) image_url addresses
 	ResumeWindow         time.Duration     // how long a stream's events stay for resumes and repeated starts
 	ResumeMaxBytes       int               // text kept per stream for resumes
 	WSMaxRequests        int               // generations at once per WebSocket connection
@@ -259,7 +263,7 @@ func (c *Config) options(ls *layers) []option {
 		{"token-timeout", "longest the engine may go without a token before the stream fails", dur(&c.TokenTimeout, 180*time.Second)},
 		{"request-timeout", "default generation deadline; the stream then finishes with finish_reason length (0 = none)", dur(&c.RequestTimeout, 0)},
 		{"max-pending-bytes", "unread output a stream may hold for a slow client before it fails", num(&c.MaxPendingBytes, 1<<20)},
-		{"max-body-bytes", "largest request body accepted", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 4<<20, u) }},
+		{"max-body-bytes", "largest request body accepted (images come base64 in it)", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 16<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
 		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for Idempotency-Key repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
 		{"resume-max-bytes", "text kept per stream for resumes; a client further behind gets resume_expired", num(&c.ResumeMaxBytes, 1<<20)},
@@ -279,6 +283,10 @@ func (c *Config) options(ls *layers) []option {
 			return nil
 		})},
 		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
+		{"max-images", "images one request may carry, for vision models; more are a 400", num(&c.MaxImages, 4)},
+		{"max-image-bytes", "largest image file (JPEG or PNG); larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageBytes, n, 8<<20, u) }},
+		{"max-image-pixels", "largest image, width × height; checked before decoding, larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImagePixels, n, 4096*4096, u) }},
+		{"allow-image-urls", "fetch http(s) image_url addresses (off: only data URLs; npud would otherwise reach any address a client names)", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.AllowImageURLs, n, false, u) }},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues its model's cached conversation (only its new tokens are prefilled); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
 		{"affinity-max-wait", "after waiting this long a request is never passed over", dur(&c.AffinityMaxWait, 30*time.Second)},
@@ -417,6 +425,9 @@ func (c Config) Validate() error {
 		"--npu-generate-hint must be FAST_COMPILE or BEST_PERF, got %q", c.NPUGenerateHint)
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxEmbedInputs > 0, "--max-embed-inputs must be positive, got %d", c.MaxEmbedInputs)
+	check(c.MaxImages >= 0, "--max-images must be 0 or more, got %d", c.MaxImages)
+	check(c.MaxImageBytes > 0, "--max-image-bytes must be positive, got %d", c.MaxImageBytes)
+	check(c.MaxImagePixels > 0, "--max-image-pixels must be positive, got %d", c.MaxImagePixels)
 	check(c.AffinityMaxOvertakes >= 0 && c.AffinityMaxWait >= 0 && c.AffinityLinger >= 0, "--affinity-max-overtakes, --affinity-max-wait and --affinity-linger must be 0 or more")
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)

@@ -254,6 +254,10 @@ func examineModels(dir string, r *doctorReport) bool {
 		folder := filepath.Join(dir, e.Name())
 		var missing []string
 		for _, f := range modelFiles {
+			if modelstore.HasVisionEncoder(folder) && strings.HasPrefix(f.file, "openvino_model.") {
+				// A vision-language model: its language model has another name.
+				f.file = strings.Replace(f.file, "openvino_model.", "openvino_language_model.", 1)
+			}
 			if _, err := os.Stat(filepath.Join(folder, f.file)); err != nil {
 				missing = append(missing, f.file+" ("+f.what+")")
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/npud/npud/npu/worker"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
 	"github.com/npud/npud/wsapi"
@@ -282,7 +283,10 @@ func (s *Server) routes() http.Handler {
 	r.GET(console.Path+"*file", ui)
 	r.HEAD(console.Path+"*file", ui)
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
+	images := imagein.Limits{MaxImages: s.cfg.MaxImages, MaxBytes: s.cfg.MaxImageBytes, MaxPixels: s.cfg.MaxImagePixels,
+		AllowURLs: s.cfg.AllowImageURLs}
 	s.openai = openaiapi.New(s.runner, openaiapi.Config{
+		Images:         images,
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
 		Journal: journal.Config{
@@ -293,6 +297,7 @@ func (s *Server) routes() http.Handler {
 	}, s.log)
 	s.openai.Register(r)
 	s.ws = wsapi.New(s.runner, s.openai.Journals(), wsapi.Config{
+		Images:         images,
 		MaxRequests:    s.cfg.WSMaxRequests,
 		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
 		PingInterval:   s.cfg.Heartbeat,
@@ -307,6 +312,7 @@ func (s *Server) routes() http.Handler {
 	}, s.log)
 	s.ws.Register(r)
 	s.ollama = ollamaapi.New(s.runner, ollamaapi.Config{
+		Images:         images,
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
 		Version:        Version,

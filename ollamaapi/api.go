@@ -6,6 +6,7 @@ package ollamaapi
 
 import (
 	"context"
+	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/route"
 	"log/slog"
 	"net/http"
@@ -22,6 +23,8 @@ const CompatVersion = "0.17.4"
 
 // Config holds the API's settings.
 type Config struct {
+	// Images bounds the images of a request (for vision models).
+	Images imagein.Limits
 	// DefaultTimeout bounds generation time; 0 = none.
 	DefaultTimeout time.Duration
 	// WriteTimeout bounds each write to a client; 0 = none.

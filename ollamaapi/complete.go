@@ -171,6 +171,14 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		// Ollama keeps a chat inside num_ctx by dropping its oldest turns.
 		engineReq.DropOldestTurns = true
 	}
+	if len(req.Images) > 0 && ep == chatEndpoint {
+		a.fail(c.Writer, info, badRequest("images go with a message on /api/chat: messages[].images"))
+		return
+	}
+	if apiErr := req.decodeImages(a.cfg.Images, ep, engineReq); apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
 	// The engine's own limits, shared with the OpenAI API.
 	if err := engineReq.Validate(); err != nil {
 		a.fail(c.Writer, info, optionError(err))

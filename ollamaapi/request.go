@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -192,8 +193,6 @@ func (r *request) checkUnsupported(model string) *Error {
 		return badRequest("%q is not supported by model %q: %s", field, model, why)
 	}
 	switch {
-	case len(r.Images) > 0:
-		return refuse("images", "it takes no images")
 	case isSet(r.Format):
 		return refuse("format", "structured output is not available")
 	case r.Suffix != "":
@@ -207,8 +206,8 @@ func (r *request) checkUnsupported(model string) *Error {
 	}
 	for i, m := range r.Messages {
 		switch {
-		case len(m.Images) > 0:
-			return refuse(fmt.Sprintf("messages[%d].images", i), "it takes no images")
+		case len(m.Images) > 0 && m.Role != "user":
+			return badRequest("messages[%d].images: only user messages carry images", i)
 		case len(m.ToolCalls) > 0 && m.Role != "assistant":
 			return badRequest("messages[%d].tool_calls: only assistant messages make tool calls", i)
 		case m.Role != "system" && m.Role != "user" && m.Role != "assistant" && m.Role != "tool":
@@ -348,6 +347,53 @@ func applyOption(key string, raw json.RawMessage, out *npu.Request, info npu.Mod
 		if st == "" {
 			return badRequest("option \"stop\"[%d] is empty: stop strings must not be empty", i)
 		}
+	}
+	return nil
+}
+
+// decodeImages reads the base64 images of a generate request (into its
+// one user message) or of a chat's messages into out, within limits.
+func (r *request) decodeImages(limits imagein.Limits, ep endpoint, out *npu.Request) *Error {
+	n := len(r.Images)
+	for _, m := range r.Messages {
+		n += len(m.Images)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := limits.CheckCount(n); err != nil {
+		return badRequest("%v", err)
+	}
+	decode := func(field string, images []string) ([]npu.Image, *Error) {
+		var out []npu.Image
+		for j, b64 := range images {
+			img, err := limits.FromBase64(b64)
+			if err != nil {
+				return nil, badRequest("%s[%d]: %v", field, j, err)
+			}
+			out = append(out, img)
+		}
+		return out, nil
+	}
+	if ep == generateEndpoint {
+		imgs, apiErr := decode("images", r.Images)
+		if apiErr != nil {
+			return apiErr
+		}
+		if out.Prompt != "" || len(out.Messages) == 0 {
+			out.Messages = []npu.Message{{Role: "user", Content: out.Prompt}}
+			out.Prompt = ""
+		}
+		last := &out.Messages[len(out.Messages)-1]
+		last.Images = imgs
+		return nil
+	}
+	for i, m := range r.Messages {
+		imgs, apiErr := decode(fmt.Sprintf("messages[%d].images", i), m.Images)
+		if apiErr != nil {
+			return apiErr
+		}
+		out.Messages[i].Images = imgs
 	}
 	return nil
 }

@@ -1,9 +1,13 @@
 package ollamaapi_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"image"
+	"image/png"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/ollama/ollama/api"
@@ -71,4 +75,33 @@ func TestOllamaGoClientToolLoop(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, show.Capabilities, model.CapabilityTools)
 	assert.NotContains(t, show.Capabilities, model.CapabilityEmbedding)
+}
+
+// Issue 16: Ollama's images (base64) through the Go client reach the model
+// as decoded pictures, on chat and generate.
+func TestOllamaGoClientImages(t *testing.T) {
+	f := newClientFixture(t, nil, nil)
+	ctx := testContext(t)
+	img := image.NewGray(image.Rect(0, 0, 3, 2))
+	var b bytes.Buffer
+	require.NoError(t, png.Encode(&b, img))
+	stream := false
+	var chat api.ChatResponse
+	require.NoError(t, f.client.Chat(ctx, &api.ChatRequest{Model: "sim", Stream: &stream,
+		Messages: []api.Message{{Role: "user", Content: "what is this?", Images: []api.ImageData{b.Bytes()}}}},
+		func(r api.ChatResponse) error { chat = r; return nil }))
+	assert.True(t, strings.HasPrefix(chat.Message.Content, "I see an image of 3x2 pixels."), chat.Message.Content)
+
+	var gen api.GenerateResponse
+	require.NoError(t, f.client.Generate(ctx, &api.GenerateRequest{Model: "sim", Stream: &stream, Prompt: "and this?",
+		Images: []api.ImageData{b.Bytes(), b.Bytes()}}, func(r api.GenerateResponse) error { gen = r; return nil }))
+	assert.True(t, strings.HasPrefix(gen.Response, "I see 2 images of 3x2, 3x2 pixels."), gen.Response)
+
+	err := f.client.Chat(ctx, &api.ChatRequest{Model: "sim", Stream: &stream,
+		Messages: []api.Message{{Role: "user", Content: "x", Images: []api.ImageData{[]byte("GIF89a")}}}},
+		func(api.ChatResponse) error { return nil })
+	var statusErr api.StatusError
+	require.ErrorAs(t, err, &statusErr)
+	assert.Equal(t, http.StatusBadRequest, statusErr.StatusCode)
+	assert.Contains(t, statusErr.ErrorMessage, "messages[0].images[0]")
 }

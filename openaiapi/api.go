@@ -7,6 +7,7 @@ package openaiapi
 import (
 	"context"
 	"fmt"
+	"github.com/npud/npud/wire/imagein"
 	"log/slog"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 
 // Config holds the API's settings.
 type Config struct {
+	// Images bounds the images of a request (for vision models).
+	Images imagein.Limits
 	// DefaultTimeout bounds generation time when a request has no
 	// timeout_ms; 0 = none.
 	DefaultTimeout time.Duration

@@ -17,6 +17,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
@@ -70,6 +71,10 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	info.Model = req.Model
 	engineReq, apiErr := req.toEngineRequest(ep, a.cfg.DefaultTimeout)
 	if apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	if apiErr := req.decodeImages(ctx, a.cfg.Images, engineReq); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
@@ -381,7 +386,7 @@ type ChatStart struct {
 
 // ParseChatStart decodes raw (the fields of a chat completion request;
 // others are ignored) and validates it. It always streams.
-func ParseChatStart(raw []byte, defaultTimeout time.Duration) (ChatStart, *Error) {
+func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits) (ChatStart, *Error) {
 	var req request
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&req); err != nil {
 		return ChatStart{}, invalid("", "invalid_message", "start: %v", err)
@@ -389,6 +394,9 @@ func ParseChatStart(raw []byte, defaultTimeout time.Duration) (ChatStart, *Error
 	req.Stream = true
 	engineReq, apiErr := req.toEngineRequest(chatEndpoint, defaultTimeout)
 	if apiErr != nil {
+		return ChatStart{}, apiErr
+	}
+	if apiErr := req.decodeImages(ctx, images, engineReq); apiErr != nil {
 		return ChatStart{}, apiErr
 	}
 	return ChatStart{Request: engineReq, Model: req.Model, Fingerprint: req.fingerprint(), Resumable: req.Resumable}, nil

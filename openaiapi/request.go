@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -165,11 +167,13 @@ func (req *request) tools(out *npu.Request) *Error {
 	return nil
 }
 
-// contentText is a message's content: a string, null, or an array of parts.
-// Only text parts are supported; others are recorded so validate can name them.
+// contentText is a message's content: a string, null, or an array of
+// parts: text and image_url parts are taken; others are recorded so
+// validate can name them.
 type contentText struct {
 	Text          string
-	NonTextPart   string // type of the first non-text part, if any
+	ImageURLs     []string // the image_url parts' URLs, in order
+	NonTextPart   string   // type of the first part of another kind, if any
 	present, null bool
 }
 
@@ -183,21 +187,25 @@ func (c *contentText) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &c.Text)
 	case len(b) > 0 && b[0] == '[':
 		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			ImageURL *struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
 		}
 		if err := json.Unmarshal(b, &parts); err != nil {
 			return err
 		}
 		var buf bytes.Buffer
 		for _, p := range parts {
-			if p.Type != "text" {
-				if c.NonTextPart == "" {
-					c.NonTextPart = p.Type
-				}
-				continue
+			switch {
+			case p.Type == "text":
+				buf.WriteString(p.Text)
+			case p.Type == "image_url" && p.ImageURL != nil && p.ImageURL.URL != "":
+				c.ImageURLs = append(c.ImageURLs, p.ImageURL.URL)
+			case c.NonTextPart == "":
+				c.NonTextPart = p.Type
 			}
-			buf.WriteString(p.Text)
 		}
 		c.Text = buf.String()
 		return nil
@@ -324,7 +332,9 @@ func (req *request) chatMessages() ([]npu.Message, *Error) {
 				"%s.role %q is not supported: use system, developer, user, assistant or tool", param, reqinfo.Clip(m.Role))
 		case m.Content.NonTextPart != "":
 			return nil, invalid(param+".content", "unsupported_content",
-				"%s.content has a %q part: only text parts are supported", param, m.Content.NonTextPart)
+				"%s.content has a %q part: only text and image_url parts are supported", param, reqinfo.Clip(m.Content.NonTextPart))
+		case len(m.Content.ImageURLs) > 0 && m.Role != "user":
+			return nil, invalid(param+".content", "invalid_value", "%s.content: only user messages carry images", param)
 		case (!m.Content.present || m.Content.null) && m.Role != "assistant":
 			return nil, invalid(param+".content", "missing_required_parameter", "%s.content is required", param)
 		case len(m.ToolCalls) > 0 && m.Role != "assistant":
@@ -358,6 +368,31 @@ func (req *request) chatMessages() ([]npu.Message, *Error) {
 		out[i] = msg
 	}
 	return out, nil
+}
+
+// decodeImages reads the image_url parts of the messages into out's
+// messages (already built from them), within limits.
+func (req *request) decodeImages(ctx context.Context, limits imagein.Limits, out *npu.Request) *Error {
+	n := 0
+	for _, m := range req.Messages {
+		n += len(m.Content.ImageURLs)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := limits.CheckCount(n); err != nil {
+		return invalid("messages", "invalid_value", "%v", err)
+	}
+	for i, m := range req.Messages {
+		for j, url := range m.Content.ImageURLs {
+			img, err := limits.FromURL(ctx, url)
+			if err != nil {
+				return invalid(fmt.Sprintf("messages[%d].content", i), "invalid_image", "messages[%d].content image %d: %v", i, j, err)
+			}
+			out.Messages[i].Images = append(out.Messages[i].Images, img)
+		}
+	}
+	return nil
 }
 
 // prompt returns the single prompt of a legacy completion request.

@@ -9,6 +9,7 @@ package wsapi
 
 import (
 	"context"
+	"github.com/npud/npud/wire/imagein"
 	"log/slog"
 	"sync"
 	"time"
@@ -38,8 +39,9 @@ type Refusal struct {
 
 // Config bounds the WebSocket endpoint.
 type Config struct {
-	MaxRequests int          // generations at once per connection
-	MaxMessage  func() int64 // largest client message, read per connection (a reload may change it)
+	Images      imagein.Limits // bounds the images of a start message
+	MaxRequests int            // generations at once per connection
+	MaxMessage  func() int64   // largest client message, read per connection (a reload may change it)
 	// Admit, when set, takes one request from the tenant's rate budget for
 	// each start message, or says why not.
 	Admit func(tenant string) *Refusal

@@ -267,7 +267,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 	}
-	start, apiErr := openaiapi.ParseChatStart(raw, rc.a.cfg.DefaultTimeout) // a WebSocket always streams
+	start, apiErr := openaiapi.ParseChatStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images) // a WebSocket always streams
 	if apiErr != nil {
 		return rc.fail(ctx, id, errorOf(apiErr))
 	}

@@ -198,7 +198,7 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 		return err
 	}
 	if !hasModel(files) {
-		return fmt.Errorf("repository %q has no openvino_model.xml: not an OpenVINO IR model", repo)
+		return fmt.Errorf("repository %q has no openvino_model.xml (nor a VLM's openvino_language_model.xml): not an OpenVINO IR model", repo)
 	}
 	partial := dest + ".partial"
 	for _, f := range files {
@@ -215,7 +215,7 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 
 func hasModel(files []entry) bool {
 	for _, f := range files {
-		if f.Path == "openvino_model.xml" {
+		if f.Path == "openvino_model.xml" || f.Path == "openvino_language_model.xml" { // an LLM, or a VLM
 			return true
 		}
 	}

@@ -224,3 +224,7 @@ func quantizationFromName(name string) string {
 	}
 	return "unknown"
 }
+
+// HasVisionEncoder reports whether the model folder dir holds a
+// vision-language model (GenAI's VLM pipeline loads it).
+func HasVisionEncoder(dir string) bool { return hasVisionEncoder(dir) }

@@ -52,8 +52,18 @@ func (s *Store) Dir() string { return s.dir }
 // Path is the folder of model name.
 func (s *Store) Path(name string) string { return filepath.Join(s.dir, name) }
 
+// ModelIR is the language model's IR in a model folder:
+// openvino_model.xml, or a vision-language model's
+// openvino_language_model.xml (optimum-intel's export of a VLM).
+func ModelIR(dir string) string {
+	if hasVisionEncoder(dir) {
+		return filepath.Join(dir, "openvino_language_model.xml")
+	}
+	return filepath.Join(dir, "openvino_model.xml")
+}
+
 // Scan lists the models: the subfolders that hold an OpenVINO IR model
-// (openvino_model.xml), sorted by name, never one still being written.
+// (see ModelIR), sorted by name, never one still being written.
 // contextLength is what each reports as its context.
 func (s *Store) Scan(contextLength int) ([]npu.ModelInfo, error) {
 	entries, err := os.ReadDir(s.dir)
@@ -65,7 +75,7 @@ func (s *Store) Scan(contextLength int) ([]npu.ModelInfo, error) {
 		if !e.IsDir() || ValidName(e.Name()) != nil {
 			continue // temporary folders and names no client could ask for
 		}
-		st, err := os.Stat(filepath.Join(s.dir, e.Name(), "openvino_model.xml"))
+		st, err := os.Stat(ModelIR(filepath.Join(s.dir, e.Name())))
 		if err != nil {
 			continue // not a model folder
 		}
@@ -171,7 +181,7 @@ func (s *Store) Copy(ctx context.Context, source, destination string) error {
 		}
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(s.Path(source), "openvino_model.xml")); err != nil {
+	if _, err := os.Stat(ModelIR(s.Path(source))); err != nil {
 		return fmt.Errorf("model %q: %w", source, npu.ErrModelNotFound)
 	}
 	s.mu.Lock()
@@ -211,7 +221,7 @@ func (s *Store) Delete(name string) error {
 	if busy {
 		return fmt.Errorf("model %q is being written by a pull or copy", name)
 	}
-	if _, err := os.Stat(filepath.Join(s.Path(name), "openvino_model.xml")); err != nil {
+	if _, err := os.Stat(ModelIR(s.Path(name))); err != nil {
 		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
 	}
 	if err := os.RemoveAll(s.Path(name)); err != nil {

@@ -33,13 +33,66 @@ static ov_status_e npud_pipeline_create(const npud_ov_api* api, const char* path
 	return INVALID_C_PARAM;
 }
 
+static ov_status_e npud_vlm_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
+                                            const char** v, size_t n, ov_genai_vlm_pipeline** pipe) {
+	__typeof__(ov_genai_vlm_pipeline_create)* create = api->ov_genai_vlm_pipeline_create;
+	switch (n) {
+	case 0: return create(path, device, 0, pipe);
+	case 1: return create(path, device, 2, pipe, k[0], v[0]);
+	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);
+	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);
+	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);
+	case 5: return create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4]);
+	case 6: return create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5]);
+	}
+	return INVALID_C_PARAM;
+}
+
+// A generation's results: an LLM pipeline's or a VLM pipeline's, which
+// have the same accessors under other names.
+typedef struct {
+	ov_genai_decoded_results* llm;
+	ov_genai_vlm_decoded_results* vlm;
+} npud_results;
+
+static ov_status_e npud_results_metrics(const npud_ov_api* api, npud_results r, ov_genai_perf_metrics** m) {
+	if (r.vlm) return api->ov_genai_vlm_decoded_results_get_perf_metrics(r.vlm, m);
+	return api->ov_genai_decoded_results_get_perf_metrics(r.llm, m);
+}
+
+static void npud_results_metrics_free(const npud_ov_api* api, npud_results r, ov_genai_perf_metrics* m) {
+	if (r.vlm) api->ov_genai_vlm_decoded_results_perf_metrics_free(m);
+	else api->ov_genai_decoded_results_perf_metrics_free(m);
+}
+
+static ov_status_e npud_results_string(const npud_ov_api* api, npud_results r, char* out, size_t* size) {
+	if (r.vlm) return api->ov_genai_vlm_decoded_results_get_string(r.vlm, out, size);
+	return api->ov_genai_decoded_results_get_string(r.llm, out, size);
+}
+
+static void npud_results_free(const npud_ov_api* api, npud_results r) {
+	if (r.vlm) api->ov_genai_vlm_decoded_results_free(r.vlm);
+	if (r.llm) api->ov_genai_decoded_results_free(r.llm);
+}
+
 // The streamer struct lives on this C frame for the whole synchronous call.
-static ov_status_e npud_generate(const npud_ov_api* api, ov_genai_llm_pipeline* pipe, const char* input,
-                                 const ov_genai_chat_history* history, const ov_genai_generation_config* config,
-                                 uintptr_t handle, ov_genai_decoded_results** results) {
+// A VLM pipeline (vlm set) takes the images' tensors.
+static ov_status_e npud_generate(const npud_ov_api* api, ov_genai_llm_pipeline* pipe, ov_genai_vlm_pipeline* vlm,
+                                 const char* input, const ov_genai_chat_history* history,
+                                 const ov_tensor_t** images, size_t num_images,
+                                 const ov_genai_generation_config* config, uintptr_t handle, npud_results* results) {
 	streamer_callback streamer = {npud_trampoline, (void*)handle};
-	if (history) return api->ov_genai_llm_pipeline_generate_with_history(pipe, history, config, &streamer, results);
-	return api->ov_genai_llm_pipeline_generate(pipe, input, config, &streamer, results);
+	if (vlm && history)
+		return api->ov_genai_vlm_pipeline_generate_with_history(vlm, history, images, num_images, config, &streamer, &results->vlm);
+	if (vlm) return api->ov_genai_vlm_pipeline_generate(vlm, input, images, num_images, config, &streamer, &results->vlm);
+	if (history) return api->ov_genai_llm_pipeline_generate_with_history(pipe, history, config, &streamer, &results->llm);
+	return api->ov_genai_llm_pipeline_generate(pipe, input, config, &streamer, &results->llm);
+}
+
+static ov_status_e npud_get_generation_config(const npud_ov_api* api, ov_genai_llm_pipeline* pipe,
+                                              ov_genai_vlm_pipeline* vlm, ov_genai_generation_config** config) {
+	if (vlm) return api->ov_genai_vlm_pipeline_get_generation_config(vlm, config);
+	return api->ov_genai_llm_pipeline_get_generation_config(pipe, config);
 }
 */
 import "C"
@@ -97,6 +150,7 @@ type property struct{ key, value string }
 type pipeline struct {
 	api    *C.npud_ov_api // the library the pipeline came from
 	ptr    *C.ov_genai_llm_pipeline
+	vlm    *C.ov_genai_vlm_pipeline // a vision-language model's pipeline instead of ptr
 	model  string
 	device string
 	busy   atomic.Bool // GenAI pipelines are not safe for concurrent generate
@@ -134,12 +188,25 @@ func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pip
 		defer C.free(unsafe.Pointer(vs[i]))
 		input += fmt.Sprintf(", %s=%s", p.key, p.value)
 	}
-	var ptr *C.ov_genai_llm_pipeline
+	p := &pipeline{api: api, model: dir, device: device, chatTemplate: modelstore.HasChatTemplate(dir), context: modelstore.ModelContext(dir)}
+	if modelstore.HasVisionEncoder(dir) {
+		// A vision-language model: GenAI's VLM pipeline, which the LLM
+		// pipeline cannot load (its language model has another file name).
+		if api.vision_missing != nil {
+			return nil, fmt.Errorf("model %q has a vision encoder, and the OpenVINO GenAI library lacks %s: vision models need GenAI 2026.3 or later",
+				filepath.Base(dir), C.GoString(api.vision_missing))
+		}
+		if err := check(api, "ov_genai_vlm_pipeline_create", input,
+			C.npud_vlm_pipeline_create(api, cdir, cdev, keys, vals, C.size_t(len(props)), &p.vlm)); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	if err := check(api, "ov_genai_llm_pipeline_create", input,
-		C.npud_pipeline_create(api, cdir, cdev, keys, vals, C.size_t(len(props)), &ptr)); err != nil {
+		C.npud_pipeline_create(api, cdir, cdev, keys, vals, C.size_t(len(props)), &p.ptr)); err != nil {
 		return nil, err
 	}
-	return &pipeline{api: api, ptr: ptr, model: dir, device: device, chatTemplate: modelstore.HasChatTemplate(dir), context: modelstore.ModelContext(dir)}, nil
+	return p, nil
 }
 
 // free releases the native pipeline. GenAI frees whatever the pipeline is
@@ -149,6 +216,11 @@ func (p *pipeline) free() error {
 	api := p.api
 	if !p.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
+	}
+	if p.vlm != nil {
+		C.npud_ov_genai_vlm_pipeline_free(api, p.vlm)
+		p.vlm = nil
+		return nil
 	}
 	C.npud_ov_genai_llm_pipeline_free(api, p.ptr)
 	p.ptr = nil
@@ -226,16 +298,27 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		defer C.free(unsafe.Pointer(input))
 	}
 
+	var images imageTensors
+	if p.vlm != nil {
+		if images, err = newImageTensors(api, msgs); err != nil {
+			return npu.Result{}, err
+		}
+		defer images.free(api)
+	} else if hasImages(msgs) {
+		return npu.Result{}, &npu.InvalidRequestError{Param: "images", Message: fmt.Sprintf(
+			"model %q does not support images: its folder holds no vision encoder", filepath.Base(p.model))}
+	}
+
 	state := &streamState{sink: sink}
 	handle := cgo.NewHandle(state)
 	defer handle.Delete() // owned by this call; the native call has returned by then
 
-	var results *C.ov_genai_decoded_results
+	var results C.npud_results
 	start := time.Now()
-	status := C.npud_generate(api, p.ptr, input, history, config, C.uintptr_t(handle), &results)
+	status := C.npud_generate(api, p.ptr, p.vlm, input, history, images.list(), C.size_t(images.n), config, C.uintptr_t(handle), &results)
 	elapsed := time.Since(start)
 	if status == C.OK {
-		defer C.npud_ov_genai_decoded_results_free(api, results)
+		defer C.npud_results_free(api, results)
 	}
 	if v := state.panicked.Load(); v != nil {
 		return npu.Result{}, fmt.Errorf("the stream callback panicked, so the generation was cancelled: %w: %v", npu.ErrPanic, v)
@@ -276,9 +359,9 @@ func deliveredTokens(generated, sentBytes, totalBytes int) int {
 
 // generatedBytes is the length of the text GenAI generated (every token's,
 // streamed or not), -1 when it cannot say.
-func generatedBytes(api *C.npud_ov_api, results *C.ov_genai_decoded_results) int {
+func generatedBytes(api *C.npud_ov_api, results C.npud_results) int {
 	var size C.size_t
-	if C.npud_ov_genai_decoded_results_get_string(api, results, nil, &size) != C.OK || size == 0 {
+	if C.npud_results_string(api, results, nil, &size) != C.OK || size == 0 {
 		return -1
 	}
 	return int(size) - 1 // the size counts the terminating NUL
@@ -327,7 +410,7 @@ func (p *pipeline) config(req *npu.Request, maxNewCap int) (*C.ov_genai_generati
 	api := p.api
 	var cfg *C.ov_genai_generation_config
 	if err := check(api, "ov_genai_llm_pipeline_get_generation_config", p.model,
-		C.npud_ov_genai_llm_pipeline_get_generation_config(api, p.ptr, &cfg)); err != nil {
+		C.npud_get_generation_config(api, p.ptr, p.vlm, &cfg)); err != nil {
 		return nil, 0, err
 	}
 	ok := false
@@ -542,12 +625,12 @@ func withJSON(api *C.npud_ov_api, b []byte, call string, use func(*C.ov_genai_js
 }
 
 // resultOf reads the perf metrics into the engine result.
-func resultOf(api *C.npud_ov_api, results *C.ov_genai_decoded_results, maxNew int, elapsed time.Duration) (npu.Result, error) {
+func resultOf(api *C.npud_ov_api, results C.npud_results, maxNew int, elapsed time.Duration) (npu.Result, error) {
 	var m *C.ov_genai_perf_metrics
-	if err := check(api, "ov_genai_decoded_results_get_perf_metrics", "", C.npud_ov_genai_decoded_results_get_perf_metrics(api, results, &m)); err != nil {
+	if err := check(api, "ov_genai_decoded_results_get_perf_metrics", "", C.npud_results_metrics(api, results, &m)); err != nil {
 		return npu.Result{}, err
 	}
-	defer C.npud_ov_genai_decoded_results_perf_metrics_free(api, m)
+	defer C.npud_results_metrics_free(api, results, m)
 	var in, out C.size_t
 	var ttft, ttftStd, gen, genStd C.float
 	err := errors.Join(

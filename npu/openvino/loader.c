@@ -43,6 +43,14 @@ npud_ov_api* npud_ov_open(const char* core_path, const char* genai_path, char* e
     }
     NPUD_OV_FUNCTIONS(NPUD_OV_RESOLVE)
 #undef NPUD_OV_RESOLVE
+#define NPUD_OV_RESOLVE_OPTIONAL(lib, name)                      \
+    {                                                            \
+        void* p = npud_lib_symbol(lib, #name);                   \
+        if (p) memcpy(&api->name, &p, sizeof p);                 \
+        else if (!api->vision_missing) api->vision_missing = #name; \
+    }
+    NPUD_OV_VISION_FUNCTIONS(NPUD_OV_RESOLVE_OPTIONAL)
+#undef NPUD_OV_RESOLVE_OPTIONAL
 #undef CORE
 #undef GENAI
     if (missing) {

@@ -20,6 +20,7 @@
 #include "openvino/genai/c/chat_history.h"
 #include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
+#include "openvino/genai/c/vlm_pipeline.h"
 
 /* Every function npud calls, with the library that exports it. */
 #define NPUD_OV_FUNCTIONS(X) \
@@ -67,10 +68,31 @@
     X(GENAI, ov_genai_json_container_create_from_json_string) \
     X(GENAI, ov_genai_json_container_free)
 
+/* What vision models need (GenAI's VLM pipeline and OpenVINO's tensors).
+ * They are resolved when present: ov_genai_vlm_pipeline_generate_with_history
+ * came with GenAI 2026.3, and a 2026.2 library serves text models without
+ * them. */
+#define NPUD_OV_VISION_FUNCTIONS(X) \
+    X(CORE, ov_shape_create) \
+    X(CORE, ov_shape_free) \
+    X(CORE, ov_tensor_create_from_host_ptr) \
+    X(CORE, ov_tensor_free) \
+    X(GENAI, ov_genai_vlm_pipeline_create) \
+    X(GENAI, ov_genai_vlm_pipeline_free) \
+    X(GENAI, ov_genai_vlm_pipeline_generate) \
+    X(GENAI, ov_genai_vlm_pipeline_generate_with_history) \
+    X(GENAI, ov_genai_vlm_pipeline_get_generation_config) \
+    X(GENAI, ov_genai_vlm_decoded_results_free) \
+    X(GENAI, ov_genai_vlm_decoded_results_get_perf_metrics) \
+    X(GENAI, ov_genai_vlm_decoded_results_perf_metrics_free) \
+    X(GENAI, ov_genai_vlm_decoded_results_get_string)
+
 typedef struct npud_ov_api {
 #define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
     NPUD_OV_FUNCTIONS(NPUD_OV_ENTRY)
+    NPUD_OV_VISION_FUNCTIONS(NPUD_OV_ENTRY)
 #undef NPUD_OV_ENTRY
+    const char* vision_missing; /* the first vision function the library lacks; NULL: it has them all */
     void* core;  /* the libraries' handles: never closed (see loader.c) */
     void* genai;
 } npud_ov_api;
@@ -217,6 +239,33 @@ static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_set_extr
 static inline ov_genai_chat_history_status_e npud_ov_genai_chat_history_set_tools(const npud_ov_api* api, ov_genai_chat_history* history, const ov_genai_json_container* tools) {
     return api->ov_genai_chat_history_set_tools(history, tools);
 }
+static inline ov_status_e npud_ov_shape_create(const npud_ov_api* api, const int64_t rank, const int64_t* dims, ov_shape_t* shape) {
+    return api->ov_shape_create(rank, dims, shape);
+}
+static inline ov_status_e npud_ov_shape_free(const npud_ov_api* api, ov_shape_t* shape) {
+    return api->ov_shape_free(shape);
+}
+static inline ov_status_e npud_ov_tensor_create_from_host_ptr(const npud_ov_api* api, const ov_element_type_e type, const ov_shape_t shape, void* host_ptr, ov_tensor_t** tensor) {
+    return api->ov_tensor_create_from_host_ptr(type, shape, host_ptr, tensor);
+}
+static inline void npud_ov_tensor_free(const npud_ov_api* api, ov_tensor_t* tensor) {
+    api->ov_tensor_free(tensor);
+}
+static inline void npud_ov_genai_vlm_pipeline_free(const npud_ov_api* api, ov_genai_vlm_pipeline* pipe) {
+    api->ov_genai_vlm_pipeline_free(pipe);
+}
+static inline void npud_ov_genai_vlm_decoded_results_free(const npud_ov_api* api, ov_genai_vlm_decoded_results* results) {
+    api->ov_genai_vlm_decoded_results_free(results);
+}
+static inline ov_status_e npud_ov_genai_vlm_decoded_results_get_perf_metrics(const npud_ov_api* api, const ov_genai_vlm_decoded_results* results, ov_genai_perf_metrics** metrics) {
+    return api->ov_genai_vlm_decoded_results_get_perf_metrics(results, metrics);
+}
+static inline void npud_ov_genai_vlm_decoded_results_perf_metrics_free(const npud_ov_api* api, ov_genai_perf_metrics* metrics) {
+    api->ov_genai_vlm_decoded_results_perf_metrics_free(metrics);
+}
+static inline ov_status_e npud_ov_genai_vlm_decoded_results_get_string(const npud_ov_api* api, const ov_genai_vlm_decoded_results* results, char* output, size_t* output_size) {
+    return api->ov_genai_vlm_decoded_results_get_string(results, output, output_size);
+}
 static inline ov_genai_json_container_status_e npud_ov_genai_json_container_create_from_json_string(const npud_ov_api* api, ov_genai_json_container** container, const char* json_str) {
     return api->ov_genai_json_container_create_from_json_string(container, json_str);
 }
@@ -307,6 +356,32 @@ typedef void npud_sig_ov_genai_chat_history_free(ov_genai_chat_history* history)
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_free), npud_sig_ov_genai_chat_history_free), "ov_genai_chat_history_free: npud calls it with another signature than the header declares");
 typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_set_extra_context(ov_genai_chat_history* history, const ov_genai_json_container* extra_context);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_set_extra_context), npud_sig_ov_genai_chat_history_set_extra_context), "ov_genai_chat_history_set_extra_context: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_shape_create(const int64_t rank, const int64_t* dims, ov_shape_t* shape);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_shape_create), npud_sig_ov_shape_create), "ov_shape_create: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_shape_free(ov_shape_t* shape);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_shape_free), npud_sig_ov_shape_free), "ov_shape_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_tensor_create_from_host_ptr(const ov_element_type_e type, const ov_shape_t shape, void* host_ptr, ov_tensor_t** tensor);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_tensor_create_from_host_ptr), npud_sig_ov_tensor_create_from_host_ptr), "ov_tensor_create_from_host_ptr: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_tensor_free(ov_tensor_t* tensor);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_tensor_free), npud_sig_ov_tensor_free), "ov_tensor_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_vlm_pipeline_create(const char* models_path, const char* device, const size_t property_args_size, ov_genai_vlm_pipeline** pipe, ...);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_pipeline_create), npud_sig_ov_genai_vlm_pipeline_create), "ov_genai_vlm_pipeline_create: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_vlm_pipeline_free(ov_genai_vlm_pipeline* pipe);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_pipeline_free), npud_sig_ov_genai_vlm_pipeline_free), "ov_genai_vlm_pipeline_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_vlm_pipeline_generate(ov_genai_vlm_pipeline* pipe, const char* text_inputs, const ov_tensor_t** rgbs, size_t num_images, const ov_genai_generation_config* config, const streamer_callback* streamer, ov_genai_vlm_decoded_results** results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_pipeline_generate), npud_sig_ov_genai_vlm_pipeline_generate), "ov_genai_vlm_pipeline_generate: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_vlm_pipeline_generate_with_history(ov_genai_vlm_pipeline* pipe, const ov_genai_chat_history* history, const ov_tensor_t** rgbs, size_t num_images, const ov_genai_generation_config* config, const streamer_callback* streamer, ov_genai_vlm_decoded_results** results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_pipeline_generate_with_history), npud_sig_ov_genai_vlm_pipeline_generate_with_history), "ov_genai_vlm_pipeline_generate_with_history: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_vlm_pipeline_get_generation_config(const ov_genai_vlm_pipeline* pipe, ov_genai_generation_config** config);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_pipeline_get_generation_config), npud_sig_ov_genai_vlm_pipeline_get_generation_config), "ov_genai_vlm_pipeline_get_generation_config: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_vlm_decoded_results_free(ov_genai_vlm_decoded_results* results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_decoded_results_free), npud_sig_ov_genai_vlm_decoded_results_free), "ov_genai_vlm_decoded_results_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_vlm_decoded_results_get_perf_metrics(const ov_genai_vlm_decoded_results* results, ov_genai_perf_metrics** metrics);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_decoded_results_get_perf_metrics), npud_sig_ov_genai_vlm_decoded_results_get_perf_metrics), "ov_genai_vlm_decoded_results_get_perf_metrics: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_vlm_decoded_results_perf_metrics_free(ov_genai_perf_metrics* metrics);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_decoded_results_perf_metrics_free), npud_sig_ov_genai_vlm_decoded_results_perf_metrics_free), "ov_genai_vlm_decoded_results_perf_metrics_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_vlm_decoded_results_get_string(const ov_genai_vlm_decoded_results* results, char* output, size_t* output_size);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_vlm_decoded_results_get_string), npud_sig_ov_genai_vlm_decoded_results_get_string), "ov_genai_vlm_decoded_results_get_string: npud calls it with another signature than the header declares");
 typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_set_tools(ov_genai_chat_history* history, const ov_genai_json_container* tools);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_chat_history_set_tools), npud_sig_ov_genai_chat_history_set_tools), "ov_genai_chat_history_set_tools: npud calls it with another signature than the header declares");
 typedef ov_genai_chat_history_status_e npud_sig_ov_genai_chat_history_push_back(ov_genai_chat_history* history, const ov_genai_json_container* message);

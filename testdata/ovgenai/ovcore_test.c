@@ -116,3 +116,119 @@ const char* ov_get_error_info(ov_status_e status) {
     default: return "error";
     }
 }
+
+/* ---- shapes and tensors (openvino/c/ov_shape.h, ov_tensor.h) ---- */
+
+#include "openvino/c/ov_tensor.h"
+
+ov_status_e ov_shape_create(const int64_t rank, const int64_t* dims, ov_shape_t* shape) {
+    if (!shape || rank <= 0) return INVALID_C_PARAM;
+    shape->dims = calloc((size_t)rank, sizeof(int64_t));
+    if (!shape->dims) return NOT_ALLOCATED;
+    shape->rank = rank;
+    if (dims) memcpy(shape->dims, dims, (size_t)rank * sizeof(int64_t));
+    return OK;
+}
+
+ov_status_e ov_shape_free(ov_shape_t* shape) {
+    if (!shape) return INVALID_C_PARAM;
+    free(shape->dims);
+    shape->dims = NULL;
+    shape->rank = 0;
+    return OK;
+}
+
+/* A tensor wraps memory it does not own when made from a host pointer
+ * (ov::Tensor over external memory): the caller keeps it alive. */
+struct ov_tensor {
+    ov_element_type_e type;
+    int64_t rank;
+    int64_t dims[8];
+    void* data;
+    int owned;
+};
+
+static size_t element_size(ov_element_type_e t) {
+    switch (t) {
+    case U8: case I8: case BOOLEAN: return 1;
+    case F16: case BF16: case I16: case U16: return 2;
+    case F32: case I32: case U32: return 4;
+    case F64: case I64: case U64: return 8;
+    default: return 1;
+    }
+}
+
+static size_t elements(const struct ov_tensor* t) {
+    size_t n = 1;
+    for (int64_t i = 0; i < t->rank; i++) n *= (size_t)t->dims[i];
+    return n;
+}
+
+static ov_status_e tensor_new(ov_element_type_e type, const ov_shape_t shape, void* data, ov_tensor_t** tensor) {
+    if (!tensor || shape.rank <= 0 || shape.rank > 8 || !shape.dims) return INVALID_C_PARAM;
+    struct ov_tensor* t = calloc(1, sizeof *t);
+    t->type = type;
+    t->rank = shape.rank;
+    memcpy(t->dims, shape.dims, (size_t)shape.rank * sizeof(int64_t));
+    t->data = data;
+    if (!data) {
+        t->data = calloc(elements(t), element_size(type));
+        t->owned = 1;
+    }
+    *tensor = t;
+    ovtest_object_created();
+    return OK;
+}
+
+ov_status_e ov_tensor_create_from_host_ptr(const ov_element_type_e type, const ov_shape_t shape, void* host_ptr,
+                                           ov_tensor_t** tensor) {
+    if (!host_ptr) return INVALID_C_PARAM;
+    return tensor_new(type, shape, host_ptr, tensor);
+}
+
+ov_status_e ov_tensor_create(const ov_element_type_e type, const ov_shape_t shape, ov_tensor_t** tensor) {
+    return tensor_new(type, shape, NULL, tensor);
+}
+
+ov_status_e ov_tensor_set_shape(ov_tensor_t* tensor, const ov_shape_t shape) {
+    if (!tensor || shape.rank <= 0 || shape.rank > 8) return INVALID_C_PARAM;
+    tensor->rank = shape.rank;
+    memcpy(tensor->dims, shape.dims, (size_t)shape.rank * sizeof(int64_t));
+    return OK;
+}
+
+ov_status_e ov_tensor_get_shape(const ov_tensor_t* tensor, ov_shape_t* shape) {
+    if (!tensor || !shape) return INVALID_C_PARAM;
+    return ov_shape_create(tensor->rank, tensor->dims, shape);
+}
+
+ov_status_e ov_tensor_get_element_type(const ov_tensor_t* tensor, ov_element_type_e* type) {
+    if (!tensor || !type) return INVALID_C_PARAM;
+    *type = tensor->type;
+    return OK;
+}
+
+ov_status_e ov_tensor_get_size(const ov_tensor_t* tensor, size_t* elements_size) {
+    if (!tensor || !elements_size) return INVALID_C_PARAM;
+    *elements_size = elements(tensor);
+    return OK;
+}
+
+ov_status_e ov_tensor_get_byte_size(const ov_tensor_t* tensor, size_t* byte_size) {
+    if (!tensor || !byte_size) return INVALID_C_PARAM;
+    *byte_size = elements(tensor) * element_size(tensor->type);
+    return OK;
+}
+
+ov_status_e ov_tensor_data(const ov_tensor_t* tensor, void** data) {
+    if (!tensor || !data) return INVALID_C_PARAM;
+    *data = tensor->data;
+    return OK;
+}
+
+void ov_tensor_free(ov_tensor_t* tensor) {
+    if (!tensor) return;
+    if (tensor->owned) free(tensor->data);
+    free(tensor);
+    ovtest_object_freed();
+}

@@ -43,6 +43,7 @@
 
 #include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
+#include "openvino/genai/c/vlm_pipeline.h"
 #include "ovtest.h"
 
 enum fault { FAULT_NONE, FAULT_CRASH, FAULT_ABORT, FAULT_HANG };
@@ -386,38 +387,32 @@ static int device_available(const char* device) {
     return found;
 }
 
-ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* device, const size_t property_args_size,
-                                         ov_genai_llm_pipeline** pipe, ...) {
+/* pipeline_create compiles the language model in model_file of
+ * models_path (the LLM's openvino_model.xml, a VLM's
+ * openvino_language_model.xml). */
+static ov_status_e pipeline_create(const char* models_path, const char* model_file, const char* device,
+                                   const size_t property_args_size, ov_genai_llm_pipeline** pipe, va_list ap) {
     if (!models_path || !device || !pipe || property_args_size % 2 != 0) return INVALID_C_PARAM;
     double start = now_ms();
     size_t max_prompt_len = 1024, min_response_len = 128; /* GenAI's NPU defaults */
-    va_list ap;
-    va_start(ap, pipe);
     for (size_t i = 0; i < property_args_size; i += 2) {
         const char* key = va_arg(ap, const char*);
         const char* value = va_arg(ap, const char*);
         if (is_npu(device) && strcmp(key, "MAX_PROMPT_LEN") == 0) {
             char* end = NULL;
             long v = strtol(value, &end, 10);
-            if (!end || *end || v <= 0) {
-                va_end(ap);
-                return UNKNOW_EXCEPTION; /* std::stoi throws */
-            }
+            if (!end || *end || v <= 0) return UNKNOW_EXCEPTION; /* std::stoi throws */
             max_prompt_len = (size_t)v;
         }
         if (is_npu(device) && strcmp(key, "MIN_RESPONSE_LEN") == 0) {
             char* end = NULL;
             long v = strtol(value, &end, 10);
-            if (!end || *end || v <= 0) {
-                va_end(ap);
-                return UNKNOW_EXCEPTION;
-            }
+            if (!end || *end || v <= 0) return UNKNOW_EXCEPTION;
             min_response_len = (size_t)v;
         }
     }
-    va_end(ap);
     char xml[4096];
-    snprintf(xml, sizeof xml, "%s/openvino_model.xml", models_path);
+    snprintf(xml, sizeof xml, "%s/%s", models_path, model_file);
     struct stat st;
     const char* broken = getenv("OVTEST_BROKEN_DEVICES"); /* devices that fail to compile any model */
     if (stat(xml, &st) != 0 || !device_available(device) || (broken && strstr(broken, device)))
@@ -454,6 +449,15 @@ ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* de
     (*pipe)->load_ms = (float)(now_ms() - start);
     ovtest_object_created();
     return OK;
+}
+
+ov_status_e ov_genai_llm_pipeline_create(const char* models_path, const char* device, const size_t property_args_size,
+                                         ov_genai_llm_pipeline** pipe, ...) {
+    va_list ap;
+    va_start(ap, pipe);
+    ov_status_e st = pipeline_create(models_path, "openvino_model.xml", device, property_args_size, pipe, ap);
+    va_end(ap);
+    return st;
 }
 
 void ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe) {
@@ -633,6 +637,8 @@ struct run {
     int think;              /* tokens of the <think> block still to come */
     const char* script;     /* a tool call to write instead of words, or NULL */
     size_t script_at;
+    const char* prefix;     /* what the model says first (what it saw in the images), or NULL */
+    size_t prefix_at;
     size_t length;
     long delay_us;
     /* out */
@@ -657,6 +663,11 @@ static void run_token(struct run* r, char* buf) {
         else if (step <= THINK_WORDS) next_token(&r->thoughts, buf);
         else if (step == THINK_WORDS + 1) snprintf(buf, MAX_TOKEN, "\n</think>");
         else snprintf(buf, MAX_TOKEN, "\n\n");
+        return;
+    }
+    if (r->prefix && r->prefix[r->prefix_at]) {
+        snprintf(buf, MAX_TOKEN, "%.3s", r->prefix + r->prefix_at);
+        r->prefix_at += strlen(buf);
         return;
     }
     if (r->script) {
@@ -772,7 +783,7 @@ static int run_batching(struct run* r) {
 }
 
 static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input, int is_history, int think,
-                                 const char* script, const ov_genai_generation_config* config,
+                                 const char* script, const char* prefix, const ov_genai_generation_config* config,
                                  const streamer_callback* streamer, ov_genai_decoded_results** results) {
     if (!pipe || !input || (!streamer && !results) || (streamer && !streamer->callback_func)) return INVALID_C_PARAM;
     if (atomic_exchange(&pipe->busy, 1)) {
@@ -818,6 +829,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
     const char* delay = getenv("OVTEST_TOKEN_DELAY_US");
     uint64_t seed = fnv1a(input, 1469598103934665603ULL) ^ (uint64_t)config->rng_seed;
     size_t natural = script ? (strlen(script) + 2) / 3 : 16 + (size_t)(seed % 17);
+    if (prefix) natural += (strlen(prefix) + 2) / 3;
     struct text_streamer ts = {.cb = streamer, .caller = pthread_self(), .fault = fault_in(input)};
     struct run r = {
         .pipe = pipe,
@@ -826,6 +838,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         .thoughts = {.seed = seed ^ 0x5bd1e995ULL},
         .think = think ? THINK_TOKENS : 0,
         .script = script,
+        .prefix = prefix,
         .length = natural + (think ? THINK_TOKENS : 0) < config->max_new_tokens ? natural + (think ? THINK_TOKENS : 0)
                                                                                : config->max_new_tokens,
         .delay_us = delay ? atol(delay) : 0,
@@ -887,7 +900,7 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const ch
     if (pipe && !latch(pipe, INPUT_STRING)) return UNKNOW_EXCEPTION; /* "switching between input types" */
     /* A string is templated too (apply_chat_template defaults to true), with
      * the template's default: a thinking model thinks. */
-    return generate_text(pipe, inputs, 0, pipe && pipe->thinks, NULL, config, streamer, results);
+    return generate_text(pipe, inputs, 0, pipe && pipe->thinks, NULL, NULL, config, streamer, results);
 }
 
 ov_status_e ov_genai_llm_pipeline_start_chat(ov_genai_llm_pipeline* pipe) {
@@ -965,7 +978,7 @@ ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* p
     if (!pipe->has_chat_template) return UNKNOW_EXCEPTION; /* asserts the chat template is not empty */
     int think = pipe->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
     char* call = tool_call_for(pipe, history);
-    ov_status_e st = generate_text(pipe, history->text, 1, think, call, config, streamer, results);
+    ov_status_e st = generate_text(pipe, history->text, 1, think, call, NULL, config, streamer, results);
     free(call);
     return st;
 }
@@ -1040,3 +1053,187 @@ ov_status_e ov_genai_perf_metrics_get_num_input_tokens(const ov_genai_perf_metri
 MEAN_STD(ttft, ttft_ms)
 MEAN_STD(tpot, tpot_ms)
 MEAN_STD(generate_duration, generate_ms)
+
+/* ---- VLM pipeline (openvino/genai/c/vlm_pipeline.h) ----
+ * A vision-language model: the test model's language part, plus what it
+ * "sees": each image's size and mean colour, said first. GenAI reads every
+ * tensor as u8 whatever its element type (src/c/src/vlm_pipeline.cpp),
+ * wraps its memory without copying it, and its image encoders take
+ * [H, W, 3] or [N, H, W, 3]; other shapes throw. */
+
+struct ov_genai_vlm_pipeline_opaque {
+    ov_genai_llm_pipeline* llm;
+};
+
+struct ov_genai_vlm_decoded_results_opaque {
+    ov_genai_decoded_results* inner;
+};
+
+ov_status_e ov_genai_vlm_pipeline_create(const char* models_path, const char* device, const size_t property_args_size,
+                                         ov_genai_vlm_pipeline** pipe, ...) {
+    if (!models_path || !device || !pipe) return INVALID_C_PARAM;
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/openvino_vision_embeddings_model.xml", models_path);
+    if (stat(path, &st) != 0) return UNKNOW_EXCEPTION; /* no vision encoder: not a VLM */
+    ov_genai_llm_pipeline* llm = NULL;
+    va_list ap;
+    va_start(ap, pipe);
+    ov_status_e status = pipeline_create(models_path, "openvino_language_model.xml", device, property_args_size, &llm, ap);
+    va_end(ap);
+    if (status != OK) return status;
+    *pipe = calloc(1, sizeof(ov_genai_vlm_pipeline));
+    (*pipe)->llm = llm;
+    ovtest_object_created();
+    return OK;
+}
+
+void ov_genai_vlm_pipeline_free(ov_genai_vlm_pipeline* pipe) {
+    if (!pipe) return;
+    ov_genai_llm_pipeline_free(pipe->llm);
+    memset(pipe, 0xdd, sizeof *pipe);
+    free(pipe);
+    ovtest_object_freed();
+}
+
+/* describe_images is what the model says it saw, or sets *bad for a
+ * tensor GenAI's encoders refuse. */
+static char* describe_images(const ov_tensor_t** rgbs, size_t n, int* bad) {
+    size_t cap = 64 + n * 64;
+    char* out = calloc(1, cap);
+    *bad = 0;
+    if (n > 0 && !rgbs) {
+        *bad = 1;
+        return out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ov_shape_t shape = {0, NULL};
+        void* data = NULL;
+        if (!rgbs[i] || ov_tensor_get_shape(rgbs[i], &shape) != OK || ov_tensor_data(rgbs[i], &data) != OK || !data) {
+            *bad = 1;
+            ov_shape_free(&shape);
+            break;
+        }
+        int64_t* d = shape.dims;
+        int ok = (shape.rank == 3 && d[2] == 3) || (shape.rank == 4 && d[0] == 1 && d[3] == 3);
+        int64_t h = shape.rank == 4 ? d[1] : d[0], w = shape.rank == 4 ? d[2] : d[1];
+        ov_shape_free(&shape);
+        if (!ok || h <= 0 || w <= 0) {
+            *bad = 1;
+            break;
+        }
+        const unsigned char* px = data;
+        unsigned long long sum[3] = {0, 0, 0};
+        for (int64_t p = 0; p < h * w; p++)
+            for (int c = 0; c < 3; c++) sum[c] += px[p * 3 + c];
+        unsigned long long count = (unsigned long long)(h * w);
+        snprintf(out + strlen(out), cap - strlen(out), "%s%lldx%lld #%02llx%02llx%02llx", i ? ", " : "I see ",
+                 (long long)w, (long long)h, (sum[0] + count / 2) / count, (sum[1] + count / 2) / count,
+                 (sum[2] + count / 2) / count);
+    }
+    if (n > 0 && !*bad) snprintf(out + strlen(out), cap - strlen(out), ". ");
+    return out;
+}
+
+static ov_status_e vlm_generate(ov_genai_vlm_pipeline* pipe, const char* text, const ov_genai_chat_history* history,
+                                const ov_tensor_t** rgbs, size_t num_images, const ov_genai_generation_config* config,
+                                const streamer_callback* streamer, ov_genai_vlm_decoded_results** results) {
+    if (!pipe || (!text && !history) || (!streamer && !results)) return INVALID_C_PARAM;
+    int bad = 0;
+    char* seen = describe_images(rgbs, num_images, &bad);
+    if (bad) {
+        free(seen);
+        return num_images > 0 && !rgbs ? INVALID_C_PARAM : UNKNOW_EXCEPTION;
+    }
+    ov_genai_decoded_results* inner = NULL;
+    ov_status_e status;
+    if (history) {
+        if (!history->text[0]) {
+            free(seen);
+            return UNKNOW_EXCEPTION; /* "Chat history cannot be empty" */
+        }
+        int think = pipe->llm->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
+        char* call = tool_call_for(pipe->llm, history);
+        status = generate_text(pipe->llm, history->text, 1, think, call, seen[0] ? seen : NULL, config, streamer,
+                               results ? &inner : NULL);
+        free(call);
+    } else {
+        status = generate_text(pipe->llm, text, 0, pipe->llm->thinks, NULL, seen[0] ? seen : NULL, config, streamer,
+                               results ? &inner : NULL);
+    }
+    free(seen);
+    if (status == OK && results) {
+        *results = calloc(1, sizeof(ov_genai_vlm_decoded_results));
+        (*results)->inner = inner;
+    }
+    return status;
+}
+
+ov_status_e ov_genai_vlm_pipeline_generate(ov_genai_vlm_pipeline* pipe, const char* text_inputs,
+                                           const ov_tensor_t** rgbs, size_t num_images,
+                                           const ov_genai_generation_config* config, const streamer_callback* streamer,
+                                           ov_genai_vlm_decoded_results** results) {
+    if (!text_inputs) return INVALID_C_PARAM;
+    return vlm_generate(pipe, text_inputs, NULL, rgbs, num_images, config, streamer, results);
+}
+
+ov_status_e ov_genai_vlm_pipeline_generate_with_history(ov_genai_vlm_pipeline* pipe, const ov_genai_chat_history* history,
+                                                        const ov_tensor_t** rgbs, size_t num_images,
+                                                        const ov_genai_generation_config* config,
+                                                        const streamer_callback* streamer,
+                                                        ov_genai_vlm_decoded_results** results) {
+    if (!history) return INVALID_C_PARAM;
+    return vlm_generate(pipe, NULL, history, rgbs, num_images, config, streamer, results);
+}
+
+ov_status_e ov_genai_vlm_pipeline_start_chat(ov_genai_vlm_pipeline* pipe) {
+    return pipe ? ov_genai_llm_pipeline_start_chat(pipe->llm) : INVALID_C_PARAM;
+}
+
+ov_status_e ov_genai_vlm_pipeline_finish_chat(ov_genai_vlm_pipeline* pipe) {
+    return pipe ? ov_genai_llm_pipeline_finish_chat(pipe->llm) : INVALID_C_PARAM;
+}
+
+ov_status_e ov_genai_vlm_pipeline_get_generation_config(const ov_genai_vlm_pipeline* pipe,
+                                                        ov_genai_generation_config** config) {
+    return pipe ? ov_genai_llm_pipeline_get_generation_config(pipe->llm, config) : INVALID_C_PARAM;
+}
+
+ov_status_e ov_genai_vlm_pipeline_set_generation_config(ov_genai_vlm_pipeline* pipe, ov_genai_generation_config* config) {
+    return pipe && config ? OK : INVALID_C_PARAM;
+}
+
+ov_status_e ov_genai_vlm_decoded_results_create(ov_genai_vlm_decoded_results** results) {
+    if (!results) return INVALID_C_PARAM;
+    *results = calloc(1, sizeof(ov_genai_vlm_decoded_results));
+    return OK;
+}
+
+void ov_genai_vlm_decoded_results_free(ov_genai_vlm_decoded_results* results) {
+    if (!results) return;
+    ov_genai_decoded_results_free(results->inner);
+    memset(results, 0xdd, sizeof *results);
+    free(results);
+}
+
+ov_status_e ov_genai_vlm_decoded_results_get_perf_metrics(const ov_genai_vlm_decoded_results* results,
+                                                          ov_genai_perf_metrics** metrics) {
+    if (!results || !results->inner) return INVALID_C_PARAM;
+    return ov_genai_decoded_results_get_perf_metrics(results->inner, metrics);
+}
+
+void ov_genai_vlm_decoded_results_perf_metrics_free(ov_genai_perf_metrics* metrics) {
+    ov_genai_decoded_results_perf_metrics_free(metrics);
+}
+
+ov_status_e ov_genai_vlm_decoded_results_get_string(const ov_genai_vlm_decoded_results* results, char* output,
+                                                    size_t* output_size) {
+    if (!results || !results->inner) return INVALID_C_PARAM;
+#ifdef OVTEST_WITHOUT_GET_STRING
+    (void)output;
+    (void)output_size;
+    return UNKNOW_EXCEPTION;
+#else
+    return ov_genai_decoded_results_get_string(results->inner, output, output_size);
+#endif
+}
