@@ -52,6 +52,8 @@ type fakeEngine struct {
 	early error
 	// finish is the engine's own finish reason; FinishStop when empty.
 	finish FinishReason
+	// details describe its model "m".
+	details ModelDetails
 
 	mu   sync.Mutex
 	gens []*generation
@@ -66,7 +68,9 @@ type generation struct {
 
 func (e *fakeEngine) Name() string        { return "fake" }
 func (e *fakeEngine) Simulated() bool     { return true }
-func (e *fakeEngine) Models() []ModelInfo { return []ModelInfo{{ID: "m", ContextLength: 1000}} }
+func (e *fakeEngine) Models() []ModelInfo {
+	return []ModelInfo{{ID: "m", ContextLength: 1000, Details: e.details}}
+}
 
 func (e *fakeEngine) Generate(ctx context.Context, req *Request, sink Sink) (Result, error) {
 	g := &generation{}
