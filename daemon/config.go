@@ -57,19 +57,23 @@ type Config struct {
 	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
 	MaxLoadedModels int           // models in memory at once; 0 = no cap
 	// Conversation affinity (see npu.Scheduler).
-	AffinityMaxOvertakes int               // times a waiting request may be passed over; 0 = plain FIFO
-	AffinityMaxWait      time.Duration     // after this long a request is never passed over
-	AffinityLinger       time.Duration     // how long a freed engine waits for a conversation's next turn
-	MaxEmbedInputs       int               // inputs of one embedding request
-	MaxImages            int               // images one request may carry
-	MaxImageBytes        int64             // largest image file
-	MaxImagePixels       int64             // largest image, width × height
-	AllowImageURLs       bool              // fetch http(s) image_url addresses
-	ResumeWindow         time.Duration     // how long a stream's events stay for resumes and repeated starts
-	ResumeMaxBytes       int               // text kept per stream for resumes
-	WSMaxRequests        int               // generations at once per WebSocket connection
-	Preload              []string          // models loaded at start and kept loaded
-	Aliases              map[string]string // extra model names: alias → served model
+	AffinityMaxOvertakes int           // times a waiting request may be passed over; 0 = plain FIFO
+	AffinityMaxWait      time.Duration // after this long a request is never passed over
+	AffinityLinger       time.Duration // how long a freed engine waits for a conversation's next turn
+	MaxEmbedInputs       int           // inputs of one embedding request
+	// Upstreams are other servers' OpenAI-compatible APIs that models are
+	// relayed to: NAME=URL;models=A|B[;key=K][;timeout=D][;slots=N].
+	Upstreams      []string
+	OverflowAfter  time.Duration     // a local model's request overflows upstream past this estimated wait; 0 = never
+	MaxImages      int               // images one request may carry
+	MaxImageBytes  int64             // largest image file
+	MaxImagePixels int64             // largest image, width × height
+	AllowImageURLs bool              // fetch http(s) image_url addresses
+	ResumeWindow   time.Duration     // how long a stream's events stay for resumes and repeated starts
+	ResumeMaxBytes int               // text kept per stream for resumes
+	WSMaxRequests  int               // generations at once per WebSocket connection
+	Preload        []string          // models loaded at start and kept loaded
+	Aliases        map[string]string // extra model names: alias → served model
 
 	Security
 
@@ -283,6 +287,14 @@ func (c *Config) options(ls *layers) []option {
 			return nil
 		})},
 		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
+		{"upstream", "another server's OpenAI-compatible API to relay models to: NAME=URL;models=A|B[;key=KEY][;timeout=60s][;slots=8] (the key also from NPUD_UPSTREAM_<NAME>_KEY), comma-separated or repeated", list(&c.Upstreams, nil, func(spec string) error {
+			if _, err := ParseUpstream(spec, func(string) string { return "" }); err != nil {
+				return err
+			}
+			c.Upstreams = append(c.Upstreams, spec)
+			return nil
+		})},
+		{"overflow-after", "a request for a local model goes to an upstream serving the same model (by name or alias) when its estimated wait for the local engine is longer, or the local queue is full; 0 = never", dur(&c.OverflowAfter, 0)},
 		{"max-images", "images one request may carry, for vision models; more are a 400", num(&c.MaxImages, 4)},
 		{"max-image-bytes", "largest image file (JPEG or PNG); larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageBytes, n, 8<<20, u) }},
 		{"max-image-pixels", "largest image, width × height; checked before decoding, larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImagePixels, n, 4096*4096, u) }},

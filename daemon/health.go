@@ -35,7 +35,17 @@ type healthReport struct {
 	// each device's health (AUTO avoids an unhealthy one).
 	WorkerRestarts *int64         `json:"worker_restarts,omitempty"`
 	Devices        []healthDevice `json:"devices,omitempty"`
-	Version        string         `json:"version"`
+	// Upstreams are the servers models are relayed to, and whether each
+	// is in rotation.
+	Upstreams []healthUpstream `json:"upstreams,omitempty"`
+	Version   string           `json:"version"`
+}
+
+type healthUpstream struct {
+	Name    string `json:"name"`
+	Healthy bool   `json:"healthy"`
+	Running int    `json:"running"` // generations relayed to it now
+	Queued  int    `json:"queued"`
 }
 
 func (s *Server) health(c *gin.Context) {
@@ -64,6 +74,10 @@ func (s *Server) health(c *gin.Context) {
 			report.Devices = append(report.Devices, healthDevice{Name: name, Healthy: healthy})
 		}
 		slices.SortFunc(report.Devices, func(a, b healthDevice) int { return strings.Compare(a.Name, b.Name) })
+	}
+	for _, up := range s.runner.Upstreams() {
+		report.Upstreams = append(report.Upstreams, healthUpstream{Name: up.Name, Healthy: up.Healthy == nil || up.Healthy(),
+			Running: up.Runner.Running(), Queued: up.Runner.Waiting()})
 	}
 	status := http.StatusOK
 	select {

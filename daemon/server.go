@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -110,7 +111,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		stream.TokenTimeout = 0
 		w.SetObserver(m)
 	}
-	runner := npu.NewRunner(engine, npu.RunnerConfig{
+	rc := npu.RunnerConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
 		DefaultKeepAlive: cfg.KeepAlive,
@@ -124,7 +125,12 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			Linger:       cfg.AffinityLinger,
 		},
 		Stream: stream,
-	}, log)
+	}
+	runner := npu.NewRunner(engine, rc, log)
+	rc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
+	if err := startUpstreams(cfg, os.Getenv, runner, rc, log); err != nil {
+		return nil, err
+	}
 	m.watch(runner)
 	ln := o.listener
 	if ln == nil {
@@ -452,6 +458,7 @@ func (s *Server) drain() error {
 	if c, ok := s.runner.Engine().(npu.Closer); ok {
 		c.Close() // every generate has returned: free the native pipelines
 	}
+	closeUpstreams(s.runner)
 	s.log.Info("stopped")
 	return nil
 }

@@ -50,6 +50,9 @@ var (
 	// ErrDeviceUnhealthy refuses work for an explicitly configured device
 	// that crashed or hung too often, until it is probed again. Retryable.
 	ErrDeviceUnhealthy = errors.New("device unhealthy")
+	// ErrUpstreamUnavailable: the upstream server a model is relayed to
+	// cannot be reached or is out of rotation. Retryable.
+	ErrUpstreamUnavailable = errors.New("upstream unavailable")
 )
 
 // EngineError is a failure inside an engine. The API layers report it as a
@@ -66,7 +69,8 @@ func (e *EngineError) Unwrap() error { return e.Cause }
 func Retryable(err error) bool {
 	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueTimeout) ||
 		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown) || errors.Is(err, ErrTooManyStreams) ||
-		errors.Is(err, ErrEngineCrashed) || errors.Is(err, ErrEngineHung) || errors.Is(err, ErrDeviceUnhealthy)
+		errors.Is(err, ErrEngineCrashed) || errors.Is(err, ErrEngineHung) || errors.Is(err, ErrDeviceUnhealthy) ||
+		errors.Is(err, ErrUpstreamUnavailable)
 }
 
 // ErrInvalidRequest is wrapped by InvalidRequestError: a request the engine

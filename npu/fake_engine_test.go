@@ -66,8 +66,8 @@ type generation struct {
 	returned bool
 }
 
-func (e *fakeEngine) Name() string        { return "fake" }
-func (e *fakeEngine) Simulated() bool     { return true }
+func (e *fakeEngine) Name() string    { return "fake" }
+func (e *fakeEngine) Simulated() bool { return true }
 func (e *fakeEngine) Models() []ModelInfo {
 	return []ModelInfo{{ID: "m", ContextLength: 1000, Details: e.details}}
 }

@@ -50,6 +50,7 @@ type Runner struct {
 	closing  atomic.Bool
 	inflight sync.WaitGroup // engine goroutines
 	tenants  tenantStreams  // generations per tenant, for the stream cap
+	routing  Routing        // upstreams; set before serving
 }
 
 // NewRunner returns a runner for engine.
@@ -81,6 +82,20 @@ func (r *Runner) Engine() Engine { return r.engine }
 // serves; the error wraps ErrModelNotFound. It asks the engine each time: a
 // pull or delete changes its list.
 func (r *Runner) Model(id string) (ModelInfo, error) {
+	m, err := r.localModel(id)
+	if err == nil || len(r.routing.Upstreams) == 0 {
+		return m, err
+	}
+	for _, up := range r.routing.Upstreams {
+		if m, err := up.Runner.localModel(id); err == nil {
+			return m, nil
+		}
+	}
+	return m, err
+}
+
+// localModel is Model among this runner's own engine's models.
+func (r *Runner) localModel(id string) (ModelInfo, error) {
 	target := id
 	if t, ok := r.cfg.Aliases[id]; ok {
 		target = t
@@ -104,12 +119,29 @@ func (r *Runner) Models() []ModelInfo {
 	sort.Strings(names)
 	out := append([]ModelInfo(nil), models...)
 	for _, alias := range names {
-		if m, err := r.Model(alias); err == nil {
+		if m, err := r.localModel(alias); err == nil {
 			m.ID = alias
 			out = append(out, m)
 		}
 	}
+	// Then what only upstreams serve.
+	for _, up := range r.routing.Upstreams {
+		for _, m := range up.Runner.Models() {
+			if _, err := r.localModel(m.ID); err != nil && !containsModel(out, m.ID) {
+				out = append(out, m)
+			}
+		}
+	}
 	return out
+}
+
+func containsModel(models []ModelInfo, id string) bool {
+	for _, m := range models {
+		if m.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Start admits req and returns its stream at once; the stream's first events
@@ -120,7 +152,10 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 	if r.closing.Load() {
 		return nil, ErrShuttingDown
 	}
-	m, err := r.Model(req.Model)
+	if s, routed, err := r.route(req); routed {
+		return s, err
+	}
+	m, err := r.localModel(req.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +273,7 @@ func (t *tenantStreams) open(tenant string) (release func(), ok bool) {
 // never holds the engine slot that other models' streams need.
 func (r *Runner) run(s *Stream, ticket *Ticket) {
 	defer r.inflight.Done()
-	model, _ := r.Model(s.req.Model) // checked by Start
+	model, _ := r.localModel(s.req.Model) // checked by Start
 	var loadTime time.Duration
 	pinned := false
 	if _, loads := r.engine.(ModelLoader); loads && !r.life.isLoaded(model.ID) {
@@ -289,7 +324,10 @@ func (r *Runner) LoadModel(ctx context.Context, id string, keepAlive *time.Durat
 	if r.closing.Load() {
 		return 0, ErrShuttingDown
 	}
-	m, err := r.Model(id)
+	if o := r.owner(id); o != r {
+		return o.LoadModel(ctx, id, keepAlive)
+	}
+	m, err := r.localModel(id)
 	if err != nil {
 		return 0, err
 	}
@@ -305,7 +343,10 @@ func (r *Runner) LoadModel(ctx context.Context, id string, keepAlive *time.Durat
 // says (--preload): only UnloadModel, or a keep_alive of 0 from a request
 // that MayUnpin, unloads it. It returns how long loading took.
 func (r *Runner) Preload(ctx context.Context, id string) (time.Duration, error) {
-	m, err := r.Model(id)
+	if o := r.owner(id); o != r {
+		return o.Preload(ctx, id)
+	}
+	m, err := r.localModel(id)
 	if err != nil {
 		return 0, err
 	}
@@ -359,7 +400,10 @@ func (r *Runner) withSlot(ctx context.Context, id string, fn func(ModelInfo) err
 	if r.closing.Load() {
 		return ErrShuttingDown
 	}
-	m, err := r.Model(id)
+	if o := r.owner(id); o != r {
+		return o.withSlot(ctx, id, fn)
+	}
+	m, err := r.localModel(id)
 	if err != nil {
 		return err
 	}
@@ -389,6 +433,9 @@ func (r *Runner) Embeds() bool {
 // Placement is the device a loaded model runs on, for engines that place
 // models on devices; "" otherwise.
 func (r *Runner) Placement(model string) string {
+	if o := r.owner(model); o != r {
+		return o.Placement(model)
+	}
 	if d, ok := r.engine.(DeviceReporter); ok {
 		return d.DeviceOf(model)
 	}
@@ -398,6 +445,9 @@ func (r *Runner) Placement(model string) string {
 // DeviceOf names the device model runs on: the engine's answer, or
 // "simulated" for the simulated engine.
 func (r *Runner) DeviceOf(model string) string {
+	if o := r.owner(model); o != r {
+		return o.DeviceOf(model)
+	}
 	if d, ok := r.engine.(DeviceReporter); ok {
 		return d.DeviceOf(model)
 	}
@@ -447,11 +497,17 @@ func (r *Runner) Running() int { return r.sched.Running() }
 func (r *Runner) RetryAfter() time.Duration { return r.sched.RetryAfter() }
 
 // StopAccepting makes Start refuse new requests with ErrShuttingDown.
-func (r *Runner) StopAccepting() { r.closing.Store(true) }
+func (r *Runner) StopAccepting() {
+	r.closing.Store(true)
+	r.eachUpstream((*Runner).StopAccepting)
+}
 
 // Abort ends every stream with ErrShuttingDown; engines see Cancel at their
 // next callback.
-func (r *Runner) Abort() { r.abort(ErrShuttingDown) }
+func (r *Runner) Abort() {
+	r.abort(ErrShuttingDown)
+	r.eachUpstream((*Runner).Abort)
+}
 
 // Wait blocks until every engine call has returned, or ctx ends; then it
 // stops the keep-alive timers.
@@ -464,7 +520,7 @@ func (r *Runner) Wait(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
+		return r.waitUpstreams(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for engine calls to return: %w", context.Cause(ctx))
 	}

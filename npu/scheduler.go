@@ -308,6 +308,27 @@ func (s *Scheduler) Running() int {
 	return s.inUse
 }
 
+// EstimatedWait is how long a request queued now would wait for a slot:
+// none while a slot is free and nobody waits, else the queue ahead of it
+// times the mean service time (0 while no generation has finished yet,
+// when nothing is known).
+func (s *Scheduler) EstimatedWait() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inUse < s.slots && s.waiting.Len() == 0 {
+		return 0
+	}
+	return s.meanService * time.Duration(s.waiting.Len()+1) / time.Duration(s.slots)
+}
+
+// Full reports whether a request queued now would be refused (the queue
+// is at its depth).
+func (s *Scheduler) Full() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inUse >= s.slots && s.waiting.Len() >= s.maxDepth
+}
+
 // RetryAfter estimates when a refused request could be admitted: the time
 // for the queue ahead of it to drain, from the recent mean service time,
 // clamped to [1 s, 60 s] (clients honour at most 60 s).

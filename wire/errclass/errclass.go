@@ -62,6 +62,8 @@ func Of(err error) Class {
 		return Class{Status: http.StatusServiceUnavailable, Code: "engine_crashed", Server: true, Retryable: true}
 	case errors.Is(err, npu.ErrDeviceUnhealthy):
 		return Class{Status: http.StatusServiceUnavailable, Code: "device_unhealthy", Server: true, Retryable: true}
+	case errors.Is(err, npu.ErrUpstreamUnavailable):
+		return Class{Status: http.StatusServiceUnavailable, Code: "upstream_unavailable", Server: true, Retryable: true}
 	case errors.Is(err, npu.ErrEngineHung):
 		return Class{Status: http.StatusServiceUnavailable, Code: "engine_hung", Server: true, Retryable: true}
 	case errors.As(err, &engineErr):

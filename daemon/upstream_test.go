@@ -1,0 +1,300 @@
+package daemon_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
+	"github.com/npud/npud/npu/sim"
+)
+
+// countingEngine counts the generations it was given.
+type countingEngine struct {
+	npu.Engine
+	n atomic.Int64
+}
+
+func (e *countingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	e.n.Add(1)
+	return e.Engine.Generate(ctx, req, sink)
+}
+
+// sseText reads an OpenAI stream's content and error codes, and whether it
+// ended with [DONE].
+func sseText(t *testing.T, body io.Reader) (text string, codes []string, done bool) {
+	t.Helper()
+	sc := bufio.NewScanner(body)
+	var b strings.Builder
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
+		var ev struct {
+			Choices []struct {
+				Delta struct{ Content string } `json:"delta"`
+			} `json:"choices"`
+			Error *struct{ Code string } `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(data), &ev), data)
+		if ev.Error != nil {
+			codes = append(codes, ev.Error.Code)
+		}
+		for _, c := range ev.Choices {
+			b.WriteString(c.Delta.Content)
+		}
+	}
+	return b.String(), codes, done
+}
+
+func post(t *testing.T, url, body string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}
+
+// Issue 19: a model only the upstream (a second npud) serves goes there, on
+// both APIs and through openai-go, with the same text as asking the
+// upstream directly; a client's cancel reaches the upstream's engine.
+func TestUpstreamRelaysModelsItServes(t *testing.T) {
+	backCfg := daemontest.Defaults(t)
+	backCfg.Aliases = map[string]string{"big": "sim"}
+	backCfg.SimITL = 20 * time.Millisecond
+	backEngine := &nputest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: backCfg.SimITL})}
+	back := daemontest.Start(t, backCfg, backEngine)
+	front := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.Upstreams = []string{"back=" + back.URL + ";models=big;timeout=5s"}
+	}, nil)
+
+	_, raw := daemontest.NewClient(t, front.URL).Do(t, http.MethodGet, "/v1/models", "")
+	assert.Contains(t, string(raw), `"id":"big"`)
+	assert.Contains(t, string(raw), `"owned_by":"upstream:back"`)
+
+	body := `{"model":"big","stream":true,"seed":3,"max_tokens":12,"messages":[{"role":"user","content":"hello"}]}`
+	direct, _, _ := sseText(t, post(t, back.URL+"/v1/chat/completions", body).Body)
+	relayed, codes, done := sseText(t, post(t, front.URL+"/v1/chat/completions", body).Body)
+	assert.True(t, done)
+	assert.Empty(t, codes)
+	assert.Equal(t, direct, relayed)
+	assert.NotEmpty(t, relayed)
+
+	// Ollama's NDJSON on the front, from the upstream's OpenAI stream.
+	resp := post(t, front.URL+"/api/chat", `{"model":"big","options":{"seed":3,"num_predict":12},"messages":[{"role":"user","content":"hello"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var ollamaText strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	var last map[string]any
+	for sc.Scan() {
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &last))
+		if m, ok := last["message"].(map[string]any); ok {
+			ollamaText.WriteString(m["content"].(string))
+		}
+	}
+	assert.Equal(t, direct, ollamaText.String())
+	assert.Equal(t, true, last["done"])
+	assert.Equal(t, "length", last["done_reason"])
+
+	// openai-go through the front.
+	client := openai.NewClient(option.WithBaseURL(front.URL+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	out, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "big", Seed: openai.Int(3), MaxTokens: openai.Int(12),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+	require.NoError(t, err)
+	assert.Equal(t, direct, out.Choices[0].Message.Content)
+	assert.EqualValues(t, 12, out.Usage.CompletionTokens, "the upstream's usage")
+
+	// Metrics name the upstream as the device; /health lists it.
+	_, metrics := daemontest.NewClient(t, front.URL).Do(t, http.MethodGet, "/metrics", "")
+	assert.Contains(t, string(metrics), `device="upstream:back"`)
+	h := daemontest.Health(t, &http.Client{}, front.URL)
+	assert.Equal(t, []any{map[string]any{"name": "back", "healthy": true, "running": 0.0, "queued": 0.0}}, h["upstreams"])
+
+	// A cancel reaches the upstream: the client leaves mid-stream.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, front.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"big","stream":true,"messages":[{"role":"user","content":"a long one"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	long, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, err = bufio.NewReader(long.Body).ReadString('\n') // the first event arrived
+	require.NoError(t, err)
+	cancel()
+	_ = long.Body.Close()
+	require.Eventually(t, func() bool {
+		st := backEngine.Statuses()
+		return len(st) > 0 && st[len(st)-1] == npu.Cancel
+	}, 10*time.Second, 10*time.Millisecond, "the upstream's engine was cancelled")
+	hc := &http.Client{}
+	require.Eventually(t, func() bool {
+		return daemontest.Health(t, hc, back.URL)["active_streams"] == float64(0)
+	}, 10*time.Second, 10*time.Millisecond)
+}
+
+// Issue 19: a request for a local model overflows to an upstream serving
+// the same model when the local engine cannot take it soon (here: its
+// queue is full), and never when it can.
+func TestUpstreamOverflow(t *testing.T) {
+	backEngine := &countingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond})}
+	back := daemontest.Start(t, daemontest.Defaults(t), backEngine)
+	cfg := daemontest.Defaults(t)
+	cfg.MaxQueue = 0
+	cfg.OverflowAfter = time.Second
+	cfg.Upstreams = []string{"back=" + back.URL + ";models=sim"}
+	cfg.SimITL = 20 * time.Millisecond
+	localEngine := &countingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
+	front := daemontest.Start(t, cfg, localEngine)
+
+	short := `{"model":"sim","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
+	resp := post(t, front.URL+"/v1/chat/completions", short)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.EqualValues(t, 1, localEngine.n.Load(), "an idle local engine serves its model")
+	assert.EqualValues(t, 0, backEngine.n.Load(), "no overflow when the wait is short")
+
+	// Occupy the local engine, then ask again: the queue (depth 0) is full.
+	busy := post(t, front.URL+"/v1/chat/completions", `{"model":"sim","stream":true,"messages":[{"role":"user","content":"long"}]}`)
+	_, err := bufio.NewReader(busy.Body).ReadString('\n')
+	require.NoError(t, err)
+	resp = post(t, front.URL+"/v1/chat/completions", short)
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.EqualValues(t, 1, backEngine.n.Load(), "the request overflowed upstream")
+	assert.EqualValues(t, 2, localEngine.n.Load())
+}
+
+// fakeUpstream serves /v1/chat/completions with handler and answers
+// /v1/models.
+func fakeUpstream(t *testing.T, handler http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"far","object":"model"}]}`)
+			return
+		}
+		handler(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func chunkLine(content string) string {
+	b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": content}}}})
+	return "data: " + string(b) + "\n\n"
+}
+
+// Issue 19: nothing an upstream sends breaks npud's framing: a stream cut
+// mid-way and a malformed event end in npud's own error event and [DONE]
+// (Ollama: an error line); an upstream 400 stays a 400 with its message.
+func TestUpstreamMisbehaving(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+	}{
+		{"dies mid-stream", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, chunkLine("Hel")+chunkLine("lo"))
+			w.(http.Flusher).Flush()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close() // no [DONE], no chunk terminator
+			}
+		}},
+		{"malformed event", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, chunkLine("Hel")+chunkLine("lo")+"data: {\"choices\": [oops\n\ndata: [DONE]\n\n")
+		}},
+		{"error event", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, chunkLine("Hel")+chunkLine("lo")+`data: {"error":{"message":"out of memory","type":"server_error"}}`+"\n\ndata: [DONE]\n\n")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := fakeUpstream(t, tc.handler)
+			front := daemontest.StartSim(t, func(c *daemon.Config) { c.Upstreams = []string{"far=" + up.URL + ";models=far"} }, nil)
+			text, codes, done := sseText(t, post(t, front.URL+"/v1/chat/completions",
+				`{"model":"far","stream":true,"messages":[{"role":"user","content":"x"}]}`).Body)
+			assert.Equal(t, "Hello", text, "what came before the fault was relayed")
+			assert.Equal(t, []string{"engine_error"}, codes)
+			assert.True(t, done, "npud's terminator follows its error event")
+
+			resp := post(t, front.URL+"/api/chat", `{"model":"far","messages":[{"role":"user","content":"x"}]}`)
+			lines, _ := io.ReadAll(resp.Body)
+			all := strings.Split(strings.TrimSpace(string(lines)), "\n")
+			assert.Contains(t, all[len(all)-1], `"error"`, "Ollama's stream ends with an error line")
+		})
+	}
+
+	up := fakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":{"message":"temperature is out of range for this model","type":"invalid_request_error"}}`)
+	})
+	front := daemontest.StartSim(t, func(c *daemon.Config) { c.Upstreams = []string{"far=" + up.URL + ";models=far"} }, nil)
+	resp := post(t, front.URL+"/v1/chat/completions", `{"model":"far","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	raw, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(raw), "temperature is out of range for this model")
+}
+
+// Issue 19: an unreachable upstream is a retryable 503 and leaves the
+// rotation; its health check brings it back when it answers again.
+func TestUpstreamOutOfRotationAndBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	front := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.Upstreams = []string{fmt.Sprintf("far=http://%s;models=far;health=50ms;timeout=2s", addr)}
+	}, nil)
+	body := `{"model":"far","messages":[{"role":"user","content":"x"}]}`
+	resp := post(t, front.URL+"/v1/chat/completions", body)
+	raw, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "upstream_unavailable")
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	resp = post(t, front.URL+"/v1/chat/completions", body)
+	raw, _ = io.ReadAll(resp.Body)
+	assert.Contains(t, string(raw), "out of rotation", "a second request does not wait on a dead upstream")
+
+	// The upstream comes back on its address.
+	ln, err = net.Listen("tcp", addr)
+	require.NoError(t, err)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			_, _ = io.WriteString(w, `{"data":[]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunkLine("back")+"data: [DONE]\n\n")
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	require.Eventually(t, func() bool {
+		resp := post(t, front.URL+"/v1/chat/completions", body)
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(raw), `"content":"back"`)
+	}, 10*time.Second, 50*time.Millisecond)
+}

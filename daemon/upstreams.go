@@ -1,0 +1,119 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/modelstore"
+	"github.com/npud/npud/npu/upstream"
+)
+
+// UpstreamSpec is one --upstream: the engine's configuration and how many
+// generations npud runs on it at once.
+type UpstreamSpec struct {
+	upstream.Config
+	Slots int
+}
+
+// defaultUpstreamSlots is how many generations an upstream runs at once
+// unless its spec says: servers such as vLLM batch many.
+const defaultUpstreamSlots = 8
+
+// ParseUpstream reads NAME=URL;models=A|B[;key=KEY][;timeout=D][;health=D][;slots=N]:
+// health is how often an upstream out of rotation is checked.
+// The key may come from the environment (NPUD_UPSTREAM_<NAME>_KEY), which
+// keeps it out of command lines and files.
+func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error) {
+	fields := strings.Split(spec, ";")
+	name, url, ok := strings.Cut(fields[0], "=")
+	name, url = strings.TrimSpace(name), strings.TrimSpace(url)
+	if !ok || name == "" || url == "" {
+		return UpstreamSpec{}, fmt.Errorf("upstream %q: want NAME=URL;models=A|B", spec)
+	}
+	if err := modelstore.ValidName(name); err != nil || strings.ContainsAny(name, ":/") {
+		return UpstreamSpec{}, fmt.Errorf("upstream %q: the name must be letters, digits, '.', '_' or '-'", name)
+	}
+	out := UpstreamSpec{Config: upstream.Config{Name: name, URL: url}, Slots: defaultUpstreamSlots}
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
+		if !ok {
+			return UpstreamSpec{}, fmt.Errorf("upstream %q: %q: want key=value", name, f)
+		}
+		switch k {
+		case "models":
+			for _, m := range strings.Split(v, "|") {
+				if m = strings.TrimSpace(m); m != "" {
+					out.Models = append(out.Models, m)
+				}
+			}
+		case "key":
+			out.APIKey = v
+		case "timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return UpstreamSpec{}, fmt.Errorf("upstream %q: timeout %q: want a positive duration", name, v)
+			}
+			out.Timeout = d
+		case "health":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return UpstreamSpec{}, fmt.Errorf("upstream %q: health %q: want a positive duration", name, v)
+			}
+			out.HealthInterval = d
+		case "slots":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return UpstreamSpec{}, fmt.Errorf("upstream %q: slots %q: want a positive number", name, v)
+			}
+			out.Slots = n
+		default:
+			return UpstreamSpec{}, fmt.Errorf("upstream %q: unknown option %q (models, key, timeout, health, slots)", name, k)
+		}
+	}
+	if len(out.Models) == 0 {
+		return UpstreamSpec{}, fmt.Errorf("upstream %q: models=A|B is required: the models it serves", name)
+	}
+	if out.APIKey == "" {
+		out.APIKey = getenv("NPUD_UPSTREAM_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)) + "_KEY")
+	}
+	if _, err := upstream.New(out.Config, slog.New(slog.DiscardHandler)); err != nil {
+		return UpstreamSpec{}, err
+	}
+	return out, nil
+}
+
+// startUpstreams makes a runner for each upstream, with the local
+// runner's limits and observer, and sets the local runner's routing.
+func startUpstreams(cfg Config, getenv func(string) string, local *npu.Runner, rc npu.RunnerConfig, log *slog.Logger) error {
+	var ups []npu.Upstream
+	for _, spec := range cfg.Upstreams {
+		us, err := ParseUpstream(spec, getenv)
+		if err != nil {
+			return err
+		}
+		engine, err := upstream.New(us.Config, log)
+		if err != nil {
+			return err
+		}
+		urc := rc
+		urc.Slots, urc.Aliases, urc.Affinity, urc.MaxLoadedModels = us.Slots, nil, npu.Affinity{}, 0
+		ups = append(ups, npu.Upstream{Name: us.Name, Runner: npu.NewRunner(engine, urc, log),
+			Healthy: func() bool { ok, _ := engine.Healthy(); return ok }})
+		log.Info("upstream", "name", us.Name, "url", us.URL, "models", us.Models, "slots", us.Slots)
+	}
+	local.SetRouting(npu.Routing{Upstreams: ups, OverflowAfter: cfg.OverflowAfter})
+	return nil
+}
+
+// closeUpstreams stops the upstreams' health checks.
+func closeUpstreams(r *npu.Runner) {
+	for _, up := range r.Upstreams() {
+		if c, ok := up.Runner.Engine().(npu.Closer); ok {
+			c.Close()
+		}
+	}
+}

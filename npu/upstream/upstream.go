@@ -1,0 +1,491 @@
+// Package upstream is an engine that streams from another server's
+// OpenAI-compatible /v1/chat/completions (vLLM, OpenVINO Model Server, a
+// GPU Ollama, another npud): for models a box cannot hold, and for overflow
+// when its own queue is deep. Its tokens go through the same bridge as the
+// native engine's, so heartbeats, terminators, stop strings, backpressure,
+// cancellation, metrics and the journal behave the same. The upstream's
+// event stream is parsed and checked, never passed through: nothing it
+// sends can break npud's own framing.
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/npud/npud/npu"
+)
+
+// Config describes one upstream server.
+type Config struct {
+	Name string // for logs, metrics (device "upstream:NAME") and errors
+	// URL is the server's base, up to and without /chat/completions:
+	// http://host:8000/v1 (a URL without a path gets /v1).
+	URL    string
+	APIKey string   // sent as a bearer token when set
+	Models []string // the models it serves, by the names clients use
+	// Timeout bounds the wait for the upstream's response headers and
+	// then each gap between its events; 0 = 60 s.
+	Timeout time.Duration
+	// HealthInterval is how often an upstream taken out of rotation is
+	// checked (GET /models); 0 = 5 s.
+	HealthInterval time.Duration
+	// Client makes the requests; nil = a client of its own.
+	Client *http.Client
+}
+
+// Engine streams generations from one upstream server.
+type Engine struct {
+	cfg     Config
+	base    string
+	client  *http.Client
+	log     *slog.Logger
+	created time.Time
+
+	mu        sync.Mutex
+	healthy   bool
+	lastError string
+	checking  bool
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+var (
+	_ npu.Engine         = (*Engine)(nil)
+	_ npu.DeviceReporter = (*Engine)(nil)
+	_ npu.Closer         = (*Engine)(nil)
+)
+
+// maxEventBytes bounds one event line of the upstream's stream.
+const maxEventBytes = 1 << 20
+
+// New returns the engine for cfg.
+func New(cfg Config, log *slog.Logger) (*Engine, error) {
+	if cfg.Name == "" || cfg.URL == "" {
+		return nil, errors.New("an upstream needs a name and a URL")
+	}
+	if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
+		return nil, fmt.Errorf("upstream %q: URL %q: want http:// or https://", cfg.Name, cfg.URL)
+	}
+	base := strings.TrimRight(cfg.URL, "/")
+	if rest := base[strings.Index(base, "//")+2:]; !strings.Contains(rest, "/") {
+		base += "/v1"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 60 * time.Second
+	}
+	if cfg.HealthInterval <= 0 {
+		cfg.HealthInterval = 5 * time.Second
+	}
+	client := cfg.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{
+			ResponseHeaderTimeout: cfg.Timeout,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       90 * time.Second,
+		}}
+	}
+	return &Engine{cfg: cfg, base: base, client: client, log: log, created: time.Now(), healthy: true,
+		closed: make(chan struct{})}, nil
+}
+
+// Name is the engine's name in logs.
+func (e *Engine) Name() string { return "upstream:" + e.cfg.Name }
+
+// Simulated: an upstream runs a real model.
+func (e *Engine) Simulated() bool { return false }
+
+// Models are the models the upstream serves, as configured.
+func (e *Engine) Models() []npu.ModelInfo {
+	out := make([]npu.ModelInfo, len(e.cfg.Models))
+	for i, m := range e.cfg.Models {
+		out[i] = npu.ModelInfo{ID: m, OwnedBy: e.Name(), Created: e.created}
+	}
+	return out
+}
+
+// Serves reports whether the upstream serves model.
+func (e *Engine) Serves(model string) bool {
+	for _, m := range e.cfg.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+// DeviceOf is where a model runs: on this upstream.
+func (e *Engine) DeviceOf(model string) string {
+	if e.Serves(model) {
+		return e.Name()
+	}
+	return ""
+}
+
+// Healthy reports whether the upstream is in rotation, and why not.
+func (e *Engine) Healthy() (bool, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.healthy, e.lastError
+}
+
+// Close stops the health checks.
+func (e *Engine) Close() { e.closeOnce.Do(func() { close(e.closed) }) }
+
+// markDown takes the upstream out of rotation and checks it until it
+// answers again.
+func (e *Engine) markDown(why string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lastError = why
+	if !e.healthy {
+		return
+	}
+	e.healthy = false
+	e.log.Warn("upstream out of rotation", "upstream", e.cfg.Name, "error", why)
+	if !e.checking {
+		e.checking = true
+		go e.checkUntilHealthy()
+	}
+}
+
+func (e *Engine) checkUntilHealthy() {
+	t := time.NewTicker(e.cfg.HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.closed:
+			return
+		case <-t.C:
+		}
+		if err := e.Check(context.Background()); err == nil {
+			e.mu.Lock()
+			e.healthy, e.checking, e.lastError = true, false, ""
+			e.mu.Unlock()
+			e.log.Info("upstream back in rotation", "upstream", e.cfg.Name)
+			return
+		}
+	}
+}
+
+// Check asks the upstream for its models (GET /models): nil when it
+// answers 200.
+func (e *Engine) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base+"/models", nil)
+	if err != nil {
+		return err
+	}
+	e.authorize(req)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close() // drained: the connection is reused
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /models: %s", resp.Status)
+	}
+	return nil
+}
+
+func (e *Engine) authorize(req *http.Request) {
+	if e.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+e.cfg.APIKey)
+	}
+}
+
+// chatRequest is what npud sends upstream: OpenAI's chat completion.
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens        *int     `json:"max_tokens,omitempty"`
+	Temperature      *float64 `json:"temperature,omitempty"`
+	TopP             *float64 `json:"top_p,omitempty"`
+	Seed             *int64   `json:"seed,omitempty"`
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
+	Stop             []string `json:"stop,omitempty"`
+	ReasoningEffort  string   `json:"reasoning_effort,omitempty"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func (e *Engine) body(req *npu.Request) ([]byte, error) {
+	out := chatRequest{Model: req.Model, Stream: true, Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
+		Seed: req.Sampling.Seed, PresencePenalty: req.Sampling.PresencePenalty, FrequencyPenalty: req.Sampling.FrequencyPenalty,
+		Stop: req.Stop}
+	out.StreamOptions.IncludeUsage = true
+	if req.MaxTokens > 0 {
+		out.MaxTokens = &req.MaxTokens
+	}
+	if req.Think != nil {
+		out.ReasoningEffort = "none"
+		if *req.Think {
+			out.ReasoningEffort = "medium"
+			if req.ThinkLevel != "" {
+				out.ReasoningEffort = req.ThinkLevel
+			}
+		}
+	}
+	msgs := req.Messages
+	if len(msgs) == 0 {
+		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
+	}
+	for _, m := range msgs {
+		if len(m.Images) > 0 || len(m.ToolCalls) > 0 || m.Role == "tool" {
+			return nil, &npu.InvalidRequestError{Param: "messages", Message: fmt.Sprintf(
+				"model %q is served by upstream %q, which npud relays text to: images and tool calls are not relayed", req.Model, e.cfg.Name)}
+		}
+		out.Messages = append(out.Messages, chatMessage{Role: m.Role, Content: m.Content})
+	}
+	return json.Marshal(out)
+}
+
+// chunk is one event of the upstream's stream: a chunk, or an error.
+type chunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// Generate implements npu.Engine: one streamed chat completion upstream.
+// A Stop or Cancel from the sink closes the upstream request.
+func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	if ok, why := e.Healthy(); !ok {
+		return npu.Result{}, fmt.Errorf("upstream %q is out of rotation (%s): %w", e.cfg.Name, why, npu.ErrUpstreamUnavailable)
+	}
+	body, err := e.body(req)
+	if err != nil {
+		return npu.Result{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // closes the upstream request, however this ends
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.base+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return npu.Result{}, &npu.EngineError{Engine: e.Name(), Cause: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	e.authorize(hreq)
+	start := time.Now()
+	resp, err := e.client.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return npu.Result{FinishReason: npu.FinishCancelled}, ctx.Err()
+		}
+		e.markDown(err.Error())
+		return npu.Result{}, fmt.Errorf("upstream %q: %v: %w", e.cfg.Name, err, npu.ErrUpstreamUnavailable)
+	}
+	defer func() { _ = resp.Body.Close() }() // read only
+	if resp.StatusCode != http.StatusOK {
+		return npu.Result{}, e.refusal(resp)
+	}
+	return e.relay(ctx, cancel, resp.Body, sink, start)
+}
+
+// refusal keeps the meaning of an upstream's error answer: a 4xx is the
+// request's fault (a 400 with the upstream's message); 401 and 403 are
+// npud's (its key); 429 and 503 are retryable; other 5xx are engine errors.
+func (e *Engine) refusal(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := errorMessage(b)
+	if msg == "" {
+		msg = resp.Status
+	}
+	cause := fmt.Errorf("upstream %q answered %s: %s", e.cfg.Name, resp.Status, msg)
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
+		return fmt.Errorf("%w: %w", cause, npu.ErrUpstreamUnavailable)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("%w (check its API key)", cause)}
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%w: %w", cause, npu.ErrModelNotFound)
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		return &npu.InvalidRequestError{Message: fmt.Sprintf("upstream %q: %s", e.cfg.Name, msg)}
+	}
+	if resp.StatusCode >= 500 {
+		e.markDown(resp.Status)
+	}
+	return &npu.EngineError{Engine: e.Name(), Cause: cause}
+}
+
+// errorMessage is the message of an OpenAI (or Ollama) error body.
+func errorMessage(b []byte) string {
+	var oa struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(b, &oa) != nil || len(oa.Error) == 0 {
+		return strings.TrimSpace(string(b[:min(len(b), 512)]))
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(oa.Error, &obj) == nil && obj.Message != "" {
+		return obj.Message
+	}
+	var s string
+	if json.Unmarshal(oa.Error, &s) == nil {
+		return s
+	}
+	return string(oa.Error)
+}
+
+// relay reads the upstream's event stream into the sink. Reasoning goes to
+// the sink between <think> tags, which the bridge takes apart again.
+func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.Reader, sink npu.Sink, start time.Time) (npu.Result, error) {
+	res := npu.Result{FinishReason: npu.FinishStop}
+	var first time.Time
+	thinking := false
+	callbacks := 0
+	finish := func() npu.Result {
+		if !first.IsZero() {
+			res.Timings.Prefill, res.Timings.Decode = first.Sub(start), time.Since(first)
+		} else {
+			res.Timings.Prefill = time.Since(start)
+		}
+		if res.CompletionTokens == 0 {
+			res.CompletionTokens = callbacks
+		}
+		return res
+	}
+	send := func(text string) bool {
+		if text == "" {
+			return true
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		callbacks++
+		if st := sink(text); st != npu.Running {
+			if st == npu.Cancel {
+				res.FinishReason = npu.FinishCancelled
+			}
+			cancel() // closes the upstream request: its engine stops too
+			return false
+		}
+		return true
+	}
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() { // a reader that can be abandoned: the watchdog below bounds each wait
+		var err error
+		defer func() {
+			readErr <- err
+			close(lines)
+		}()
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 64<<10), maxEventBytes)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		err = sc.Err()
+	}()
+	idle := time.NewTimer(e.cfg.Timeout)
+	defer idle.Stop()
+	done := false
+	for !done {
+		var line string
+		var ok bool
+		select {
+		case line, ok = <-lines:
+		case <-idle.C:
+			cancel()
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent nothing for %s", e.cfg.Name, e.cfg.Timeout)}
+		case <-ctx.Done():
+			return finish(), ctx.Err()
+		}
+		if !ok {
+			if err := <-readErr; err != nil && ctx.Err() == nil {
+				e.markDown(err.Error())
+				return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q: reading its stream: %w", e.cfg.Name, err)}
+			}
+			if ctx.Err() != nil {
+				return finish(), nil // the sink ended it
+			}
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q ended its stream without [DONE]", e.cfg.Name)}
+		}
+		idle.Reset(e.cfg.Timeout)
+		data, isData := strings.CutPrefix(line, "data:")
+		if !isData {
+			continue // comments (heartbeats), event:, id:, retry: and blank lines
+		}
+		data = strings.TrimSpace(data)
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
+		var c chunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %v", e.cfg.Name, err)}
+		}
+		if len(c.Error) > 0 && string(c.Error) != "null" {
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q failed mid-stream: %s", e.cfg.Name, errorMessage([]byte(data)))}
+		}
+		if c.Usage != nil {
+			res.PromptTokens, res.CompletionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		}
+		for _, ch := range c.Choices {
+			reasoning := ch.Delta.ReasoningContent
+			if reasoning == nil {
+				reasoning = ch.Delta.Reasoning
+			}
+			if reasoning != nil && *reasoning != "" {
+				text := *reasoning
+				if !thinking {
+					text, thinking = "<think>"+text, true
+				}
+				if !send(text) {
+					return finish(), nil
+				}
+			}
+			if ch.Delta.Content != nil && *ch.Delta.Content != "" {
+				text := *ch.Delta.Content
+				if thinking {
+					text, thinking = "</think>"+text, false
+				}
+				if !send(text) {
+					return finish(), nil
+				}
+			}
+			if ch.FinishReason != nil && *ch.FinishReason == "length" {
+				res.FinishReason = npu.FinishLength
+			}
+		}
+	}
+	if thinking {
+		send("</think>")
+	}
+	return finish(), nil
+}
