@@ -37,12 +37,13 @@ check: ## gofmt, go vet and golangci-lint (errcheck, staticcheck, ...)
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack -o /dev/null .
 
 test: check ## vet, then every test under the race detector
-	@# -race needs a C compiler, the proxy test nginx, the JS client tests Node,
+	@# -race needs a C compiler, the proxy tests nginx and HAProxy, the JS client tests Node,
 	@# the unit and package checks systemd-analyze, lintian, rpm and shellcheck,
 	@# the web console's tests Chromium:
 	@# a fresh Debian may lack them.
 	@missing=""; command -v gcc >/dev/null || missing="gcc libc6-dev"; \
 	[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing="$$missing nginx-light"; \
+	[ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null || missing="$$missing haproxy"; \
 	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	command -v lintian >/dev/null || missing="$$missing lintian"; \

@@ -54,6 +54,7 @@ type Config struct {
 	RequestTimeout  time.Duration // default generation deadline (timeout_ms); 0 = none
 	MaxPendingBytes int           // unread output per stream before it fails
 	DrainTimeout    time.Duration // grace for in-flight streams on shutdown
+	DrainDelay      time.Duration // on SIGTERM, keep answering (with 503s) this long before closing the listener
 	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
 	MaxLoadedModels int           // models in memory at once; 0 = no cap
 	// Conversation affinity (see npu.Scheduler).
@@ -269,6 +270,7 @@ func (c *Config) options(ls *layers) []option {
 		{"max-pending-bytes", "unread output a stream may hold for a slow client before it fails", num(&c.MaxPendingBytes, 1<<20)},
 		{"max-body-bytes", "largest request body accepted (images come base64 in it)", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxBodyBytes, n, 16<<20, u) }},
 		{"drain-timeout", "on SIGTERM, how long in-flight streams may take to finish", dur(&c.DrainTimeout, 30*time.Second)},
+		{"drain-delay", "on SIGTERM, how long to keep the listener open first, answering /health and new requests with 503 while streams go on, so a load balancer's health check sees the drain and retries elsewhere (0 = close at once)", dur(&c.DrainDelay, 0)},
 		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for Idempotency-Key repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
 		{"resume-max-bytes", "text kept per stream for resumes; a client further behind gets resume_expired", num(&c.ResumeMaxBytes, 1<<20)},
 		{"ws-max-requests", "generations one WebSocket connection (/npud/v1/streams) may run at once", num(&c.WSMaxRequests, 8)},

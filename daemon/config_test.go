@@ -131,6 +131,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"max-image-pixels", "640000", func(c Config) any { return c.MaxImagePixels }, int64(640000)},
 		{"allow-image-urls", "true", func(c Config) any { return c.AllowImageURLs }, true},
 		{"upstream", "gpu=http://10.0.0.5:8000/v1;models=llama|qwen", func(c Config) any { return c.Upstreams }, []string{"gpu=http://10.0.0.5:8000/v1;models=llama|qwen"}},
+		{"drain-delay", "5s", func(c Config) any { return c.DrainDelay }, 5 * time.Second},
 		{"overflow-after", "20s", func(c Config) any { return c.OverflowAfter }, 20 * time.Second},
 		{"max-loaded-models", "3", func(c Config) any { return c.MaxLoadedModels }, 3},
 		{"hub-endpoint", "http://127.0.0.1:9", func(c Config) any { return c.HubEndpoint }, "http://127.0.0.1:9"},

@@ -417,6 +417,15 @@ func (s *Server) drain() error {
 	s.log.Info("draining", "timeout", s.cfg.DrainTimeout, "running", s.runner.Running(), "queued", s.runner.Waiting())
 	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 	defer cancel()
+	if s.cfg.DrainDelay > 0 {
+		// /health answers 503 and new requests shutting_down while the
+		// listener stays open: a load balancer's health check sees the
+		// drain, and its retry sends new requests to another box.
+		select {
+		case <-time.After(min(s.cfg.DrainDelay, s.cfg.DrainTimeout)):
+		case <-drainCtx.Done():
+		}
+	}
 	err := s.http.Shutdown(drainCtx)
 	// Shutdown does not wait for hijacked (WebSocket) connections.
 	s.ws.Shutdown(drainCtx)

@@ -52,6 +52,13 @@ http {
 // skips when nginx is missing, except in CI, where `make test` installs it.
 func startNginx(t *testing.T, upstream string) string {
 	t.Helper()
+	return runNginx(t, func(dir, addr string) string { return fmt.Sprintf(nginxConf, dir, addr, upstream) })
+}
+
+// runNginx runs nginx with the configuration conf makes for its folder
+// and listen address, and returns its base URL.
+func runNginx(t *testing.T, conf func(dir, addr string) string) string {
+	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		bin = "/usr/sbin/nginx"
@@ -67,10 +74,10 @@ func startNginx(t *testing.T, upstream string) string {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	conf := filepath.Join(dir, "nginx.conf")
-	require.NoError(t, os.WriteFile(conf, fmt.Appendf(nil, nginxConf, dir, addr, upstream), 0o600))
+	confPath := filepath.Join(dir, "nginx.conf")
+	require.NoError(t, os.WriteFile(confPath, []byte(conf(dir, addr)), 0o600))
 
-	cmd := exec.Command(bin, "-e", "stderr", "-c", conf, "-p", dir)
+	cmd := exec.Command(bin, "-e", "stderr", "-c", confPath, "-p", dir)
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second // workers inherit the output pipe
