@@ -39,6 +39,15 @@ type serverMsg struct {
 	Usage         struct {
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
+	ToolCalls []struct {
+		Index    int    `json:"index"`
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
 }
 
 func dialWS(t *testing.T, base string, opts *websocket.DialOptions, query string) (*wsClient, *http.Response, error) {
@@ -428,4 +437,36 @@ func TestRealtimeLegacyPathIsDeprecated(t *testing.T) {
 	c := &wsClient{t: t, conn: conn}
 	c.send(map[string]any{"type": "ping", "id": "p"})
 	assert.Equal(t, "pong", c.next().Type)
+}
+
+// Issue 16: a start message with tools gets the call in its token events,
+// in OpenAI's pieces, and a final with finish_reason tool_calls.
+func TestRealtimeToolCalls(t *testing.T) {
+	srv := startSim(t, nil, nil)
+	c := mustDial(t, srv.URL)
+	c.send(startMsg("t1", "weather in Oslo?", 200, "tools", []any{map[string]any{"type": "function", "function": map[string]any{
+		"name": "get_weather", "parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}}}))
+	var name, args, content string
+	for {
+		m := c.next()
+		if m.Type == "token" {
+			content += m.Delta
+			for _, d := range m.ToolCalls {
+				assert.Equal(t, 0, d.Index)
+				name += d.Function.Name
+				args += d.Function.Arguments
+			}
+			continue
+		}
+		if m.Type == "final" || m.Type == "error" {
+			assert.Equal(t, "final", m.Type, "%+v", m)
+			assert.Equal(t, "tool_calls", m.FinishReason)
+			break
+		}
+	}
+	assert.Empty(t, content)
+	assert.Equal(t, "get_weather", name)
+	var parsed map[string]any
+	require.NoError(t, json.Unmarshal([]byte(args), &parsed), args)
+	assert.IsType(t, "", parsed["city"])
 }
