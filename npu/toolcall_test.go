@@ -3,6 +3,7 @@ package npu
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -232,4 +233,27 @@ func TestRunnerRefusesWhatTheModelCannotDo(t *testing.T) {
 	s, err := r.Start(&Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}, Tools: []Tool{weatherTool}, ToolChoice: ToolChoice{Mode: ToolChoiceNone}})
 	require.NoError(t, err)
 	s.Close()
+}
+
+// The parser's cost per chunk on an answer that holds no call (the common
+// case: the text must be checked for openers) and on one that is a call.
+func BenchmarkToolCallParser(b *testing.B) {
+	text := strings.Repeat("The weather in Oslo is cold; bring a coat < and a hat. ", 20)
+	call := "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"days\": 3}}\n</tool_call>"
+	for _, bc := range []struct{ name, answer string }{{"text", text}, {"call", call}} {
+		b.Run(bc.name, func(b *testing.B) {
+			chunks := []string{}
+			for i := 0; i < len(bc.answer); i += 4 {
+				chunks = append(chunks, bc.answer[i:min(i+4, len(bc.answer))])
+			}
+			b.SetBytes(int64(len(bc.answer)))
+			for b.Loop() {
+				p := newToolCallParser(ToolFormatHermes, []Tool{weatherTool}, false)
+				for _, c := range chunks {
+					p.push(c)
+				}
+				p.flush()
+			}
+		})
+	}
 }
