@@ -74,6 +74,7 @@ func TestBadInput(t *testing.T) {
 		{"tool_choice naming an undeclared function", "", chat, `{"model":"sim",` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`, 400, "tool_choice", "invalid_value", []string{`"g"`}},
 		{"tool_choice required without tools", "", chat, `{"model":"sim",` + msgs + `,"tool_choice":"required"}`, 400, "tool_choice", "invalid_value", []string{"no 'tools'"}},
 		{"tool_choice of another kind", "", chat, `{"model":"sim",` + msgs + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"always"}`, 400, "tool_choice", "invalid_value", []string{"always"}},
+		{"tools on a completion", "", legacy, `{"model":"sim","prompt":"x","tools":[{"type":"function","function":{"name":"f"}}]}`, 400, "tools", "unsupported_parameter", []string{"/v1/chat/completions"}},
 		{"functions", "", chat, `{"model":"sim",` + msgs + `,"functions":[{"name":"f"}]}`, 400, "functions", "unsupported_parameter", []string{"tools"}},
 		{"image_url that is no base64 data URL", "", chat, `{"model":"sim","messages":[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:,"}}]}]}`, 400, "messages[0].content", "invalid_image", []string{"base64"}},
 		{"image_url of no image", "", chat, `{"model":"sim","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/gif;base64,R0lGODlhAQABAAAAACw="}}]}]}`, 400, "messages[0].content", "invalid_image", []string{"JPEG and PNG"}},

@@ -265,6 +265,9 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 	if err := req.checkUnsupported(); err != nil {
 		return nil, err
 	}
+	if ep == completionsEndpoint && (len(req.Tools) > 0 || isSet(req.ToolChoice)) {
+		return nil, invalid("tools", "unsupported_parameter", "'tools' are for /v1/chat/completions: a completion has no messages to carry calls and results")
+	}
 	if err := req.tools(out); err != nil {
 		return nil, err
 	}
