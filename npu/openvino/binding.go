@@ -163,6 +163,9 @@ type pipeline struct {
 	chatTemplate bool
 	// context is the model's own context length (config.json), 0 if unknown.
 	context int
+	// toolFormat is how the model's template takes tools and its answer
+	// writes calls (npu.ToolFormat*), "" when it renders none.
+	toolFormat string
 	// conversation: what the stateful pipeline's KV cache holds; touched
 	// only by the goroutine that holds busy.
 	conversation conversation
@@ -188,7 +191,8 @@ func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pip
 		defer C.free(unsafe.Pointer(vs[i]))
 		input += fmt.Sprintf(", %s=%s", p.key, p.value)
 	}
-	p := &pipeline{api: api, model: dir, device: device, chatTemplate: modelstore.HasChatTemplate(dir), context: modelstore.ModelContext(dir)}
+	p := &pipeline{api: api, model: dir, device: device, chatTemplate: modelstore.HasChatTemplate(dir), context: modelstore.ModelContext(dir),
+		toolFormat: modelstore.Describe(dir, filepath.Base(dir)).ToolFormat}
 	if modelstore.HasVisionEncoder(dir) {
 		// A vision-language model: GenAI's VLM pipeline, which the LLM
 		// pipeline cannot load (its language model has another file name).
@@ -289,7 +293,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
 	if len(msgs) > 0 {
-		if history, err = chatHistory(api, msgs, req); err != nil {
+		if history, err = chatHistory(api, msgs, req, p.toolFormat); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.npud_ov_genai_chat_history_free(api, history)
@@ -500,7 +504,7 @@ func setStopStrings(api *C.npud_ov_api, cfg *C.ov_genai_generation_config, stops
 
 // chatHistory builds a ChatHistory from messages, each a properly escaped
 // JSON object.
-func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request) (*C.ov_genai_chat_history, error) {
+func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolFormat string) (*C.ov_genai_chat_history, error) {
 	var h *C.ov_genai_chat_history
 	if st := C.npud_ov_genai_chat_history_create(api, &h); st != C.OV_GENAI_CHAT_HISTORY_OK {
 		return nil, fmt.Errorf("ov_genai_chat_history_create: status %d", int(st))
@@ -531,8 +535,16 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request) (*C.o
 			return nil, err
 		}
 	}
+	msgs = withSystemTools(msgs, req.Tools, toolFormat)
 	for i, m := range msgs {
-		b, err := json.Marshal(templateMessage(m))
+		tm := templateMessage(m)
+		if i == 0 && m.Role == "system" && len(req.Tools) > 0 && toolFormat == npu.ToolFormatPhi4Mini {
+			// Phi-4-mini's template reads the tools from the system
+			// message, as a JSON string, not from its tools variable.
+			b, _ := json.Marshal(templateTools(req.Tools)) // built from JSON values: always encodes
+			tm["tools"] = string(b)
+		}
+		b, err := json.Marshal(tm)
 		if err != nil {
 			C.npud_ov_genai_chat_history_free(api, h)
 			return nil, fmt.Errorf("encoding message %d: %w", i, err)
@@ -543,6 +555,15 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request) (*C.o
 		}
 	}
 	return h, nil
+}
+
+// withSystemTools makes sure a family that reads its tools from the system
+// message (Phi-4-mini) has one to read them from.
+func withSystemTools(msgs []npu.Message, tools []npu.Tool, format string) []npu.Message {
+	if len(tools) == 0 || format != npu.ToolFormatPhi4Mini || (len(msgs) > 0 && msgs[0].Role == "system") {
+		return msgs
+	}
+	return append([]npu.Message{{Role: "system", Content: "You are a helpful assistant with some tools."}}, msgs...)
 }
 
 // templateTools are tools as chat templates expect them.

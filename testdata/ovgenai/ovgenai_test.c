@@ -943,6 +943,13 @@ static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_cha
     const char* last = history->text;
     for (const char* nl = strchr(last, '\n'); nl && nl[1]; nl = strchr(last, '\n')) last = nl + 1;
     if (strstr(last, "\"role\":\"tool\"")) return NULL; /* it answers with the result */
+    /* Phi-4-mini's template reads the tools from the system message's
+     * "tools" (a JSON string), not from the tools variable: without them
+     * there, the model never heard of any tool. */
+    if (pipe->tool_format == TOOLS_PHI4 &&
+        !(strncmp(history->text, "{", 1) == 0 && strstr(history->text, "\"role\":\"system\"") &&
+          strstr(history->text, "\"tools\":\"") && strstr(history->text, "\"tools\":\"") < strchr(history->text, '\n')))
+        return NULL;
     char* name = json_string_after(history->tools, "\"name\":\"");
     if (!name) return NULL;
     char* required = json_string_after(history->tools, "\"required\":[\"");
