@@ -88,6 +88,7 @@ soak: ## the soak and fault harness at full size (make test runs a small one): S
 FUZZTIME ?= 60s
 fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
 	$(GO) test -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
+	$(GO) test -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/

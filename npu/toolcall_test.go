@@ -257,3 +257,35 @@ func BenchmarkToolCallParser(b *testing.B) {
 		})
 	}
 }
+
+// Whatever the model writes and however the engine cuts it, the parser
+// reads it the same way as when it comes whole, and loses nothing: the
+// content and the calls' names and arguments are what a one-piece read
+// gives, and every call's pieces come in order.
+func FuzzToolCallParser(f *testing.F) {
+	for _, seed := range []string{
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+		"text <tool_call>{\"arguments\": {}, \"name\": \"f\"}</tool_call> more",
+		"{\"name\": \"f\", \"parameters\": {\"a\": [1, {\"b\": \"}\"}]}}; {\"name\": \"g\", \"parameters\": {}}",
+		"[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {}}]",
+		"<tool_call>oops",
+		"{\"name\": \"f\", \"arguments\": \"{\\\"x\\\": 1}\"}",
+	} {
+		f.Add(seed, uint8(3), uint8(0))
+	}
+	formats := []string{ToolFormatHermes, ToolFormatLlama3, ToolFormatMistral, ToolFormatPhi4Mini}
+	f.Fuzz(func(t *testing.T, answer string, cut, format uint8) {
+		if len(answer) > 4096 {
+			return
+		}
+		fmtName := formats[int(format)%len(formats)]
+		whole, _ := feed(t, fmtName, false, []string{answer})
+		n := int(cut%16) + 1
+		var pieces []string
+		for i := 0; i < len(answer); i += n {
+			pieces = append(pieces, answer[i:min(i+n, len(answer))])
+		}
+		cutUp, _ := feed(t, fmtName, false, pieces)
+		require.Equal(t, whole, cutUp)
+	})
+}
