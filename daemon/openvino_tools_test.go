@@ -40,14 +40,7 @@ func TestOpenVINOToolFamilies(t *testing.T) {
 		require.NoError(t, enc.Encode(map[string]string{"chat_template": tpl}))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name, "tokenizer_config.json"), b.Bytes(), 0o644))
 	}
-	t.Setenv("OVTEST_DEVICES", "CPU")
-	cfg := daemontest.Defaults(t)
-	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", dir, "CPU", ""
-	cfg.OpenVINOLib = daemontest.TestLibrary(t)
-	cfg.Isolation = "process"
-	cfg.TokenTimeout, cfg.PrefillTimeout = 5*time.Second, 5*time.Second
-	srv := daemontest.Start(t, cfg, nil)
-	c := daemontest.NewClient(t, srv.URL)
+	c := daemontest.NewClient(t, startOpenVINOFolder(t, dir).URL)
 
 	const tools = `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]`
 	for _, model := range []string{"qwen", "llama", "mistral", "phi"} {
@@ -90,4 +83,17 @@ func TestOpenVINOToolFamilies(t *testing.T) {
 	resp, raw = c.Do(t, http.MethodPost, "/api/chat", `{"model":"plain","stream":false,"messages":[{"role":"user","content":"x"}],`+tools+`}`)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Contains(t, string(raw), `does not support tools`)
+}
+
+// startOpenVINOFolder serves the models folder dir with the OpenVINO
+// engine (the test library, on CPU) in worker processes.
+func startOpenVINOFolder(t *testing.T, dir string) *daemontest.Server {
+	t.Helper()
+	t.Setenv("OVTEST_DEVICES", "CPU")
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", dir, "CPU", ""
+	cfg.OpenVINOLib = daemontest.TestLibrary(t)
+	cfg.Isolation = "process"
+	cfg.TokenTimeout, cfg.PrefillTimeout = 5*time.Second, 5*time.Second
+	return daemontest.Start(t, cfg, nil)
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,14 +39,7 @@ func TestOpenVINOVision(t *testing.T) {
 	} {
 		require.NoError(t, os.WriteFile(filepath.Join(vlm, file), []byte(content), 0o644))
 	}
-	t.Setenv("OVTEST_DEVICES", "CPU")
-	cfg := daemontest.Defaults(t)
-	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", dir, "CPU", ""
-	cfg.OpenVINOLib = daemontest.TestLibrary(t)
-	cfg.Isolation = "process"
-	cfg.TokenTimeout, cfg.PrefillTimeout = 5*time.Second, 5*time.Second
-	srv := daemontest.Start(t, cfg, nil)
-	c := daemontest.NewClient(t, srv.URL)
+	c := daemontest.NewClient(t, startOpenVINOFolder(t, dir).URL)
 
 	img := image.NewNRGBA(image.Rect(0, 0, 2, 1))
 	img.Set(0, 0, color.NRGBA{255, 0, 0, 255})

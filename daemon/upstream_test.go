@@ -37,38 +37,6 @@ func (e *countingEngine) Generate(ctx context.Context, req *npu.Request, sink np
 	return e.Engine.Generate(ctx, req, sink)
 }
 
-// sseText reads an OpenAI stream's content and error codes, and whether it
-// ended with [DONE].
-func sseText(t *testing.T, body io.Reader) (text string, codes []string, done bool) {
-	t.Helper()
-	sc := bufio.NewScanner(body)
-	var b strings.Builder
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if data == "[DONE]" {
-			done = true
-			continue
-		}
-		var ev struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-			Error *struct{ Code string } `json:"error"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(data), &ev), data)
-		if ev.Error != nil {
-			codes = append(codes, ev.Error.Code)
-		}
-		for _, c := range ev.Choices {
-			b.WriteString(c.Delta.Content)
-		}
-	}
-	return b.String(), codes, done
-}
-
 func post(t *testing.T, url, body string) *http.Response {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
@@ -95,8 +63,8 @@ func TestUpstreamRelaysModelsItServes(t *testing.T) {
 	assert.Contains(t, string(raw), `"owned_by":"upstream:back"`)
 
 	body := `{"model":"big","stream":true,"seed":3,"max_tokens":12,"messages":[{"role":"user","content":"hello"}]}`
-	direct, _, _ := sseText(t, post(t, back.URL+"/v1/chat/completions", body).Body)
-	relayed, codes, done := sseText(t, post(t, front.URL+"/v1/chat/completions", body).Body)
+	direct, _, _ := sse(t, post(t, back.URL+"/v1/chat/completions", body))
+	relayed, codes, done := sse(t, post(t, front.URL+"/v1/chat/completions", body))
 	assert.True(t, done)
 	assert.Empty(t, codes)
 	assert.Equal(t, direct, relayed)
@@ -234,8 +202,8 @@ func TestUpstreamMisbehaving(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			up := fakeUpstream(t, tc.handler)
 			front := daemontest.StartSim(t, func(c *daemon.Config) { c.Upstreams = []string{"far=" + up.URL + ";models=far"} }, nil)
-			text, codes, done := sseText(t, post(t, front.URL+"/v1/chat/completions",
-				`{"model":"far","stream":true,"messages":[{"role":"user","content":"x"}]}`).Body)
+			text, codes, done := sse(t, post(t, front.URL+"/v1/chat/completions",
+				`{"model":"far","stream":true,"messages":[{"role":"user","content":"x"}]}`))
 			assert.Equal(t, "Hello", text, "what came before the fault was relayed")
 			assert.Equal(t, []string{"engine_error"}, codes)
 			assert.True(t, done, "npud's terminator follows its error event")

@@ -1,11 +1,7 @@
 package ollamaapi_test
 
 import (
-	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,35 +15,11 @@ import (
 	"github.com/npud/npud/npu/sim"
 )
 
-// jsClientDir holds the pinned ollama-js install (`make test` runs npm ci).
-var jsClientDir = filepath.Join("..", "testdata", "js")
-
-// runJS runs one scenario of testdata/js/ollama_e2e.mjs against base and
-// decodes what it printed.
+// runJS runs one scenario of testdata/js/ollama_e2e.mjs (ollama-js)
+// against base and decodes what it printed.
 func runJS(t *testing.T, base, scenario string) map[string]any {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(jsClientDir, "node_modules", "ollama"))
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("ollama-js is not installed (make test runs npm ci in testdata/js): %v", err)
-		}
-		t.Skipf("ollama-js is not installed: run npm ci in testdata/js (%v)", err)
-	}
-	cmd := exec.Command(node, "ollama_e2e.mjs", base, scenario)
-	cmd.Dir = jsClientDir
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.Output()
-	var stderr string
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		stderr = string(exitErr.Stderr)
-	}
-	require.NoError(t, err, "node: %s", stderr)
-	var result map[string]any
-	require.NoError(t, json.Unmarshal(out, &result), "output: %s", out)
-	return result
+	return daemontest.RunJS(t, "ollama", "ollama_e2e.mjs", base, scenario)
 }
 
 func TestOllamaJSChatStreaming(t *testing.T) {

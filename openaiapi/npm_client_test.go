@@ -2,11 +2,7 @@ package openaiapi_test
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,33 +11,11 @@ import (
 )
 
 // runOpenAIJS runs one scenario of testdata/js/openai_e2e.mjs (the
-// official OpenAI JavaScript client, pinned by package-lock.json) against
-// base and decodes what it printed.
+// official OpenAI JavaScript client) against base and decodes what it
+// printed.
 func runOpenAIJS(t *testing.T, base, scenario string) map[string]any {
 	t.Helper()
-	dir := filepath.Join("..", "testdata", "js")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "openai"))
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the openai npm client is not installed (make test runs npm ci in testdata/js): %v", err)
-		}
-		t.Skipf("the openai npm client is not installed: run npm ci in testdata/js (%v)", err)
-	}
-	cmd := exec.Command(node, "openai_e2e.mjs", base, scenario)
-	cmd.Dir = dir
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.Output()
-	var stderr string
-	if exitErr, ok := err.(*exec.ExitError); ok {
-		stderr = string(exitErr.Stderr)
-	}
-	require.NoError(t, err, "node: %s", stderr)
-	var result map[string]any
-	require.NoError(t, json.Unmarshal(out, &result), "output: %s", out)
-	return result
+	return daemontest.RunJS(t, "openai", "openai_e2e.mjs", base, scenario)
 }
 
 // Issue 16: the client's own agent loop (runTools, streaming) completes:

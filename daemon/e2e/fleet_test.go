@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,25 +22,6 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"
 )
-
-// fleetMain is nginx's main configuration around the shipped fleet
-// configuration (packaging/fleet/nginx-npud.conf), as Debian's
-// /etc/nginx/nginx.conf includes conf.d.
-const fleetMain = `daemon off;
-worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log stderr warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    include %[1]s/npud.conf;
-}
-`
 
 // countingEngine counts the generations each box was given.
 type countingEngine struct {
@@ -91,50 +70,14 @@ func streamThrough(t *testing.T, hc *http.Client, base, prompt string) (string, 
 }
 
 // runHAProxy runs HAProxy with the configuration conf makes for its
-// listen address, and returns its base URL. It skips when HAProxy is
-// missing, except in CI, where `make test` installs it.
+// listen address, and returns its base URL.
 func runHAProxy(t *testing.T, conf func(addr string) string) string {
 	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		bin = "/usr/sbin/haproxy"
-		if _, statErr := os.Stat(bin); statErr != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("haproxy is not installed (make test installs it)")
-			}
-			t.Skip("haproxy is not installed: apt-get install haproxy")
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	bin := proxyBinary(t, "haproxy", "haproxy")
+	addr := freeAddr(t)
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	require.NoError(t, os.WriteFile(path, []byte(conf(addr)), 0o600))
-	cmd := exec.Command(bin, "-db", "-f", path)
-	out := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = 5 * time.Second
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out)
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return "http://" + addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not start listening on %s: %v\n%s", addr, err, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return runProxy(t, "haproxy", addr, exec.Command(bin, "-db", "-f", path))
 }
 
 // Issue 19: two npud boxes behind a real nginx, then a real HAProxy, with
@@ -166,7 +109,7 @@ func testFleetDrain(t *testing.T, lb string) {
 			c := strings.NewReplacer("server 10.0.0.11:11434", "server "+hostA, "server 10.0.0.12:11434", "server "+hostB,
 				"listen 11434;", "listen "+addr+";").Replace(string(conf))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "npud.conf"), []byte(c), 0o600))
-			return fmt.Sprintf(fleetMain, dir)
+			return nginxMain(dir, "    include "+filepath.Join(dir, "npud.conf")+";") // as Debian's nginx.conf includes conf.d
 		})
 	} else {
 		conf, err := os.ReadFile(filepath.Join("..", "..", "packaging", "fleet", "haproxy-npud.cfg"))

@@ -22,15 +22,14 @@ import (
 	"github.com/npud/npud/npu/sim"
 )
 
-// nginxConf keeps nginx's defaults that break streaming unless the upstream
-// opts out: HTTP/1.0 to the upstream, proxy_buffering on, and gzip on for
-// event streams. npud's X-Accel-Buffering: no must get events through
-// unbuffered, and they must not be compressed.
-const nginxConf = `daemon off;
+// nginxMain is nginx's main configuration for a test: in the
+// foreground, its files in dir, and the http block's body.
+func nginxMain(dir, http string) string {
+	return fmt.Sprintf(`daemon off;
 worker_processes 1;
 pid %[1]s/nginx.pid;
 error_log stderr warn;
-events { worker_connections 64; }
+events { worker_connections 256; }
 http {
     access_log off;
     client_body_temp_path %[1]s/body;
@@ -38,46 +37,74 @@ http {
     fastcgi_temp_path %[1]s/fastcgi;
     uwsgi_temp_path %[1]s/uwsgi;
     scgi_temp_path %[1]s/scgi;
-    gzip on;
+%[2]s
+}
+`, dir, http)
+}
+
+// nginxProxy keeps nginx's defaults that break streaming unless the
+// upstream opts out: HTTP/1.0 to the upstream, proxy_buffering on, and gzip
+// on for event streams. npud's X-Accel-Buffering: no must get events
+// through unbuffered, and they must not be compressed.
+const nginxProxy = `    gzip on;
     gzip_types text/event-stream application/json;
     gzip_min_length 1;
     server {
-        listen %[2]s;
-        location / { proxy_pass %[3]s; }
-    }
-}
-`
+        listen %s;
+        location / { proxy_pass %s; }
+    }`
 
 // startNginx runs nginx in front of upstream and returns its base URL. It
 // skips when nginx is missing, except in CI, where `make test` installs it.
 func startNginx(t *testing.T, upstream string) string {
 	t.Helper()
-	return runNginx(t, func(dir, addr string) string { return fmt.Sprintf(nginxConf, dir, addr, upstream) })
+	return runNginx(t, func(dir, addr string) string { return nginxMain(dir, fmt.Sprintf(nginxProxy, addr, upstream)) })
 }
 
 // runNginx runs nginx with the configuration conf makes for its folder
 // and listen address, and returns its base URL.
 func runNginx(t *testing.T, conf func(dir, addr string) string) string {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin = "/usr/sbin/nginx"
-		if _, statErr := os.Stat(bin); statErr != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("nginx is not installed (make test installs nginx-light)")
-			}
-			t.Skip("nginx is not installed: apt-get install nginx-light")
-		}
-	}
+	bin := proxyBinary(t, "nginx", "nginx-light")
 	dir := t.TempDir()
+	addr := freeAddr(t)
+	confPath := filepath.Join(dir, "nginx.conf")
+	require.NoError(t, os.WriteFile(confPath, []byte(conf(dir, addr)), 0o600))
+	return runProxy(t, "nginx", addr, exec.Command(bin, "-e", "stderr", "-c", confPath, "-p", dir))
+}
+
+// proxyBinary finds a proxy's program; it skips the test when it is
+// missing, except in CI, where `make test` installs its Debian package.
+func proxyBinary(t *testing.T, name, debianPackage string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err == nil {
+		return bin
+	}
+	bin = "/usr/sbin/" + name
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed (make test installs %s)", name, debianPackage)
+		}
+		t.Skipf("%s is not installed: apt-get install %s", name, debianPackage)
+	}
+	return bin
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	confPath := filepath.Join(dir, "nginx.conf")
-	require.NoError(t, os.WriteFile(confPath, []byte(conf(dir, addr)), 0o600))
+	return addr
+}
 
-	cmd := exec.Command(bin, "-e", "stderr", "-c", confPath, "-p", dir)
+// runProxy starts cmd (a proxy in the foreground), stops it when the test
+// ends, and returns its base URL once it listens on addr.
+func runProxy(t *testing.T, name, addr string, cmd *exec.Cmd) string {
+	t.Helper()
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second // workers inherit the output pipe
@@ -86,7 +113,7 @@ func runNginx(t *testing.T, conf func(dir, addr string) string) string {
 		_ = cmd.Process.Signal(syscall.SIGTERM) // the master stops its workers
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("nginx output:\n%s", out)
+			t.Logf("%s output:\n%s", name, out)
 		}
 	})
 	deadline := time.Now().Add(10 * time.Second)
@@ -97,7 +124,7 @@ func runNginx(t *testing.T, conf func(dir, addr string) string) string {
 			return "http://" + addr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not start listening on %s: %v\n%s", addr, err, out)
+			t.Fatalf("%s did not start listening on %s: %v\n%s", name, addr, err, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -17,35 +17,28 @@ static ov_genai_streaming_status_e npud_trampoline(const char* str, void* args) 
 }
 
 // cgo cannot call variadic functions: fixed-arity shims for the pipeline
-// constructor, with properties as parallel key and value arrays.
+// constructors (LLM and VLM take the same arguments), with properties as
+// parallel key and value arrays.
+#define NPUD_CALL_CREATE(create)                                                                              \
+	switch (n) {                                                                                              \
+	case 0: return create(path, device, 0, pipe);                                                             \
+	case 1: return create(path, device, 2, pipe, k[0], v[0]);                                                 \
+	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);                                     \
+	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);                         \
+	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);             \
+	case 5: return create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4]); \
+	case 6: return create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5]); \
+	}                                                                                                         \
+	return INVALID_C_PARAM;
+
 static ov_status_e npud_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
                                         const char** v, size_t n, ov_genai_llm_pipeline** pipe) {
-	__typeof__(ov_genai_llm_pipeline_create)* create = api->ov_genai_llm_pipeline_create;
-	switch (n) {
-	case 0: return create(path, device, 0, pipe);
-	case 1: return create(path, device, 2, pipe, k[0], v[0]);
-	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);
-	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);
-	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);
-	case 5: return create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4]);
-	case 6: return create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5]);
-	}
-	return INVALID_C_PARAM;
+	NPUD_CALL_CREATE(api->ov_genai_llm_pipeline_create)
 }
 
 static ov_status_e npud_vlm_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
                                             const char** v, size_t n, ov_genai_vlm_pipeline** pipe) {
-	__typeof__(ov_genai_vlm_pipeline_create)* create = api->ov_genai_vlm_pipeline_create;
-	switch (n) {
-	case 0: return create(path, device, 0, pipe);
-	case 1: return create(path, device, 2, pipe, k[0], v[0]);
-	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);
-	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);
-	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);
-	case 5: return create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4]);
-	case 6: return create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5]);
-	}
-	return INVALID_C_PARAM;
+	NPUD_CALL_CREATE(api->ov_genai_vlm_pipeline_create)
 }
 
 // A generation's results: an LLM pipeline's or a VLM pipeline's, which
