@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
@@ -94,6 +96,18 @@ func TestUpstreamRelaysModelsItServes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, direct, out.Choices[0].Message.Content)
 	assert.EqualValues(t, 12, out.Usage.CompletionTokens, "the upstream's usage")
+
+	// The Ollama Go client through the front.
+	base, err := url.Parse(front.URL)
+	require.NoError(t, err)
+	var ollamaWhole strings.Builder
+	require.NoError(t, api.NewClient(base, http.DefaultClient).Chat(context.Background(), &api.ChatRequest{
+		Model: "big", Options: map[string]any{"seed": 3, "num_predict": 12},
+		Messages: []api.Message{{Role: "user", Content: "hello"}}}, func(r api.ChatResponse) error {
+		ollamaWhole.WriteString(r.Message.Content)
+		return nil
+	}))
+	assert.Equal(t, direct, ollamaWhole.String())
 
 	// Metrics name the upstream as the device; /health lists it.
 	_, metrics := daemontest.NewClient(t, front.URL).Do(t, http.MethodGet, "/metrics", "")
