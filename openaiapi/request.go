@@ -189,9 +189,7 @@ func (c *contentText) UnmarshalJSON(b []byte) error {
 		var parts []struct {
 			Type     string `json:"type"`
 			Text     string `json:"text"`
-			ImageURL *struct {
-				URL string `json:"url"`
-			} `json:"image_url"`
+			ImageURL imageURL `json:"image_url"`
 		}
 		if err := json.Unmarshal(b, &parts); err != nil {
 			return err
@@ -201,8 +199,8 @@ func (c *contentText) UnmarshalJSON(b []byte) error {
 			switch {
 			case p.Type == "text":
 				buf.WriteString(p.Text)
-			case p.Type == "image_url" && p.ImageURL != nil && p.ImageURL.URL != "":
-				c.ImageURLs = append(c.ImageURLs, p.ImageURL.URL)
+			case p.Type == "image_url":
+				c.ImageURLs = append(c.ImageURLs, string(p.ImageURL)) // "" is refused with the others
 			case c.NonTextPart == "":
 				c.NonTextPart = p.Type
 			}
@@ -211,6 +209,26 @@ func (c *contentText) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return jsonbody.TypeError(b, reflect.TypeFor[string]())
+}
+
+// imageURL is an image_url part's address: {"url": …} as OpenAI sends
+// it, or the bare string some clients send.
+type imageURL string
+
+func (u *imageURL) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*u = imageURL(s)
+		return nil
+	}
+	var obj struct {
+		URL string `json:"url"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return jsonbody.TypeError(b, reflect.TypeFor[string]())
+	}
+	*u = imageURL(obj.URL)
+	return nil
 }
 
 // stopList is `stop`: a string or an array of strings.

@@ -44,6 +44,15 @@ func TestOpenAIGoImageURL(t *testing.T) {
 	}
 	acc, _ := streamChat(t, f, params)
 	assert.True(t, strings.HasPrefix(acc.Choices[0].Message.Content, "I see an image of 2x1 pixels."), acc.Choices[0].Message.Content)
+
+	// Some clients send image_url as a bare string.
+	c := daemontest.NewClient(t, f.srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":[{"type":"image_url","image_url":"`+url+`"}]}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "I see an image of 2x1 pixels.")
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(raw), "needs a url")
 }
 
 func TestImageLimits(t *testing.T) {

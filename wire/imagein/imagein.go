@@ -68,6 +68,9 @@ func (l Limits) FromURL(ctx context.Context, url string) (npu.Image, error) {
 		}
 		return l.fetch(ctx, url)
 	}
+	if url == "" {
+		return npu.Image{}, invalid("an image_url part needs a url")
+	}
 	return npu.Image{}, invalid("an image URL must be a data URL (or http(s) with --allow-image-urls)")
 }
 
@@ -76,9 +79,14 @@ func (l Limits) FromBase64(data string) (npu.Image, error) {
 	if l.MaxBytes > 0 && int64(base64.StdEncoding.DecodedLen(len(data))) > l.MaxBytes+2 {
 		return npu.Image{}, invalid("the image is larger than %d bytes (--max-image-bytes)", l.MaxBytes)
 	}
-	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(data))
+	data = strings.TrimSpace(data)
+	b, err := base64.StdEncoding.DecodeString(data)
 	if err != nil {
-		return npu.Image{}, invalid("not base64: %v", err)
+		// Some clients leave the padding out.
+		var rawErr error
+		if b, rawErr = base64.RawStdEncoding.DecodeString(strings.TrimRight(data, "=")); rawErr != nil {
+			return npu.Image{}, invalid("not base64: %v", err)
+		}
 	}
 	return l.Decode(b)
 }

@@ -112,6 +112,13 @@ func TestRefusals(t *testing.T) {
 	img, err := l.FromURL(context.Background(), "data:image/png;base64,"+base64.StdEncoding.EncodeToString(small))
 	require.NoError(t, err)
 	assert.Equal(t, 4, img.Width)
+	img, err = l.FromBase64(base64.RawStdEncoding.EncodeToString(small))
+	require.NoError(t, err, "without padding")
+	assert.Equal(t, 4, img.Width)
+	wrapped := base64.StdEncoding.EncodeToString(small)
+	img, err = l.FromBase64(wrapped[:20] + "\r\n" + wrapped[20:])
+	require.NoError(t, err, "with MIME line breaks")
+	assert.Equal(t, 4, img.Width)
 }
 
 func TestFetchWhenAllowed(t *testing.T) {
