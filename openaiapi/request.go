@@ -187,8 +187,8 @@ func (c *contentText) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(b, &c.Text)
 	case len(b) > 0 && b[0] == '[':
 		var parts []struct {
-			Type     string `json:"type"`
-			Text     string `json:"text"`
+			Type     string   `json:"type"`
+			Text     string   `json:"text"`
 			ImageURL imageURL `json:"image_url"`
 		}
 		if err := json.Unmarshal(b, &parts); err != nil {
