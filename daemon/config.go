@@ -289,7 +289,7 @@ func (c *Config) options(ls *layers) []option {
 			return nil
 		})},
 		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
-		{"upstream", "another server's OpenAI-compatible API to relay models to: NAME=URL;models=A|B[;key=KEY][;timeout=60s][;slots=8] (the key also from NPUD_UPSTREAM_<NAME>_KEY), comma-separated or repeated", list(&c.Upstreams, nil, func(spec string) error {
+		{"upstream", "another server's OpenAI-compatible API to relay models to: NAME=URL;models=A|B[;caps=tools|vision|thinking][;key=KEY][;timeout=60s][;slots=8][;health=5s] (the key also from NPUD_UPSTREAM_<NAME>_KEY), comma-separated or repeated", list(&c.Upstreams, nil, func(spec string) error {
 			if _, err := ParseUpstream(spec, func(string) string { return "" }); err != nil {
 				return err
 			}

@@ -2,9 +2,13 @@ package daemon_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +22,7 @@ import (
 	"github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -279,4 +284,95 @@ func TestUpstreamOutOfRotationAndBack(t *testing.T) {
 		raw, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode == http.StatusOK && strings.Contains(string(raw), `"content":"back"`)
 	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// Issue 19 with issue 16: tools, reasoning and images relayed. The
+// upstream npud's structured calls come back as the same calls (ids kept)
+// through the front's bridge; the tool's result goes back; images reach
+// the upstream's model. Without caps they are refused at the front.
+func TestUpstreamRelaysToolsAndImages(t *testing.T) {
+	back := daemontest.StartSim(t, nil, nil)
+	frontURL := startFront(t, back.URL, "back", "sim", "tools|vision|thinking")
+
+	client := openai.NewClient(option.WithBaseURL(frontURL+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	direct := openai.NewClient(option.WithBaseURL(back.URL+"/v1/"), option.WithAPIKey("x"), option.WithMaxRetries(0))
+	params := openai.ChatCompletionNewParams{
+		Model: "sim", Seed: openai.Int(5),
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("weather in Oslo?")},
+		Tools: []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: "get_weather", Parameters: shared.FunctionParameters{"type": "object",
+				"properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}})},
+	}
+	want, err := direct.Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err)
+	stream := client.Chat.Completions.NewStreaming(context.Background(), params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+	got := acc.Choices[0].Message.ToolCalls[0]
+	assert.Equal(t, "tool_calls", acc.Choices[0].FinishReason)
+	assert.Equal(t, want.Choices[0].Message.ToolCalls[0].Function.Name, got.Function.Name)
+	assert.JSONEq(t, want.Choices[0].Message.ToolCalls[0].Function.Arguments, got.Function.Arguments)
+	assert.True(t, strings.HasPrefix(got.ID, "call_"), "the upstream's id: %s", got.ID)
+
+	params.Messages = append(params.Messages, acc.Choices[0].Message.ToParam(), openai.ToolMessage("sunny", got.ID))
+	answer, err := client.Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err, "the tool message reached the upstream with the call it answers")
+	assert.Equal(t, "stop", answer.Choices[0].FinishReason)
+	assert.NotEmpty(t, answer.Choices[0].Message.Content)
+
+	// An image reaches the upstream's model.
+	img := image.NewGray(image.Rect(0, 0, 3, 2))
+	var b bytes.Buffer
+	require.NoError(t, png.Encode(&b, img))
+	resp := post(t, frontURL+"/api/chat", `{"model":"sim","stream":false,"messages":[{"role":"user","content":"what is it?","images":["`+
+		base64.StdEncoding.EncodeToString(b.Bytes())+`"]}]}`)
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "I see an image of 3x2 pixels.")
+
+	// Reasoning comes back apart, as from a local model.
+	resp = post(t, frontURL+"/api/chat", `{"model":"sim","stream":false,"think":true,"messages":[{"role":"user","content":"think"}]}`)
+	var thought struct {
+		Message struct{ Content, Thinking string }
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&thought))
+	assert.NotEmpty(t, thought.Message.Thinking)
+	assert.NotEmpty(t, thought.Message.Content)
+	assert.NotContains(t, thought.Message.Content, "think>")
+
+	// Without caps, the front refuses them.
+	plainURL := startFront(t, back.URL, "plain", "sim", "")
+	resp = post(t, plainURL+"/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}`)
+	raw, _ = io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(raw), "does not support tools")
+}
+
+// renamedEngine serves its engine's one model under another name.
+type renamedEngine struct {
+	npu.Engine
+	id string
+}
+
+func (e *renamedEngine) Models() []npu.ModelInfo {
+	m := e.Engine.Models()[0]
+	m.ID = e.id
+	return []npu.ModelInfo{m}
+}
+
+// startFront starts an npud whose own model is "local" and which relays
+// model to the upstream at url, with caps.
+func startFront(t *testing.T, url, name, model, caps string) string {
+	t.Helper()
+	cfg := daemontest.Defaults(t)
+	spec := name + "=" + url + ";models=" + model
+	if caps != "" {
+		spec += ";caps=" + caps
+	}
+	cfg.Upstreams = []string{spec}
+	return daemontest.Start(t, cfg, &renamedEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond}), id: "local"}).URL
 }

@@ -23,8 +23,10 @@ type UpstreamSpec struct {
 // unless its spec says: servers such as vLLM batch many.
 const defaultUpstreamSlots = 8
 
-// ParseUpstream reads NAME=URL;models=A|B[;key=KEY][;timeout=D][;health=D][;slots=N]:
-// health is how often an upstream out of rotation is checked.
+// ParseUpstream reads NAME=URL;models=A|B[;caps=tools|vision|thinking][;key=KEY]
+// [;timeout=D][;health=D][;slots=N]: caps are what its models can do besides
+// completion (relayed; the rest refused here), health how often an
+// upstream out of rotation is checked.
 // The key may come from the environment (NPUD_UPSTREAM_<NAME>_KEY), which
 // keeps it out of command lines and files.
 func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error) {
@@ -58,6 +60,16 @@ func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error
 				return UpstreamSpec{}, fmt.Errorf("upstream %q: timeout %q: want a positive duration", name, v)
 			}
 			out.Timeout = d
+		case "caps":
+			for _, c := range strings.Split(v, "|") {
+				switch c = strings.TrimSpace(c); c {
+				case "tools", "vision", "thinking":
+					out.Capabilities = append(out.Capabilities, c)
+				case "":
+				default:
+					return UpstreamSpec{}, fmt.Errorf("upstream %q: capability %q: want tools, vision or thinking", name, c)
+				}
+			}
 		case "health":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -71,7 +83,7 @@ func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error
 			}
 			out.Slots = n
 		default:
-			return UpstreamSpec{}, fmt.Errorf("upstream %q: unknown option %q (models, key, timeout, health, slots)", name, k)
+			return UpstreamSpec{}, fmt.Errorf("upstream %q: unknown option %q (models, caps, key, timeout, health, slots)", name, k)
 		}
 	}
 	if len(out.Models) == 0 {

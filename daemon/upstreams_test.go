@@ -11,7 +11,7 @@ import (
 func TestParseUpstream(t *testing.T) {
 	env := map[string]string{"NPUD_UPSTREAM_GPU_BOX_KEY": "from-env"}
 	getenv := func(k string) string { return env[k] }
-	got, err := ParseUpstream("gpu-box=http://10.0.0.5:8000/v1;models=llama|qwen 2;timeout=30s;slots=32;health=1s", getenv)
+	got, err := ParseUpstream("gpu-box=http://10.0.0.5:8000/v1;models=llama|qwen 2;caps=tools|vision;timeout=30s;slots=32;health=1s", getenv)
 	require.NoError(t, err)
 	assert.Equal(t, "gpu-box", got.Name)
 	assert.Equal(t, "http://10.0.0.5:8000/v1", got.URL)
@@ -19,6 +19,7 @@ func TestParseUpstream(t *testing.T) {
 	assert.Equal(t, 30*time.Second, got.Timeout)
 	assert.Equal(t, time.Second, got.HealthInterval)
 	assert.Equal(t, 32, got.Slots)
+	assert.Equal(t, []string{"tools", "vision"}, got.Capabilities)
 	assert.Equal(t, "from-env", got.APIKey, "the key from the environment")
 	got, err = ParseUpstream("gpu-box=https://x;models=a;key=inline", getenv)
 	require.NoError(t, err)
@@ -34,6 +35,7 @@ func TestParseUpstream(t *testing.T) {
 		"gpu=http://x;models=a;slots=0":     "positive number",
 		"gpu=http://x;models=a;colour=red":  "unknown option",
 		"gpu=http://x;models":               "want key=value",
+		"gpu=http://x;models=a;caps=flying": "want tools, vision or thinking",
 	} {
 		_, err := ParseUpstream(spec, getenv)
 		assert.ErrorContains(t, err, want, spec)

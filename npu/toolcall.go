@@ -331,10 +331,13 @@ func (p *toolCallParser) stepObject(out *strings.Builder, calls *[]ToolCallDelta
 	p.obj = append(p.obj, p.held[:n]...)
 	p.held = p.held[n:]
 	if !p.whole && !p.header {
-		switch name, from, verdict := callHeader(p.obj); verdict {
+		switch id, name, from, verdict := callHeader(p.obj); verdict {
 		case headerReady:
 			p.header, p.name, p.argsFrom, p.argsSent = true, name, from, from
-			*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: p.newID(), Name: name})
+			if id == "" {
+				id = p.newID()
+			}
+			*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: id, Name: name})
 		case headerOther:
 			p.whole = true
 		}
@@ -402,6 +405,7 @@ func (p *toolCallParser) endStreamedCall(calls []ToolCallDelta, cut string) []To
 // or arguments written as a JSON string. False when it is no call.
 func (p *toolCallParser) decodeWhole(calls *[]ToolCallDelta) bool {
 	var c struct {
+		ID         string          `json:"id"`
 		Name       string          `json:"name"`
 		Arguments  json.RawMessage `json:"arguments"`
 		Parameters json.RawMessage `json:"parameters"`
@@ -433,7 +437,11 @@ func (p *toolCallParser) decodeWhole(calls *[]ToolCallDelta) bool {
 		}
 	}
 	p.check(c.Name, text)
-	*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: p.newID(), Name: c.Name, Arguments: text, Done: true})
+	id := c.ID
+	if id == "" {
+		id = p.newID()
+	}
+	*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: id, Name: c.Name, Arguments: text, Done: true})
 	p.calls++
 	p.blockCalls++
 	p.afterCall = true
@@ -481,33 +489,51 @@ const (
 
 // callHeader reads the start of a call object: {"name": "…",
 // "arguments"|"parameters": { — the shape every family's template
-// teaches — and returns the name and where the arguments begin.
-func callHeader(obj []byte) (string, int, headerVerdict) {
+// teaches, optionally after an "id" (an upstream server's calls, relayed
+// in this shape, keep their ids) — and returns the id, the name and where
+// the arguments begin.
+func callHeader(obj []byte) (id, name string, argsAt int, v headerVerdict) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if _, err := dec.Token(); err != nil { // the '{'
-		return "", 0, headerMore
+		return "", "", 0, headerMore
 	}
-	key, err := dec.Token()
-	if err != nil {
-		return "", 0, headerMore
+	str := func() (string, headerVerdict) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", headerMore
+		}
+		s, ok := tok.(string)
+		if !ok {
+			return "", headerOther
+		}
+		return s, headerReady
+	}
+	key, v := str()
+	if v != headerReady {
+		return "", "", 0, v
+	}
+	if key == "id" {
+		if id, v = str(); v != headerReady {
+			return "", "", 0, v
+		}
+		if key, v = str(); v != headerReady {
+			return "", "", 0, v
+		}
 	}
 	if key != "name" {
-		return "", 0, headerOther
+		return "", "", 0, headerOther
 	}
-	value, err := dec.Token()
-	if err != nil {
-		return "", 0, headerMore
+	if name, v = str(); v != headerReady || name == "" {
+		if v == headerMore {
+			return "", "", 0, headerMore
+		}
+		return "", "", 0, headerOther
 	}
-	name, ok := value.(string)
-	if !ok || name == "" {
-		return "", 0, headerOther
-	}
-	key, err = dec.Token()
-	if err != nil {
-		return "", 0, headerMore
+	if key, v = str(); v != headerReady {
+		return "", "", 0, v
 	}
 	if key != "arguments" && key != "parameters" {
-		return "", 0, headerOther
+		return "", "", 0, headerOther
 	}
 	i := int(dec.InputOffset())
 	for i < len(obj) && (obj[i] == ':' || unicode.IsSpace(rune(obj[i]))) {
@@ -515,11 +541,11 @@ func callHeader(obj []byte) (string, int, headerVerdict) {
 	}
 	switch {
 	case i == len(obj):
-		return "", 0, headerMore
+		return "", "", 0, headerMore
 	case obj[i] != '{':
-		return "", 0, headerOther // arguments as a string: decoded whole
+		return "", "", 0, headerOther // arguments as a string: decoded whole
 	}
-	return name, i, headerReady
+	return id, name, i, headerReady
 }
 
 // jsonScanner finds where a JSON object or array ends, a byte at a time.

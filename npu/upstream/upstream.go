@@ -12,9 +12,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,6 +36,10 @@ type Config struct {
 	URL    string
 	APIKey string   // sent as a bearer token when set
 	Models []string // the models it serves, by the names clients use
+	// Capabilities are what those models can do besides completion:
+	// "tools", "vision", "thinking". Requests needing another are refused
+	// here; those needing one of them are relayed.
+	Capabilities []string
 	// Timeout bounds the wait for the upstream's response headers and
 	// then each gap between its events; 0 = 60 s.
 	Timeout time.Duration
@@ -106,9 +113,22 @@ func (e *Engine) Simulated() bool { return false }
 
 // Models are the models the upstream serves, as configured.
 func (e *Engine) Models() []npu.ModelInfo {
+	var d npu.ModelDetails
+	for _, c := range e.cfg.Capabilities {
+		switch c {
+		case "tools":
+			// The upstream's calls come back structured; relay writes
+			// them as Hermes calls, which the bridge reads again.
+			d.ToolFormat = npu.ToolFormatHermes
+		case "vision":
+			d.Vision = true
+		case "thinking":
+			d.Thinking = true
+		}
+	}
 	out := make([]npu.ModelInfo, len(e.cfg.Models))
 	for i, m := range e.cfg.Models {
-		out[i] = npu.ModelInfo{ID: m, OwnedBy: e.Name(), Created: e.created}
+		out[i] = npu.ModelInfo{ID: m, OwnedBy: e.Name(), Created: e.created, Details: d}
 	}
 	return out
 }
@@ -213,19 +233,42 @@ type chatRequest struct {
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens        *int     `json:"max_tokens,omitempty"`
-	Temperature      *float64 `json:"temperature,omitempty"`
-	TopP             *float64 `json:"top_p,omitempty"`
-	Seed             *int64   `json:"seed,omitempty"`
-	PresencePenalty  *float64 `json:"presence_penalty,omitempty"`
-	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty"`
-	Stop             []string `json:"stop,omitempty"`
-	ReasoningEffort  string   `json:"reasoning_effort,omitempty"`
+	MaxTokens         *int       `json:"max_tokens,omitempty"`
+	Temperature       *float64   `json:"temperature,omitempty"`
+	TopP              *float64   `json:"top_p,omitempty"`
+	Seed              *int64     `json:"seed,omitempty"`
+	PresencePenalty   *float64   `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64   `json:"frequency_penalty,omitempty"`
+	Stop              []string   `json:"stop,omitempty"`
+	ReasoningEffort   string     `json:"reasoning_effort,omitempty"`
+	Tools             []toolJSON `json:"tools,omitempty"`
+	ToolChoice        any        `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool      `json:"parallel_tool_calls,omitempty"`
 }
 
 type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string         `json:"role"`
+	Content    any            `json:"content"` // a string, or parts with images
+	ToolCalls  []toolCallJSON `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type toolJSON struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	} `json:"function"`
+}
+
+type toolCallJSON struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 func (e *Engine) body(req *npu.Request) ([]byte, error) {
@@ -250,13 +293,58 @@ func (e *Engine) body(req *npu.Request) ([]byte, error) {
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
 	for _, m := range msgs {
-		if len(m.Images) > 0 || len(m.ToolCalls) > 0 || m.Role == "tool" {
-			return nil, &npu.InvalidRequestError{Param: "messages", Message: fmt.Sprintf(
-				"model %q is served by upstream %q, which npud relays text to: images and tool calls are not relayed", req.Model, e.cfg.Name)}
+		cm := chatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			parts, err := imageParts(m)
+			if err != nil {
+				return nil, err
+			}
+			cm.Content = parts
 		}
-		out.Messages = append(out.Messages, chatMessage{Role: m.Role, Content: m.Content})
+		for _, c := range m.ToolCalls {
+			tc := toolCallJSON{ID: c.ID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
+			cm.ToolCalls = append(cm.ToolCalls, tc)
+		}
+		out.Messages = append(out.Messages, cm)
+	}
+	for _, t := range req.Tools {
+		tj := toolJSON{Type: "function"}
+		tj.Function.Name, tj.Function.Description, tj.Function.Parameters = t.Name, t.Description, t.Parameters
+		out.Tools = append(out.Tools, tj)
+	}
+	if len(out.Tools) > 0 {
+		switch req.ToolChoice.Mode {
+		case npu.ToolChoiceRequired:
+			out.ToolChoice = npu.ToolChoiceRequired
+		case npu.ToolChoiceFunction:
+			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": req.ToolChoice.Name}}
+		}
+		if req.SingleToolCall {
+			off := false
+			out.ParallelToolCalls = &off
+		}
 	}
 	return json.Marshal(out)
+}
+
+// imageParts is a message with images as OpenAI content parts: its text,
+// then each picture as a PNG data URL.
+func imageParts(m npu.Message) ([]map[string]any, error) {
+	parts := []map[string]any{{"type": "text", "text": m.Content}}
+	for _, img := range m.Images {
+		rgba := image.NewNRGBA(image.Rect(0, 0, img.Width, img.Height))
+		for i := 0; i < img.Width*img.Height && 3*i+2 < len(img.RGB); i++ {
+			rgba.Pix[4*i], rgba.Pix[4*i+1], rgba.Pix[4*i+2], rgba.Pix[4*i+3] = img.RGB[3*i], img.RGB[3*i+1], img.RGB[3*i+2], 255
+		}
+		var b bytes.Buffer
+		if err := png.Encode(&b, rgba); err != nil {
+			return nil, fmt.Errorf("encoding an image for the upstream: %w", err)
+		}
+		parts = append(parts, map[string]any{"type": "image_url",
+			"image_url": map[string]string{"url": "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes())}})
+	}
+	return parts, nil
 }
 
 // chunk is one event of the upstream's stream: a chunk, or an error.
@@ -266,6 +354,14 @@ type chunk struct {
 			Content          *string `json:"content"`
 			ReasoningContent *string `json:"reasoning_content"`
 			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -365,6 +461,8 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 	var first time.Time
 	thinking := false
 	callbacks := 0
+	call := -1        // the index of the tool call being written, -1: none
+	callArgs := false // it has had arguments
 	finish := func() npu.Result {
 		if !first.IsZero() {
 			res.Timings.Prefill, res.Timings.Decode = first.Sub(start), time.Since(first)
@@ -457,6 +555,29 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 			res.PromptTokens, res.CompletionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		}
 		for _, ch := range c.Choices {
+			// The upstream's calls, written as Hermes calls with their ids:
+			// the bridge parses them back into calls, as a local model's.
+			for _, tc := range ch.Delta.ToolCalls {
+				var text string
+				if tc.Index != call || tc.Function.Name != "" {
+					if call >= 0 {
+						text += closeCall(callArgs)
+					} else if thinking {
+						text, thinking = "</think>", false
+					}
+					name, _ := json.Marshal(tc.Function.Name)
+					id, _ := json.Marshal(tc.ID)
+					text += "<tool_call>\n{\"id\": " + string(id) + ", \"name\": " + string(name) + ", \"arguments\": "
+					call, callArgs = tc.Index, false
+				}
+				if tc.Function.Arguments != "" {
+					text += tc.Function.Arguments
+					callArgs = true
+				}
+				if !send(text) {
+					return finish(), nil
+				}
+			}
 			reasoning := ch.Delta.ReasoningContent
 			if reasoning == nil {
 				reasoning = ch.Delta.Reasoning
@@ -475,6 +596,9 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 				if thinking {
 					text, thinking = "</think>"+text, false
 				}
+				if call >= 0 {
+					text, call = closeCall(callArgs)+text, -1
+				}
 				if !send(text) {
 					return finish(), nil
 				}
@@ -487,5 +611,16 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 	if thinking {
 		send("</think>")
 	}
+	if call >= 0 {
+		send(closeCall(callArgs))
+	}
 	return finish(), nil
+}
+
+// closeCall ends a relayed call: "{}" for a call that had no arguments.
+func closeCall(hadArgs bool) string {
+	if !hadArgs {
+		return "{}}\n</tool_call>\n"
+	}
+	return "}\n</tool_call>\n"
 }
