@@ -289,3 +289,20 @@ func FuzzToolCallParser(f *testing.F) {
 		require.Equal(t, whole, cutUp)
 	})
 }
+
+// A call that carries its id (an upstream's, relayed) keeps it, streamed
+// or decoded whole.
+func TestToolCallParserKeepsAnID(t *testing.T) {
+	for _, answer := range []string{
+		"<tool_call>\n{\"id\": \"call_up1\", \"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>",
+		"<tool_call>\n{\"arguments\": {\"city\": \"Oslo\"}, \"id\": \"call_up1\", \"name\": \"get_weather\"}\n</tool_call>",
+	} {
+		p := newToolCallParser(ToolFormatHermes, []Tool{weatherTool}, false)
+		_, calls := p.push(answer)
+		_, more := p.flush()
+		calls = append(calls, more...)
+		require.NotEmpty(t, calls)
+		assert.Equal(t, "call_up1", calls[0].ID, answer)
+		assert.Equal(t, "get_weather", calls[0].Name)
+	}
+}
