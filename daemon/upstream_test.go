@@ -15,7 +15,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,17 +31,6 @@ import (
 	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
 )
-
-// countingEngine counts the generations it was given.
-type countingEngine struct {
-	npu.Engine
-	n atomic.Int64
-}
-
-func (e *countingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
-	e.n.Add(1)
-	return e.Engine.Generate(ctx, req, sink)
-}
 
 func post(t *testing.T, url, body string) *http.Response {
 	t.Helper()
@@ -145,21 +133,21 @@ func TestUpstreamRelaysModelsItServes(t *testing.T) {
 // the same model when the local engine cannot take it soon (here: its
 // queue is full), and never when it can.
 func TestUpstreamOverflow(t *testing.T) {
-	backEngine := &countingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond})}
+	backEngine := &nputest.CountingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond})}
 	back := daemontest.Start(t, daemontest.Defaults(t), backEngine)
 	cfg := daemontest.Defaults(t)
 	cfg.MaxQueue = 0
 	cfg.OverflowAfter = time.Second
 	cfg.Upstreams = []string{"back=" + back.URL + ";models=sim"}
 	cfg.SimITL = 20 * time.Millisecond
-	localEngine := &countingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
+	localEngine := &nputest.CountingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
 	front := daemontest.Start(t, cfg, localEngine)
 
 	short := `{"model":"sim","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
 	resp := post(t, front.URL+"/v1/chat/completions", short)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.EqualValues(t, 1, localEngine.n.Load(), "an idle local engine serves its model")
-	assert.EqualValues(t, 0, backEngine.n.Load(), "no overflow when the wait is short")
+	assert.EqualValues(t, 1, localEngine.Generations(), "an idle local engine serves its model")
+	assert.EqualValues(t, 0, backEngine.Generations(), "no overflow when the wait is short")
 
 	// Occupy the local engine, then ask again: the queue (depth 0) is full.
 	busy := post(t, front.URL+"/v1/chat/completions", `{"model":"sim","stream":true,"messages":[{"role":"user","content":"long"}]}`)
@@ -168,8 +156,8 @@ func TestUpstreamOverflow(t *testing.T) {
 	resp = post(t, front.URL+"/v1/chat/completions", short)
 	raw, _ := io.ReadAll(resp.Body)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
-	assert.EqualValues(t, 1, backEngine.n.Load(), "the request overflowed upstream")
-	assert.EqualValues(t, 2, localEngine.n.Load())
+	assert.EqualValues(t, 1, backEngine.Generations(), "the request overflowed upstream")
+	assert.EqualValues(t, 2, localEngine.Generations())
 }
 
 // fakeUpstream serves /v1/chat/completions with handler and answers

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,20 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon/daemontest"
-	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
 )
-
-// countingEngine counts the generations each box was given.
-type countingEngine struct {
-	npu.Engine
-	n atomic.Int64
-}
-
-func (e *countingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
-	e.n.Add(1)
-	return e.Engine.Generate(ctx, req, sink)
-}
 
 // streamThrough reads one chat stream through base: its text and whether
 // it ended with [DONE] and no error event.
@@ -91,11 +78,11 @@ func TestFleetDrain(t *testing.T) {
 }
 
 func testFleetDrain(t *testing.T, lb string) {
-	start := func() (*daemontest.Server, *countingEngine) {
+	start := func() (*daemontest.Server, *nputest.CountingEngine) {
 		cfg := daemontest.Defaults(t)
 		cfg.SimITL = 15 * time.Millisecond
 		cfg.DrainDelay, cfg.DrainTimeout = 1500*time.Millisecond, 30*time.Second
-		engine := &countingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
+		engine := &nputest.CountingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
 		return daemontest.Start(t, cfg, engine), engine
 	}
 	a, engineA := start()
@@ -132,9 +119,9 @@ func testFleetDrain(t *testing.T, lb string) {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
-		return engineA.n.Load() > 0 && engineB.n.Load() > 0
+		return engineA.Generations() > 0 && engineB.Generations() > 0
 	}, 15*time.Second, 20*time.Millisecond, "both boxes serve")
-	baseA, baseB := engineA.n.Load(), engineB.n.Load()
+	baseA, baseB := engineA.Generations(), engineB.Generations()
 
 	want := sim.Prefix(1, "user: before the drain\n", 40)
 	// One stream on each box (least_conn), running when A starts draining.
@@ -148,7 +135,7 @@ func testFleetDrain(t *testing.T, lb string) {
 			texts[i], results[i] = streamThrough(t, hc, proxy, "before the drain")
 		}()
 	}
-	require.Eventually(t, func() bool { return engineA.n.Load() == baseA+1 && engineB.n.Load() == baseB+1 },
+	require.Eventually(t, func() bool { return engineA.Generations() == baseA+1 && engineB.Generations() == baseB+1 },
 		10*time.Second, 5*time.Millisecond, "least connections gave each box one stream")
 
 	stopped := make(chan error, 1)
@@ -168,8 +155,8 @@ func testFleetDrain(t *testing.T, lb string) {
 		assert.True(t, ok, "stream %d: %s", i, text)
 		assert.Equal(t, sim.Prefix(1, fmt.Sprintf("user: during the drain %d\n", i), 40), text)
 	}
-	assert.EqualValues(t, baseA+1, engineA.n.Load(), "the draining box took no new stream")
-	assert.EqualValues(t, baseB+5, engineB.n.Load())
+	assert.EqualValues(t, baseA+1, engineA.Generations(), "the draining box took no new stream")
+	assert.EqualValues(t, baseB+5, engineB.Generations())
 
 	wg.Wait()
 	for i := range 2 {

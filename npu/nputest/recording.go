@@ -4,6 +4,7 @@ package nputest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npud/npud/npu"
 )
@@ -50,3 +51,18 @@ func (e *RecordingEngine) Unload(model string) error {
 	}
 	return nil
 }
+
+// CountingEngine wraps an engine and counts the generations it was given.
+type CountingEngine struct {
+	npu.Engine
+	n atomic.Int64
+}
+
+// Generate implements npu.Engine.
+func (e *CountingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	e.n.Add(1)
+	return e.Engine.Generate(ctx, req, sink)
+}
+
+// Generations is how many generations the engine was given.
+func (e *CountingEngine) Generations() int64 { return e.n.Load() }
