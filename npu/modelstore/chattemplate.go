@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // HasChatTemplate reports whether GenAI will find a chat template for the
@@ -43,22 +44,28 @@ func jsonChatTemplate(path string) bool {
 	if json.NewDecoder(bufioLimit(f)).Decode(&cfg) != nil {
 		return false
 	}
+	return templateText(cfg.ChatTemplate) != ""
+}
+
+// templateText is a chat_template field's text: a string, or the named
+// templates some exports list ([{"name": …, "template": …}]) one after
+// another; "" when there is none.
+func templateText(raw json.RawMessage) string {
 	var s string
-	if json.Unmarshal(cfg.ChatTemplate, &s) == nil {
-		return s != ""
+	if json.Unmarshal(raw, &s) == nil {
+		return s
 	}
-	// Some exports list named templates: [{"name":..., "template":...}].
 	var named []struct {
 		Template string `json:"template"`
 	}
-	if json.Unmarshal(cfg.ChatTemplate, &named) == nil {
-		for _, n := range named {
-			if n.Template != "" {
-				return true
-			}
-		}
+	if json.Unmarshal(raw, &named) != nil {
+		return ""
 	}
-	return false
+	var b strings.Builder
+	for _, n := range named {
+		b.WriteString(n.Template)
+	}
+	return b.String()
 }
 
 func bufioLimit(f *os.File) *bufio.Reader {

@@ -79,7 +79,7 @@ func Describe(dir, name string) npu.ModelDetails {
 	template := chatTemplateText(dir)
 	d.Thinking = strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
 	d.ToolFormat = toolFormat(template, cfg.ModelType)
-	d.Vision = hasVisionEncoder(dir)
+	d.Vision = HasVisionEncoder(dir)
 	return d
 }
 
@@ -113,10 +113,10 @@ func toolFormat(template, modelType string) string {
 	return ""
 }
 
-// hasVisionEncoder: optimum-intel exports a vision-language model with
-// its image encoder beside the language model, which GenAI's VLM
-// pipeline needs.
-func hasVisionEncoder(dir string) bool {
+// HasVisionEncoder reports whether the model folder dir holds a
+// vision-language model: optimum-intel exports one with its image encoder
+// beside the language model, and GenAI's VLM pipeline loads it.
+func HasVisionEncoder(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "openvino_vision_embeddings_model.xml"))
 	return err == nil
 }
@@ -129,20 +129,7 @@ func chatTemplateText(dir string) string {
 	}
 	template := ""
 	if readJSON(filepath.Join(dir, "tokenizer_config.json"), &tc) == nil {
-		// A string, or a list of named templates (default, tool_use): all
-		// of them, decoded, since escapes would hide the markers.
-		var one string
-		var named []struct {
-			Template string `json:"template"`
-		}
-		switch {
-		case json.Unmarshal(tc.ChatTemplate, &one) == nil:
-			template = one
-		case json.Unmarshal(tc.ChatTemplate, &named) == nil:
-			for _, n := range named {
-				template += n.Template
-			}
-		}
+		template = templateText(tc.ChatTemplate) // decoded: escapes would hide the markers
 	}
 	if f, err := os.Open(filepath.Join(dir, "chat_template.jinja")); err == nil {
 		b := make([]byte, maxConfigBytes)
@@ -224,7 +211,3 @@ func quantizationFromName(name string) string {
 	}
 	return "unknown"
 }
-
-// HasVisionEncoder reports whether the model folder dir holds a
-// vision-language model (GenAI's VLM pipeline loads it).
-func HasVisionEncoder(dir string) bool { return hasVisionEncoder(dir) }

@@ -56,7 +56,7 @@ func (s *Store) Path(name string) string { return filepath.Join(s.dir, name) }
 // openvino_model.xml, or a vision-language model's
 // openvino_language_model.xml (optimum-intel's export of a VLM).
 func ModelIR(dir string) string {
-	if hasVisionEncoder(dir) {
+	if HasVisionEncoder(dir) {
 		return filepath.Join(dir, "openvino_language_model.xml")
 	}
 	return filepath.Join(dir, "openvino_model.xml")
