@@ -76,7 +76,7 @@ func (s *Server) health(c *gin.Context) {
 		slices.SortFunc(report.Devices, func(a, b healthDevice) int { return strings.Compare(a.Name, b.Name) })
 	}
 	for _, up := range s.runner.Upstreams() {
-		report.Upstreams = append(report.Upstreams, healthUpstream{Name: up.Name, Healthy: up.Healthy == nil || up.Healthy(),
+		report.Upstreams = append(report.Upstreams, healthUpstream{Name: up.Name, Healthy: up.InRotation(),
 			Running: up.Runner.Running(), Queued: up.Runner.Waiting()})
 	}
 	status := http.StatusOK

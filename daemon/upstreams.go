@@ -92,7 +92,7 @@ func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error
 	if out.APIKey == "" {
 		out.APIKey = getenv("NPUD_UPSTREAM_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)) + "_KEY")
 	}
-	if _, err := upstream.New(out.Config, slog.New(slog.DiscardHandler)); err != nil {
+	if err := out.Validate(); err != nil {
 		return UpstreamSpec{}, err
 	}
 	return out, nil

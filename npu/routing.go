@@ -13,9 +13,12 @@ import (
 type Upstream struct {
 	Name   string
 	Runner *Runner
-	// Healthy reports whether the upstream is in rotation.
+	// Healthy reports whether the upstream is in rotation; nil: always.
 	Healthy func() bool
 }
+
+// InRotation reports whether requests may go to the upstream.
+func (u *Upstream) InRotation() bool { return u.Healthy == nil || u.Healthy() }
 
 // Routing says where requests may go besides the local engine.
 type Routing struct {
@@ -44,7 +47,7 @@ func (r *Runner) upstreamFor(names ...string) (*Upstream, bool) {
 				continue
 			}
 			served = true
-			if up.Healthy == nil || up.Healthy() {
+			if up.InRotation() {
 				return up, true
 			}
 		}

@@ -81,18 +81,7 @@ func (r *Runner) Engine() Engine { return r.engine }
 // Model looks a model up by id or alias and returns the model the engine
 // serves; the error wraps ErrModelNotFound. It asks the engine each time: a
 // pull or delete changes its list.
-func (r *Runner) Model(id string) (ModelInfo, error) {
-	m, err := r.localModel(id)
-	if err == nil || len(r.routing.Upstreams) == 0 {
-		return m, err
-	}
-	for _, up := range r.routing.Upstreams {
-		if m, err := up.Runner.localModel(id); err == nil {
-			return m, nil
-		}
-	}
-	return m, err
-}
+func (r *Runner) Model(id string) (ModelInfo, error) { return r.owner(id).localModel(id) }
 
 // localModel is Model among this runner's own engine's models.
 func (r *Runner) localModel(id string) (ModelInfo, error) {

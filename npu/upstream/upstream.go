@@ -77,11 +77,8 @@ const maxEventBytes = 1 << 20
 
 // New returns the engine for cfg.
 func New(cfg Config, log *slog.Logger) (*Engine, error) {
-	if cfg.Name == "" || cfg.URL == "" {
-		return nil, errors.New("an upstream needs a name and a URL")
-	}
-	if !strings.HasPrefix(cfg.URL, "http://") && !strings.HasPrefix(cfg.URL, "https://") {
-		return nil, fmt.Errorf("upstream %q: URL %q: want http:// or https://", cfg.Name, cfg.URL)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	base := strings.TrimRight(cfg.URL, "/")
 	if rest := base[strings.Index(base, "//")+2:]; !strings.Contains(rest, "/") {
@@ -103,6 +100,17 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	}
 	return &Engine{cfg: cfg, base: base, client: client, log: log, created: time.Now(), healthy: true,
 		closed: make(chan struct{})}, nil
+}
+
+// Validate checks what New needs of cfg: a name and an http(s) URL.
+func (c Config) Validate() error {
+	if c.Name == "" || c.URL == "" {
+		return errors.New("an upstream needs a name and a URL")
+	}
+	if !strings.HasPrefix(c.URL, "http://") && !strings.HasPrefix(c.URL, "https://") {
+		return fmt.Errorf("upstream %q: URL %q: want http:// or https://", c.Name, c.URL)
+	}
+	return nil
 }
 
 // Name is the engine's name in logs.
