@@ -307,20 +307,6 @@ static double now_ms(void) {
 /* is_npu: "NPU" or an indexed "NPU.N". */
 static int is_npu(const char* device) { return strncmp(device, "NPU", 3) == 0 && (!device[3] || device[3] == '.'); }
 
-/* The template takes enable_thinking: the model reasons first, in
- * <think>...</think>, unless the extra context sets it false (Qwen3). */
-static int folder_template_thinks(const char* dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    FILE* f = fopen(path, "r");
-    if (!f) return 0;
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strstr(buf, "enable_thinking") != NULL;
-}
-
 /* read_head reads the start of a file into buf (NUL-terminated). */
 static size_t read_head(const char* path, char* buf, size_t size) {
     FILE* f = fopen(path, "r");
@@ -329,6 +315,15 @@ static size_t read_head(const char* path, char* buf, size_t size) {
     fclose(f);
     buf[n] = 0;
     return n;
+}
+
+/* The template takes enable_thinking: the model reasons first, in
+ * <think>...</think>, unless the extra context sets it false (Qwen3). */
+static int folder_template_thinks(const char* dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    char buf[8192];
+    return read_head(path, buf, sizeof buf) && strstr(buf, "enable_thinking") != NULL;
 }
 
 /* folder_tool_format: the template renders tools, in one family's way
@@ -359,12 +354,8 @@ static int folder_has_chat_template(const char* dir) {
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
     if (stat(path, &st) == 0 && st.st_size > 0) return 1;
     snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    FILE* f = fopen(path, "r");
-    if (!f) return 0;
     char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
+    if (!read_head(path, buf, sizeof buf)) return 0;
     char* key = strstr(buf, "\"chat_template\"");
     if (!key) return 0;
     char* v = strchr(key + 15, ':');
@@ -973,6 +964,22 @@ static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_cha
     return out;
 }
 
+/* generate_history runs a chat history through the test model, for the
+ * LLM and the VLM pipelines alike: both assert a non-empty history and a
+ * chat template; the template's enable_thinking switch, a tool call when
+ * it renders tools, and what a VLM saw (seen, or NULL) come first. */
+static ov_status_e generate_history(ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history, const char* seen,
+                                    const ov_genai_generation_config* config, const streamer_callback* streamer,
+                                    ov_genai_decoded_results** results) {
+    if (!history->text[0]) return UNKNOW_EXCEPTION;          /* "Chat history cannot be empty" */
+    if (!pipe->has_chat_template) return UNKNOW_EXCEPTION;   /* the chat template must not be empty */
+    int think = pipe->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
+    char* call = tool_call_for(pipe, history);
+    ov_status_e st = generate_text(pipe, history->text, 1, think, call, seen, config, streamer, results);
+    free(call);
+    return st;
+}
+
 ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* pipe,
                                                         const ov_genai_chat_history* history,
                                                         const ov_genai_generation_config* config,
@@ -981,13 +988,7 @@ ov_status_e ov_genai_llm_pipeline_generate_with_history(ov_genai_llm_pipeline* p
     if (!pipe || !history) return INVALID_C_PARAM;
     /* The chat mode is set before the checks, so a failed call latches too. */
     if (!latch(pipe, INPUT_HISTORY)) return UNKNOW_EXCEPTION;
-    if (!history->text[0]) return UNKNOW_EXCEPTION; /* asserts a non-empty history */
-    if (!pipe->has_chat_template) return UNKNOW_EXCEPTION; /* asserts the chat template is not empty */
-    int think = pipe->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
-    char* call = tool_call_for(pipe, history);
-    ov_status_e st = generate_text(pipe, history->text, 1, think, call, NULL, config, streamer, results);
-    free(call);
-    return st;
+    return generate_history(pipe, history, NULL, config, streamer, results);
 }
 
 void ov_genai_decoded_results_free(ov_genai_decoded_results* results) {
@@ -1155,15 +1156,7 @@ static ov_status_e vlm_generate(ov_genai_vlm_pipeline* pipe, const char* text, c
     ov_genai_decoded_results* inner = NULL;
     ov_status_e status;
     if (history) {
-        if (!history->text[0]) {
-            free(seen);
-            return UNKNOW_EXCEPTION; /* "Chat history cannot be empty" */
-        }
-        int think = pipe->llm->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
-        char* call = tool_call_for(pipe->llm, history);
-        status = generate_text(pipe->llm, history->text, 1, think, call, seen[0] ? seen : NULL, config, streamer,
-                               results ? &inner : NULL);
-        free(call);
+        status = generate_history(pipe->llm, history, seen[0] ? seen : NULL, config, streamer, results ? &inner : NULL);
     } else {
         status = generate_text(pipe->llm, text, 0, pipe->llm->thinks, NULL, seen[0] ? seen : NULL, config, streamer,
                                results ? &inner : NULL);
