@@ -275,14 +275,18 @@ func (f *sseFraming) withID(frame []byte) []byte {
 }
 
 func (f *sseFraming) Text(ev *npu.Event) []byte {
+	if len(ev.ToolCalls) == 0 || !f.enc.chat {
+		// The hot path: the encoder's own buffer, no copy.
+		return f.withID(f.enc.text(ev.Reasoning, ev.Text))
+	}
+	// The encoder reuses one buffer: the text chunk is copied before the
+	// tool-call chunk is made.
 	var frame []byte
 	if ev.Text != "" || ev.Reasoning != "" {
 		frame = append(frame, f.enc.text(ev.Reasoning, ev.Text)...)
 	}
-	if f.enc.chat {
-		frame = append(frame, f.enc.toolCalls(ev.ToolCalls)...)
-	}
-	if frame == nil {
+	frame = append(frame, f.enc.toolCalls(ev.ToolCalls)...)
+	if len(frame) == 0 {
 		return nil
 	}
 	return f.withID(frame)
