@@ -132,6 +132,14 @@ func (m *metrics) TokenGap(model, device string, gap time.Duration) {
 	m.interToken.WithLabelValues(model, device).Observe(gap.Seconds())
 }
 
+// Refused implements npu.Observer: a generation over its tenant's stream
+// cap, on any API or the WebSocket, is a 429 like the rate's.
+func (m *metrics) Refused(tenant string, err error) {
+	if errors.Is(err, npu.ErrTooManyStreams) {
+		m.rateLimited(tenant, "streams")
+	}
+}
+
 func (m *metrics) rateLimited(tenant, reason string) {
 	m.rateLimitedTotal.WithLabelValues(tenant, reason).Inc()
 }

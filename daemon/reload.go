@@ -48,7 +48,7 @@ func (s *Server) Reload(next Config) error {
 	if revoked := revokedKeys(old.keys, pol.keys); len(revoked) > 0 {
 		s.ws.CloseKeys(revoked)
 	}
-	s.limits.configure(next.RateLimit, next.RateBurst, next.MaxStreams)
+	s.limits.configure(next.RateLimit, next.RateBurst)
 	s.runner.SetStreamCap(next.MaxStreams)
 	s.authFailures.configure(next.AuthFailureLimit)
 	if s.logLevel != nil {
