@@ -318,8 +318,12 @@ func (l *lifecycle) evict(ctx context.Context, model, why string) error {
 		}
 		if e.unloading != nil {
 			l.mu.Unlock()
-			<-e.unloading // going already; the engine's Unload bounds the wait
-			return nil
+			select { // going already
+			case <-e.unloading:
+				return nil
+			case <-ctx.Done():
+				return fmt.Errorf("model %q is still unloading: %w", model, ctx.Err())
+			}
 		}
 		select {
 		case <-e.ready:

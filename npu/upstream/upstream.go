@@ -102,7 +102,6 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		cfg.HealthInterval = 5 * time.Second
 	}
 	client := &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   cfg.Timeout,
 		ResponseHeaderTimeout: cfg.Timeout,
