@@ -136,6 +136,38 @@ func (e *Engine) properties(device string) []property {
 	return props
 }
 
+// compile builds the pipeline of the model in dir for device. An indexed
+// NPU ("NPU.0") is compiled as "NPU": GenAI converts MAX_PROMPT_LEN and
+// MIN_RESPONSE_LEN to integers only for the device named exactly "NPU"
+// (src/c/src/llm_pipeline.cpp, vlm_pipeline.cpp) and throws on the string
+// otherwise (src/cpp/src/utils.cpp: pop_int_and_cast), and its NPU path
+// compiles on "NPU", the default NPU, whatever index was named
+// (compile_decoder_for_npu_impl). So only the first NPU can be named; any
+// other is refused, saying why.
+func (e *Engine) compile(dir, device string) (*pipeline, error) {
+	target := device
+	if deviceKind(device) == "NPU" && device != "NPU" {
+		first := ""
+		for _, d := range e.devices {
+			if deviceKind(d.Name) == "NPU" {
+				first = d.Name
+				break
+			}
+		}
+		if device != first {
+			return nil, fmt.Errorf("device %s: OpenVINO GenAI compiles language models for the default NPU (%s) whatever index is named, "+
+				"so only that one can run them: use --device NPU", device, first)
+		}
+		target = "NPU"
+	}
+	p, err := newPipeline(e.cfg.Library.api, dir, target, e.properties(device))
+	if err != nil {
+		return nil, err
+	}
+	p.device = device
+	return p, nil
+}
+
 // Load implements npu.ModelLoader: it compiles the model for the configured
 // device, or under AUTO for the first device that takes it.
 func (e *Engine) Load(ctx context.Context, model string) error {
@@ -175,7 +207,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 		if e.cfg.OnCompile != nil {
 			e.cfg.OnCompile(model, device)
 		}
-		p, err := newPipeline(e.cfg.Library.api, dir, device, e.properties(device))
+		p, err := e.compile(dir, device)
 		if err == nil {
 			e.mu.Lock()
 			e.pipelines[model] = p
@@ -201,7 +233,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 		return e.Load(ctx, model)
 	}
 	// Compiling takes long on an NPU; the engine mutex is not held meanwhile.
-	p, err := newPipeline(e.cfg.Library.api, filepath.Join(e.cfg.ModelsDir, model), old.device, e.properties(old.device))
+	p, err := e.compile(filepath.Join(e.cfg.ModelsDir, model), old.device)
 	if err != nil {
 		return fmt.Errorf("compiling the new %q on %s: %w", model, old.device, err)
 	}
