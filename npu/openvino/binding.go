@@ -182,6 +182,9 @@ type pipeline struct {
 	chatTemplate bool
 	// context is the model's own context length (config.json), 0 if unknown.
 	context int
+	// On the NPU: MAX_PROMPT_LEN and MIN_RESPONSE_LEN as GenAI was given
+	// them (its prompt check and KV cache, utils.cpp).
+	promptLimit, responseLen int
 	// toolFormat is how the model's template takes tools and its answer
 	// writes calls (npu.ToolFormat*), "" when it renders none.
 	toolFormat string

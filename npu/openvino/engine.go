@@ -88,7 +88,7 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		return nil, err
 	}
 	cfg.ContextLength = ReportedContext(cfg)
-	catalog, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.Hub), cfg.ContextLength)
+	catalog, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.Hub), ModelLimits(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +203,20 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 		return nil, err
 	}
 	p.device = device
+	if deviceKind(device) == "NPU" {
+		// What GenAI was given decides its prompt check and KV cache.
+		p.promptLimit, p.responseLen = 1024, 128
+		for _, pr := range props {
+			if n, err := strconv.Atoi(pr.value); err == nil && n >= 0 {
+				switch pr.key {
+				case "MAX_PROMPT_LEN":
+					p.promptLimit = n
+				case "MIN_RESPONSE_LEN":
+					p.responseLen = n
+				}
+			}
+		}
+	}
 	return p, nil
 }
 
@@ -298,8 +312,6 @@ func (e *Engine) Unload(model string) error {
 	return nil
 }
 
-func (e *Engine) maxPromptLen() int { return e.cfg.maxPromptLen() }
-
 func (c *Config) maxPromptLen() int {
 	if c.MaxPromptLen > 0 {
 		return c.MaxPromptLen
@@ -327,6 +339,16 @@ func ReportedContext(cfg Config) int {
 	return cfg.ContextLength
 }
 
+// ModelLimits is what the engine's models report under cfg: on the NPU
+// each model's KV cache and prompt limit (its own properties file may set
+// them), elsewhere cfg's context.
+func ModelLimits(cfg Config) modelstore.Limits {
+	if deviceKind(cfg.Device) == "NPU" {
+		return modelstore.NPULimits(cfg.MaxPromptLen, cfg.MinResponseLen)
+	}
+	return modelstore.FixedContext(ReportedContext(cfg))
+}
+
 // npuKVCapacity is how many tokens the NPU pipeline's KV cache holds, prompt
 // and answer together: GenAI's get_npu_kv_cache_capacity, MAX_PROMPT_LEN +
 // MIN_RESPONSE_LEN − 1. Generation stops quietly, with OK, when it is full.
@@ -337,7 +359,7 @@ func (c *Config) npuKVCapacity() int { return c.maxPromptLen() + c.minResponseLe
 func (e *Engine) contextOf(p *pipeline) int {
 	switch {
 	case deviceKind(p.device) == "NPU":
-		return e.cfg.npuKVCapacity()
+		return p.promptLimit + p.responseLen - 1
 	case p.context > 0:
 		return p.context
 	}
@@ -377,7 +399,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	// prefill check, no generation).
 	for tries := 0; err != nil && req.DropOldestTurns && onNPU && tries < maxDropRetries; tries++ {
 		var se *StatusError
-		if !errors.As(err, &se) || !se.BeforeOutput || !mayExceed(req, e.maxPromptLen()) {
+		if !errors.As(err, &se) || !se.BeforeOutput || !mayExceed(req, p.promptLimit) {
 			break
 		}
 		shorter, ok := dropOldestTurn(req.Messages)
@@ -396,7 +418,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 		if errors.As(err, &invalid) {
 			return res, err // the request's fault: a 400
 		}
-		if errors.As(err, &se) && onNPU && se.BeforeOutput && mayExceed(req, e.maxPromptLen()) {
+		if errors.As(err, &se) && onNPU && se.BeforeOutput && mayExceed(req, p.promptLimit) {
 			// GenAI gives no reason. The request was validated against
 			// GenAI's rules before (npu.Request.Validate); on the NPU what
 			// is left for a generate that fails before any output is the
@@ -404,7 +426,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			// tokenizer to count beforehand): a request error.
 			return res, fmt.Errorf("the prompt (%d bytes of text, %d messages) does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
 				"(raise it with --npu-max-prompt-len; OpenVINO gave no further reason: %w): %w",
-				promptChars(req), len(req.Messages), e.maxPromptLen(), err, npu.ErrContextLength)
+				promptChars(req), len(req.Messages), p.promptLimit, err, npu.ErrContextLength)
 		}
 		return res, &npu.EngineError{Engine: "openvino", Cause: err}
 	}
