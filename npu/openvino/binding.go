@@ -12,9 +12,15 @@ extern int npudStreamChunk(uintptr_t handle, char* text);
 
 // The streamer callback GenAI calls, from its own thread on CPU/GPU and from
 // the generate caller's thread on NPU. args carries a runtime/cgo.Handle.
-static ov_genai_streaming_status_e npud_trampoline(const char* str, void* args) {
+// It has the calling convention the header declares for callback_func
+// (OPENVINO_C_API_CALLBACK: __cdecl on 32-bit Windows, where another
+// default convention would corrupt the stack).
+static ov_genai_streaming_status_e OPENVINO_C_API_CALLBACK npud_trampoline(const char* str, void* args) {
 	return (ov_genai_streaming_status_e)npudStreamChunk((uintptr_t)args, (char*)str);
 }
+// The trampoline's type is exactly the header's callback type.
+_Static_assert(__builtin_types_compatible_p(__typeof__(&npud_trampoline), __typeof__(((streamer_callback*)0)->callback_func)),
+               "npud_trampoline must have streamer_callback's type");
 
 // cgo cannot call variadic functions: fixed-arity shims for the pipeline
 // constructors (LLM and VLM take the same arguments), with properties as
@@ -160,6 +166,11 @@ func check(api *C.npud_ov_api, call, input string, status C.ov_status_e) error {
 	}
 	return &StatusError{Call: call, Input: input, Status: int(status),
 		Message: C.GoString(C.npud_ov_get_error_info(api, status))}
+}
+
+// errorText is the library's text for an OpenVINO status (ov_get_error_info).
+func (l *Library) errorText(status int) string {
+	return C.GoString(C.npud_ov_get_error_info(l.api, C.ov_status_e(status)))
 }
 
 // property is one pipeline property, such as MAX_PROMPT_LEN.

@@ -77,3 +77,19 @@ func TestIndexedNPUCompilesWithItsPromptLength(t *testing.T) {
 		})
 	}
 }
+
+// Issue 24, defect 10: the test library's ov_get_error_info answers
+// OpenVINO's texts (src/bindings/c/src/ov_common.cpp), indexed by -status,
+// the last one for anything beyond; npud's errors carry them.
+func TestErrorTextsAreOpenVINOs(t *testing.T) {
+	want := []string{"general error", "it's not implement", "failed to network", "input parameter mismatch",
+		"cannot find the value", "out of bounds", "run with unexpected error", "request is busy", "result is not ready",
+		"it is not allocated", "inference start with error", "network is not ready", "inference is canceled",
+		"invalid c input parameters", "unknown c error", "not implement in c method", "unknown exception"}
+	for i, text := range want {
+		status := -(i + 1)
+		assert.Equal(t, text, testLib.errorText(status), "status %d", status)
+	}
+	assert.Equal(t, "unknown exception", testLib.errorText(-18), "past the last")
+	assert.Equal(t, "unknown exception", testLib.errorText(3), "a positive status")
+}
