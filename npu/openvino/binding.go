@@ -132,6 +132,7 @@ import (
 	"path/filepath"
 	"runtime/cgo"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -209,6 +210,46 @@ type pipeline struct {
 	// conversation: what the stateful pipeline's KV cache holds; touched
 	// only by the goroutine that holds busy.
 	conversation conversation
+	// counted: the last history GenAI counted whole (the NPU), to bound
+	// what a history continuing it can count; touched only by the
+	// goroutine that holds busy.
+	counted countedHistory
+}
+
+// countedHistory is a history GenAI ran and counted, and the answer it
+// generated after it.
+type countedHistory struct {
+	history      []npu.Message
+	promptTokens int
+	answer       string
+	answerTokens int
+}
+
+// upperBound bounds the tokens of msgs when they continue the counted
+// history: its count, the answer's when the next message is that answer,
+// and for every other new message its bytes (a token covers at least one
+// byte) and what a template adds per message. ok is false when msgs does
+// not continue it.
+func (c *countedHistory) upperBound(msgs []npu.Message) (n int, ok bool) {
+	if !continues(c.history, msgs) {
+		return 0, false
+	}
+	n = c.promptTokens
+	rest := msgs[len(c.history):]
+	// The client got the answer's text with an incomplete code point
+	// replaced, as the bridge passes it.
+	if len(rest) > 0 && rest[0].Role == "assistant" && len(rest[0].ToolCalls) == 0 &&
+		rest[0].Content == strings.ToValidUTF8(c.answer, "\uFFFD") {
+		n += c.answerTokens + templateTokensPerMessage
+		rest = rest[1:]
+	}
+	for _, m := range rest {
+		n += len(m.Content) + templateTokensPerMessage
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Name) + len(tc.Arguments) + templateTokensPerMessage
+		}
+	}
+	return n, true
 }
 
 // newPipeline compiles the model in dir for device. On CPU/GPU an LLM is
@@ -413,6 +454,10 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	}
 	prefilled := res.PromptTokens
 	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful, prefilled, generated)
+	if history != nil && !p.stateful {
+		p.counted = countedHistory{history: slices.Clone(msgs), promptTokens: prefilled,
+			answer: generatedText(api, results), answerTokens: generated}
+	}
 	res.CachedPromptTokens = res.PromptTokens - prefilled
 	done = true
 	return res, nil
@@ -431,6 +476,20 @@ func deliveredTokens(generated, sentBytes, totalBytes int) int {
 	}
 	n := (generated*sentBytes + totalBytes - 1) / totalBytes
 	return max(n, min(sentBytes, 1))
+}
+
+// generatedText is the text GenAI generated, "" when it cannot say.
+func generatedText(api *C.npud_ov_api, results C.npud_results) string {
+	var size C.size_t
+	if C.npud_results_string(api, results, nil, &size) != C.OK || size == 0 || size > 1<<24 {
+		return ""
+	}
+	buf := (*C.char)(C.malloc(size))
+	defer C.free(unsafe.Pointer(buf))
+	if C.npud_results_string(api, results, buf, &size) != C.OK {
+		return ""
+	}
+	return C.GoString(buf)
 }
 
 // generatedBytes is the length of the text GenAI generated (every token's,

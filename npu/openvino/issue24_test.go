@@ -4,6 +4,7 @@ package openvino
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,4 +93,37 @@ func TestErrorTextsAreOpenVINOs(t *testing.T) {
 	}
 	assert.Equal(t, "unknown exception", testLib.errorText(-18), "past the last")
 	assert.Equal(t, "unknown exception", testLib.errorText(3), "a positive status")
+}
+
+// Issue 24, defect 5: a failure before output on a long prompt was always
+// called MAX_PROMPT_LEN, and Ollama routes retried up to 32 times. What
+// GenAI counted of the history a request continues bounds its count: a
+// failure on a prompt that cannot be over the limit is an engine error,
+// however many bytes its text has; and the retries that drop turns are
+// bounded (1, 2, 4, 8 turns, then what surely fits).
+func TestNPUFailureClassifiedFromTheCountedHistory(t *testing.T) {
+	_, r := newTestEngine(t, "NPU", Config{Device: "NPU", MaxPromptLen: 250})
+	long := words("abcdefghij", 150) // 1650 bytes, 150 tokens
+	first := []npu.Message{{Role: "user", Content: long}}
+	answer, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: first, Sampling: npu.Sampling{Seed: seed(5)}})
+	require.NoError(t, err)
+	require.Equal(t, 150, res.PromptTokens)
+	next := append(first, npu.Message{Role: "assistant", Content: answer}, npu.Message{Role: "user", Content: "OVTEST_FAIL"})
+	for _, drop := range []bool{false, true} {
+		_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: next, DropOldestTurns: drop})
+		var ee *npu.EngineError
+		require.ErrorAs(t, err, &ee, "at most about 220 tokens, under the 250 limit: not the prompt's fault")
+		assert.NotErrorIs(t, err, npu.ErrContextLength)
+	}
+
+	// A long history that fails whatever is dropped: a bounded number of tries.
+	var history []npu.Message
+	for i := range 64 {
+		history = append(history, npu.Message{Role: "user", Content: words("OVTEST_FAIL", 10)}, npu.Message{Role: "assistant", Content: fmt.Sprint(i)})
+	}
+	history = append(history, npu.Message{Role: "user", Content: "OVTEST_FAIL"})
+	before := testGenerateCalls()
+	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: history, DropOldestTurns: true})
+	require.Error(t, err)
+	assert.LessOrEqual(t, testGenerateCalls()-before, 1+maxDropRetries, "the retries are bounded")
 }

@@ -77,6 +77,10 @@ static atomic_int last_foreign, last_after_stop, last_generated, last_prefilled,
 
 int ovtest_last_prefilled(void) { return atomic_load(&last_prefilled); }
 
+static atomic_int generate_calls;
+
+int ovtest_generate_calls(void) { return atomic_load(&generate_calls); }
+
 int ovtest_last_callbacks_foreign(void) { return atomic_load(&last_foreign); }
 int ovtest_last_calls_after_stop(void) { return atomic_load(&last_after_stop); }
 int ovtest_last_generated(void) { return atomic_load(&last_generated); }
@@ -1136,6 +1140,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
                                  const char* script, const char* prefix, const ov_genai_generation_config* config,
                                  const streamer_callback* streamer, ov_genai_decoded_results** results) {
     if (!pipe || !input || (!streamer && !results) || (streamer && !streamer->callback_func)) return INVALID_C_PARAM;
+    atomic_fetch_add(&generate_calls, 1);
     if (atomic_exchange(&pipe->busy, 1)) {
         fprintf(stderr, "ovtest: concurrent generate on one pipeline\n");
         abort(); /* the real pipeline corrupts its state; make it loud */
