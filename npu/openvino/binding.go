@@ -649,9 +649,15 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolF
 			return nil, err
 		}
 	}
-	if len(req.Tools) > 0 {
+	if len(req.Tools) > 0 && toolFormat != npu.ToolFormatPhi4Mini {
 		// The template renders them, in the shape Hugging Face templates
-		// read: [{"type": "function", "function": {...}}].
+		// read: [{"type": "function", "function": {...}}]. Not for
+		// Phi-4-mini, whose template reads them from the system message
+		// only: GenAI renders with minja, which, given tools for a template
+		// that does not render its tools variable, polyfills them into the
+		// system message and rebuilds that message as role and content
+		// only, dropping its "tools" (minja chat-template.hpp: apply,
+		// add_system; GenAI tokenizer_impl.cpp apply_chat_template).
 		b, err := json.Marshal(templateTools(req.Tools))
 		if err == nil {
 			err = withJSON(api, b, "ov_genai_chat_history_set_tools", func(js *C.ov_genai_json_container) C.ov_genai_chat_history_status_e {

@@ -3,11 +3,14 @@
 package openvino
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -126,4 +129,38 @@ func TestNPUFailureClassifiedFromTheCountedHistory(t *testing.T) {
 	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: history, DropOldestTurns: true})
 	require.Error(t, err)
 	assert.LessOrEqual(t, testGenerateCalls()-before, 1+maxDropRetries, "the retries are bounded")
+}
+
+// Issue 24, defect 2: Phi-4-mini's template reads its tools from the
+// system message's "tools", never from the tools variable. GenAI renders
+// with minja, which, given tools (set_tools) for such a template, polyfills
+// them into the system message's text and rebuilds that message as role
+// and content only: the "tools" npud put there would be gone, and the
+// model would never see its tools in its own format. npud gives
+// Phi-4-mini its tools on the system message only.
+func TestPhi4MiniGetsItsToolsOnTheSystemMessage(t *testing.T) {
+	dir := modelsDir(t, "phi")
+	template := `{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and message['tools'] is not none %}` +
+		`{{ '<|' + message['role'] + '|>' + message['content'] + '<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}` +
+		`{% else %}{{ '<|' + message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}` +
+		`{% if add_generation_prompt %}{{ '<|assistant|>' }}{% endif %}<|tool_call|>`
+	var b bytes.Buffer // as Python's json writes it: < and > as they are
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(map[string]string{"chat_template": template}))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "phi", "tokenizer_config.json"), b.Bytes(), 0o644))
+	_, r := newTestEngine(t, "CPU", Config{Device: "CPU", ModelsDir: dir})
+	tool := npu.Tool{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}
+	s, err := r.Start(&npu.Request{Model: "phi", Messages: []npu.Message{{Role: "user", Content: "weather in Oslo?"}}, Tools: []npu.Tool{tool}})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := npu.CollectAnswer(ctx, s.Next)
+	require.NoError(t, err)
+	var calls []string
+	for _, c := range a.ToolCalls {
+		calls = append(calls, c.Name)
+	}
+	assert.Equal(t, []string{"get_weather"}, calls, "the model saw its tools in its own format: %q %+v", a.Text, a.ToolCalls)
 }

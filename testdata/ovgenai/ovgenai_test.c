@@ -257,8 +257,8 @@ ov_genai_chat_history_status_e ov_genai_chat_history_set_extra_context(ov_genai_
 }
 
 /* The tools go to the chat template as its `tools` variable; GenAI
- * takes only an array (src/c/src/chat_history.cpp), and a template that
- * never mentions tools ignores them silently. */
+ * takes only an array (src/c/src/chat_history.cpp). A template that does
+ * not render them gets them through minja's polyfill (polyfill_tools). */
 ov_genai_chat_history_status_e ov_genai_chat_history_set_tools(ov_genai_chat_history* history,
                                                                const ov_genai_json_container* tools) {
     if (!history || !tools) return OV_GENAI_CHAT_HISTORY_INVALID_PARAM;
@@ -1302,26 +1302,53 @@ static char* json_string_after(const char* s, const char* key) {
     return out;
 }
 
+/* system_tools is the first message's "tools" when it is a system message
+ * carrying them (a JSON string, unescaped here), or NULL. */
+static int first_is_system(const char* text) {
+    const char* nl = strchr(text, '\n');
+    const char* role = strstr(text, "\"role\":\"system\"");
+    return role && (!nl || role < nl);
+}
+
+static char* system_tools(const char* text) {
+    const char* nl = strchr(text, '\n');
+    if (!first_is_system(text)) return NULL;
+    const char* at = strstr(text, "\"tools\":\"");
+    if (!at || (nl && at > nl)) return NULL;
+    char* raw = json_string_after(at, "\"tools\":\"");
+    if (!raw) return NULL;
+    char* out = raw;
+    for (char *r = raw, *w = raw; ; r++) {
+        if (*r == '\\' && r[1]) r++;
+        if (!(*w++ = *r)) break;
+    }
+    return out;
+}
+
 /* tool_call_for is the test model's answer when its template rendered
  * tools and the conversation does not end with a tool's result: a call of
  * the first tool, with its first required argument, written as the
  * model's family writes it after GenAI's detokenizer dropped the special
- * tokens ([TOOL_CALLS], <|python_tag|>, <|tool_call|>). NULL: no call. */
-static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history) {
-    if (!history->tools || pipe->tool_format == TOOLS_NONE) return NULL;
-    const char* last = history->text;
+ * tokens ([TOOL_CALLS], <|python_tag|>, <|tool_call|>). NULL: no call.
+ * Phi-4-mini's template reads its tools from the system message's "tools"
+ * (a JSON string), not from the tools variable: it calls only when they
+ * are there. */
+static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history, const char* text) {
+    if (pipe->tool_format == TOOLS_NONE) return NULL;
+    const char* last = text;
     for (const char* nl = strchr(last, '\n'); nl && nl[1]; nl = strchr(last, '\n')) last = nl + 1;
     if (strstr(last, "\"role\":\"tool\"")) return NULL; /* it answers with the result */
-    /* Phi-4-mini's template reads the tools from the system message's
-     * "tools" (a JSON string), not from the tools variable: without them
-     * there, the model never heard of any tool. */
-    if (pipe->tool_format == TOOLS_PHI4 &&
-        !(strncmp(history->text, "{", 1) == 0 && strstr(history->text, "\"role\":\"system\"") &&
-          strstr(history->text, "\"tools\":\"") && strstr(history->text, "\"tools\":\"") < strchr(history->text, '\n')))
+    char* phi4 = pipe->tool_format == TOOLS_PHI4 ? system_tools(text) : NULL;
+    const char* tools = pipe->tool_format == TOOLS_PHI4 ? phi4 : history->tools;
+    if (!tools) return NULL;
+    char* name = json_string_after(tools, "\"name\":\"");
+    char* required = json_string_after(tools, "\"required\":[\"");
+    free(phi4);
+    if (!name) {
+        free(required);
         return NULL;
-    char* name = json_string_after(history->tools, "\"name\":\"");
-    if (!name) return NULL;
-    char* required = json_string_after(history->tools, "\"required\":[\"");
+    }
+
     char args[512];
     if (required) snprintf(args, sizeof args, "{\"%s\": \"ovtest\"}", required);
     else snprintf(args, sizeof args, "{}");
@@ -1342,6 +1369,40 @@ static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_cha
     return out;
 }
 
+/* polyfill_tools is the history as GenAI's minja renders it
+ * (src/cpp/src/tokenizer/tokenizer_impl.cpp apply_chat_template, minja's
+ * chat_template::apply): given tools (set_tools) and a template that does
+ * not render the tools variable (minja's probe: no tools, or Phi-4-mini's,
+ * which reads them from the system message), minja's tool polyfill writes
+ * them into the first system message's content, rebuilding that message
+ * as role and content only (add_system): any other field it had, such as
+ * Phi-4-mini's "tools", is gone. */
+static char* polyfill_tools(const ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history) {
+    if (!history->tools || (pipe->tool_format != TOOLS_NONE && pipe->tool_format != TOOLS_PHI4))
+        return strdup(history->text);
+    const char* text = history->text;
+    const char* rest = text;
+    char* content = NULL;
+    if (first_is_system(text)) {
+        const char* nl = strchr(text, '\n');
+        char line[65536];
+        snprintf(line, sizeof line, "%.*s", nl ? (int)(nl - text) : (int)strlen(text), text);
+        content = json_string_after(line, "\"content\":\"");
+        rest = nl ? nl + 1 : text + strlen(text);
+    }
+    const char* intro = "You can call any of the following tools to satisfy the user's requests: ";
+    size_t n = strlen(rest) + strlen(history->tools) * 2 + (content ? strlen(content) : 0) + 256;
+    char* out = malloc(n);
+    int w = snprintf(out, n, "{\"role\":\"system\",\"content\":\"%s%s%s", content ? content : "", content ? "\\n\\n" : "", intro);
+    for (const char* t = history->tools; *t && (size_t)w < n - 8; t++) { /* the tools, as a JSON string */
+        if (*t == '"' || *t == '\\') out[w++] = '\\';
+        out[w++] = *t;
+    }
+    w += snprintf(out + w, n - (size_t)w, "\"}\n%s", rest);
+    free(content);
+    return out;
+}
+
 /* generate_history runs a chat history through the test model, for the
  * LLM and the VLM pipelines alike: both assert a non-empty history and a
  * chat template; the template's enable_thinking switch, a tool call when
@@ -1352,9 +1413,11 @@ static ov_status_e generate_history(ov_genai_llm_pipeline* pipe, const ov_genai_
     if (!history->text[0]) return UNKNOW_EXCEPTION;          /* "Chat history cannot be empty" */
     if (!pipe->has_chat_template) return UNKNOW_EXCEPTION;   /* the chat template must not be empty */
     int think = pipe->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
-    char* call = tool_call_for(pipe, history);
-    ov_status_e st = generate_text(pipe, history->text, 1, think, call, seen, config, streamer, results);
+    char* text = polyfill_tools(pipe, history);
+    char* call = tool_call_for(pipe, history, text);
+    ov_status_e st = generate_text(pipe, text, 1, think, call, seen, config, streamer, results);
     free(call);
+    free(text);
     return st;
 }
 
