@@ -18,6 +18,11 @@
  *     prompt longer than MAX_PROMPT_LEN, a prompt containing OVTEST_FAIL;
  *   - perf metrics in milliseconds;
  *   - OVTEST_TOKEN_DELAY_US microseconds between tokens;
+ *   - the NPU as GenAI and NPUW run it: the whole history prefilled and
+ *     counted every turn, chunked or static prefill, prefix caching, and
+ *     their costs as a model with OVTEST_NPU_* knobs (the NPU's cost model
+ *     below); CPU/GPU's quiet fallback to the stateful pipeline;
+ *   - minja's tool polyfill for templates that do not render tools;
  *   - OVTEST_BROKEN_DEVICES: devices on which every model fails to compile;
  *   - OVTEST_COMPILE_DELAY_US: how long creating a pipeline takes, for the
  *     models whose folder holds a file named slow_compile;
