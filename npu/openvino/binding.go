@@ -210,10 +210,72 @@ type pipeline struct {
 	// conversation: what the stateful pipeline's KV cache holds; touched
 	// only by the goroutine that holds busy.
 	conversation conversation
+	// kept: a VLM pipeline's chat history, kept while the conversation
+	// continues; touched only by the goroutine that holds busy.
+	kept keptChat
 	// counted: the last history GenAI counted whole (the NPU), to bound
 	// what a history continuing it can count; touched only by the
 	// goroutine that holds busy.
 	counted countedHistory
+}
+
+// keptChat is a VLM pipeline's ChatHistory kept for the next turn. GenAI
+// keeps what it encoded of a conversation's images in state attached to
+// the ChatHistory object, and gives the images passed with a generate to
+// the last user message (visual_language/vlm_chat_context.cpp,
+// chat_history_state.cpp): with a new ChatHistory every turn, every image
+// is encoded again and all of them belong to the last question. When a
+// request continues the kept history (its messages, the same extra
+// context and tools), its new messages are appended to it and only their
+// images are passed.
+type keptChat struct {
+	history *C.ov_genai_chat_history
+	msgs    []npu.Message
+	key     string // the extra context and tools it was made with
+}
+
+func (p *pipeline) dropKept() {
+	if p.kept.history != nil {
+		C.npud_ov_genai_chat_history_free(p.api, p.kept.history)
+	}
+	p.kept = keptChat{}
+}
+
+// vlmHistory is the chat history for msgs on a VLM pipeline, and the
+// messages whose images go with this generate.
+func (p *pipeline) vlmHistory(msgs []npu.Message, req *npu.Request) (*C.ov_genai_chat_history, []npu.Message, error) {
+	key := historyKey(req)
+	if p.kept.history != nil && p.kept.key == key && continues(p.kept.msgs, msgs) {
+		rest := msgs[len(p.kept.msgs):]
+		ok := true
+		for _, m := range rest {
+			b, err := json.Marshal(templateMessage(m))
+			if err != nil || pushMessage(p.api, p.kept.history, b) != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return p.kept.history, rest, nil
+		}
+	}
+	p.dropKept()
+	h, err := chatHistory(p.api, msgs, req, p.toolFormat)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.kept = keptChat{history: h, key: key}
+	return h, msgs, nil
+}
+
+// historyKey is what a chat history holds besides its messages.
+func historyKey(req *npu.Request) string {
+	b, _ := json.Marshal(struct {
+		Think      *bool
+		ThinkLevel string
+		Tools      []npu.Tool
+	}{req.Think, req.ThinkLevel, req.Tools})
+	return string(b)
 }
 
 // countedHistory is a history GenAI ran and counted, and the answer it
@@ -334,6 +396,7 @@ func (p *pipeline) free() error {
 	if !p.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
 	}
+	p.dropKept()
 	if p.vlm != nil {
 		C.npud_ov_genai_vlm_pipeline_free(api, p.vlm)
 		p.vlm = nil
@@ -405,19 +468,32 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	if len(msgs) == 0 && p.chatTemplate {
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
-	if len(msgs) > 0 {
+	imageMsgs := msgs
+	switch {
+	case len(msgs) > 0 && p.vlm != nil:
+		if history, imageMsgs, err = p.vlmHistory(msgs, req); err != nil {
+			return npu.Result{}, err
+		}
+		defer func() {
+			if done {
+				p.kept.msgs = slices.Clone(msgs)
+			} else {
+				p.dropKept() // what GenAI made of it after a failure is unknown
+			}
+		}()
+	case len(msgs) > 0:
 		if history, err = chatHistory(api, msgs, req, p.toolFormat); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.npud_ov_genai_chat_history_free(api, history)
-	} else {
+	default:
 		input = C.CString(req.Prompt)
 		defer C.free(unsafe.Pointer(input))
 	}
 
 	var images imageTensors
 	if p.vlm != nil {
-		if images, err = newImageTensors(api, msgs); err != nil {
+		if images, err = newImageTensors(api, imageMsgs); err != nil {
 			return npu.Result{}, err
 		}
 		defer images.free(api)

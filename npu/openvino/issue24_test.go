@@ -164,3 +164,34 @@ func TestPhi4MiniGetsItsToolsOnTheSystemMessage(t *testing.T) {
 	}
 	assert.Equal(t, []string{"get_weather"}, calls, "the model saw its tools in its own format: %q %+v", a.Text, a.ToolCalls)
 }
+
+// Issue 24, defect 6: GenAI keeps what it encoded of a conversation's
+// images in state attached to the ChatHistory object; npud built a new one
+// every turn, so every image was encoded again. A conversation that
+// continues keeps its history, and only new messages' images are passed:
+// the model still sees the first turn's picture.
+func TestVisionConversationEncodesEachImageOnce(t *testing.T) {
+	dir := modelsDir(t, "tiny")
+	writeVisionModel(t, dir, "vlm", "qwen2_vl")
+	for _, device := range []string{"CPU", "NPU"} {
+		t.Run(device, func(t *testing.T) {
+			_, r := newTestEngine(t, device, Config{Device: device, ModelsDir: dir})
+			red := npu.Image{Width: 1, Height: 1, RGB: []byte{255, 0, 0}}
+			first := []npu.Message{{Role: "user", Content: "what is it?", Images: []npu.Image{red}}}
+			before := testImagesEncoded()
+			answer, _, err := run(t, r, &npu.Request{Model: "vlm", Messages: first})
+			require.NoError(t, err)
+			assert.Contains(t, answer, "I see 1x1 #ff0000.")
+			next := append(first, npu.Message{Role: "assistant", Content: answer}, npu.Message{Role: "user", Content: "and its colour?"})
+			answer, _, err = run(t, r, &npu.Request{Model: "vlm", Messages: next})
+			require.NoError(t, err)
+			assert.Contains(t, answer, "I see 1x1 #ff0000.", "the model still has the picture")
+			assert.Equal(t, 1, testImagesEncoded()-before, "the picture was encoded once")
+
+			// Another conversation starts over.
+			_, _, err = run(t, r, &npu.Request{Model: "vlm", Messages: first})
+			require.NoError(t, err)
+			assert.Equal(t, 2, testImagesEncoded()-before)
+		})
+	}
+}

@@ -58,3 +58,6 @@ func testLastCompileCached() bool     { return testHook("ovtest_last_compile_cac
 
 // testGenerateCalls counts the generates the library ran.
 func testGenerateCalls() int { return int(testHook("ovtest_generate_calls")) }
+
+// testImagesEncoded counts the images the VLM pipelines encoded.
+func testImagesEncoded() int { return int(testHook("ovtest_images_encoded")) }

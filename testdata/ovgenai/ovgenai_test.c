@@ -219,6 +219,10 @@ struct ov_genai_chat_history_opaque {
     char* text;  /* the messages' JSON, one per line: what the test model reads */
     char* extra; /* the extra context's JSON (enable_thinking), or NULL */
     char* tools; /* the tools' JSON array, or NULL */
+    /* A VLM's state for this history object (GenAI attaches it to the
+     * ChatHistory: chat_history_state.cpp): what the model saw of the
+     * images encoded so far. A new history object starts without. */
+    char* seen;
 };
 
 ov_genai_chat_history_status_e ov_genai_chat_history_create(ov_genai_chat_history** history) {
@@ -233,6 +237,7 @@ void ov_genai_chat_history_free(ov_genai_chat_history* history) {
     if (!history) return;
     free(history->extra);
     free(history->tools);
+    free(history->seen);
     free(history->text);
     free(history);
     ovtest_object_freed();
@@ -1550,6 +1555,10 @@ void ov_genai_vlm_pipeline_free(ov_genai_vlm_pipeline* pipe) {
     ovtest_object_freed();
 }
 
+static atomic_int images_encoded;
+
+int ovtest_images_encoded(void) { return atomic_load(&images_encoded); }
+
 /* describe_images is what the model says it saw, or sets *bad for a
  * tensor GenAI's encoders refuse. */
 static char* describe_images(const ov_tensor_t** rgbs, size_t n, int* bad) {
@@ -1601,8 +1610,18 @@ static ov_status_e vlm_generate(ov_genai_vlm_pipeline* pipe, const char* text, c
     }
     ov_genai_decoded_results* inner = NULL;
     ov_status_e status;
+    atomic_fetch_add(&images_encoded, (int)num_images); /* the images passed are encoded */
     if (history) {
-        status = generate_history(pipe->llm, history, seen[0] ? seen : NULL, config, streamer, results ? &inner : NULL);
+        /* The images passed join what this history's state encoded before
+         * (vlm_chat_context.cpp: encode_visions_if_needed); the model sees
+         * them all. */
+        ov_genai_chat_history* h = (ov_genai_chat_history*)history; /* GenAI's state is mutable too */
+        if (seen[0]) {
+            size_t have = h->seen ? strlen(h->seen) : 0;
+            h->seen = realloc(h->seen, have + strlen(seen) + 1);
+            strcpy(h->seen + have, seen);
+        }
+        status = generate_history(pipe->llm, history, h->seen, config, streamer, results ? &inner : NULL);
     } else {
         status = generate_text(pipe->llm, text, 0, pipe->llm->thinks, NULL, seen[0] ? seen : NULL, config, streamer,
                                results ? &inner : NULL);
