@@ -49,7 +49,7 @@ func ReadProperties(dir string) ([]Property, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	raw, err := io.ReadAll(io.LimitReader(f, maxPropertiesBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
