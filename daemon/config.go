@@ -67,16 +67,20 @@ type Config struct {
 	// Upstreams are other servers' OpenAI-compatible APIs that models are
 	// relayed to: NAME=URL;models=A|B[;key=K][;timeout=D][;slots=N].
 	Upstreams      []string
-	OverflowAfter  time.Duration     // a local model's request overflows upstream past this estimated wait; 0 = never
-	MaxImages      int               // images one request may carry
-	MaxImageBytes  int64             // largest image file
-	MaxImagePixels int64             // largest image, width × height
-	AllowImageURLs bool              // fetch http(s) image_url addresses
-	ResumeWindow   time.Duration     // how long a stream's events stay for resumes and repeated starts
-	ResumeMaxBytes int               // text kept per stream for resumes
-	WSMaxRequests  int               // generations at once per WebSocket connection
-	Preload        []string          // models loaded at start and kept loaded
-	Aliases        map[string]string // extra model names: alias → served model
+	OverflowAfter  time.Duration // a local model's request overflows upstream past this estimated wait; 0 = never
+	MaxImages      int           // images one request may carry
+	MaxImageBytes  int64         // largest image file
+	MaxImagePixels int64         // largest image, width × height
+	AllowImageURLs bool          // fetch http(s) image_url addresses
+	ResumeWindow   time.Duration // how long a stream's events stay for resumes and repeated starts
+	ResumeMaxBytes int           // text kept per stream for resumes
+	// Stored responses of the Responses API (in memory: a restart forgets them).
+	ResponsesMax      int
+	ResponsesMaxBytes int64
+	ResponsesMaxAge   time.Duration
+	WSMaxRequests     int               // generations at once per WebSocket connection
+	Preload           []string          // models loaded at start and kept loaded
+	Aliases           map[string]string // extra model names: alias → served model
 
 	Security
 
@@ -277,6 +281,9 @@ func (c *Config) options(ls *layers) []option {
 		{"drain-delay", "on SIGTERM, how long to keep the listener open first, answering /health and new requests with 503 while streams go on, so a load balancer's health check sees the drain and retries elsewhere (0 = close at once)", dur(&c.DrainDelay, 0)},
 		{"resume-window", "how long a stream's events are kept after it ends, and a resumable stream runs on with no client; for Idempotency-Key repeats and Last-Event-ID resumes", dur(&c.ResumeWindow, time.Minute)},
 		{"resume-max-bytes", "text kept per stream for resumes; a client further behind gets resume_expired", num(&c.ResumeMaxBytes, 1<<20)},
+		{"responses-max", "stored responses (/v1/responses with store) kept in memory for previous_response_id and GET, oldest evicted first (0 = none stored)", num(&c.ResponsesMax, 1000)},
+		{"responses-max-bytes", "total size of the stored responses, oldest evicted first", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.ResponsesMaxBytes, n, 64<<20, u) }},
+		{"responses-max-age", "how long a stored response is kept (0 = until evicted by count or size)", dur(&c.ResponsesMaxAge, 24*time.Hour)},
 		{"ws-max-requests", "generations one WebSocket connection (/npud/v1/streams) may run at once", num(&c.WSMaxRequests, 8)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
 		{"preload", "models to load at start and keep loaded, comma-separated", list(&c.Preload, nil, nil)},
@@ -454,6 +461,7 @@ func (c Config) Validate() error {
 	check(c.SimSlots >= 1, "--sim-slots must be 1 or more, got %d", c.SimSlots)
 	check(c.WSMaxRequests > 0, "--ws-max-requests must be positive, got %d", c.WSMaxRequests)
 	check(c.ResumeMaxBytes > 0, "--resume-max-bytes must be positive, got %d", c.ResumeMaxBytes)
+	check(c.ResponsesMax >= 0 && c.ResponsesMaxBytes > 0, "--responses-max must be 0 or more and --responses-max-bytes positive")
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "--log-format must be text or json, got %q", c.LogFormat)
 	check(c.RateLimit >= 0 && c.MaxStreams >= 0, "--rate-limit and --max-streams-per-key must be 0 or more")
@@ -474,7 +482,7 @@ func (c Config) Validate() error {
 		"heartbeat": c.Heartbeat, "queue-timeout": c.QueueTimeout, "token-timeout": c.TokenTimeout,
 		"request-timeout": c.RequestTimeout, "drain-timeout": c.DrainTimeout, "prefill-timeout": c.PrefillTimeout,
 		"restart-backoff": c.RestartBackoff, "device-failure-window": c.DeviceFailureWindow, "device-probe-after": c.DeviceProbeAfter,
-		"header-timeout": c.HeaderTimeout, "resume-window": c.ResumeWindow, "body-read-timeout": c.BodyReadTimeout,
+		"header-timeout": c.HeaderTimeout, "resume-window": c.ResumeWindow, "responses-max-age": c.ResponsesMaxAge, "body-read-timeout": c.BodyReadTimeout,
 	} {
 		check(d >= 0, "--%s must not be negative, got %s", name, d)
 	}

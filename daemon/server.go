@@ -300,6 +300,7 @@ func (s *Server) routes() http.Handler {
 			MaxBytes:  s.cfg.ResumeMaxBytes,
 			Heartbeat: s.cfg.Heartbeat,
 		},
+		Responses: openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge},
 	}, s.log)
 	s.openai.Register(r)
 	s.ws = wsapi.New(s.runner, s.openai.Journals(), wsapi.Config{

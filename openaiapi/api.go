@@ -32,6 +32,8 @@ type Config struct {
 	// clients that start it again with the same Idempotency-Key or resume
 	// it with Last-Event-ID.
 	Journal journal.Config
+	// Responses bounds the stored responses of the Responses API.
+	Responses StoreConfig
 }
 
 // API serves the OpenAI-compatible routes.
@@ -40,11 +42,14 @@ type API struct {
 	cfg      Config
 	log      *slog.Logger
 	journals *journal.Registry
+	// responses are the stored responses (previous_response_id, GET).
+	responses *responseStore
 }
 
 // New returns the API for runner.
 func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
-	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal)}
+	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal),
+		responses: newResponseStore(cfg.Responses)}
 }
 
 // Shutdown waits, for a drain, until the journals' pumps have ended (they
@@ -62,7 +67,7 @@ func (a *API) Journals() *journal.Registry { return a.journals }
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
 	return route.Set{
-		Generation: []string{"/v1/chat/completions", "/v1/completions"},
+		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/responses"},
 	}
 }
 
@@ -71,6 +76,11 @@ func (a *API) Register(r gin.IRouter) {
 	v1 := r.Group("/v1")
 	v1.POST("/chat/completions", func(c *gin.Context) { a.complete(c, chatEndpoint) })
 	v1.POST("/completions", func(c *gin.Context) { a.complete(c, completionsEndpoint) })
+	v1.POST("/responses", a.createResponse)
+	v1.GET("/responses/:id", a.getResponse)
+	v1.GET("/responses/:id/input_items", a.listInputItems)
+	v1.DELETE("/responses/:id", a.deleteResponse)
+	v1.POST("/responses/:id/cancel", a.cancelResponse)
 	v1.GET("/models", a.listModels)
 	v1.GET("/models/*id", a.getModel)
 }

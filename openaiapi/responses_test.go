@@ -1,0 +1,257 @@
+package openaiapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu/sim"
+)
+
+func responseParams(input string) responses.ResponseNewParams {
+	return responses.ResponseNewParams{
+		Model: "sim",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(input)},
+	}
+}
+
+func weatherFunction() responses.ToolUnionParam {
+	return responses.ToolParamOfFunction("get_weather", map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"city": map[string]any{"type": "string"}},
+		"required":   []string{"city"},
+	}, false)
+}
+
+// streamResponse reads a whole Responses stream through openai-go and
+// checks what every stream must be: sequence numbers from 0 with no gap,
+// response.created and .in_progress first, one terminal event last.
+func streamResponse(t *testing.T, f *sdkFixture, params responses.ResponseNewParams) ([]responses.ResponseStreamEventUnion, responses.Response) {
+	t.Helper()
+	stream := f.client.Responses.NewStreaming(sdkContext(t), params)
+	defer stream.Close()
+	var events []responses.ResponseStreamEventUnion
+	for stream.Next() {
+		events = append(events, stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	require.GreaterOrEqual(t, len(events), 3)
+	for i, ev := range events {
+		assert.Equal(t, int64(i), ev.SequenceNumber, "event %d (%s) is numbered in order", i, ev.Type)
+	}
+	assert.Equal(t, "response.created", events[0].Type)
+	assert.Equal(t, "response.in_progress", events[1].Type)
+	last := events[len(events)-1]
+	assert.Contains(t, []string{"response.completed", "response.incomplete", "response.failed"}, last.Type)
+	return events, last.Response
+}
+
+func TestResponsesWholeAndStreamed(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	natural := len(sim.Tokens(0, userPrompt("hi")))
+
+	whole, err := f.client.Responses.New(sdkContext(t), responseParams("hi"))
+	require.NoError(t, err)
+	assert.Equal(t, responses.ResponseStatusCompleted, whole.Status)
+	assert.True(t, strings.HasPrefix(whole.ID, "resp_"), whole.ID)
+	assert.Equal(t, prefix(0, userPrompt("hi"), 0), whole.OutputText())
+	require.Len(t, whole.Output, 1)
+	assert.Equal(t, "message", whole.Output[0].Type)
+	assert.Equal(t, int64(natural), whole.Usage.OutputTokens)
+	assert.Equal(t, int64(sim.CountTokens(userPrompt("hi"))), whole.Usage.InputTokens)
+	assert.Equal(t, whole.Usage.InputTokens+whole.Usage.OutputTokens, whole.Usage.TotalTokens)
+
+	events, final := streamResponse(t, f, responseParams("hi"))
+	var deltas strings.Builder
+	var types []string
+	for _, ev := range events {
+		if ev.Type == "response.output_text.delta" {
+			deltas.WriteString(ev.Delta)
+			continue
+		}
+		types = append(types, ev.Type)
+	}
+	assert.Equal(t, []string{"response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done", "response.completed"}, types)
+	assert.Equal(t, whole.OutputText(), deltas.String())
+	assert.Equal(t, whole.OutputText(), final.OutputText())
+	assert.Equal(t, responses.ResponseStatusCompleted, final.Status)
+	assert.Equal(t, whole.Usage.OutputTokens, final.Usage.OutputTokens)
+}
+
+func TestResponsesMaxOutputTokensIsIncomplete(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	params := responseParams("hi")
+	params.MaxOutputTokens = openai.Int(3)
+	whole, err := f.client.Responses.New(sdkContext(t), params)
+	require.NoError(t, err)
+	assert.Equal(t, responses.ResponseStatusIncomplete, whole.Status)
+	assert.Equal(t, "max_output_tokens", whole.IncompleteDetails.Reason)
+	assert.Equal(t, prefix(0, userPrompt("hi"), 3), whole.OutputText())
+
+	events, final := streamResponse(t, f, params)
+	assert.Equal(t, "response.incomplete", events[len(events)-1].Type)
+	assert.Equal(t, "max_output_tokens", final.IncompleteDetails.Reason)
+}
+
+// A function-call round trip through openai-go on the engine under test:
+// the streamed call comes whole in the final response with its call_id;
+// its output goes back, first as items, then by previous_response_id,
+// and the model answers.
+func TestResponsesFunctionCallRoundTrip(t *testing.T) {
+	f := sdkFixtureFor(t, daemontest.StartEngine(t, nil, nil))
+	params := responseParams("What is the weather in Paris?")
+	params.Tools = []responses.ToolUnionParam{weatherFunction()}
+
+	events, final := streamResponse(t, f, params)
+	require.NotEmpty(t, final.Output)
+	var call responses.ResponseOutputItemUnion
+	for _, it := range final.Output {
+		if it.Type == "function_call" {
+			call = it
+		}
+	}
+	require.Equal(t, "function_call", call.Type, "output %s", final.RawJSON())
+	assert.Equal(t, "get_weather", call.Name)
+	assert.NotEmpty(t, call.CallID)
+	checkWeatherArgs(t, call.Arguments.OfString)
+	var argDeltas strings.Builder
+	var argsDone string
+	for _, ev := range events {
+		switch ev.Type {
+		case "response.function_call_arguments.delta":
+			argDeltas.WriteString(ev.Delta)
+		case "response.function_call_arguments.done":
+			argsDone = ev.Arguments
+		}
+	}
+	assert.Equal(t, call.Arguments.OfString, argDeltas.String())
+	assert.Equal(t, call.Arguments.OfString, argsDone)
+
+	// The round trip with every item sent back.
+	next := params
+	next.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+		responses.ResponseInputItemParamOfMessage("What is the weather in Paris?", responses.EasyInputMessageRoleUser),
+		responses.ResponseInputItemParamOfFunctionCall(call.Arguments.OfString, call.CallID, call.Name),
+		functionOutput(call.CallID, `{"temp_c": 18}`),
+	}}
+	answer, err := f.client.Responses.New(sdkContext(t), next)
+	require.NoError(t, err)
+	assert.Equal(t, responses.ResponseStatusCompleted, answer.Status)
+	assert.NotEmpty(t, answer.OutputText())
+
+	// The same by previous_response_id: only the output goes.
+	byID := params
+	byID.PreviousResponseID = openai.String(final.ID)
+	byID.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{functionOutput(call.CallID, `{"temp_c": 18}`)}}
+	chained, err := f.client.Responses.New(sdkContext(t), byID)
+	require.NoError(t, err)
+	assert.Equal(t, responses.ResponseStatusCompleted, chained.Status)
+	assert.Equal(t, final.ID, chained.PreviousResponseID)
+	assert.Equal(t, answer.OutputText(), chained.OutputText(), "the stored conversation is the one sent whole")
+}
+
+func functionOutput(callID, output string) responses.ResponseInputItemUnionParam {
+	item := responses.ResponseInputItemParamOfFunctionCallOutput(output)
+	item.OfFunctionCallOutput.CallID = openai.String(callID)
+	return item
+}
+
+// previous_response_id continues the stored conversation; GET, input_items
+// and DELETE see it; another tenant's key sees none of it.
+func TestResponsesStoredConversation(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	first, err := f.client.Responses.New(sdkContext(t), responseParams("hi"))
+	require.NoError(t, err)
+
+	params := responseParams("and then?")
+	params.PreviousResponseID = openai.String(first.ID)
+	second, err := f.client.Responses.New(sdkContext(t), params)
+	require.NoError(t, err)
+	conversation := userPrompt("hi") + "assistant: " + first.OutputText() + "\n" + userPrompt("and then?")
+	assert.Equal(t, prefix(0, conversation, 0), second.OutputText(), "the model read the first turn too")
+
+	got, err := f.client.Responses.Get(sdkContext(t), first.ID, responses.ResponseGetParams{})
+	require.NoError(t, err)
+	assert.Equal(t, first.OutputText(), got.OutputText())
+
+	items, err := f.client.Responses.InputItems.List(sdkContext(t), second.ID, responses.InputItemListParams{})
+	require.NoError(t, err)
+	require.Len(t, items.Data, 1)
+	assert.Equal(t, "message", items.Data[0].Type)
+
+	require.NoError(t, f.client.Responses.Delete(sdkContext(t), first.ID))
+	_, err = f.client.Responses.Get(sdkContext(t), first.ID, responses.ResponseGetParams{})
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+	_, err = f.client.Responses.New(sdkContext(t), params)
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, "previous_response_id", apiErr.Param)
+
+	noStore := responseParams("hi")
+	noStore.Store = openai.Bool(false)
+	unstored, err := f.client.Responses.New(sdkContext(t), noStore)
+	require.NoError(t, err)
+	_, err = f.client.Responses.Get(sdkContext(t), unstored.ID, responses.ResponseGetParams{})
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode)
+}
+
+// Every bad input is a 400 in OpenAI's shape naming the field.
+func TestResponsesBadInput(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	for _, tc := range []struct {
+		name, body, param, code string
+	}{
+		{"no model", `{"input":"hi"}`, "model", "missing_required_parameter"},
+		{"no input", `{"model":"sim"}`, "input", "missing_required_parameter"},
+		{"input a number", `{"model":"sim","input":3}`, "input", "invalid_type"},
+		{"empty items", `{"model":"sim","input":[]}`, "input", "invalid_value"},
+		{"web search tool", `{"model":"sim","input":"hi","tools":[{"type":"web_search"}]}`, "tools[0].type", "unsupported_value"},
+		{"custom tool", `{"model":"sim","input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`, "tools[0].type", "unsupported_value"},
+		{"bad tool name", `{"model":"sim","input":"hi","tools":[{"type":"function","name":"a b"}]}`, "tools[0].function.name", "invalid_value"},
+		{"unknown item", `{"model":"sim","input":[{"type":"item_reference","id":"x"}]}`, "input[0].type", "unsupported_value"},
+		{"file part", `{"model":"sim","input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "input[0].content[0].type", "unsupported_content"},
+		{"output of no call", `{"model":"sim","input":[{"type":"function_call_output","call_id":"c1","output":"x"}]}`, "input[0].tool_call_id", "invalid_value"},
+		{"bad effort", `{"model":"sim","input":"hi","reasoning":{"effort":"huge"}}`, "reasoning.effort", "invalid_value"},
+		{"zero max_output_tokens", `{"model":"sim","input":"hi","max_output_tokens":0}`, "max_output_tokens", "invalid_value"},
+		{"background", `{"model":"sim","input":"hi","background":true}`, "background", "unsupported_parameter"},
+		{"json schema", `{"model":"sim","input":"hi","text":{"format":{"type":"json_schema"}}}`, "text.format", "unsupported_parameter"},
+		{"temperature", `{"model":"sim","input":"hi","temperature":3}`, "temperature", "invalid_value"},
+		{"unknown previous", `{"model":"sim","input":"hi","previous_response_id":"resp_nope"}`, "previous_response_id", "response_not_found"},
+		{"too much metadata", `{"model":"sim","input":"hi","metadata":{"k":"` + strings.Repeat("v", 513) + `"}}`, "metadata", "invalid_value"},
+		{"not json", `{"model":`, "", "invalid_json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := f.http.Post(f.srv.URL+"/v1/responses", "application/json", bytes.NewBufferString(tc.body))
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			assert.GreaterOrEqual(t, resp.StatusCode, 400, "%s", body)
+			var e struct {
+				Error struct {
+					Message string  `json:"message"`
+					Param   *string `json:"param"`
+					Code    string  `json:"code"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(body, &e), "%s", body)
+			assert.Equal(t, tc.code, e.Error.Code, "%s", body)
+			if tc.param != "" {
+				require.NotNil(t, e.Error.Param, "%s", body)
+				assert.Equal(t, tc.param, *e.Error.Param, "%s", body)
+			}
+			assert.NotEmpty(t, e.Error.Message)
+		})
+	}
+}
