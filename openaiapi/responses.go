@@ -2,10 +2,12 @@ package openaiapi
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -125,7 +127,7 @@ func newResponseBuilder(id string, emit func(string, map[string]any)) *responseB
 }
 
 func (b *responseBuilder) itemID(prefix string) string {
-	return prefix + "_" + b.id + "_" + strconv.Itoa(len(b.output))
+	return prefix + "_" + strings.TrimPrefix(b.id, "resp_") + "_" + strconv.Itoa(len(b.output))
 }
 
 // start opens a new item of kind typ (reasoning or message).
@@ -365,7 +367,10 @@ func (a *API) createResponse(c *gin.Context) {
 	info.Stream = stream
 	defer stream.Close()
 
-	run := newResponseRun("resp_"+info.ID, info.Start.Unix(), &r)
+	// A fresh id, not the request id: a client may repeat its X-Request-ID,
+	// and a stored response must not be named by a guess.
+	id := "resp_" + strings.ToLower(rand.Text())
+	run := newResponseRun(id, info.Start.Unix(), &r)
 	keep := func() {
 		if run.obj.Store && run.obj.Status != "failed" {
 			a.responses.put(info.Tenant, storedResponse{obj: run.obj, input: r.inputItems(),
@@ -374,7 +379,7 @@ func (a *API) createResponse(c *gin.Context) {
 	}
 	if r.Stream {
 		f := &responseFraming{a: a, run: run}
-		run.builder = newResponseBuilder(info.ID, f.emit)
+		run.builder = newResponseBuilder(id, f.emit)
 		w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
 		relay.Run(ctx, w, stream, f, info, func(err error) { a.fail(c.Writer, info, renamed(a.toError(err, chatEndpoint))) })
 		if f.ended {
@@ -382,7 +387,7 @@ func (a *API) createResponse(c *gin.Context) {
 		}
 		return
 	}
-	run.builder = newResponseBuilder(info.ID, nil)
+	run.builder = newResponseBuilder(id, nil)
 	res, err := collect(ctx, stream.Next, run.builder)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {

@@ -10,10 +10,13 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -254,4 +257,85 @@ func TestResponsesBadInput(t *testing.T) {
 			assert.NotEmpty(t, e.Error.Message)
 		})
 	}
+}
+
+// A failure after the first byte is an error event, then response.failed:
+// the stream always ends with a terminal event.
+func TestResponsesInBandFailureEndsWithResponseFailed(t *testing.T) {
+	f := newSDKFixture(t, nil, func(*npu.Request) sim.Fault { return sim.Fault{ErrorAtToken: 4} })
+	events, final := streamResponse(t, f, responseParams("hi"))
+	n := len(events)
+	require.GreaterOrEqual(t, n, 2)
+	assert.Equal(t, "error", events[n-2].Type)
+	assert.Equal(t, "engine_error", events[n-2].Code)
+	assert.Equal(t, "response.failed", events[n-1].Type)
+	assert.Equal(t, responses.ResponseStatusFailed, final.Status)
+	assert.Equal(t, "engine_error", string(final.Error.Code))
+	assert.Equal(t, prefix(0, userPrompt("hi"), 3), final.OutputText(), "what was generated before the failure is kept")
+
+	_, err := f.client.Responses.New(sdkContext(t), responseParams("hi"))
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr, "a whole response fails with an HTTP error")
+	assert.Equal(t, http.StatusInternalServerError, apiErr.StatusCode)
+}
+
+// reasoning.effort turns a thinking model's reasoning on: it comes as a
+// reasoning item before the message, streamed as reasoning text deltas,
+// and counted in output_tokens_details.reasoning_tokens.
+func TestResponsesReasoning(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	params := responseParams("hi")
+	params.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffortHigh}
+	whole, err := f.client.Responses.New(sdkContext(t), params)
+	require.NoError(t, err)
+	require.Len(t, whole.Output, 2, "%s", whole.RawJSON())
+	assert.Equal(t, "reasoning", whole.Output[0].Type)
+	require.NotEmpty(t, whole.Output[0].Content)
+	assert.NotEmpty(t, whole.Output[0].Content[0].Text)
+	assert.NotContains(t, whole.OutputText(), "<think>")
+	assert.Positive(t, whole.Usage.OutputTokensDetails.ReasoningTokens)
+	assert.Less(t, whole.Usage.OutputTokensDetails.ReasoningTokens, whole.Usage.OutputTokens)
+
+	events, final := streamResponse(t, f, params)
+	var reasoning strings.Builder
+	for _, ev := range events {
+		if ev.Type == "response.reasoning_text.delta" {
+			reasoning.WriteString(ev.Delta)
+		}
+	}
+	assert.Equal(t, whole.Output[0].Content[0].Text, reasoning.String())
+	assert.Equal(t, whole.OutputText(), final.OutputText())
+}
+
+// Stored responses belong to the key that made them: another tenant can
+// neither read, continue, list nor delete them.
+func TestResponsesStoreIsScopedToTheKey(t *testing.T) {
+	alice := daemon.APIKey{Name: "alice", Key: "sk-alice-0123456789"}
+	bob := daemon.APIKey{Name: "bob", Key: "sk-bob-0123456789ab"}
+	cfg := daemontest.Defaults(t)
+	cfg.APIKeys = []daemon.APIKey{alice, bob}
+	srv := daemontest.Start(t, cfg, sim.New(sim.Config{}))
+	c := daemontest.NewClient(t, srv.URL)
+	as := func(k daemon.APIKey) []string { return []string{"Authorization", "Bearer " + k.Key} }
+
+	resp, raw := c.Do(t, http.MethodPost, "/v1/responses", `{"model":"sim","input":"mine"}`, as(alice)...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var created struct{ ID string }
+	require.NoError(t, json.Unmarshal(raw, &created))
+
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/v1/responses/" + created.ID, ""},
+		{http.MethodGet, "/v1/responses/" + created.ID + "/input_items", ""},
+		{http.MethodPost, "/v1/responses/" + created.ID + "/cancel", ""},
+		{http.MethodDelete, "/v1/responses/" + created.ID, ""},
+		{http.MethodPost, "/v1/responses", `{"model":"sim","input":"more","previous_response_id":"` + created.ID + `"}`},
+	} {
+		resp, raw := c.Do(t, tc.method, tc.path, tc.body, as(bob)...)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "bob %s %s: %s", tc.method, tc.path, raw)
+		assert.Contains(t, string(raw), "response_not_found")
+	}
+	resp, raw = c.Do(t, http.MethodGet, "/v1/responses/"+created.ID, "", as(alice)...)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "alice still has it: %s", raw)
+	resp, raw = c.Do(t, http.MethodPost, "/v1/responses/"+created.ID+"/cancel", "", as(alice)...)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "not a background response: %s", raw)
 }
