@@ -92,6 +92,37 @@ type outputItem struct {
 	Arguments *string `json:"arguments,omitempty"`
 }
 
+// MarshalJSON writes each kind of item with its own fields, always
+// present: clients iterate a message's content and a reasoning item's
+// summary even while empty.
+func (it outputItem) MarshalJSON() ([]byte, error) {
+	content := it.Content
+	if content == nil {
+		content = []contentPart{}
+	}
+	m := map[string]any{"id": it.ID, "type": it.Type}
+	switch it.Type {
+	case "message":
+		m["role"], m["status"], m["content"] = it.Role, it.Status, content
+	case "reasoning":
+		summary := []contentPart{}
+		if it.Summary != nil {
+			summary = *it.Summary
+		}
+		m["summary"], m["content"] = summary, content
+		if it.Status != "" {
+			m["status"] = it.Status
+		}
+	case "function_call":
+		args := ""
+		if it.Arguments != nil {
+			args = *it.Arguments
+		}
+		m["call_id"], m["name"], m["arguments"], m["status"] = it.CallID, it.Name, args, it.Status
+	}
+	return json.Marshal(m)
+}
+
 type contentPart struct {
 	Type        string    `json:"type"`
 	Text        string    `json:"text"`

@@ -339,3 +339,33 @@ func TestResponsesStoreIsScopedToTheKey(t *testing.T) {
 	resp, raw = c.Do(t, http.MethodPost, "/v1/responses/"+created.ID+"/cancel", "", as(alice)...)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "not a background response: %s", raw)
 }
+
+// The npm openai package's responses stream helper reads npud's stream:
+// its events in order, the text assembled from the deltas, the final
+// response.
+func TestOpenAIJSResponsesStream(t *testing.T) {
+	srv := daemontest.StartEngine(t, nil, nil)
+	r := daemontest.RunJS(t, "openai", "responses_e2e.mjs", srv.URL, "streamText")
+	types, _ := r["types"].([]any)
+	require.NotEmpty(t, types, "%v", r)
+	assert.Equal(t, "response.created", types[0])
+	assert.Equal(t, "response.completed", types[len(types)-1])
+	for i, n := range r["sequence"].([]any) {
+		assert.Equal(t, float64(i), n)
+	}
+	assert.Equal(t, "completed", r["status"])
+	assert.NotEmpty(t, r["outputText"])
+	assert.Equal(t, r["outputText"], r["deltas"])
+}
+
+func TestOpenAIJSResponsesToolLoop(t *testing.T) {
+	srv := daemontest.StartEngine(t, nil, nil)
+	r := daemontest.RunJS(t, "openai", "responses_e2e.mjs", srv.URL, "toolLoop")
+	call, _ := r["call"].(map[string]any)
+	require.NotNil(t, call, "%v", r)
+	assert.Equal(t, "get_weather", call["name"])
+	assert.NotEmpty(t, call["call_id"])
+	assert.Equal(t, call["arguments"], r["argDeltas"])
+	assert.Equal(t, "completed", r["status"])
+	assert.NotEmpty(t, r["answer"])
+}
