@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -65,16 +66,21 @@ type Config struct {
 	// Upstreams are other servers' OpenAI-compatible APIs that models are
 	// relayed to: NAME=URL;models=A|B[;key=K][;timeout=D][;slots=N].
 	Upstreams      []string
-	OverflowAfter  time.Duration     // a local model's request overflows upstream past this estimated wait; 0 = never
-	MaxImages      int               // images one request may carry
-	MaxImageBytes  int64             // largest image file
-	MaxImagePixels int64             // largest image, width × height
-	AllowImageURLs bool              // fetch http(s) image_url addresses
-	ResumeWindow   time.Duration     // how long a stream's events stay for resumes and repeated starts
-	ResumeMaxBytes int               // text kept per stream for resumes
-	WSMaxRequests  int               // generations at once per WebSocket connection
-	Preload        []string          // models loaded at start and kept loaded
-	Aliases        map[string]string // extra model names: alias → served model
+	OverflowAfter  time.Duration // a local model's request overflows upstream past this estimated wait; 0 = never
+	MaxImages      int           // images one request may carry
+	MaxImageBytes  int64         // largest image file
+	MaxImagePixels int64         // largest image, width × height
+	AllowImageURLs bool          // fetch http(s) image_url addresses
+	ImageURLAllow  []string      // CIDRs image URLs may reach beyond public addresses
+	// MaxImageMemory bounds the memory decoded images hold across
+	// requests (queued and running); MaxRequestImageMemory one request's.
+	MaxImageMemory        int64
+	MaxRequestImageMemory int64
+	ResumeWindow          time.Duration     // how long a stream's events stay for resumes and repeated starts
+	ResumeMaxBytes        int               // text kept per stream for resumes
+	WSMaxRequests         int               // generations at once per WebSocket connection
+	Preload               []string          // models loaded at start and kept loaded
+	Aliases               map[string]string // extra model names: alias → served model
 
 	Security
 
@@ -300,7 +306,16 @@ func (c *Config) options(ls *layers) []option {
 		{"max-images", "images one request may carry, for vision models; more are a 400", num(&c.MaxImages, 4)},
 		{"max-image-bytes", "largest image file (JPEG or PNG); larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageBytes, n, 8<<20, u) }},
 		{"max-image-pixels", "largest image, width × height; checked before decoding, larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImagePixels, n, 4096*4096, u) }},
-		{"allow-image-urls", "fetch http(s) image_url addresses (off: only data URLs; npud would otherwise reach any address a client names)", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.AllowImageURLs, n, false, u) }},
+		{"allow-image-urls", "fetch http(s) image_url addresses, public ones only (off: only data URLs)", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.AllowImageURLs, n, false, u) }},
+		{"image-url-allow", "with --allow-image-urls: address ranges (CIDRs, comma-separated) image URLs may reach besides public addresses, such as a camera network; loopback, private, link-local and metadata addresses are refused otherwise", list(&c.ImageURLAllow, nil, func(s string) error {
+			if _, err := netip.ParsePrefix(s); err != nil {
+				return fmt.Errorf("want a CIDR such as 192.168.7.0/24: %w", err)
+			}
+			c.ImageURLAllow = append(c.ImageURLAllow, s)
+			return nil
+		})},
+		{"max-image-memory", "memory decoded images may hold at once across requests, queued and running (decoder buffers counted at their decoded depth); past it an image request gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageMemory, n, 1<<30, u) }},
+		{"max-request-image-memory", "memory one request's images may decode to (decoder buffers and RGB pictures); more is a 400; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxRequestImageMemory, n, 256<<20, u) }},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues its model's cached conversation (only its new tokens are prefilled); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
 		{"affinity-max-wait", "after waiting this long a request is never passed over", dur(&c.AffinityMaxWait, 30*time.Second)},
@@ -442,6 +457,7 @@ func (c Config) Validate() error {
 	check(c.MaxImages >= 0, "--max-images must be 0 or more, got %d", c.MaxImages)
 	check(c.MaxImageBytes > 0, "--max-image-bytes must be positive, got %d", c.MaxImageBytes)
 	check(c.MaxImagePixels > 0, "--max-image-pixels must be positive, got %d", c.MaxImagePixels)
+	check(c.MaxImageMemory >= 0 && c.MaxRequestImageMemory >= 0, "--max-image-memory and --max-request-image-memory must be 0 or more")
 	check(c.AffinityMaxOvertakes >= 0 && c.AffinityMaxWait >= 0 && c.AffinityLinger >= 0, "--affinity-max-overtakes, --affinity-max-wait and --affinity-linger must be 0 or more")
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)

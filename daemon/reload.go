@@ -96,7 +96,7 @@ var configFieldKeys = map[string]string{
 	"CORSOrigins": "cors-origins", "TLSCert": "tls-cert", "TLSKey": "tls-key",
 	"WSMaxRequests": "ws-max-requests", "SimTTFT": "sim-ttft", "SimITL": "sim-itl",
 	"APIKeyFile": "api-key-file", "ConfigFile": "config", "OpenVINOLib": "openvino-lib",
-	"AllowImageURLs": "allow-image-urls", "Upstreams": "upstream",
+	"AllowImageURLs": "allow-image-urls", "Upstreams": "upstream", "ImageURLAllow": "image-url-allow",
 }
 
 // configKey turns a Config field name into its configuration key, the name

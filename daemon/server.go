@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -289,8 +291,7 @@ func (s *Server) routes() http.Handler {
 	r.GET(console.Path+"*file", ui)
 	r.HEAD(console.Path+"*file", ui)
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
-	images := imagein.Limits{MaxImages: s.cfg.MaxImages, MaxBytes: s.cfg.MaxImageBytes, MaxPixels: s.cfg.MaxImagePixels,
-		AllowURLs: s.cfg.AllowImageURLs}
+	images := s.imageLimits()
 	s.openai = openaiapi.New(s.runner, openaiapi.Config{
 		Images:         images,
 		DefaultTimeout: s.cfg.RequestTimeout,
@@ -491,4 +492,21 @@ func deviceList(engine npu.Engine) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// imageLimits bounds client images: one memory budget for decoded images
+// shared by every API, and the fetch client that reaches public addresses
+// only (and the operator's --image-url-allow ranges).
+func (s *Server) imageLimits() imagein.Limits {
+	budget := imagein.NewBudget(s.cfg.MaxImageMemory)
+	budget.ReturnMemory = debug.FreeOSMemory // after a large decode, give the decoder's buffers back
+	var allow []netip.Prefix
+	for _, c := range s.cfg.ImageURLAllow {
+		if p, err := netip.ParsePrefix(c); err == nil { // checked by the configuration
+			allow = append(allow, p.Masked())
+		}
+	}
+	return imagein.Limits{MaxImages: s.cfg.MaxImages, MaxBytes: s.cfg.MaxImageBytes, MaxPixels: s.cfg.MaxImagePixels,
+		MaxDecodedBytes: s.cfg.MaxRequestImageMemory, Budget: budget,
+		AllowURLs: s.cfg.AllowImageURLs, Client: imagein.NewFetchClient(allow)}
 }

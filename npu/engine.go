@@ -233,6 +233,18 @@ type Request struct {
 	// of 0 (an admin key, or a server without keys); for anyone else a
 	// preloaded model's keep-alive does not change.
 	MayUnpin bool
+	// Release, when set, is called once the runner is done with the
+	// request: its generation ended, however (the decoded images' share
+	// of the daemon's image memory goes back). A request the runner
+	// refused is released by its caller.
+	Release func() `json:"-"`
+}
+
+// released runs req.Release, if any.
+func (req *Request) released() {
+	if req.Release != nil {
+		req.Release()
+	}
 }
 
 // FinishReason says why a generation ended.

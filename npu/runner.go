@@ -172,8 +172,9 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 	}
 	r.inflight.Add(1)
 	go func() {
-		defer release()  // a generation counts until it ends, client or not
-		r.run(s, ticket) // its end is reported by the stream (Stream.finish)
+		defer req.released() // the request's images are no longer needed
+		defer release()      // a generation counts until it ends, client or not
+		r.run(s, ticket)     // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil
 }
@@ -198,10 +199,19 @@ func fitTools(req *Request, m ModelInfo) error {
 		}
 	}
 	for _, msg := range req.Messages {
-		if len(msg.Images) > 0 && !m.Details.Vision {
-			return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
-				"model %q does not support images: its folder holds no vision encoder", m.ID)}
+		if len(msg.Images) > 0 {
+			return CheckVision(m)
 		}
+	}
+	return nil
+}
+
+// CheckVision refuses images for a model without a vision encoder. The
+// APIs ask it before decoding or fetching any image.
+func CheckVision(m ModelInfo) error {
+	if !m.Details.Vision {
+		return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
+			"model %q does not support images: its folder holds no vision encoder", m.ID)}
 	}
 	return nil
 }

@@ -175,17 +175,19 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, badRequest("images go with a message on /api/chat: messages[].images"))
 		return
 	}
-	if apiErr := req.decodeImages(a.cfg.Images, ep, engineReq); apiErr != nil {
+	if apiErr := req.decodeImages(a.cfg.Images, m, ep, engineReq, a.runner.RetryAfter); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
 	// The engine's own limits, shared with the OpenAI API.
 	if err := engineReq.Validate(); err != nil {
+		releaseImages(engineReq)
 		a.fail(c.Writer, info, optionError(err))
 		return
 	}
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
+		releaseImages(engineReq)
 		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
 		return
 	}
@@ -196,6 +198,14 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	a.writeWhole(ctx, c.Writer, info, stream, ep, model)
+}
+
+// releaseImages gives back the image memory of a request the runner never
+// took (the runner releases those it took when their generation ends).
+func releaseImages(req *npu.Request) {
+	if req.Release != nil {
+		req.Release()
+	}
 }
 
 // wantsSSE: Ollama streams NDJSON only; some web clients ask for SSE.

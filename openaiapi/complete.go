@@ -74,13 +74,16 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := req.decodeImages(ctx, a.cfg.Images, engineReq); apiErr != nil {
+	if apiErr := req.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
 	engineReq.Tenant = info.Tenant
 	src, err := a.open(c, info, &req, engineReq)
 	if err != nil {
+		if engineReq.Release != nil {
+			engineReq.Release() // the runner never took the request
+		}
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}
@@ -192,6 +195,9 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		return nil, err
 	}
 	if joined {
+		if engineReq.Release != nil {
+			engineReq.Release() // the generation joined has its own
+		}
 		a.log.Debug("request joined its running or recent generation", "request_id", clientID, "from_event", from)
 	}
 	info.Stream = j
@@ -390,7 +396,7 @@ type ChatStart struct {
 
 // ParseChatStart decodes raw (the fields of a chat completion request;
 // others are ignored) and validates it. It always streams.
-func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits) (ChatStart, *Error) {
+func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits, runner *npu.Runner) (ChatStart, *Error) {
 	var req request
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&req); err != nil {
 		return ChatStart{}, invalid("", "invalid_message", "start: %v", err)
@@ -400,7 +406,7 @@ func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duratio
 	if apiErr != nil {
 		return ChatStart{}, apiErr
 	}
-	if apiErr := req.decodeImages(ctx, images, engineReq); apiErr != nil {
+	if apiErr := req.decodeImages(ctx, images, runner, engineReq); apiErr != nil {
 		return ChatStart{}, apiErr
 	}
 	return ChatStart{Request: engineReq, Model: req.Model, Fingerprint: req.fingerprint(), Resumable: req.Resumable}, nil
