@@ -275,7 +275,7 @@ func (s *Server) routes() http.Handler {
 	// still gets its access-log line, with the 500 recoverPanics wrote.
 	// Then the checks, cheapest and least trusting first: the Host header
 	// (DNS rebinding), the browser origin, the key, the tenant's budget.
-	r.Use(s.requestInfo, s.recoverPanics, s.checkHost, s.cors, s.authenticate, s.limitTenant, s.limitBody)
+	r.Use(s.requestInfo, s.recoverPanics, s.limitBody, s.checkHost, s.cors, s.authenticate, s.limitTenant)
 	r.NoRoute(func(c *gin.Context) {
 		writeRouteError(c, http.StatusNotFound, fmt.Sprintf("no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
