@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/npud/npud/daemon/console"
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wsapi"
@@ -304,7 +306,70 @@ func (s *Server) authenticate(c *gin.Context) {
 			fmt.Sprintf("key %q may not manage models (delete, copy, pull): that needs an admin key", key.Name), 0)
 		return
 	}
+	if !s.routeTable.WebSocket(c.Request.URL.Path) { // WebSockets close with 1008 (wsapi.CloseKeys)
+		ctx, untrack := s.keyRequests.track(c.Request.Context(), info.KeyID)
+		defer untrack()
+		if !s.policy.Load().keys.hasID(info.KeyID) {
+			untrack() // revoked between the lookup and the tracking: the reload missed it
+			ctx = revokedContext(ctx)
+		}
+		c.Request = c.Request.WithContext(ctx)
+	}
 	c.Next()
+}
+
+// keyRequests are the HTTP requests in flight per API key, so that a
+// reload that revokes a key ends its streams (SSE and NDJSON) with an
+// in-band key_revoked error, as it closes its WebSockets. The map holds
+// only keys with a request in flight.
+type keyRequests struct {
+	mu    sync.Mutex
+	byKey map[string]map[*context.CancelCauseFunc]struct{}
+}
+
+// track gives a request of key keyID a context that revoke ends.
+func (k *keyRequests) track(parent context.Context, keyID string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.byKey == nil {
+		k.byKey = map[string]map[*context.CancelCauseFunc]struct{}{}
+	}
+	if k.byKey[keyID] == nil {
+		k.byKey[keyID] = map[*context.CancelCauseFunc]struct{}{}
+	}
+	k.byKey[keyID][&cancel] = struct{}{}
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			delete(k.byKey[keyID], &cancel)
+			if len(k.byKey[keyID]) == 0 {
+				delete(k.byKey, keyID)
+			}
+		})
+	}
+}
+
+// revoke ends the requests of the keys: their streams get
+// npu.ErrKeyRevoked, and their generations stop.
+func (k *keyRequests) revoke(keyIDs []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, id := range keyIDs {
+		for cancel := range k.byKey[id] {
+			(*cancel)(npu.ErrKeyRevoked)
+		}
+		delete(k.byKey, id)
+	}
+}
+
+// revokedContext is ctx ended as a revoked key's.
+func revokedContext(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	cancel(npu.ErrKeyRevoked)
+	return ctx
 }
 
 func (p *policy) isPublic(r *http.Request) bool {

@@ -56,6 +56,7 @@ type Server struct {
 	policy       atomic.Pointer[policy]
 	limits       *tenantLimits
 	authFailures *authThrottle // failed authentications per client address
+	keyRequests  keyRequests   // HTTP requests in flight per API key, ended when it is revoked
 	metrics      *metrics
 	logLevel     *slog.LevelVar // nil when the logger's level is fixed
 	reloadMu     sync.Mutex     // one reload at a time

@@ -98,6 +98,11 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		id = "cmpl-" + owner
 	}
 	enc := newChunkEncoder(ep, id, src.createdAt(info.Start).Unix(), req.Model)
+	defer func() {
+		if src.stop != nil && errors.Is(context.Cause(ctx), npu.ErrKeyRevoked) {
+			src.stop() // a revoked key's generation ends with its request, resumable or not
+		}
+	}()
 	if req.Stream {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		a.writeStream(ctx, c.Writer, info, src, ep, enc, includeUsage)
@@ -134,6 +139,9 @@ type source struct {
 	// owner is the id of the request that started the generation: a
 	// joined reader shows its completion id.
 	owner string
+	// stop cancels the generation (its starter's journal; nil for a
+	// reader that joined).
+	stop func()
 }
 
 // maxEventID bounds Last-Event-ID: no stream has that many events, and
@@ -203,6 +211,9 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 	info.Stream = j
 	cur := j.Attach(from)
 	src := &source{firstTokenAt: j.FirstTokenAt, close: cur.Close, ids: resumable, resumed: from > 0, started: j.Started(), owner: j.Owner()}
+	if !joined {
+		src.stop = j.Cancel
+	}
 	last := from - 1
 	src.position = func() int { return last }
 	src.next = func(ctx context.Context) (npu.Event, error) {
