@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -178,8 +179,40 @@ func EnvName(flagName string) string {
 	return "NPUD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// secretOption reports whether a setting's value must never be printed.
-func secretOption(name string) bool { return name == "hub-token" || name == "api-key" }
+// secretOption reports whether a setting's value must never be printed
+// whole (upstream specs carry keys and URLs with passwords).
+func secretOption(name string) bool {
+	return name == "hub-token" || name == "api-key" || name == "upstream"
+}
+
+// MaskUpstream shows an upstream spec with its key and its URL's password
+// hidden: NAME=URL;models=…;key=**** with the URL's user:xxxxx@.
+func MaskUpstream(spec string) string {
+	fields := strings.Split(spec, ";")
+	if name, rawURL, ok := strings.Cut(fields[0], "="); ok {
+		fields[0] = name + "=" + maskURL(strings.TrimSpace(rawURL))
+	}
+	for i, f := range fields[1:] {
+		if k, _, ok := strings.Cut(strings.TrimSpace(f), "="); ok && k == "key" {
+			fields[i+1] = "key=****"
+		}
+	}
+	return strings.Join(fields, ";")
+}
+
+// maskURL hides a URL's password (user:xxxxx@host, as url.Redacted); a
+// URL that does not parse is hidden whole past its scheme, since it may
+// hold one.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if scheme, _, ok := strings.Cut(raw, "://"); ok {
+			return scheme + "://****"
+		}
+		return "****"
+	}
+	return u.Redacted()
+}
 
 // layers counts the sources applied so far (file, environment, flags), so
 // that a list given in a later source replaces the earlier one instead of
@@ -296,8 +329,14 @@ func (c *Config) options(ls *layers) []option {
 		})},
 		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
 		{"upstream", "another server's OpenAI-compatible API to relay models to: NAME=URL;models=A|B[;caps=tools|vision|thinking][;key=KEY][;timeout=60s][;slots=8][;health=5s] (the key also from NPUD_UPSTREAM_<NAME>_KEY), comma-separated or repeated", list(&c.Upstreams, nil, func(spec string) error {
+			if ls.secretErr != nil && ls.secretErrIn < ls.current {
+				ls.secretErr = nil // this layer's specs replace that layer's
+			}
 			if _, err := ParseUpstream(spec, func(string) string { return "" }); err != nil {
-				return err
+				// The flag package would print the spec, key included.
+				ls.secretErr = errors.Join(ls.secretErr, fmt.Errorf("upstream %q: %w", MaskUpstream(spec), err))
+				ls.secretErrIn = ls.current
+				return nil
 			}
 			c.Upstreams = append(c.Upstreams, spec)
 			return nil
