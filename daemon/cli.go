@@ -299,11 +299,12 @@ func pullPrinter(w io.Writer, now func() time.Time) func(npu.PullProgress) {
 			return
 		}
 		last, lastAt = p.Status, now()
+		status := terminalSafe(p.Status, false) // file names from the hub
 		if p.Total <= 0 {
-			fmt.Fprintln(w, p.Status)
+			fmt.Fprintln(w, status)
 			return
 		}
-		fmt.Fprintf(w, "%s %s/%s (%d%%)\n", p.Status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
+		fmt.Fprintf(w, "%s %s/%s (%d%%)\n", status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
 	}
 }
 

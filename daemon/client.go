@@ -126,11 +126,11 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (*htt
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(raw, &e) == nil && e.Error != nil {
 			if m, ok := e.Error.(map[string]any); ok { // OpenAI's shape, for the routes npud answers that way
-				return nil, fmt.Errorf("%v", m["message"])
+				return nil, errors.New(terminalSafe(fmt.Sprint(m["message"]), true))
 			}
-			return nil, fmt.Errorf("%v", e.Error)
+			return nil, errors.New(terminalSafe(fmt.Sprint(e.Error), true))
 		}
-		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(raw)))
+		return nil, errors.New(terminalSafe(resp.Status+": "+strings.TrimSpace(string(raw)), true))
 	}
 	return resp, nil
 }
@@ -181,7 +181,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tFORMAT\tMODIFIED")
 			for _, m := range out.Models {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, byteSize(m.Size), m.Details.Format, ago(m.ModifiedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), terminalSafe(m.Details.Format, false), ago(m.ModifiedAt))
 			}
 			return tw.Flush()
 		case "ps":
@@ -200,7 +200,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tDEVICE\tCONTEXT\tUNTIL")
 			for _, m := range out.Models {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.Name, byteSize(m.Size), m.Device, m.ContextLength, until(m.ExpiresAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), terminalSafe(m.Device, false), m.ContextLength, until(m.ExpiresAt))
 			}
 			return tw.Flush()
 		case "show":
@@ -214,15 +214,16 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 				return err
 			}
 			arch, _ := out.ModelInfo["general.architecture"].(string)
-			fmt.Fprintf(stdout, "  Model\n    architecture    %s\n    parameters      %v\n    context length  %v\n",
-				arch, out.Details["parameter_size"], out.ModelInfo[arch+".context_length"])
+			safe := func(v any) string { return terminalSafe(fmt.Sprint(v), false) }
+			fmt.Fprintf(stdout, "  Model\n    architecture    %s\n    parameters      %s\n    context length  %s\n",
+				safe(arch), safe(out.Details["parameter_size"]), safe(out.ModelInfo[arch+".context_length"]))
 			if v, ok := out.ModelInfo[arch+".embedding_length"]; ok {
-				fmt.Fprintf(stdout, "    embedding length %v\n", v)
+				fmt.Fprintf(stdout, "    embedding length %s\n", safe(v))
 			}
-			fmt.Fprintf(stdout, "    format          %v\n    quantization    %v\n\n  Capabilities\n",
-				out.Details["format"], out.Details["quantization_level"])
+			fmt.Fprintf(stdout, "    format          %s\n    quantization    %s\n\n  Capabilities\n",
+				safe(out.Details["format"]), safe(out.Details["quantization_level"]))
 			for _, cap := range out.Capabilities {
-				fmt.Fprintf(stdout, "    %s\n", cap)
+				fmt.Fprintf(stdout, "    %s\n", safe(cap))
 			}
 			return nil
 		case "rm":
@@ -254,7 +255,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 func ago(ts string) string {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
-		return ts
+		return terminalSafe(ts, false)
 	}
 	return humanDuration(time.Since(t)) + " ago"
 }
@@ -264,7 +265,7 @@ func until(ts string) string {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	switch {
 	case err != nil:
-		return ts
+		return terminalSafe(ts, false)
 	case t.Year() >= 9999:
 		return "forever"
 	}
@@ -355,7 +356,7 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 			return answer.String(), fmt.Errorf("the stream ended early: %w", err)
 		}
 		if line.Error != "" {
-			return answer.String(), errors.New(line.Error)
+			return answer.String(), errors.New(terminalSafe(line.Error, true))
 		}
 		// A reasoning model's thinking is shown as Ollama's CLI shows it,
 		// apart; only the answer goes into the conversation.
@@ -364,13 +365,13 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 				fmt.Fprint(stdout, "Thinking...\n")
 				thinking = true
 			}
-			fmt.Fprint(stdout, line.Message.Thinking)
+			fmt.Fprint(stdout, terminalSafe(line.Message.Thinking, true))
 		}
 		if thinking && line.Message.Content != "" {
 			fmt.Fprint(stdout, "\n...done thinking.\n\n")
 			thinking = false
 		}
-		fmt.Fprint(stdout, line.Message.Content)
+		fmt.Fprint(stdout, terminalSafe(line.Message.Content, true))
 		answer.WriteString(line.Message.Content)
 		if line.Done {
 			fmt.Fprintln(stdout)
@@ -475,7 +476,7 @@ func (c *apiClient) pull(ctx context.Context, repo string, show func(npu.PullPro
 		}
 		switch {
 		case line.Error != "":
-			return errors.New(line.Error)
+			return errors.New(terminalSafe(line.Error, true))
 		case line.Status == "success":
 			return nil
 		}
