@@ -323,7 +323,7 @@ func byteSize(n int64) string {
 }
 
 func (c Config) hubClient() *hub.Client {
-	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken}
+	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken, MaxModelBytes: c.MaxModelBytes}
 }
 
 // configCommand runs `npud config check`: the same parsing and validation

@@ -43,6 +43,7 @@ type Config struct {
 	CacheDir          string // OpenVINO: compiled-model cache
 	HubEndpoint       string // model hub for pull; "" = HF_ENDPOINT, else huggingface.co
 	HubToken          string // optional hub token (secret: masked in logs)
+	MaxModelBytes     int64  // a pull of a larger repository is refused; 0 = no cap
 
 	SimTTFT            time.Duration // simulated time to first token
 	SimITL             time.Duration // simulated inter-token latency
@@ -296,6 +297,7 @@ func (c *Config) options(ls *layers) []option {
 		{"npu-generate-hint", "openvino on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF (empty = GenAI's default)", str(&c.NPUGenerateHint, "")},
 		{"hub-endpoint", "model hub for pull, Hugging Face-compatible (empty = HF_ENDPOINT, else https://huggingface.co)", str(&c.HubEndpoint, "")},
 		{"hub-token", "model hub token for pull (prefer the environment variable)", str(&c.HubToken, "")},
+		{"max-model-bytes", "largest model repository a pull downloads, as the hub announces it (0 = no cap); every pull also needs that much free disk plus 5% (at least 256 MiB)", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxModelBytes, n, 0, u) }},
 		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, defaultStateDir("cache", "/var/cache/npud"))},
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
@@ -496,6 +498,7 @@ func (c Config) Validate() error {
 	check(c.MaxImages >= 0, "--max-images must be 0 or more, got %d", c.MaxImages)
 	check(c.MaxImageBytes > 0, "--max-image-bytes must be positive, got %d", c.MaxImageBytes)
 	check(c.MaxImagePixels > 0, "--max-image-pixels must be positive, got %d", c.MaxImagePixels)
+	check(c.MaxModelBytes >= 0, "--max-model-bytes must be 0 or more, got %d", c.MaxModelBytes)
 	check(c.MaxImageMemory >= 0 && c.MaxRequestImageMemory >= 0, "--max-image-memory and --max-request-image-memory must be 0 or more")
 	check(c.AffinityMaxOvertakes >= 0 && c.AffinityMaxWait >= 0 && c.AffinityLinger >= 0, "--affinity-max-overtakes, --affinity-max-wait and --affinity-linger must be 0 or more")
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)

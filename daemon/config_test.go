@@ -131,6 +131,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"max-image-pixels", "640000", func(c Config) any { return c.MaxImagePixels }, int64(640000)},
 		{"allow-image-urls", "true", func(c Config) any { return c.AllowImageURLs }, true},
 		{"image-url-allow", "10.9.0.0/16,fd00::/8", func(c Config) any { return c.ImageURLAllow }, []string{"10.9.0.0/16", "fd00::/8"}},
+		{"max-model-bytes", "5000000000", func(c Config) any { return c.MaxModelBytes }, int64(5000000000)},
 		{"max-image-memory", "1048576", func(c Config) any { return c.MaxImageMemory }, int64(1 << 20)},
 		{"max-request-image-memory", "65536", func(c Config) any { return c.MaxRequestImageMemory }, int64(1 << 16)},
 		{"upstream", "gpu=http://10.0.0.5:8000/v1;models=llama|qwen", func(c Config) any { return c.Upstreams }, []string{"gpu=http://10.0.0.5:8000/v1;models=llama|qwen"}},
