@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"image/png"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -109,4 +110,38 @@ func TestBudgetReturnsMemoryAfterLargeDecodes(t *testing.T) {
 	_, err = small.Decode(pngOf(t, image.NewNRGBA64(image.Rect(0, 0, 32, 32))))
 	require.NoError(t, err)
 	<-returned // 8 KiB of decoder buffers freed
+}
+
+// BenchmarkDecodeCountsWhatItAllocates decodes pictures of each decoded
+// depth and reports, beside the allocations the benchmark measures, the
+// bytes the budget reserved for the decode (counted-B/op): the model
+// the accounting relies on. Run: go test -run '^$' -bench DecodeCounts -benchmem ./wire/imagein
+func BenchmarkDecodeCountsWhatItAllocates(b *testing.B) {
+	rect := image.Rect(0, 0, 1024, 1024)
+	palette := image.NewPaletted(rect, color.Palette{color.Black, color.White})
+	for _, tc := range []struct {
+		name string
+		img  image.Image
+	}{
+		{"16-bit-RGBA", image.NewNRGBA64(rect)},
+		{"8-bit-RGBA", image.NewNRGBA(rect)},
+		{"8-bit-gray", image.NewGray(rect)},
+		{"palette", palette},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var file bytes.Buffer
+			require.NoError(b, png.Encode(&file, tc.img))
+			cfg, err := png.DecodeConfig(bytes.NewReader(file.Bytes()))
+			require.NoError(b, err)
+			counted := DecoderBytes(cfg, false) + 1024*1024*3
+			b.ReportAllocs()
+			for b.Loop() {
+				bt := Limits{}.Begin()
+				if _, err := bt.Decode(file.Bytes()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(counted), "counted-B/op")
+		})
+	}
 }

@@ -267,6 +267,31 @@ func toRGB(img image.Image) npu.Image {
 				out = append(out, overWhite(uint32(p[0])*a/255, a), overWhite(uint32(p[1])*a/255, a), overWhite(uint32(p[2])*a/255, a))
 			}
 		}
+	// 16-bit PNGs, read at their high bytes: At would allocate a color
+	// per pixel, garbage the budget does not count.
+	case *image.NRGBA64:
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				p := src.Pix[src.PixOffset(x, y):]
+				a := uint32(p[6])
+				out = append(out, overWhite(uint32(p[0])*a/255, a), overWhite(uint32(p[2])*a/255, a), overWhite(uint32(p[4])*a/255, a))
+			}
+		}
+	case *image.RGBA64: // premultiplied
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				p := src.Pix[src.PixOffset(x, y):]
+				a := uint32(p[6])
+				out = append(out, overWhite(uint32(p[0]), a), overWhite(uint32(p[2]), a), overWhite(uint32(p[4]), a))
+			}
+		}
+	case *image.Gray16:
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				g := src.Pix[src.PixOffset(x, y)]
+				out = append(out, g, g, g)
+			}
+		}
 	default:
 		for y := r.Min.Y; y < r.Max.Y; y++ {
 			for x := r.Min.X; x < r.Max.X; x++ {

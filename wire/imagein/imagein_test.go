@@ -146,3 +146,20 @@ func TestFetchWhenAllowed(t *testing.T) {
 	_, err = l.Begin().FromURL(context.Background(), srv.URL+"/cat.png")
 	assert.ErrorContains(t, err, "larger than 10 bytes")
 }
+
+// The 16-bit fast paths give what the generic path gives.
+func TestSixteenBitPathsAgree(t *testing.T) {
+	rect := image.Rect(0, 0, 3, 1)
+	nrgba := image.NewNRGBA64(rect)
+	nrgba.Set(0, 0, color.NRGBA64{0xffff, 0, 0, 0xffff})
+	nrgba.Set(1, 0, color.NRGBA64{0, 0x8000, 0xffff, 0x8000})
+	rgba := image.NewRGBA64(rect)
+	rgba.Set(0, 0, color.RGBA64{0, 0xffff, 0, 0xffff})
+	rgba.Set(1, 0, color.RGBA64{0x4000, 0x4000, 0x4000, 0x8000})
+	gray := image.NewGray16(rect)
+	gray.Set(2, 0, color.Gray16{0xc8ff})
+	for _, img := range []image.Image{nrgba, rgba, gray} {
+		generic := toRGB(struct{ image.Image }{img}) // hides the type: the At path
+		assert.Equal(t, generic.RGB, toRGB(img).RGB, "%T", img)
+	}
+}
