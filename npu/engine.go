@@ -240,10 +240,10 @@ type Request struct {
 	Release func() `json:"-"`
 }
 
-// released runs req.Release, if any.
-func (req *Request) released() {
-	if req.Release != nil {
-		req.Release()
+// released runs r.Release, if any.
+func (r *Request) released() {
+	if r.Release != nil {
+		r.Release()
 	}
 }
 
