@@ -252,7 +252,7 @@ func pull(ctx context.Context, args []string, getenv func(string) string, stdout
 		return 2
 	}
 	if err := c.pull(ctx, rest[0], pullPrinter(stdout, time.Now)); err != nil {
-		fmt.Fprintf(stderr, "npud pull: %v\n", err)
+		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
 		return 1
 	}
 	fmt.Fprintf(stdout, "success: %s\n", rest[0])
@@ -281,7 +281,7 @@ func pullLocal(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	err = modelstore.New(cfg.ModelsDir, cfg.hubClient()).Pull(ctx, repo, pullPrinter(stdout, time.Now))
 	if err != nil {
-		fmt.Fprintf(stderr, "npud pull: %v\n", err)
+		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
 		return 1
 	}
 	fmt.Fprintf(stdout, "success: model %q in %s\n", hub.ModelName(repo), cfg.ModelsDir)

@@ -245,7 +245,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 		return nil
 	}()
 	if err != nil {
-		fmt.Fprintf(stderr, "npud %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "npud %s: %s\n", name, terminalSafe(err.Error(), true))
 		return 1
 	}
 	return 0
@@ -311,7 +311,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	if prompt != "" {
 		_, err := c.chat(ctx, model, []chatMessage{{Role: "user", Content: prompt}}, stdout, verbose, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "npud run: %v\n", err)
+			fmt.Fprintf(stderr, "npud run: %s\n", terminalSafe(err.Error(), true))
 			return 1
 		}
 		return 0
@@ -445,7 +445,7 @@ func (c *apiClient) interactive(ctx context.Context, model string, stdin io.Read
 			fmt.Fprintln(stdout) // Ctrl-C cancelled the answer, not the chat
 			continue
 		case err != nil:
-			fmt.Fprintf(stderr, "npud run: %v\n", err)
+			fmt.Fprintf(stderr, "npud run: %s\n", terminalSafe(err.Error(), true))
 			if ctx.Err() != nil || errors.As(err, new(errNotRunning)) {
 				return 1
 			}

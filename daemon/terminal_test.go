@@ -1,6 +1,8 @@
 package daemon_test
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,6 +59,24 @@ func TestCLIPrintsNoTerminalEscapes(t *testing.T) {
 			assert.False(t, strings.ContainsAny(text, "\x1b\x07\r\u009b"), "npud %s printed a control sequence: %q", args[0], text)
 		}
 	}
+	// A status line's reason phrase is the server's too.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = bufio.NewReader(conn).ReadString('\n')
+			_, _ = conn.Write([]byte("HTTP/1.1 500 bad\x1b]0;pwned\x07\r\nContent-Length: 4\r\nConnection: close\r\n\r\noops"))
+			_ = conn.Close()
+		}
+	}()
+	_, _, errOut := npud(t, "", "list", "--host="+ln.Addr().String())
+	assert.False(t, strings.ContainsAny(errOut, "\x1b\x07"), "%q", errOut)
+	all.WriteString(errOut)
 	text := all.String()
 	assert.Contains(t, text, "line one\n\tindented", "model text keeps its newlines and tabs")
 	for _, want := range []string{"evil", "boom", "pulling", "disk", "not here", "plain"} {
