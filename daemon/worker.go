@@ -89,7 +89,7 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 	if simulated {
 		catalog = sim.New(sim.Config{})
 	} else {
-		store, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.hubClient()), openvinoContext(cfg))
+		store, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.hubClient()), openvinoLimits(cfg))
 		if err != nil {
 			return nil, err
 		}
@@ -100,6 +100,7 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 		PrefillTimeout: cfg.PrefillTimeout, TokenTimeout: cfg.TokenTimeout,
 		RestartBackoff: cfg.RestartBackoff,
 		Health:         worker.HealthConfig{Failures: cfg.DeviceFailures, Window: cfg.DeviceFailureWindow, ProbeAfter: cfg.DeviceProbeAfter},
+		Crashes:        worker.CrashConfig{Anonymous: anonymous},
 		Log:            log,
 	})
 	if err != nil {
@@ -122,6 +123,7 @@ func workerConfig(cfg Config, engine string) Config {
 		OpenVINOLib: cfg.OpenVINOLib, ModelsDir: cfg.ModelsDir, Device: cfg.Device, CacheDir: cfg.CacheDir,
 		NPUMaxPromptLen: cfg.NPUMaxPromptLen, NPUMinResponseLen: cfg.NPUMinResponseLen,
 		NPUPrefillHint: cfg.NPUPrefillHint, NPUGenerateHint: cfg.NPUGenerateHint,
+		NPUPrefillChunk: cfg.NPUPrefillChunk, NPUPrefixCaching: cfg.NPUPrefixCaching,
 		LogFormat: cfg.LogFormat,
 	}
 	w.LogLevel = cfg.LogLevel
