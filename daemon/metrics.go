@@ -38,6 +38,7 @@ type metrics struct {
 	workerRestarts                           *prometheus.CounterVec
 	activeStreams, deviceHealthy             *prometheus.GaugeVec
 	build, devices                           *prometheus.GaugeVec // what the engine is and runs on
+	recent                                   requestHistory       // the last generations, for the console
 }
 
 // newMetrics returns the instrumentation for an engine; watch then adds
@@ -186,7 +187,9 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info, ser
 	if info.TTFT > 0 {
 		m.ttft.WithLabelValues(model, st.Device, route, info.Tenant).Observe(info.TTFT.Seconds())
 	}
-	m.e2e.WithLabelValues(model, st.Device, route, info.Tenant).Observe(time.Since(info.Start).Seconds())
+	end := time.Now()
+	m.e2e.WithLabelValues(model, st.Device, route, info.Tenant).Observe(end.Sub(info.Start).Seconds())
+	m.recent.add(model, info, end)
 }
 
 // GenerationEnded implements npu.Observer: what a generation cost the

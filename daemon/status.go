@@ -68,7 +68,10 @@ type statusReport struct {
 	// hang; absent when the engine runs in the daemon.
 	WorkerRestarts *int64       `json:"worker_restarts,omitempty"`
 	Totals         statusTotals `json:"totals"`
-	Time           time.Time    `json:"time"`
+	// Recent are the last generations that wrote text, oldest first, for
+	// the console's charts (every tenant's; no prompt, no text).
+	Recent []recentRequest `json:"recent"`
+	Time   time.Time       `json:"time"`
 }
 
 func (s *Server) status(c *gin.Context) {
@@ -112,6 +115,7 @@ func (s *Server) status(c *gin.Context) {
 			ContextLength: lm.Model.ContextLength, Preloaded: lm.Preloaded, InUse: lm.InUse, KeepAliveSeconds: left})
 	}
 	report.Streams, report.Totals = s.metrics.totals()
+	report.Recent = s.metrics.recent.list()
 	c.JSON(http.StatusOK, report)
 }
 
