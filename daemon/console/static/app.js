@@ -222,6 +222,11 @@ function showStatus(s) {
   engine.className = "badge " + (s.simulated ? "bad" : "good");
   $("simulated-banner").hidden = !s.simulated;
   $("simulated-why").textContent = s.simulated_why ? "Why: " + s.simulated_why + "." : "";
+  // --engine auto started OpenVINO after a pull, without a restart.
+  const changed = $("engine-changed");
+  changed.hidden = !s.engine_changed;
+  changed.textContent = s.engine_changed ? "The engine changed from " + s.engine_changed.from + " to " +
+    s.engine_changed.to + " at " + new Date(s.engine_changed.at).toLocaleTimeString() + ": " + s.engine_changed.reason + "." : "";
   const state = $("state");
   state.textContent = s.status;
   state.className = "badge " + (s.status === "ok" ? "good" : "warn");
