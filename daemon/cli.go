@@ -28,6 +28,7 @@ const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-c
 Usage:
   npud serve [flags]   run the server (npud serve -h lists flags)
   npud pull OWNER/NAME the running daemon pulls an OpenVINO IR model from its hub, with progress
+                       (whatever engine serves; auto then serves the model, without a restart)
   npud pull --local [flags] OWNER/NAME
                        download it into --models-dir without a daemon (flags as for serve:
                        --models-dir, --hub-endpoint)
@@ -36,7 +37,8 @@ Usage:
                        and print the effective settings, secrets masked
   npud run MODEL [PROMPT]
                        chat with a model of the running daemon (a prompt: answer and exit;
-                       none: an interactive chat; Ctrl-C stops an answer); --verbose timings
+                       none: an interactive chat; Ctrl-C stops an answer); --verbose timings,
+                       --think[=false|low|medium|high] a reasoning model's thinking, shown apart
   npud list | ps | show MODEL | rm MODEL | cp SOURCE DESTINATION | stop MODEL
                        the running daemon's models, as Ollama's CLI (stop unloads a model)
                        (--host, else NPUD_HOST, OLLAMA_HOST, 127.0.0.1:11434; key NPUD_API_KEY)
