@@ -1,7 +1,8 @@
 # npud — run `make help` for the targets.
 GO      ?= go
 BINARY  ?= npud
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# One version for the binary, the packages and the zip (packaging/version.sh).
+VERSION ?= $(shell bash packaging/version.sh 2>/dev/null || echo 0.1.0~unknown)
 LDFLAGS := -s -w -X github.com/npud/npud/daemon.Version=$(VERSION)
 export GOTOOLCHAIN ?= local
 
@@ -13,12 +14,15 @@ OVTEST := $(CURDIR)/testdata/ovgenai
 .PHONY: help build run test test-openvino test-openvino-asan fuzz soak check bench package clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@# Two passes: the widest target name sets the column.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{ name[NR] = $$1; text[NR] = $$2; if (length($$1) > w) w = length($$1) } \
+	   END { for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, name[i], text[i] }'
 
 build: ## build the npud binary: the OpenVINO engine (loaded at run time) and the simulated one
 	CGO_ENABLED=1 $(GO) build -tags nomsgpack -ldflags '$(LDFLAGS)' -o $(BINARY) .
 
-run: build ## start the daemon on 127.0.0.1:11434 (OpenVINO when installed with a model, else simulated)
+run: build ## start the daemon on 127.0.0.1:11434, or NPUD_LISTEN (OpenVINO when installed with a model, else simulated)
 	./$(BINARY) serve
 
 # golangci-lint at a pinned version, built from the module proxy (cached
@@ -100,7 +104,7 @@ package: ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default config
 	@# cgo on, PIE, full RELRO: what Debian expects of a binary (lintian).
 	CGO_ENABLED=1 $(GO) build -tags nomsgpack -buildmode=pie \
 	  -ldflags '$(LDFLAGS) -linkmode=external -extldflags=-Wl,-z,relro,-z,now' -o $(BINARY) .
-	bash packaging/build.sh
+	VERSION=$(VERSION) bash packaging/build.sh
 	@# The Windows zip: npud.exe with the engine, cross-compiled with mingw-w64.
 	VERSION=$(VERSION) bash packaging/build-windows.sh
 

@@ -28,6 +28,7 @@ const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-c
 Usage:
   npud serve [flags]   run the server (npud serve -h lists flags)
   npud pull OWNER/NAME the running daemon pulls an OpenVINO IR model from its hub, with progress
+                       (whatever engine serves; auto then serves the model, without a restart)
   npud pull --local [flags] OWNER/NAME
                        download it into --models-dir without a daemon (flags as for serve:
                        --models-dir, --hub-endpoint)
@@ -36,7 +37,8 @@ Usage:
                        and print the effective settings, secrets masked
   npud run MODEL [PROMPT]
                        chat with a model of the running daemon (a prompt: answer and exit;
-                       none: an interactive chat; Ctrl-C stops an answer); --verbose timings
+                       none: an interactive chat; Ctrl-C stops an answer); --verbose timings,
+                       --think[=false|low|medium|high] a reasoning model's thinking, shown apart
   npud list | ps | show MODEL | rm MODEL | cp SOURCE DESTINATION | stop MODEL
                        the running daemon's models, as Ollama's CLI (stop unloads a model)
                        (--host, else NPUD_HOST, OLLAMA_HOST, 127.0.0.1:11434; key NPUD_API_KEY)
@@ -243,9 +245,17 @@ func pull(ctx context.Context, args []string, getenv func(string) string, stdout
 	if len(args) > 0 && (args[0] == "--local" || args[0] == "-local") {
 		return pullLocal(ctx, args[1:], getenv, stdout, stderr)
 	}
-	c, rest, code := clientFlags("pull", "OWNER/NAME   (or: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME)", args, getenv, stdout, stderr, nil)
+	var local bool
+	c, rest, code := clientFlags("pull", "OWNER/NAME   (or: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME)", args, getenv, stdout, stderr,
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&local, "local", false, "pull into --models-dir directly, with no daemon (any build; it comes first, then serve's --models-dir, --hub-endpoint, --hub-token)")
+		})
 	if code >= 0 {
 		return code
+	}
+	if local {
+		fmt.Fprintln(stderr, "npud pull: --local comes first: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME")
+		return 2
 	}
 	if len(rest) != 1 {
 		fmt.Fprintf(stderr, clientUsage, "pull", "OWNER/NAME")
@@ -329,8 +339,13 @@ func (c Config) hubClient() *hub.Client {
 // configCommand runs `npud config check`: the same parsing and validation
 // as serve, then the effective configuration in the file's format.
 func configCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	const usage = "usage: npud config check [--config FILE] [serve flags]: validate the configuration as serve reads it and print the effective one"
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, usage) // like every other command's --help
+		return 0
+	}
 	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stderr, "npud config: usage: npud config check [--config FILE] [flags]")
+		fmt.Fprintln(stderr, "npud config: "+usage)
 		return 2
 	}
 	_, fs, err := parseConfig(args[1:], getenv, stderr)

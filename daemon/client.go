@@ -30,9 +30,10 @@ The daemon's address: --host, else NPUD_HOST, else OLLAMA_HOST, else
 
 // apiClient is the model commands' connection to the daemon.
 type apiClient struct {
-	base string
-	key  string
-	http *http.Client
+	base  string
+	key   string
+	http  *http.Client
+	think any // npud run --think: nil (the model's default), a bool or a level
 }
 
 // clientFlags parses the model commands' flags; args after them are
@@ -275,13 +276,21 @@ func until(ts string) string {
 func humanDuration(d time.Duration) string {
 	switch d = max(d, 0); {
 	case d < time.Minute:
-		return fmt.Sprintf("%d seconds", int(d.Seconds()))
+		return count(int(d.Seconds()), "second")
 	case d < time.Hour:
-		return fmt.Sprintf("%d minutes", int(d.Minutes()))
+		return count(int(d.Minutes()), "minute")
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%d hours", int(d.Hours()))
+		return count(int(d.Hours()), "hour")
 	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
+	return count(int(d.Hours()/24), "day")
+}
+
+// count is n units, for people: "1 minute", "2 minutes".
+func count(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // runCommand runs `npud run MODEL [PROMPT]`: with a prompt (or a prompt on
@@ -289,12 +298,15 @@ func humanDuration(d time.Duration) string {
 // an interactive chat.
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var verbose bool
+	var think thinkFlag
 	c, rest, code := clientFlags("run", "MODEL [PROMPT]", args, getenv, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&verbose, "verbose", false, "print the timings the server reports")
+		fs.Var(&think, "think", "a reasoning model thinks (--think), does not (--think=false), or at a level (--think=low|medium|high); unset: the model's default")
 	})
 	if code >= 0 {
 		return code
 	}
+	c.think = think.value
 	if len(rest) == 0 {
 		fmt.Fprintf(stderr, clientUsage, "run", "MODEL [PROMPT]")
 		return 2
@@ -319,6 +331,31 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	return c.interactive(ctx, model, stdin, stdout, stderr, verbose)
 }
 
+// thinkFlag is `npud run --think`, as Ollama's CLI spells it: alone it
+// is true; =false, or a level for models that take one.
+type thinkFlag struct{ value any }
+
+func (f *thinkFlag) String() string {
+	if f == nil || f.value == nil {
+		return ""
+	}
+	return fmt.Sprint(f.value)
+}
+
+func (f *thinkFlag) Set(s string) error {
+	switch s {
+	case "true", "false":
+		f.value = s == "true"
+	case "low", "medium", "high":
+		f.value = s
+	default:
+		return fmt.Errorf(`want true, false, low, medium or high, got %q`, s)
+	}
+	return nil
+}
+
+func (f *thinkFlag) IsBoolFlag() bool { return true }
+
 type chatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
@@ -326,7 +363,11 @@ type chatMessage struct {
 
 // chat streams one answer to stdout and returns it.
 func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, stdout io.Writer, verbose bool, stderr io.Writer) (string, error) {
-	resp, err := c.do(ctx, http.MethodPost, "/api/chat", map[string]any{"model": model, "messages": msgs, "stream": true})
+	body := map[string]any{"model": model, "messages": msgs, "stream": true}
+	if c.think != nil {
+		body["think"] = c.think
+	}
+	resp, err := c.do(ctx, http.MethodPost, "/api/chat", body)
 	if err != nil {
 		return "", err
 	}

@@ -114,6 +114,18 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		stream.TokenTimeout = 0
 		w.SetObserver(m)
 	}
+	var store npu.Registry
+	if sw, ok := engine.(*switchingEngine); ok {
+		// The OpenVINO engine it may start runs as configured from the
+		// start: in workers, the watchdog's timeouts (the simulated
+		// engine before it never stalls).
+		if isolated(cfg, "openvino") {
+			stream.TokenTimeout = 0
+		}
+		sw.observer, sw.onChange = m, m.describeEngine
+	} else if _, registry := engine.(npu.Registry); !registry && o.engine == nil {
+		store = newModelsFolder(cfg) // --engine sim: pulls still fill the models folder
+	}
 	rc := npu.RunnerConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
@@ -128,6 +140,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			Linger:       cfg.AffinityLinger,
 		},
 		Stream: stream,
+		Store:  store,
 	}
 	runner := npu.NewRunner(engine, rc, log)
 	rc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
@@ -218,38 +231,47 @@ func newEngine(cfg Config, log *slog.Logger) (engine npu.Engine, simReason strin
 		}
 		return engine, "", nil
 	case "auto":
-		if isolated(cfg, "openvino") {
-			// No native code in the daemon: the library is only found here
-			// (the workers load it), the models folder is read in Go.
-			path, libErr := findLibrary(cfg)
-			models, _ := modelsIn(cfg.ModelsDir)
-			var why []string
-			if libErr != nil {
-				why = append(why, libErr.Error())
-			}
-			if len(models) == 0 {
-				why = append(why, fmt.Sprintf("the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)", cfg.ModelsDir))
-			}
-			if len(why) > 0 {
-				return simulated(), strings.Join(why, "; "), nil
-			}
-			cfg.OpenVINOLib = path
-			engine, err := newWorkerEngine(cfg, "openvino", log)
-			if err != nil {
-				return simulated(), err.Error(), nil
-			}
-			return engine, "", nil
+		engine, why, err := startAuto(cfg, log)
+		if err != nil || engine != nil {
+			return engine, "", err
 		}
-		engine, reason, err := autoEngine(cfg, log)
+		// The simulated engine serves until a pull brings a model.
+		return newSwitchingEngine(cfg, log, simulated(), why, startAuto), why, nil
+	}
+	return nil, "", fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+}
+
+// startAuto starts the OpenVINO engine for --engine auto: nil and why
+// when it cannot serve yet (no library, no model), an error when it
+// failed.
+func startAuto(cfg Config, log *slog.Logger) (npu.Engine, string, error) {
+	if isolated(cfg, "openvino") {
+		// No native code in the daemon: the library is only found here
+		// (the workers load it), the models folder is read in Go.
+		path, libErr := findLibrary(cfg)
+		models, _ := modelsIn(cfg.ModelsDir)
+		var why []string
+		if libErr != nil {
+			why = append(why, libErr.Error())
+		}
+		if len(models) == 0 {
+			why = append(why, fmt.Sprintf("the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)", cfg.ModelsDir))
+		}
+		if len(why) > 0 {
+			return nil, strings.Join(why, "; "), nil
+		}
+		cfg.OpenVINOLib = path
+		engine, err := newWorkerEngine(cfg, "openvino", log)
 		if err != nil {
-			return nil, "", fmt.Errorf("--engine auto: %w", err)
-		}
-		if engine == nil {
-			return simulated(), reason, nil
+			return nil, err.Error(), nil
 		}
 		return engine, "", nil
 	}
-	return nil, "", fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+	engine, why, err := autoEngine(cfg, log)
+	if err != nil {
+		return nil, "", fmt.Errorf("--engine auto: %w", err)
+	}
+	return engine, why, nil
 }
 
 // isolatedEngine is an engine running in worker processes.
@@ -263,6 +285,32 @@ type isolatedEngine interface {
 // does not exist yet).
 func modelsIn(dir string) ([]npu.ModelInfo, error) {
 	return modelstore.New(dir, nil).Scan(0)
+}
+
+// simulatedWhy is why the simulated engine serves, when it does.
+func (s *Server) simulatedWhy() string {
+	if sw, ok := s.runner.Engine().(*switchingEngine); ok {
+		return sw.Why()
+	}
+	return s.simReason
+}
+
+// engineChange is what changed when --engine auto started the OpenVINO
+// engine without a restart; nil when nothing did.
+func (s *Server) engineChange() *EngineChange {
+	if sw, ok := s.runner.Engine().(*switchingEngine); ok {
+		return sw.Change()
+	}
+	return nil
+}
+
+// isolation is the engine's worker processes, when it runs in them.
+func isolation(engine npu.Engine) (isolatedEngine, bool) {
+	if sw, ok := engine.(*switchingEngine); ok {
+		return sw.isolation()
+	}
+	w, ok := engine.(isolatedEngine)
+	return w, ok
 }
 
 // Addr is the address the server listens on.
@@ -361,7 +409,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		"devices", deviceList(engine), "models", names, "preloaded", s.cfg.Preload, "auth", auth, "tls", s.cfg.TLSCert != "")
 	s.log.Debug("configuration", "config", s.cfg)
 	if engine.Simulated() {
-		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name(), "why", s.simReason)
+		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name(), "why", s.simulatedWhy())
 	}
 	if !loopbackAddr(s.Addr().String()) && !s.policy.Load().keys.enabled() {
 		s.log.Warn("listening beyond loopback with no API key: anyone who can reach this address may use every route, "+

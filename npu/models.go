@@ -46,14 +46,18 @@ func (r *Runner) Embed(ctx context.Context, model string, inputs []string) (vect
 	return vectors, promptTokens, err
 }
 
-// Pull fetches a model through the engine's registry. A model the engine
-// already serves needs nothing; others need a registry.
+// Pull fetches a model through the engine's registry, else the runner's
+// store. A model the engine already serves needs nothing; others need a
+// registry or a store.
 func (r *Runner) Pull(ctx context.Context, name string, progress func(PullProgress)) error {
 	if reg, ok := r.engine.(Registry); ok {
 		return reg.Pull(ctx, name, progress)
 	}
 	if _, err := r.Model(name); err == nil {
 		return nil
+	}
+	if r.cfg.Store != nil {
+		return r.cfg.Store.Pull(ctx, name, progress)
 	}
 	return fmt.Errorf("cannot pull %q: engine %s serves a fixed set of models (%s): %w", name, r.engine.Name(), r.modelNames(), ErrNotSupported)
 }

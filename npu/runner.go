@@ -30,6 +30,10 @@ type RunnerConfig struct {
 	// engine that can run concurrent generations (the simulated one) may
 	// have more: a GenAI pipeline runs one generate at a time.
 	Slots int
+	// Store takes the pulls of an engine without a registry of its own
+	// (the simulated engine): the models folder belongs to the daemon, so
+	// a pull works whatever engine serves. nil: such an engine refuses.
+	Store Registry
 	// Affinity lets a request that continues its model's cached
 	// conversation go first, within fairness bounds (see Scheduler); the
 	// zero value is plain FIFO.
