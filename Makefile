@@ -92,7 +92,7 @@ openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/open
 # the conformance suite. Without -race: with OpenVINO's CPU plugin loaded,
 # a -race binary now and then crashes in the Go runtime.
 test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
-	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run 'Real|VendoredCore' ./npu/openvino/
+	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/
 
 test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI test library; the headers alone
 	$(MAKE) --no-print-directory -C testdata/ovgenai check-headers

@@ -21,7 +21,7 @@ import (
 // one, as the openvino wheel's include folder has it, and every enumerator
 // has the official value (OpenVINO's U8 is 16; the vendored header once
 // lacked U2, U3 and U6 and had an UNDEFINED at 0, making it 14).
-func TestVendoredCoreHeadersMatchTheWheel(t *testing.T) {
+func TestOfficialCoreHeadersMatchTheVendored(t *testing.T) {
 	_, site := realVenv(t)
 	official := filepath.Join(site, "openvino", "include")
 	ours, err := filepath.Abs("include")

@@ -120,7 +120,7 @@ void ov_version_free(ov_version_t* version) {
 }
 
 /* The real core's texts, status by status (read from libopenvino_c
- * 2026.4.1 by npu/openvino's TestRealCoreErrorTexts, which compares them
+ * 2026.4.1 by npu/openvino's TestOfficialCoreErrorTexts, which compares them
  * every run); any other value reads "unknown exception". */
 const char* ov_get_error_info(ov_status_e status) {
     switch (status) {

@@ -3,7 +3,7 @@
  * enums, types and functions as the official header of OpenVINO 2026.2 to
  * 2026.4.1 (identical in those releases), so that code compiled against it
  * compiles against the real one and every enumerator has the real value.
- * A test (npu/openvino, TestVendoredCoreHeadersMatchTheWheel) compares each
+ * A test (npu/openvino, TestOfficialCoreHeadersMatchTheVendored) compares each
  * declaration and enumerator value with the openvino wheel's include folder.
  */
 #pragma once

@@ -46,7 +46,7 @@ func realVenv(t *testing.T) (venv, site string) {
 // Issue 26 item 3: npud's discovery finds OpenVINO's real core C library
 // in a Python environment (site-packages/openvino/libs) and reads the
 // runtime's version and devices from it, with no LD_LIBRARY_PATH.
-func TestRealCoreFromPythonEnvironment(t *testing.T) {
+func TestOfficialCoreFromPythonEnvironment(t *testing.T) {
 	venv, site := realVenv(t)
 	require.NotContains(t, os.Getenv("LD_LIBRARY_PATH"), venv, "the loader must not be told where the wheel is")
 
@@ -80,7 +80,7 @@ func TestRealCoreFromPythonEnvironment(t *testing.T) {
 
 // Issue 26 item 3: the real core's error texts and answers, which the test
 // library's core half (testdata/ovgenai/ovcore_test.c) reproduces.
-func TestRealCoreErrorTexts(t *testing.T) {
+func TestOfficialCoreErrorTexts(t *testing.T) {
 	venv, _ := realVenv(t)
 	real, err := OpenCore(LibraryOptions{Getenv: envOf("VIRTUAL_ENV", venv)})
 	require.NoError(t, err)
@@ -124,7 +124,7 @@ func lastLine(s string) string {
 // libopenvino from the openvino wheel's folder: alone it does not load;
 // after dependencyChain's libraries it does. Each case runs in a fresh
 // process, where nothing of OpenVINO is loaded yet.
-func TestRealDependencyChain(t *testing.T) {
+func TestOfficialDependencyChain(t *testing.T) {
 	_, site := realVenv(t)
 	genaiCpp := findLibrary([]string{filepath.Join(site, "openvino_genai")}, "libopenvino_genai.so")
 	require.NotEmpty(t, genaiCpp)
@@ -132,7 +132,7 @@ func TestRealDependencyChain(t *testing.T) {
 	require.NotEmpty(t, core)
 
 	run := func(mode string) (string, error) {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestRealDependencyChainChild$", "-test.count=1", "-test.v")
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestOfficialDependencyChainChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), "NPUD_CHAIN_CHILD="+mode, "NPUD_CHAIN_GENAI="+genaiCpp, "NPUD_CHAIN_CORE="+core)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -146,11 +146,11 @@ func TestRealDependencyChain(t *testing.T) {
 	assert.Contains(t, out, "chain: libtbb.so.12 libopenvino.so.2641 libopenvino_genai.so.2641")
 }
 
-// TestRealDependencyChainChild is TestRealDependencyChain's fresh process.
-func TestRealDependencyChainChild(t *testing.T) {
+// TestOfficialDependencyChainChild is TestOfficialDependencyChain's fresh process.
+func TestOfficialDependencyChainChild(t *testing.T) {
 	mode := os.Getenv("NPUD_CHAIN_CHILD")
 	if mode == "" {
-		t.Skip("run by TestRealDependencyChain")
+		t.Skip("run by TestOfficialDependencyChain")
 	}
 	genaiCpp, core := os.Getenv("NPUD_CHAIN_GENAI"), os.Getenv("NPUD_CHAIN_CORE")
 	if mode == "alone" {
