@@ -169,3 +169,18 @@ func TestOfficialDependencyChainChild(t *testing.T) {
 	_, err = keepChain([]string{genaiCpp})
 	require.NoError(t, err)
 }
+
+// Issue 26 item 5: the differential conformance suite
+// (testdata/openvino/conformance): each scenario on the official GenAI
+// (Python, CPU, the tiny model) and on the test library (C API, the same
+// model folder), the same observables, or a difference written down in
+// the suite with the upstream file that explains it.
+func TestOfficialConformance(t *testing.T) {
+	venv, _ := realVenv(t)
+	root := filepath.Join("..", "..", "testdata", "openvino")
+	cmd := exec.Command(filepath.Join(venv, "bin", "python"), filepath.Join(root, "conformance", "conformance.py"),
+		"--model", filepath.Join(root, "tinymodel", "model"), "--testlib", filepath.Dir(testLib.GenAIPath))
+	out, err := cmd.CombinedOutput()
+	t.Logf("conformance:\n%s", out)
+	require.NoError(t, err, "a difference between the official GenAI and the test library:\n%s", out)
+}

@@ -1054,7 +1054,8 @@ ov_status_e ov_genai_perf_metrics_get_num_input_tokens(const ov_genai_perf_metri
     ov_status_e ov_genai_perf_metrics_get_##name(const ov_genai_perf_metrics* m, float* mean, float* std) { \
         if (!m || !mean || !std) return INVALID_C_PARAM;                                          \
         *mean = m->field;                                                                         \
-        *std = 0;                                                                                 \
+        /* no samples: mean and std both -1 (calc_mean_and_std, perf_metrics.cpp) */             \
+        *std = m->field < 0 ? -1 : 0;                                                             \
         return OK;                                                                                \
     }
 
