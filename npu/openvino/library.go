@@ -406,7 +406,7 @@ func discoverySteps(path string, getenv func(string) string) []candidate {
 		out = append(out, candidate{"--openvino-lib", path, func() (string, string) {
 			if st, err := os.Stat(path); err == nil && !st.IsDir() {
 				_, coreName := libraryNames()
-				return path, findLibrary([]string{filepath.Dir(path)}, coreName)
+				return path, findLibrary(coreFolders(filepath.Dir(path)), coreName)
 			}
 			return inRoot(path)
 		}, func() string {
@@ -457,7 +457,7 @@ func discoverySteps(path string, getenv func(string) string) []candidate {
 		}
 		dirs := systemFolders()
 		if genai := findLibrary(dirs, genaiName); genai != "" {
-			return genai, findLibrary([]string{filepath.Dir(genai)}, coreName)
+			return genai, findLibrary(coreFolders(filepath.Dir(genai)), coreName)
 		}
 		return "", ""
 	}, findCore: func() string { return findLibrary(systemFolders(), coreName) }})
@@ -479,7 +479,16 @@ func inRoot(root string) (genai, core string) {
 	if genai == "" {
 		return "", ""
 	}
-	return genai, findLibrary([]string{filepath.Dir(genai)}, coreName)
+	return genai, findLibrary(coreFolders(filepath.Dir(genai)), coreName)
+}
+
+// coreFolders are where the core C library sits beside GenAI's in dir:
+// the same folder (the archives), or, for a GenAI C library put into an
+// openvino_genai wheel's folder, the openvino wheel's libs beside it. The
+// daemon hands its worker processes the GenAI library's path alone, so a
+// wheel layout must be recognised from that path too.
+func coreFolders(dir string) []string {
+	return []string{dir, filepath.Join(filepath.Dir(dir), "openvino", "libs")}
 }
 
 // rootFolders are the library folders of an install root.
