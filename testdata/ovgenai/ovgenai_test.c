@@ -318,12 +318,20 @@ static size_t read_head(const char* path, char* buf, size_t size) {
 }
 
 /* The template takes enable_thinking: the model reasons first, in
- * <think>...</think>, unless the extra context sets it false (Qwen3). */
+ * <think>...</think>, unless the extra context sets it false (Qwen3). The
+ * template is in tokenizer_config.json or chat_template.jinja, the latter
+ * read last (tokenizer_impl.cpp, parse_chat_template_from_file). */
 static int folder_template_thinks(const char* dir) {
+    static const char* const files[] = {"tokenizer_config.json", "chat_template.jinja"};
     char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    char buf[8192];
-    return read_head(path, buf, sizeof buf) && strstr(buf, "enable_thinking") != NULL;
+    char* buf = malloc(65536);
+    int thinks = 0;
+    for (size_t i = 0; i < 2 && !thinks; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        thinks = read_head(path, buf, 65536) && strstr(buf, "enable_thinking") != NULL;
+    }
+    free(buf);
+    return thinks;
 }
 
 /* folder_tool_format: the template renders tools, in one family's way

@@ -189,10 +189,20 @@ def run_real(model):
         _, fresh = turn2(g.LLMPipeline(model, "CPU", ATTENTION_BACKEND=backend), first)
         out[f"chat turn 2 on CPU, {backend}: counts only the new part"] = continued < fresh
 
+    tok = pipe.get_tokenizer()
+    # enable_thinking through the history's extra context: may the model
+    # think (the tiny model's template closes an empty think block when it
+    # is false, as Qwen3's does)?
+    for extra in (None, {"enable_thinking": True}, {"enable_thinking": False}):
+        h = g.ChatHistory([{"role": "user", "content": TURN1}])
+        if extra:
+            h.set_extra_context(extra)
+        prompt = tok.apply_chat_template(h, True, "", None, h.get_extra_context())
+        out[f"extra context {json.dumps(extra)}: the model thinks"] = "<think>\n\n</think>" not in prompt
+
     # Does the model see the tool? What GenAI's template engine renders
     # for a history with set_tools (as generate with a ChatHistory does:
     # the history's tools and extra context go to apply_chat_template).
-    tok = pipe.get_tokenizer()
     for shape, template in TEMPLATES.items():
         for in_system in (False, True):
             h = g.ChatHistory(tool_messages(in_system))
@@ -350,6 +360,30 @@ def run_testlib(model, libdir):
         out[f"chat turn 2 on CPU, {backend}: counts only the new part"] = continued < fresh
         lib.ov_genai_llm_pipeline_free(one)
         lib.ov_genai_llm_pipeline_free(two)
+
+    # The test model starts its answer with a think block when it thinks.
+    tpipe = P()
+    ok(lib.ov_genai_llm_pipeline_create(model.encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(tpipe)), "create")
+    for extra in (None, {"enable_thinking": True}, {"enable_thinking": False}):
+        h = history([{"role": "user", "content": TURN1}])
+        if extra:
+            j = json_container(extra)
+            ok(lib.ov_genai_chat_history_set_extra_context(h, j), "set_extra_context")
+            lib.ov_genai_json_container_free(j)
+        c = P()
+        ok(lib.ov_genai_llm_pipeline_get_generation_config(tpipe, ctypes.byref(c)), "config")
+        ok(lib.ov_genai_generation_config_set_max_new_tokens(c, ctypes.c_size_t(20)), "max_new_tokens")
+        results = P()
+        ok(lib.ov_genai_llm_pipeline_generate_with_history(tpipe, h, c, None, ctypes.byref(results)), "generate_with_history")
+        size = ctypes.c_size_t()
+        ok(lib.ov_genai_decoded_results_get_string(results, None, ctypes.byref(size)), "size")
+        buf = ctypes.create_string_buffer(size.value)
+        ok(lib.ov_genai_decoded_results_get_string(results, buf, ctypes.byref(size)), "get_string")
+        out[f"extra context {json.dumps(extra)}: the model thinks"] = buf.value.startswith(b"<think>")
+        lib.ov_genai_decoded_results_free(results)
+        lib.ov_genai_generation_config_free(c)
+        lib.ov_genai_chat_history_free(h)
+    lib.ov_genai_llm_pipeline_free(tpipe)
 
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
