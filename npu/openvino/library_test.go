@@ -189,11 +189,23 @@ func TestWheelLayoutCoreBesideGenAI(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.Symlink(target, filepath.Join(dir, e.Name())))
 	}
+	// The openvino-tokenizers wheel's library, which GenAI does not find
+	// from a C program in this layout.
+	tokenizers := filepath.Join(site, "openvino_tokenizers", "lib", "libopenvino_tokenizers.so")
+	require.NoError(t, os.MkdirAll(filepath.Dir(tokenizers), 0o755))
+	require.NoError(t, os.WriteFile(tokenizers, nil, 0o644))
+	t.Setenv(EnvTokenizersPath, "")
 	genai := filepath.Join(site, "openvino_genai", "libopenvino_genai_c.so")
 	for _, opts := range []LibraryOptions{{Path: genai}, {Getenv: envOf("VIRTUAL_ENV", filepath.Dir(filepath.Dir(filepath.Dir(site))))}} {
 		lib, err := OpenLibrary(opts)
 		require.NoError(t, err)
 		assert.Equal(t, genai, lib.GenAIPath)
 		assert.Equal(t, filepath.Join(site, "openvino", "libs", "libopenvino_c.so"), lib.CorePath)
+		assert.Equal(t, tokenizers, os.Getenv(EnvTokenizersPath), "GenAI is pointed at the tokenizers wheel's library")
 	}
+	// One the user set is kept.
+	t.Setenv(EnvTokenizersPath, "/opt/mine/libopenvino_tokenizers.so")
+	_, err = OpenLibrary(LibraryOptions{Path: genai})
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/mine/libopenvino_tokenizers.so", os.Getenv(EnvTokenizersPath))
 }
