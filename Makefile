@@ -92,6 +92,8 @@ openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/open
 # the conformance suite. Without -race: with OpenVINO's CPU plugin loaded,
 # a -race binary now and then crashes in the Go runtime.
 test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
+	@# The whole binding (every cgo preamble) compiled against the wheel's core C headers.
+	CGO_ENABLED=1 CGO_CFLAGS="-I$$(ls -d $(OVVENV)/lib/python3*/site-packages/openvino/include)" $(GO) build -o /dev/null ./npu/openvino/
 	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/
 
 test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI test library; the headers alone
