@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/openvino"
 )
 
@@ -40,14 +41,16 @@ func startOpenVINO(cfg Config, lib *openvino.Library, log *slog.Logger) (npu.Eng
 // openvinoConfig is the engine's configuration from npud's.
 func openvinoConfig(cfg Config, lib *openvino.Library) openvino.Config {
 	return openvino.Config{
-		Library:        lib,
-		ModelsDir:      cfg.ModelsDir,
-		Device:         cfg.Device,
-		MaxPromptLen:   cfg.NPUMaxPromptLen,
-		MinResponseLen: cfg.NPUMinResponseLen,
-		PrefillHint:    cfg.NPUPrefillHint,
-		GenerateHint:   cfg.NPUGenerateHint,
-		CacheDir:       cfg.CacheDir,
+		Library:          lib,
+		ModelsDir:        cfg.ModelsDir,
+		Device:           cfg.Device,
+		MaxPromptLen:     cfg.NPUMaxPromptLen,
+		MinResponseLen:   cfg.NPUMinResponseLen,
+		PrefillHint:      cfg.NPUPrefillHint,
+		GenerateHint:     cfg.NPUGenerateHint,
+		CacheDir:         cfg.CacheDir,
+		PrefillChunkSize: cfg.NPUPrefillChunk,
+		PrefixCaching:    cfg.NPUPrefixCaching,
 	}
 }
 
@@ -119,9 +122,10 @@ func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) boo
 	return true
 }
 
-// openvinoContext is the context length the OpenVINO engine reports.
-func openvinoContext(cfg Config) int {
-	return openvino.ReportedContext(openvinoConfig(cfg, nil))
+// openvinoLimits is what the OpenVINO engine's models report: on the NPU
+// each model's prompt limit and KV cache.
+func openvinoLimits(cfg Config) modelstore.Limits {
+	return openvino.ModelLimits(openvinoConfig(cfg, nil))
 }
 
 // openvinoWorkerEngine is the OpenVINO engine inside a worker process; it

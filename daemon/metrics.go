@@ -66,7 +66,7 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.conversationCache = counter("npud_conversation_cache_total", "Conversation requests by what they found in their model's cache when they got the engine: continued (only new tokens prefilled), new (nothing cached), switched (another conversation was cached and is reset).", "model", "result")
 	m.workerRestarts = counter("npud_worker_restarts_total", "Engine worker processes restarted after a fault: crashed (a segfault, an abort, an OOM kill) or hung (killed by the watchdog).", "model", "reason")
 	m.deviceHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_healthy", Help: "1 while a device is healthy, 0 after too many crashes or hangs on it (AUTO then uses the next device)."}, []string{"device"})
-	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running."}, []string{"route"})
+	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running; on the WebSocket's route, its generations."}, []string{"route"})
 
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_build_info", Help: "Always 1: the npud version, engine and Go version."}, []string{"version", "engine", "goversion"})
 	build.WithLabelValues(Version, engine.Name(), runtime.Version()).Set(1)
@@ -130,6 +130,14 @@ func (m *metrics) DeviceHealth(device string, healthy bool) {
 // TokenGap implements npu.Observer.
 func (m *metrics) TokenGap(model, device string, gap time.Duration) {
 	m.interToken.WithLabelValues(model, device).Observe(gap.Seconds())
+}
+
+// Refused implements npu.Observer: a generation over its tenant's stream
+// cap, on any API or the WebSocket, is a 429 like the rate's.
+func (m *metrics) Refused(tenant string, err error) {
+	if errors.Is(err, npu.ErrTooManyStreams) {
+		m.rateLimited(tenant, "streams")
+	}
 }
 
 func (m *metrics) rateLimited(tenant, reason string) {

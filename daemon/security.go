@@ -330,24 +330,22 @@ func bearer(r *http.Request) (string, bool) {
 // lives as long as the server; a reload changes its limits in place so
 // that counts survive.
 type tenantLimits struct {
-	mu         sync.Mutex
-	perMinute  int
-	burst      int
-	maxStreams int
-	tenants    map[string]*tenantState // bounded: key names plus anonymous
+	mu        sync.Mutex
+	perMinute int
+	burst     int
+	tenants   map[string]*tenantState // bounded: key names plus anonymous
 }
 
 type tenantState struct {
 	limiter *rate.Limiter
-	streams int
 }
 
 func newTenantLimits() *tenantLimits { return &tenantLimits{tenants: map[string]*tenantState{}} }
 
-func (l *tenantLimits) configure(perMinute, burst, maxStreams int) {
+func (l *tenantLimits) configure(perMinute, burst int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.perMinute, l.burst, l.maxStreams = perMinute, burst, maxStreams
+	l.perMinute, l.burst = perMinute, burst
 	for _, st := range l.tenants {
 		st.limiter.SetLimit(l.limit())
 		st.limiter.SetBurst(burst)
@@ -388,22 +386,6 @@ func (l *tenantLimits) allow(tenant string, now time.Time) (bool, time.Duration)
 	return true, 0
 }
 
-// openStream counts a stream for tenant; release must be called after.
-func (l *tenantLimits) openStream(tenant string) (release func(), ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.stateLocked(tenant)
-	if l.maxStreams > 0 && st.streams >= l.maxStreams {
-		return nil, false
-	}
-	st.streams++
-	return func() {
-		l.mu.Lock()
-		st.streams--
-		l.mu.Unlock()
-	}, true
-}
-
 // admitRealtime takes a WebSocket start message from its tenant's request
 // rate, as an HTTP request is taken by limitTenant.
 func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
@@ -415,7 +397,8 @@ func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
 	return nil
 }
 
-// limitTenant enforces the per-tenant request rate and stream cap.
+// limitTenant enforces the per-tenant request rate, and the stream cap for
+// embeddings (generations are counted by the runner).
 func (s *Server) limitTenant(c *gin.Context) {
 	if s.policy.Load().isPublic(c.Request) {
 		c.Next()
@@ -429,9 +412,10 @@ func (s *Server) limitTenant(c *gin.Context) {
 		return
 	}
 	if s.routeTable.Embedding(c.Request.URL.Path) {
-		release, ok := s.limits.openStream(tenant)
-		if !ok {
-			s.metrics.rateLimited(tenant, "streams")
+		// Counted with the tenant's generations, by the runner (which
+		// also counts a refusal in npud_rate_limited_total).
+		release, err := s.runner.AdmitStream(tenant)
+		if err != nil {
 			writeDenied(c, http.StatusTooManyRequests, "too_many_streams",
 				fmt.Sprintf("tenant %q already runs its maximum of concurrent streams", tenant), max(time.Second, s.runner.RetryAfter()))
 			return

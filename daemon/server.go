@@ -159,7 +159,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	}
 	s.running = cfg
 	s.policy.Store(pol)
-	s.limits.configure(cfg.RateLimit, cfg.RateBurst, cfg.MaxStreams)
+	s.limits.configure(cfg.RateLimit, cfg.RateBurst)
 	s.runner.SetStreamCap(cfg.MaxStreams)
 	s.authFailures = newAuthThrottle(maxThrottledAddrs)
 	s.authFailures.configure(cfg.AuthFailureLimit)
@@ -311,6 +311,7 @@ func (s *Server) routes() http.Handler {
 		RequestEnded: func(info *reqinfo.Info) {
 			s.metrics.requestEnded(wsapi.StreamsPath, http.StatusOK, info, s.servesModel)
 		},
+		StreamOpened:   func() func() { return s.metrics.streamOpened(wsapi.StreamsPath) },
 		Admit:          s.admitRealtime,
 		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
 		DefaultTimeout: s.cfg.RequestTimeout,

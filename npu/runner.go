@@ -49,8 +49,11 @@ type Runner struct {
 	abort    context.CancelCauseFunc
 	closing  atomic.Bool
 	inflight sync.WaitGroup // engine goroutines
-	tenants  tenantStreams  // generations per tenant, for the stream cap
-	routing  Routing        // upstreams; set before serving
+	// tenants counts generations per tenant, for the stream cap; the
+	// upstreams' runners share their router's (SetRouting), so a tenant's
+	// cap holds whichever engine runs its generations.
+	tenants *tenantStreams
+	routing Routing // upstreams; set before serving
 }
 
 // NewRunner returns a runner for engine.
@@ -60,13 +63,14 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 		cfg.Observer = noObserver{}
 	}
 	r := &Runner{
-		engine: engine,
-		sched:  NewAffinityScheduler(max(cfg.Slots, 1), cfg.MaxQueue, cfg.Affinity),
-		life:   newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
-		cfg:    cfg,
-		log:    log,
-		base:   base,
-		abort:  abort,
+		engine:  engine,
+		sched:   NewAffinityScheduler(max(cfg.Slots, 1), cfg.MaxQueue, cfg.Affinity),
+		life:    newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
+		cfg:     cfg,
+		log:     log,
+		base:    base,
+		abort:   abort,
+		tenants: &tenantStreams{},
 	}
 	r.life.onLoad = func(model string, took time.Duration) {
 		cfg.Observer.ModelLoaded(model, r.DeviceOf(model), took)
@@ -157,9 +161,9 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Normalize()
-	release, ok := r.tenants.open(req.Tenant)
-	if !ok {
-		return nil, fmt.Errorf("tenant %q already runs or queues %d generations: %w", req.Tenant, r.tenants.limit(), ErrTooManyStreams)
+	release, err := r.AdmitStream(req.Tenant)
+	if err != nil {
+		return nil, err
 	}
 	ticket, err := r.sched.EnqueueConversation(req.Model, req.Messages)
 	if err != nil {
@@ -204,6 +208,18 @@ func fitTools(req *Request, m ModelInfo) error {
 		}
 	}
 	return nil
+}
+
+// AdmitStream counts work for tenant that is no generation (an
+// embedding) against its stream cap, with its generations; release ends
+// it. The error wraps ErrTooManyStreams.
+func (r *Runner) AdmitStream(tenant string) (release func(), err error) {
+	release, ok := r.tenants.open(tenant)
+	if !ok {
+		r.cfg.Observer.Refused(tenant, ErrTooManyStreams)
+		return nil, fmt.Errorf("tenant %q already runs or queues %d generations: %w", tenant, r.tenants.limit(), ErrTooManyStreams)
+	}
+	return release, nil
 }
 
 // SetStreamCap sets how many generations one tenant may run or queue at

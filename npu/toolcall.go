@@ -28,6 +28,18 @@ const (
 	// ToolFormatPhi4Mini: <|tool_call|>[{…}]<|/tool_call|> or
 	// functools[{…}]; the tags are special tokens too.
 	ToolFormatPhi4Mini = "phi4mini"
+	// ToolFormatRelayed: calls an engine received already structured (an
+	// upstream's delta.tool_calls), handed to the bridge as
+	// \x00call\x00{"id": …, "name": …, "arguments": "…"}\x00/call\x00.
+	// The engine keeps NUL out of every text it relays, so no text can
+	// open a call.
+	ToolFormatRelayed = "relayed"
+)
+
+// The markers of a ToolFormatRelayed call.
+const (
+	RelayedCallOpen  = "\x00call\x00"
+	RelayedCallClose = "\x00/call\x00"
 )
 
 // toolSyntax is how one family marks its calls.
@@ -52,6 +64,8 @@ func toolSyntaxOf(format string) (toolSyntax, bool) {
 		return toolSyntax{openers: []string{"[TOOL_CALLS]"}, bare: true, shortIDs: true}, true
 	case ToolFormatPhi4Mini:
 		return toolSyntax{openers: []string{"<|tool_call|>", "functools"}, closers: []string{"<|/tool_call|>"}, bare: true}, true
+	case ToolFormatRelayed:
+		return toolSyntax{openers: []string{RelayedCallOpen}, closers: []string{RelayedCallClose}}, true
 	}
 	return toolSyntax{}, false
 }

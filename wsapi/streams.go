@@ -327,9 +327,14 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return err
 	}
 	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: start.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
+	streamEnded := func() {}
+	if rc.cfg.StreamOpened != nil {
+		streamEnded = rc.cfg.StreamOpened()
+	}
 	rc.wg.Add(1)
 	go func() {
 		defer rc.wg.Done()
+		defer streamEnded()
 		defer rc.forget(id)
 		defer cur.Close()
 		defer cancel(nil)

@@ -12,23 +12,55 @@ extern int npudStreamChunk(uintptr_t handle, char* text);
 
 // The streamer callback GenAI calls, from its own thread on CPU/GPU and from
 // the generate caller's thread on NPU. args carries a runtime/cgo.Handle.
-static ov_genai_streaming_status_e npud_trampoline(const char* str, void* args) {
+// It has the calling convention the header declares for callback_func
+// (OPENVINO_C_API_CALLBACK: __cdecl on 32-bit Windows, where another
+// default convention would corrupt the stack).
+static ov_genai_streaming_status_e OPENVINO_C_API_CALLBACK npud_trampoline(const char* str, void* args) {
 	return (ov_genai_streaming_status_e)npudStreamChunk((uintptr_t)args, (char*)str);
 }
+// The trampoline's type is exactly the header's callback type.
+_Static_assert(__builtin_types_compatible_p(__typeof__(&npud_trampoline), __typeof__(((streamer_callback*)0)->callback_func)),
+               "npud_trampoline must have streamer_callback's type");
 
 // cgo cannot call variadic functions: fixed-arity shims for the pipeline
 // constructors (LLM and VLM take the same arguments), with properties as
 // parallel key and value arrays.
-#define NPUD_CALL_CREATE(create)                                                                              \
-	switch (n) {                                                                                              \
-	case 0: return create(path, device, 0, pipe);                                                             \
-	case 1: return create(path, device, 2, pipe, k[0], v[0]);                                                 \
-	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);                                     \
-	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);                         \
-	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);             \
+#define NPUD_CALL_CREATE(create) \
+	switch (n) { \
+	case 0: return create(path, device, 0, pipe); \
+	case 1: return create(path, device, 2, pipe, k[0], v[0]); \
+	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]); \
+	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]); \
+	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]); \
 	case 5: return create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4]); \
 	case 6: return create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5]); \
-	}                                                                                                         \
+	case 7: return create(path, device, 14, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6]); \
+	case 8: return create(path, device, 16, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7]); \
+	case 9: return create(path, device, 18, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8]); \
+	case 10: return create(path, device, 20, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9]); \
+	case 11: return create(path, device, 22, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10]); \
+	case 12: return create(path, device, 24, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11]); \
+	case 13: return create(path, device, 26, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12]); \
+	case 14: return create(path, device, 28, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13]); \
+	case 15: return create(path, device, 30, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14]); \
+	case 16: return create(path, device, 32, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15]); \
+	case 17: return create(path, device, 34, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16]); \
+	case 18: return create(path, device, 36, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17]); \
+	case 19: return create(path, device, 38, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18]); \
+	case 20: return create(path, device, 40, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19]); \
+	case 21: return create(path, device, 42, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20]); \
+	case 22: return create(path, device, 44, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21]); \
+	case 23: return create(path, device, 46, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22]); \
+	case 24: return create(path, device, 48, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23]); \
+	case 25: return create(path, device, 50, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24]); \
+	case 26: return create(path, device, 52, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25]); \
+	case 27: return create(path, device, 54, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26]); \
+	case 28: return create(path, device, 56, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27]); \
+	case 29: return create(path, device, 58, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28]); \
+	case 30: return create(path, device, 60, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28], k[29], v[29]); \
+	case 31: return create(path, device, 62, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28], k[29], v[29], k[30], v[30]); \
+	case 32: return create(path, device, 64, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28], k[29], v[29], k[30], v[30], k[31], v[31]); \
+	} \
 	return INVALID_C_PARAM;
 
 static ov_status_e npud_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
@@ -100,6 +132,7 @@ import (
 	"path/filepath"
 	"runtime/cgo"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -109,7 +142,7 @@ import (
 )
 
 // maxProperties is what the constructor shim accepts.
-const maxProperties = 6
+const maxProperties = 32
 
 // StatusError is a failed C call. GenAI reports every failure as
 // UNKNOW_EXCEPTION (-17) without a message, so the error names the call and
@@ -136,6 +169,11 @@ func check(api *C.npud_ov_api, call, input string, status C.ov_status_e) error {
 		Message: C.GoString(C.npud_ov_get_error_info(api, status))}
 }
 
+// errorText is the library's text for an OpenVINO status (ov_get_error_info).
+func (l *Library) errorText(status int) string {
+	return C.GoString(C.npud_ov_get_error_info(l.api, C.ov_status_e(status)))
+}
+
 // property is one pipeline property, such as MAX_PROMPT_LEN.
 type property struct{ key, value string }
 
@@ -156,16 +194,160 @@ type pipeline struct {
 	chatTemplate bool
 	// context is the model's own context length (config.json), 0 if unknown.
 	context int
+	// On the NPU: MAX_PROMPT_LEN and MIN_RESPONSE_LEN as GenAI was given
+	// them (its prompt check and KV cache, utils.cpp).
+	promptLimit, responseLen int
 	// toolFormat is how the model's template takes tools and its answer
 	// writes calls (npu.ToolFormat*), "" when it renders none.
 	toolFormat string
+	// stateful: on CPU/GPU, GenAI built its stateful pipeline (SDPA)
+	// rather than continuous batching: it keeps the KV cache between
+	// generates and counts only the new part of a continued history. The
+	// NPU's stateful pipeline prefills and counts the whole history every
+	// time (pipeline_stateful.cpp: m_use_full_chat_history), so it is not
+	// stateful in this sense.
+	stateful bool
 	// conversation: what the stateful pipeline's KV cache holds; touched
 	// only by the goroutine that holds busy.
 	conversation conversation
+	// kept: a VLM pipeline's chat history, kept while the conversation
+	// continues; touched only by the goroutine that holds busy.
+	kept keptChat
+	// counted: the last history GenAI counted whole (the NPU), to bound
+	// what a history continuing it can count; touched only by the
+	// goroutine that holds busy.
+	counted countedHistory
 }
 
-// newPipeline compiles the model in dir for device.
+// keptChat is a VLM pipeline's ChatHistory kept for the next turn. GenAI
+// keeps what it encoded of a conversation's images in state attached to
+// the ChatHistory object, and gives the images passed with a generate to
+// the last user message (visual_language/vlm_chat_context.cpp,
+// chat_history_state.cpp): with a new ChatHistory every turn, every image
+// is encoded again and all of them belong to the last question. When a
+// request continues the kept history (its messages, the same extra
+// context and tools), its new messages are appended to it and only their
+// images are passed.
+type keptChat struct {
+	history *C.ov_genai_chat_history
+	msgs    []npu.Message
+	key     string // the extra context and tools it was made with
+}
+
+func (p *pipeline) dropKept() {
+	if p.kept.history != nil {
+		C.npud_ov_genai_chat_history_free(p.api, p.kept.history)
+	}
+	p.kept = keptChat{}
+}
+
+// vlmHistory is the chat history for msgs on a VLM pipeline, and the
+// messages whose images go with this generate.
+func (p *pipeline) vlmHistory(msgs []npu.Message, req *npu.Request) (*C.ov_genai_chat_history, []npu.Message, error) {
+	key := historyKey(req)
+	if p.kept.history != nil && p.kept.key == key && continues(p.kept.msgs, msgs) {
+		rest := msgs[len(p.kept.msgs):]
+		ok := true
+		for _, m := range rest {
+			b, err := json.Marshal(templateMessage(m))
+			if err != nil || pushMessage(p.api, p.kept.history, b) != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return p.kept.history, rest, nil
+		}
+	}
+	p.dropKept()
+	h, err := chatHistory(p.api, msgs, req, p.toolFormat)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.kept = keptChat{history: h, key: key}
+	return h, msgs, nil
+}
+
+// historyKey is what a chat history holds besides its messages.
+func historyKey(req *npu.Request) string {
+	b, _ := json.Marshal(struct {
+		Think      *bool
+		ThinkLevel string
+		Tools      []npu.Tool
+	}{req.Think, req.ThinkLevel, req.Tools})
+	return string(b)
+}
+
+// countedHistory is a history GenAI ran and counted, and the answer it
+// generated after it.
+type countedHistory struct {
+	history      []npu.Message
+	promptTokens int
+	answer       string
+	answerTokens int
+}
+
+// upperBound bounds the tokens of msgs when they continue the counted
+// history: its count, the answer's when the next message is that answer,
+// and for every other new message its bytes (a token covers at least one
+// byte) and what a template adds per message. ok is false when msgs does
+// not continue it.
+func (c *countedHistory) upperBound(msgs []npu.Message) (n int, ok bool) {
+	if !continues(c.history, msgs) {
+		return 0, false
+	}
+	n = c.promptTokens
+	rest := msgs[len(c.history):]
+	// The client got the answer's text with an incomplete code point
+	// replaced, as the bridge passes it.
+	if len(rest) > 0 && rest[0].Role == "assistant" && len(rest[0].ToolCalls) == 0 &&
+		rest[0].Content == strings.ToValidUTF8(c.answer, "\uFFFD") {
+		n += c.answerTokens + templateTokensPerMessage
+		rest = rest[1:]
+	}
+	for _, m := range rest {
+		n += len(m.Content) + templateTokensPerMessage
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Name) + len(tc.Arguments) + templateTokensPerMessage
+		}
+	}
+	return n, true
+}
+
+// newPipeline compiles the model in dir for device. On CPU/GPU an LLM is
+// asked for paged attention explicitly (ATTENTION_BACKEND=PA) unless the
+// properties choose: GenAI otherwise falls back to its stateful pipeline
+// quietly when paged attention fails to start (src/cpp/src/llm/pipeline.cpp),
+// and the stateful pipeline counts prompt tokens differently. An explicit
+// PA fails instead, and the pipeline is compiled again with SDPA, so npud
+// knows which one runs.
 func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pipeline, error) {
+	if deviceKind(device) == "NPU" || modelstore.HasVisionEncoder(dir) {
+		return compilePipeline(api, dir, device, props)
+	}
+	for _, pr := range props {
+		if pr.key == "ATTENTION_BACKEND" {
+			p, err := compilePipeline(api, dir, device, props)
+			if err == nil {
+				p.stateful = pr.value == "SDPA"
+			}
+			return p, err
+		}
+	}
+	p, err := compilePipeline(api, dir, device, append(slices.Clone(props), property{"ATTENTION_BACKEND", "PA"}))
+	if err == nil {
+		return p, nil
+	}
+	p, sdpaErr := compilePipeline(api, dir, device, append(slices.Clone(props), property{"ATTENTION_BACKEND", "SDPA"}))
+	if sdpaErr != nil {
+		return nil, errors.Join(err, sdpaErr)
+	}
+	p.stateful = true
+	return p, nil
+}
+
+// compilePipeline creates GenAI's pipeline for the model in dir.
+func compilePipeline(api *C.npud_ov_api, dir, device string, props []property) (*pipeline, error) {
 	if len(props) > maxProperties {
 		return nil, fmt.Errorf("%d pipeline properties: at most %d are supported", len(props), maxProperties)
 	}
@@ -214,6 +396,7 @@ func (p *pipeline) free() error {
 	if !p.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
 	}
+	p.dropKept()
 	if p.vlm != nil {
 		C.npud_ov_genai_vlm_pipeline_free(api, p.vlm)
 		p.vlm = nil
@@ -285,19 +468,32 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	if len(msgs) == 0 && p.chatTemplate {
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
-	if len(msgs) > 0 {
+	imageMsgs := msgs
+	switch {
+	case len(msgs) > 0 && p.vlm != nil:
+		if history, imageMsgs, err = p.vlmHistory(msgs, req); err != nil {
+			return npu.Result{}, err
+		}
+		defer func() {
+			if done {
+				p.kept.msgs = slices.Clone(msgs)
+			} else {
+				p.dropKept() // what GenAI made of it after a failure is unknown
+			}
+		}()
+	case len(msgs) > 0:
 		if history, err = chatHistory(api, msgs, req, p.toolFormat); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.npud_ov_genai_chat_history_free(api, history)
-	} else {
+	default:
 		input = C.CString(req.Prompt)
 		defer C.free(unsafe.Pointer(input))
 	}
 
 	var images imageTensors
 	if p.vlm != nil {
-		if images, err = newImageTensors(api, msgs); err != nil {
+		if images, err = newImageTensors(api, imageMsgs); err != nil {
 			return npu.Result{}, err
 		}
 		defer images.free(api)
@@ -333,7 +529,11 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		res.CompletionTokens = deliveredTokens(generated, int(state.sentBytes.Load()), generatedBytes(api, results))
 	}
 	prefilled := res.PromptTokens
-	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful(), prefilled, generated)
+	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful, prefilled, generated)
+	if history != nil && !p.stateful {
+		p.counted = countedHistory{history: slices.Clone(msgs), promptTokens: prefilled,
+			answer: generatedText(api, results), answerTokens: generated}
+	}
 	res.CachedPromptTokens = res.PromptTokens - prefilled
 	done = true
 	return res, nil
@@ -354,6 +554,20 @@ func deliveredTokens(generated, sentBytes, totalBytes int) int {
 	return max(n, min(sentBytes, 1))
 }
 
+// generatedText is the text GenAI generated, "" when it cannot say.
+func generatedText(api *C.npud_ov_api, results C.npud_results) string {
+	var size C.size_t
+	if C.npud_results_string(api, results, nil, &size) != C.OK || size == 0 || size > 1<<24 {
+		return ""
+	}
+	buf := (*C.char)(C.malloc(size))
+	defer C.free(unsafe.Pointer(buf))
+	if C.npud_results_string(api, results, buf, &size) != C.OK {
+		return ""
+	}
+	return C.GoString(buf)
+}
+
 // generatedBytes is the length of the text GenAI generated (every token's,
 // streamed or not), -1 when it cannot say.
 func generatedBytes(api *C.npud_ov_api, results C.npud_results) int {
@@ -364,11 +578,13 @@ func generatedBytes(api *C.npud_ov_api, results C.npud_results) int {
 	return int(size) - 1 // the size counts the terminating NUL
 }
 
-// conversation is what a stateful pipeline's KV cache holds: GenAI keeps
-// the cache of the last history it ran and, when the next history extends
-// it (pipeline_stateful.cpp: is_history_continuation), prefills only the
-// new part and counts only that as input tokens. Usage reports the whole
-// prompt, so the binding keeps the count of what is cached.
+// conversation is what a CPU/GPU stateful pipeline's KV cache holds:
+// GenAI keeps the cache of the last history it ran and, when the next
+// history extends it (pipeline_stateful.cpp: is_history_continuation),
+// prefills only the new part and counts only that as input tokens. Usage
+// reports the whole prompt, so the binding keeps the count of what is
+// cached. Not on the NPU: there GenAI prefills and counts the whole
+// history every time.
 type conversation struct {
 	history []npu.Message
 	tokens  int // the cached history's prompt tokens plus the answer generated after it
@@ -395,11 +611,6 @@ func (c *conversation) account(msgs []npu.Message, stateful bool, prefilled, gen
 func continues(cached, next []npu.Message) bool {
 	return len(cached) > 0 && len(next) > len(cached) && slices.EqualFunc(cached, next[:len(cached)], npu.Message.Equal)
 }
-
-// stateful: the NPU runs GenAI's stateful pipeline, which keeps the KV
-// cache between generates; CPU and GPU run continuous batching, which
-// counts the whole prompt.
-func (p *pipeline) stateful() bool { return deviceKind(p.device) == "NPU" }
 
 // config starts from the pipeline's own defaults (the model's
 // generation_config.json) and applies the request.
@@ -514,9 +725,15 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolF
 			return nil, err
 		}
 	}
-	if len(req.Tools) > 0 {
+	if len(req.Tools) > 0 && toolFormat != npu.ToolFormatPhi4Mini {
 		// The template renders them, in the shape Hugging Face templates
-		// read: [{"type": "function", "function": {...}}].
+		// read: [{"type": "function", "function": {...}}]. Not for
+		// Phi-4-mini, whose template reads them from the system message
+		// only: GenAI renders with minja, which, given tools for a template
+		// that does not render its tools variable, polyfills them into the
+		// system message and rebuilds that message as role and content
+		// only, dropping its "tools" (minja chat-template.hpp: apply,
+		// add_system; GenAI tokenizer_impl.cpp apply_chat_template).
 		b, err := json.Marshal(templateTools(req.Tools))
 		if err == nil {
 			err = withJSON(api, b, "ov_genai_chat_history_set_tools", func(js *C.ov_genai_json_container) C.ov_genai_chat_history_status_e {

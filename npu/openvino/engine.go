@@ -35,7 +35,13 @@ type Config struct {
 	MinResponseLen int    // MIN_RESPONSE_LEN; 0 = GenAI's default (128)
 	PrefillHint    string // PREFILL_HINT: DYNAMIC or STATIC; "" = GenAI's default
 	GenerateHint   string // GENERATE_HINT: FAST_COMPILE or BEST_PERF; "" = GenAI's default
-	CacheDir       string // CACHE_DIR, so the slow first NPU compile happens once
+	// PrefillChunkSize is NPUW_LLM_PREFILL_CHUNK_SIZE; 0 = NPUW's (1024).
+	PrefillChunkSize int
+	// PrefixCaching sets NPUW_LLM_ENABLE_PREFIX_CACHING=YES: NPUW keeps the
+	// KV cache of prompt blocks it computed and restores a prompt's leading
+	// blocks it has seen (only when prefill is chunked).
+	PrefixCaching bool
+	CacheDir      string // CACHE_DIR, so the slow first NPU compile happens once
 	// Hub fetches models for pull; nil disables pulling.
 	Hub *hub.Client
 	// OnCompile, when set, is told each device a model is about to be
@@ -82,7 +88,7 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		return nil, err
 	}
 	cfg.ContextLength = ReportedContext(cfg)
-	catalog, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.Hub), cfg.ContextLength)
+	catalog, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.Hub), ModelLimits(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +120,10 @@ func (e *Engine) DeviceOf(model string) string {
 	return ""
 }
 
-func (e *Engine) properties(device string) []property {
+// properties are what a pipeline for the model in dir is compiled with on
+// device: the engine's settings, then the model folder's properties file
+// (modelstore.PropertiesFile), which wins for the keys it names.
+func (e *Engine) properties(dir, device string) ([]property, error) {
 	var props []property
 	if deviceKind(device) == "NPU" { // also NPU.0, NPU.1
 		if e.cfg.MaxPromptLen > 0 {
@@ -123,17 +132,92 @@ func (e *Engine) properties(device string) []property {
 		if e.cfg.MinResponseLen > 0 {
 			props = append(props, property{"MIN_RESPONSE_LEN", strconv.Itoa(e.cfg.MinResponseLen)})
 		}
-		if e.cfg.PrefillHint != "" {
+		if e.cfg.PrefillHint != "" && !forcesStaticPrefill(dir) {
 			props = append(props, property{"PREFILL_HINT", e.cfg.PrefillHint})
 		}
 		if e.cfg.GenerateHint != "" {
 			props = append(props, property{"GENERATE_HINT", e.cfg.GenerateHint})
 		}
+		if e.cfg.PrefillChunkSize > 0 {
+			props = append(props, property{"NPUW_LLM_PREFILL_CHUNK_SIZE", strconv.Itoa(e.cfg.PrefillChunkSize)})
+		}
+		if e.cfg.PrefixCaching {
+			props = append(props, property{"NPUW_LLM_ENABLE_PREFIX_CACHING", "YES"})
+		}
 	}
 	if e.cfg.CacheDir != "" {
 		props = append(props, property{"CACHE_DIR", e.cfg.CacheDir})
 	}
-	return props
+	own, err := modelstore.ReadProperties(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range own {
+		props = slices.DeleteFunc(props, func(p property) bool { return p.key == o.Key })
+		props = append(props, property{o.Key, o.Value})
+	}
+	return props, nil
+}
+
+// forcesStaticPrefill: GenAI compiles this model's language model with
+// NPUW_LLM_PREFILL_HINT=STATIC (Gemma3 vision models, whose inputs NPUW
+// cannot chunk: visual_language/pipeline.cpp update_npu_properties), and a
+// PREFILL_HINT from npud would replace it (utils.cpp: rename_key), after
+// which NPUW refuses to compile ("Chunking is not implemented for Gemma
+// model family yet", llm_compiled_model.cpp). So the engine's hint is not
+// passed for it.
+func forcesStaticPrefill(dir string) bool {
+	return modelstore.HasVisionEncoder(dir) && modelstore.Describe(dir, filepath.Base(dir)).Architecture == "gemma3"
+}
+
+// compile builds the pipeline of the model in dir for device. An indexed
+// NPU ("NPU.0") is compiled as "NPU": GenAI converts MAX_PROMPT_LEN and
+// MIN_RESPONSE_LEN to integers only for the device named exactly "NPU"
+// (src/c/src/llm_pipeline.cpp, vlm_pipeline.cpp) and throws on the string
+// otherwise (src/cpp/src/utils.cpp: pop_int_and_cast), and its NPU path
+// compiles on "NPU", the default NPU, whatever index was named
+// (compile_decoder_for_npu_impl). So only the first NPU can be named; any
+// other is refused, saying why.
+func (e *Engine) compile(dir, device string) (*pipeline, error) {
+	target := device
+	if deviceKind(device) == "NPU" && device != "NPU" {
+		first := ""
+		for _, d := range e.devices {
+			if deviceKind(d.Name) == "NPU" {
+				first = d.Name
+				break
+			}
+		}
+		if device != first {
+			return nil, fmt.Errorf("device %s: OpenVINO GenAI compiles language models for the default NPU (%s) whatever index is named, "+
+				"so only that one can run them: use --device NPU", device, first)
+		}
+		target = "NPU"
+	}
+	props, err := e.properties(dir, device)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPipeline(e.cfg.Library.api, dir, target, props)
+	if err != nil {
+		return nil, err
+	}
+	p.device = device
+	if deviceKind(device) == "NPU" {
+		// What GenAI was given decides its prompt check and KV cache.
+		p.promptLimit, p.responseLen = 1024, 128
+		for _, pr := range props {
+			if n, err := strconv.Atoi(pr.value); err == nil && n >= 0 {
+				switch pr.key {
+				case "MAX_PROMPT_LEN":
+					p.promptLimit = n
+				case "MIN_RESPONSE_LEN":
+					p.responseLen = n
+				}
+			}
+		}
+	}
+	return p, nil
 }
 
 // Load implements npu.ModelLoader: it compiles the model for the configured
@@ -175,7 +259,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 		if e.cfg.OnCompile != nil {
 			e.cfg.OnCompile(model, device)
 		}
-		p, err := newPipeline(e.cfg.Library.api, dir, device, e.properties(device))
+		p, err := e.compile(dir, device)
 		if err == nil {
 			e.mu.Lock()
 			e.pipelines[model] = p
@@ -201,7 +285,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 		return e.Load(ctx, model)
 	}
 	// Compiling takes long on an NPU; the engine mutex is not held meanwhile.
-	p, err := newPipeline(e.cfg.Library.api, filepath.Join(e.cfg.ModelsDir, model), old.device, e.properties(old.device))
+	p, err := e.compile(filepath.Join(e.cfg.ModelsDir, model), old.device)
 	if err != nil {
 		return fmt.Errorf("compiling the new %q on %s: %w", model, old.device, err)
 	}
@@ -227,8 +311,6 @@ func (e *Engine) Unload(model string) error {
 	}
 	return nil
 }
-
-func (e *Engine) maxPromptLen() int { return e.cfg.maxPromptLen() }
 
 func (c *Config) maxPromptLen() int {
 	if c.MaxPromptLen > 0 {
@@ -257,6 +339,16 @@ func ReportedContext(cfg Config) int {
 	return cfg.ContextLength
 }
 
+// ModelLimits is what the engine's models report under cfg: on the NPU
+// each model's KV cache and prompt limit (its own properties file may set
+// them), elsewhere cfg's context.
+func ModelLimits(cfg Config) modelstore.Limits {
+	if deviceKind(cfg.Device) == "NPU" {
+		return modelstore.NPULimits(cfg.MaxPromptLen, cfg.MinResponseLen)
+	}
+	return modelstore.FixedContext(ReportedContext(cfg))
+}
+
 // npuKVCapacity is how many tokens the NPU pipeline's KV cache holds, prompt
 // and answer together: GenAI's get_npu_kv_cache_capacity, MAX_PROMPT_LEN +
 // MIN_RESPONSE_LEN − 1. Generation stops quietly, with OK, when it is full.
@@ -267,7 +359,7 @@ func (c *Config) npuKVCapacity() int { return c.maxPromptLen() + c.minResponseLe
 func (e *Engine) contextOf(p *pipeline) int {
 	switch {
 	case deviceKind(p.device) == "NPU":
-		return e.cfg.npuKVCapacity()
+		return p.promptLimit + p.responseLen - 1
 	case p.context > 0:
 		return p.context
 	}
@@ -302,39 +394,46 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	res, err := p.generate(ctx, req, sink, limit)
 	onNPU := deviceKind(p.device) == "NPU"
 	// The C API cannot count tokens beforehand: when the NPU refuses the
-	// history before any output, drop the oldest turn and try again, a
-	// bounded number of times (each try costs a templating and a failed
-	// prefill check, no generation).
+	// history before any output and it may be over the prompt limit, drop
+	// the oldest turns and try again: one turn, then twice as many each
+	// time, and at last as many as make it surely fit, a bounded number of
+	// times (each try costs a templating and a failed check, no
+	// generation).
+	drop := 1
 	for tries := 0; err != nil && req.DropOldestTurns && onNPU && tries < maxDropRetries; tries++ {
-		var se *StatusError
-		if !errors.As(err, &se) || !se.BeforeOutput || !mayExceed(req, e.maxPromptLen()) {
+		if !p.mayBeOverLimit(req, err) {
 			break
 		}
-		shorter, ok := dropOldestTurn(req.Messages)
+		shorter, ok := dropOldestTurns(req.Messages, drop)
 		if !ok {
 			break
 		}
+		if tries == maxDropRetries-1 {
+			shorter = fitting(req.Messages, p.promptLimit)
+		}
+		drop *= 2
 		trimmed := *req
 		trimmed.Messages = shorter
 		req = &trimmed
-		e.log.Debug("history over MAX_PROMPT_LEN: dropped the oldest turn", "model", req.Model, "messages", len(shorter))
+		e.log.Debug("history over MAX_PROMPT_LEN: dropped the oldest turns", "model", req.Model, "messages", len(shorter))
 		res, err = p.generate(ctx, req, sink, limit)
 	}
 	if err != nil {
-		var se *StatusError
 		var invalid *npu.InvalidRequestError
 		if errors.As(err, &invalid) {
 			return res, err // the request's fault: a 400
 		}
-		if errors.As(err, &se) && onNPU && se.BeforeOutput && mayExceed(req, e.maxPromptLen()) {
+		if onNPU && p.mayBeOverLimit(req, err) {
 			// GenAI gives no reason. The request was validated against
-			// GenAI's rules before (npu.Request.Validate); on the NPU what
-			// is left for a generate that fails before any output is the
-			// templated prompt over MAX_PROMPT_LEN (the C API has no
-			// tokenizer to count beforehand): a request error.
+			// GenAI's rules before (npu.Request.Validate), the template
+			// checked at compile time, and what the prompt can count
+			// bounded (mayBeOverLimit): what is left for a generate that
+			// fails before any output is the templated prompt over
+			// MAX_PROMPT_LEN (the C API has no tokenizer to count
+			// beforehand): a request error.
 			return res, fmt.Errorf("the prompt (%d bytes of text, %d messages) does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
-				"(raise it with --npu-max-prompt-len; OpenVINO gave no further reason: %w): %w",
-				promptChars(req), len(req.Messages), e.maxPromptLen(), err, npu.ErrContextLength)
+				"(raise it with --npu-max-prompt-len or the model's %s; OpenVINO gave no further reason: %w): %w",
+				promptChars(req), len(req.Messages), p.promptLimit, modelstore.PropertiesFile, err, npu.ErrContextLength)
 		}
 		return res, &npu.EngineError{Engine: "openvino", Cause: err}
 	}
@@ -401,17 +500,47 @@ func mayExceed(req *npu.Request, limit int) bool {
 }
 
 // maxDropRetries bounds the retries of a history over the NPU's prompt
-// limit (each drops one turn).
-const maxDropRetries = 32
+// limit: 1, 2, 4, 8 turns dropped, then as many as make it surely fit.
+const maxDropRetries = 5
 
-// dropOldestTurn removes the oldest message that is neither a system
-// message nor the last one; ok is false when there is none left to drop.
-func dropOldestTurn(msgs []npu.Message) (_ []npu.Message, ok bool) {
-	for i, m := range msgs[:max(len(msgs)-1, 0)] {
-		if m.Role != "system" {
-			out := make([]npu.Message, 0, len(msgs)-1)
-			return append(append(out, msgs[:i]...), msgs[i+1:]...), true
-		}
+// mayBeOverLimit: a generate that failed with err may have failed for a
+// prompt over the NPU's limit: it failed before any output, and what its
+// prompt can count may exceed the limit, by its bytes or, when it continues
+// the history GenAI counted last, by that count.
+func (p *pipeline) mayBeOverLimit(req *npu.Request, err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) || !se.BeforeOutput || !mayExceed(req, p.promptLimit) {
+		return false
 	}
-	return msgs, false
+	if n, ok := p.counted.upperBound(req.Messages); ok && n < p.promptLimit {
+		return false
+	}
+	return true
+}
+
+// dropOldestTurns removes the n oldest messages that are neither system
+// messages nor the last one; ok is false when there is none to drop.
+func dropOldestTurns(msgs []npu.Message, n int) (_ []npu.Message, ok bool) {
+	out := make([]npu.Message, 0, len(msgs))
+	dropped := 0
+	for i, m := range msgs {
+		if dropped < n && i < len(msgs)-1 && m.Role != "system" {
+			dropped++
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, dropped > 0
+}
+
+// fitting drops the oldest turns until the rest cannot be over limit
+// tokens (mayExceed), keeping system messages and the last one.
+func fitting(msgs []npu.Message, limit int) []npu.Message {
+	for {
+		shorter, ok := dropOldestTurns(msgs, 1)
+		if !ok || !mayExceed(&npu.Request{Messages: msgs}, limit) {
+			return msgs
+		}
+		msgs = shorter
+	}
 }

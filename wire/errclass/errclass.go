@@ -58,6 +58,12 @@ func Of(err error) Class {
 		return Class{Status: http.StatusGatewayTimeout, Code: "token_timeout", Server: true}
 	case errors.Is(err, npu.ErrClientGone):
 		return Class{Status: StatusClientClosed, Code: "client_closed"}
+	case errors.Is(err, npu.ErrEngineCrashedOnRequest):
+		// A 4xx: SDKs retry 5xx on their own, and this one would only
+		// crash the engine again.
+		return Class{Status: http.StatusUnprocessableEntity, Code: "engine_crashed_on_request", Server: true}
+	case errors.Is(err, npu.ErrCrashThrottled):
+		return Class{Status: http.StatusTooManyRequests, Code: "crash_throttled", Retryable: true}
 	case errors.Is(err, npu.ErrEngineCrashed):
 		return Class{Status: http.StatusServiceUnavailable, Code: "engine_crashed", Server: true, Retryable: true}
 	case errors.Is(err, npu.ErrDeviceUnhealthy):

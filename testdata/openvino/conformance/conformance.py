@@ -65,6 +65,13 @@ TEMPLATES = {
             "<|tool|>{{ m.tools }}<|/tool|><|end|>{% else %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endif %}{% endfor %}"
             "{% if add_generation_prompt %}<|assistant|>{% endif %} Calls look like <|tool_call|>.",
 }
+# What each template writes when it renders the tools itself.
+NATIVE = {"hermes": "Tools: get_weather", "llama3": "You may call: get_weather", "mistral": "[AVAILABLE_TOOLS]",
+          "phi4": "<|tool|>"}
+# How the tools are given: set_tools, and/or the system message's "tools"
+# field (what npud does for Phi-4-mini's family).
+WAYS = {"set_tools only": (True, False), "set_tools and the system message": (True, True),
+        "the system message only": (False, True)}
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
@@ -93,17 +100,16 @@ KNOWN = {
     "stream: callbacks": "the words differ: the tiny model's greedy answer is ASCII (one callback per token "
     "from the third on, then the final flush: N-1), the test model's holds 日本 and an emoji of two byte-fallback "
     "tokens, held back while incomplete (openvino.genai src/cpp/src/text_streamer.cpp), so fewer callbacks",
-    "chat turn 2 on CPU, SDPA: counts only the new part": "issue 24 item 1 and defect 8 (the test library's "
-    "prefill model is the NPU branch's to change): ATTENTION_BACKEND=SDPA on CPU runs the stateful pipeline "
-    "(openvino.genai src/cpp/src/llm/pipeline.cpp), which keeps the KV cache between turns of a continued history "
-    "and counts only the new part (src/cpp/src/llm/pipeline_stateful.cpp, is_history_continuation): 31 of 52 "
-    "tokens here; the test library does this on the NPU only. The default paged attention counts all of it, "
-    "as the test library does",
-    "template phi4, set_tools only: the model sees the tool": "issue 24 defect 2 (the test library's tool "
-    "model is the NPU branch's to change): GenAI renders with minja (openvino.genai "
-    "src/cpp/src/tokenizer/tokenizer_impl.cpp, minja/chat-template.hpp), which for a template that never reads "
-    "`tools` writes them into the first system message itself (\"You can call any of the following tools ...\" "
-    "and an example call); the test library says such a template ignores them",
+    # minja's polyfill writes the tools into the system message in its own
+    # words when the template does not render them; the test model does
+    # not read that text (it calls only when its template shows the tool).
+    "template phi4, set_tools only: minja's polyfill shows the tool": "not modelled: the test model "
+    "answers a call only when the template shows the tool in its own format; minja "
+    "(openvino.genai src/cpp/src/tokenizer/tokenizer_impl.cpp, minja/chat-template.hpp) then describes "
+    "the tools in its own words, whether a real Phi-4-mini would call from that text is the model's",
+    "template phi4, set_tools and the system message: minja's polyfill shows the tool": "as above",
+    "template phi4, the system message only: minja's polyfill shows the tool": "as above (here it does not "
+    "show them: without set_tools there is nothing to polyfill)",
 }
 
 
@@ -204,13 +210,17 @@ def run_real(model):
     # for a history with set_tools (as generate with a ChatHistory does:
     # the history's tools and extra context go to apply_chat_template).
     for shape, template in TEMPLATES.items():
-        for in_system in (False, True):
+        for way, (set_tools, in_system) in WAYS.items():
             h = g.ChatHistory(tool_messages(in_system))
-            h.set_tools(TOOLS)
+            if set_tools:
+                h.set_tools(TOOLS)
             h.set_extra_context({"enable_thinking": False})
-            prompt = tok.apply_chat_template(h, True, template, h.get_tools(), h.get_extra_context())
-            where = "tools also in the system message" if in_system else "set_tools only"
-            out[f"template {shape}, {where}: the model sees the tool"] = "get_weather" in prompt
+            prompt = tok.apply_chat_template(h, True, template, h.get_tools() or None, h.get_extra_context())
+            out[f"template {shape}, {way}: the template shows the tool"] = NATIVE[shape] in prompt
+            if shape == "phi4":
+                # minja's tool polyfill: its own text in the system message.
+                out[f"template {shape}, {way}: minja's polyfill shows the tool"] = \
+                    "You can call any of the following tools" in prompt
     return out
 
 
@@ -391,15 +401,17 @@ def run_testlib(model, libdir):
             folder = template_folder(model, shape, tmp)
             tpipe = P()
             ok(lib.ov_genai_llm_pipeline_create(folder.encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(tpipe)), "create " + shape)
-            for in_system in (False, True):
+            for way, (set_tools, in_system) in WAYS.items():
                 h = P()
                 ok(lib.ov_genai_chat_history_create(ctypes.byref(h)), "chat_history_create")
                 for m in tool_messages(in_system):
                     j = json_container(m)
                     ok(lib.ov_genai_chat_history_push_back(h, j), "push_back")
                     lib.ov_genai_json_container_free(j)
-                for setter, value in (("ov_genai_chat_history_set_tools", TOOLS),
-                                      ("ov_genai_chat_history_set_extra_context", {"enable_thinking": False})):
+                setters = [("ov_genai_chat_history_set_extra_context", {"enable_thinking": False})]
+                if set_tools:
+                    setters.append(("ov_genai_chat_history_set_tools", TOOLS))
+                for setter, value in setters:
                     j = json_container(value)
                     ok(getattr(lib, setter)(h, j), setter)
                     lib.ov_genai_json_container_free(j)
@@ -412,8 +424,7 @@ def run_testlib(model, libdir):
                 ok(lib.ov_genai_decoded_results_get_string(results, None, ctypes.byref(size)), "size")
                 buf = ctypes.create_string_buffer(size.value)
                 ok(lib.ov_genai_decoded_results_get_string(results, buf, ctypes.byref(size)), "get_string")
-                where = "tools also in the system message" if in_system else "set_tools only"
-                out[f"template {shape}, {where}: the model sees the tool"] = b"get_weather" in buf.value
+                out[f"template {shape}, {way}: the template shows the tool"] = b"get_weather" in buf.value
                 lib.ov_genai_decoded_results_free(results)
                 lib.ov_genai_generation_config_free(c)
                 lib.ov_genai_chat_history_free(h)
