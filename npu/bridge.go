@@ -161,12 +161,13 @@ func (s *Stream) appendCalls(calls []ToolCallDelta) {
 	}
 }
 
-// flushToolCalls ends the tool-call parser's answer.
-func (s *Stream) flushToolCalls() {
+// flushToolCalls ends the tool-call parser's answer; cut says a limit
+// ended it.
+func (s *Stream) flushToolCalls(cut bool) {
 	if s.tools == nil {
 		return
 	}
-	content, calls := s.tools.flush()
+	content, calls := s.tools.flush(cut)
 	s.appendText(content)
 	s.appendCalls(calls)
 }
@@ -265,7 +266,8 @@ func (s *Stream) finish(res Result, err error) {
 		}
 	}
 	if err == nil {
-		s.flushToolCalls() // also after a stop string: what it held before it is content
+		// Also after a stop string: what it held before it is content.
+		s.flushToolCalls(res.FinishReason == FinishLength || s.stopReason == FinishLength)
 	}
 	if s.stopReason != "" {
 		res.FinishReason = s.stopReason
