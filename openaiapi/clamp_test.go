@@ -93,6 +93,16 @@ func TestMaxTokensClamped(t *testing.T) {
 		}
 	})
 
+	t.Run("the context is in /v1/models", func(t *testing.T) {
+		resp, raw := c.Do(t, http.MethodGet, "/v1/models/sim", "")
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+		var m struct {
+			ContextLength int `json:"context_length"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &m))
+		assert.Equal(t, contextLength, m.ContextLength)
+	})
+
 	t.Run("within the room: not clamped", func(t *testing.T) {
 		resp, raw := c.Do(t, http.MethodPost, chat, `{"model":"sim",`+msgs+`,"max_tokens":3}`)
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)

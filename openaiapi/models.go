@@ -17,10 +17,15 @@ type model struct {
 	// Capabilities is an extension: what the model can do, as Ollama's
 	// /api/show lists it (completion, tools, thinking, vision).
 	Capabilities []string `json:"capabilities"`
+	// ContextLength is an extension: the tokens prompt and completion
+	// share (what an agent's "context limit" setting wants); omitted when
+	// unknown.
+	ContextLength int `json:"context_length,omitempty"`
 }
 
 func toModel(m npu.ModelInfo) model {
-	return model{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: m.OwnedBy, Capabilities: npu.Capabilities(m)}
+	return model{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: m.OwnedBy, Capabilities: npu.Capabilities(m),
+		ContextLength: m.ContextLength}
 }
 
 func (a *API) listModels(c *gin.Context) {
