@@ -135,3 +135,35 @@ func TestMaxTokensClamped(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxTokensClampedOpenVINO (issue 31): the OpenVINO engine learns the
+// prompt's length only from GenAI's result (the C API has no tokenizer),
+// so it says at the end that a limit was clamped: in the header of an
+// answer that is not streamed.
+func TestMaxTokensClampedOpenVINO(t *testing.T) {
+	srv := daemontest.StartOpenVINO(t, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodGet, "/v1/models/sim", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var m struct {
+		ContextLength int `json:"context_length"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &m))
+	require.Positive(t, m.ContextLength)
+
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions",
+		`{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":`+strconv.Itoa(10*m.ContextLength)+`}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var a struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &a))
+	assert.Equal(t, strconv.Itoa(m.ContextLength-a.Usage.PromptTokens), resp.Header.Get(reqinfo.MaxTokensClampedHeader),
+		"the room the prompt left")
+
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Empty(t, resp.Header.Get(reqinfo.MaxTokensClampedHeader), "a limit within the room")
+}
