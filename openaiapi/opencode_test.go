@@ -407,6 +407,7 @@ func TestOpenCodeToolLoop(t *testing.T) {
 				}
 			}
 			assert.True(t, foundCall, "the call goes back as the assistant's")
+			t.Logf("the model called %s(%s); OpenCode's result: %q", tool, call.calls[0].args, result)
 			require.NotEmpty(t, result, "OpenCode sent the tool's result back")
 			tc.ran(t, project, tool, args, result)
 
