@@ -220,6 +220,9 @@ func readStream(t *testing.T, raw []byte) streamedAnswer {
 // folders in the test's own temporary folder, and an environment of its
 // own (nothing of the test's passes to it).
 func TestOpenCodeToolLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs OpenCode, several seconds a turn: not with -short")
+	}
 	bin := openCode(t)
 	for _, tc := range []struct {
 		name  string
