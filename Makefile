@@ -69,6 +69,8 @@ test: check ## vet, then every test under the race detector
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
 	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
+	@# OpenCode (a native binary, ~180 MB a platform), pinned by testdata/opencode/package-lock.json.
+	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm ci --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino

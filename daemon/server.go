@@ -345,6 +345,7 @@ func (s *Server) routes() http.Handler {
 		Images:         images,
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
+		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 		Journal: journal.Config{
 			Window:    s.cfg.ResumeWindow,
 			MaxBytes:  s.cfg.ResumeMaxBytes,

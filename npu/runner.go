@@ -165,6 +165,10 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Normalize()
+	clamped, err := r.limitCompletion(req, m)
+	if err != nil {
+		return nil, err
+	}
 	release, err := r.AdmitStream(req.Tenant)
 	if err != nil {
 		return nil, err
@@ -175,6 +179,7 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	s := newStream(r.base, req, r.cfg.Stream, r.cfg.Observer)
+	s.clamped = clamped
 	if len(req.Tools) > 0 {
 		s.parseToolCalls(m.Details.ToolFormat)
 	}
@@ -185,6 +190,22 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		r.run(s, ticket)     // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil
+}
+
+// limitCompletion applies CompletionLimit to req when the engine can count
+// its prompt: it returns the limit req.MaxTokens was lowered to (0 when it
+// was not), or the error for a prompt that leaves no room.
+func (r *Runner) limitCompletion(req *Request, m ModelInfo) (clamped int, err error) {
+	counter, ok := r.engine.(PromptCounter)
+	if !ok || m.ContextLength <= 0 {
+		return 0, nil
+	}
+	limit, lowered, err := CompletionLimit(req.MaxTokens, counter.PromptTokens(req), m.ContextLength)
+	if err != nil || !lowered {
+		return 0, err
+	}
+	req.MaxTokens = limit
+	return limit, nil
 }
 
 // fitTools checks that model m can do what req asks of tools and images,

@@ -193,6 +193,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	}
 	defer stream.Close()
 	info.Stream = stream
+	reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
 	if req.stream() {
 		a.writeStream(ctx, c.Writer, wantsSSE(c.Request), info, stream, ep, model)
 		return
@@ -348,6 +349,8 @@ func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqi
 		out.Thinking = answer.Reasoning
 	}
 	info.FinishReason = out.DoneReason
+	// An engine that cannot count the prompt beforehand says at its end.
+	reqinfo.SetMaxTokensClamped(rw.Header(), answer.Result.MaxTokensClamped)
 	rw.Header().Set("Content-Type", "application/json; charset=utf-8")
 	rw.WriteHeader(http.StatusOK)
 	if err := json.NewEncoder(rw).Encode(out); err != nil {

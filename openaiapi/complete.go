@@ -172,6 +172,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		if err != nil {
 			return nil, err
 		}
+		reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
 		info.Stream = stream
 		return &source{next: stream.Next, firstTokenAt: stream.FirstTokenAt, close: stream.Close}, nil
 	}
@@ -193,7 +194,11 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		from = n + 1
 	}
 	j, joined, err := a.journals.Open(key, info.ID, req.fingerprint(), resumable, func() (*npu.Stream, error) {
-		return a.runner.Start(engineReq)
+		stream, err := a.runner.Start(engineReq)
+		if err == nil {
+			reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
+		}
+		return stream, err
 	})
 	if errors.Is(err, journal.ErrConflict) {
 		return nil, &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "idempotency_key_conflict", Cause: err,
@@ -342,6 +347,8 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 	}
 	info.TokensOut = answer.Result.CompletionTokens
 	info.FinishReason = FinishReason(answer.Result.FinishReason)
+	// An engine that cannot count the prompt beforehand says at its end.
+	reqinfo.SetMaxTokensClamped(c.Writer.Header(), answer.Result.MaxTokensClamped)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
 	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, answer, info.FinishReason)); err != nil {
