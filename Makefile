@@ -70,7 +70,10 @@ test: check ## vet, then every test under the race detector
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
 	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
 	@# OpenCode (a native binary, ~180 MB a platform), pinned by testdata/opencode/package-lock.json.
-	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm ci --no-audit --no-fund --loglevel=error)
+	@# npm install, not npm ci: the lock holds only the platform packages the registry serves here,
+	@# and npm ci refuses a lock without every optional platform package; install keeps the lock's
+	@# versions and integrity (--no-save: the lock is never rewritten).
+	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm install --no-save --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino
