@@ -34,8 +34,10 @@ type Config struct {
 
 	ModelsDir         string // OpenVINO: one IR export per subfolder
 	Device            string // OpenVINO: AUTO, NPU, GPU, GPU.1, CPU
-	NPUMaxPromptLen   int    // OpenVINO on NPU: MAX_PROMPT_LEN (0 = GenAI's 1024)
-	NPUMinResponseLen int    // OpenVINO on NPU: MIN_RESPONSE_LEN (0 = GenAI's 128)
+	NPUMaxPromptLen   int    // OpenVINO on NPU: MAX_PROMPT_LEN (0 = GenAI's 1024; npud's default 16384, for agents)
+	NPUMinResponseLen int    // OpenVINO on NPU: MIN_RESPONSE_LEN (0 = GenAI's 128; npud's default 1024)
+	NPUPrefillChunk   int    // OpenVINO on NPU: NPUW_LLM_PREFILL_CHUNK_SIZE (0 = NPUW's 1024)
+	NPUPrefixCaching  bool   // OpenVINO on NPU: NPUW_LLM_ENABLE_PREFIX_CACHING (npud's default on)
 	NPUPrefillHint    string // OpenVINO on NPU: PREFILL_HINT, DYNAMIC or STATIC
 	NPUGenerateHint   string // OpenVINO on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF
 	CacheDir          string // OpenVINO: compiled-model cache
@@ -251,8 +253,10 @@ func (c *Config) options(ls *layers) []option {
 		{"openvino-lib", "OpenVINO GenAI's C library (libopenvino_genai_c.so, openvino_genai_c.dll) or a folder holding it; empty = search OpenVINO_DIR, INTEL_OPENVINO_DIR, /opt/intel/openvino*, a Python wheel, the system", str(&c.OpenVINOLib, "")},
 		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, defaultStateDir("models", "/var/lib/npud/models"))},
 		{"device", "openvino: AUTO (NPU, then GPU, then CPU) or a device name", str(&c.Device, "AUTO")},
-		{"npu-max-prompt-len", "openvino on NPU: longest prompt in tokens (0 = GenAI's 1024)", num(&c.NPUMaxPromptLen, 0)},
-		{"npu-min-response-len", "openvino on NPU: tokens reserved for the answer (0 = GenAI's 128)", num(&c.NPUMinResponseLen, 0)},
+		{"npu-max-prompt-len", "openvino on NPU: MAX_PROMPT_LEN, the longest prompt in tokens, the whole templated history (0 = GenAI's 1024)", num(&c.NPUMaxPromptLen, 16384)},
+		{"npu-min-response-len", "openvino on NPU: MIN_RESPONSE_LEN, tokens reserved for the answer (0 = GenAI's 128)", num(&c.NPUMinResponseLen, 1024)},
+		{"npu-prefill-chunk", "openvino on NPU: NPUW_LLM_PREFILL_CHUNK_SIZE, a power of two (0 = NPUW's 1024)", num(&c.NPUPrefillChunk, 0)},
+		{"npu-prefix-caching", "openvino on NPU: NPUW_LLM_ENABLE_PREFIX_CACHING, reuse the KV cache of prompt blocks seen before (needs MAX_PROMPT_LEN above the chunk)", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.NPUPrefixCaching, n, true, u) }},
 		{"npu-prefill-hint", "openvino on NPU: PREFILL_HINT, DYNAMIC or STATIC (empty = GenAI's default)", str(&c.NPUPrefillHint, "")},
 		{"npu-generate-hint", "openvino on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF (empty = GenAI's default)", str(&c.NPUGenerateHint, "")},
 		{"hub-endpoint", "model hub for pull, Hugging Face-compatible (empty = HF_ENDPOINT, else https://huggingface.co)", str(&c.HubEndpoint, "")},
@@ -433,6 +437,8 @@ func (c Config) Validate() error {
 	check(c.Isolation == "auto" || c.Isolation == "process" || c.Isolation == "none", "--isolation must be auto, process or none, got %q", c.Isolation)
 	check(c.DeviceFailures >= 1, "--device-failures must be 1 or more, got %d", c.DeviceFailures)
 	check(c.NPUMaxPromptLen >= 0 && c.NPUMinResponseLen >= 0, "--npu-max-prompt-len and --npu-min-response-len must not be negative")
+	check(c.NPUPrefillChunk >= 0 && c.NPUPrefillChunk&(c.NPUPrefillChunk-1) == 0,
+		"--npu-prefill-chunk must be a power of two (NPUW refuses others), got %d", c.NPUPrefillChunk)
 	check(c.NPUPrefillHint == "" || c.NPUPrefillHint == "DYNAMIC" || c.NPUPrefillHint == "STATIC",
 		"--npu-prefill-hint must be DYNAMIC or STATIC, got %q", c.NPUPrefillHint)
 	check(c.NPUGenerateHint == "" || c.NPUGenerateHint == "FAST_COMPILE" || c.NPUGenerateHint == "BEST_PERF",

@@ -40,14 +40,16 @@ func startOpenVINO(cfg Config, lib *openvino.Library, log *slog.Logger) (npu.Eng
 // openvinoConfig is the engine's configuration from npud's.
 func openvinoConfig(cfg Config, lib *openvino.Library) openvino.Config {
 	return openvino.Config{
-		Library:        lib,
-		ModelsDir:      cfg.ModelsDir,
-		Device:         cfg.Device,
-		MaxPromptLen:   cfg.NPUMaxPromptLen,
-		MinResponseLen: cfg.NPUMinResponseLen,
-		PrefillHint:    cfg.NPUPrefillHint,
-		GenerateHint:   cfg.NPUGenerateHint,
-		CacheDir:       cfg.CacheDir,
+		Library:          lib,
+		ModelsDir:        cfg.ModelsDir,
+		Device:           cfg.Device,
+		MaxPromptLen:     cfg.NPUMaxPromptLen,
+		MinResponseLen:   cfg.NPUMinResponseLen,
+		PrefillHint:      cfg.NPUPrefillHint,
+		GenerateHint:     cfg.NPUGenerateHint,
+		CacheDir:         cfg.CacheDir,
+		PrefillChunkSize: cfg.NPUPrefillChunk,
+		PrefixCaching:    cfg.NPUPrefixCaching,
 	}
 }
 

@@ -54,9 +54,10 @@ func TestOpenVINOEngineServesBothAPIs(t *testing.T) {
 	resp, _ = c.Do(t, http.MethodPost, "/api/generate", `{"model":"nope","prompt":"x"}`)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 
-	// On the NPU a prompt over MAX_PROMPT_LEN is a 400 that names the limit.
+	// On the NPU a prompt over MAX_PROMPT_LEN (npud's default 16384) is a
+	// 400 that names the limit.
 	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions",
-		`{"model":"tiny","messages":[{"role":"user","content":"`+strings.Repeat("word ", 2000)+`"}]}`)
+		`{"model":"tiny","messages":[{"role":"user","content":"`+strings.Repeat("word ", 17000)+`"}]}`)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
 	assert.Contains(t, string(raw), "MAX_PROMPT_LEN")
 	assert.Contains(t, string(raw), "context_length_exceeded")

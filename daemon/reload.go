@@ -93,6 +93,7 @@ var configFieldKeys = map[string]string{
 	"APIKeys": "api-key", "MaxStreams": "max-streams-per-key", "Aliases": "alias",
 	"NPUMaxPromptLen": "npu-max-prompt-len", "NPUMinResponseLen": "npu-min-response-len",
 	"NPUPrefillHint": "npu-prefill-hint", "NPUGenerateHint": "npu-generate-hint",
+	"NPUPrefillChunk": "npu-prefill-chunk", "NPUPrefixCaching": "npu-prefix-caching",
 	"CORSOrigins": "cors-origins", "TLSCert": "tls-cert", "TLSKey": "tls-key",
 	"WSMaxRequests": "ws-max-requests", "SimTTFT": "sim-ttft", "SimITL": "sim-itl",
 	"APIKeyFile": "api-key-file", "ConfigFile": "config", "OpenVINOLib": "openvino-lib",

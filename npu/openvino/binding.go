@@ -19,16 +19,42 @@ static ov_genai_streaming_status_e npud_trampoline(const char* str, void* args) 
 // cgo cannot call variadic functions: fixed-arity shims for the pipeline
 // constructors (LLM and VLM take the same arguments), with properties as
 // parallel key and value arrays.
-#define NPUD_CALL_CREATE(create)                                                                              \
-	switch (n) {                                                                                              \
-	case 0: return create(path, device, 0, pipe);                                                             \
-	case 1: return create(path, device, 2, pipe, k[0], v[0]);                                                 \
-	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]);                                     \
-	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]);                         \
-	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]);             \
+#define NPUD_CALL_CREATE(create) \
+	switch (n) { \
+	case 0: return create(path, device, 0, pipe); \
+	case 1: return create(path, device, 2, pipe, k[0], v[0]); \
+	case 2: return create(path, device, 4, pipe, k[0], v[0], k[1], v[1]); \
+	case 3: return create(path, device, 6, pipe, k[0], v[0], k[1], v[1], k[2], v[2]); \
+	case 4: return create(path, device, 8, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3]); \
 	case 5: return create(path, device, 10, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4]); \
 	case 6: return create(path, device, 12, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5]); \
-	}                                                                                                         \
+	case 7: return create(path, device, 14, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6]); \
+	case 8: return create(path, device, 16, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7]); \
+	case 9: return create(path, device, 18, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8]); \
+	case 10: return create(path, device, 20, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9]); \
+	case 11: return create(path, device, 22, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10]); \
+	case 12: return create(path, device, 24, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11]); \
+	case 13: return create(path, device, 26, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12]); \
+	case 14: return create(path, device, 28, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13]); \
+	case 15: return create(path, device, 30, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14]); \
+	case 16: return create(path, device, 32, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15]); \
+	case 17: return create(path, device, 34, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16]); \
+	case 18: return create(path, device, 36, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17]); \
+	case 19: return create(path, device, 38, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18]); \
+	case 20: return create(path, device, 40, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19]); \
+	case 21: return create(path, device, 42, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20]); \
+	case 22: return create(path, device, 44, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21]); \
+	case 23: return create(path, device, 46, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22]); \
+	case 24: return create(path, device, 48, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23]); \
+	case 25: return create(path, device, 50, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24]); \
+	case 26: return create(path, device, 52, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25]); \
+	case 27: return create(path, device, 54, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26]); \
+	case 28: return create(path, device, 56, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27]); \
+	case 29: return create(path, device, 58, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28]); \
+	case 30: return create(path, device, 60, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28], k[29], v[29]); \
+	case 31: return create(path, device, 62, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28], k[29], v[29], k[30], v[30]); \
+	case 32: return create(path, device, 64, pipe, k[0], v[0], k[1], v[1], k[2], v[2], k[3], v[3], k[4], v[4], k[5], v[5], k[6], v[6], k[7], v[7], k[8], v[8], k[9], v[9], k[10], v[10], k[11], v[11], k[12], v[12], k[13], v[13], k[14], v[14], k[15], v[15], k[16], v[16], k[17], v[17], k[18], v[18], k[19], v[19], k[20], v[20], k[21], v[21], k[22], v[22], k[23], v[23], k[24], v[24], k[25], v[25], k[26], v[26], k[27], v[27], k[28], v[28], k[29], v[29], k[30], v[30], k[31], v[31]); \
+	} \
 	return INVALID_C_PARAM;
 
 static ov_status_e npud_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
@@ -109,7 +135,7 @@ import (
 )
 
 // maxProperties is what the constructor shim accepts.
-const maxProperties = 6
+const maxProperties = 32
 
 // StatusError is a failed C call. GenAI reports every failure as
 // UNKNOW_EXCEPTION (-17) without a message, so the error names the call and
@@ -159,13 +185,52 @@ type pipeline struct {
 	// toolFormat is how the model's template takes tools and its answer
 	// writes calls (npu.ToolFormat*), "" when it renders none.
 	toolFormat string
+	// stateful: on CPU/GPU, GenAI built its stateful pipeline (SDPA)
+	// rather than continuous batching: it keeps the KV cache between
+	// generates and counts only the new part of a continued history. The
+	// NPU's stateful pipeline prefills and counts the whole history every
+	// time (pipeline_stateful.cpp: m_use_full_chat_history), so it is not
+	// stateful in this sense.
+	stateful bool
 	// conversation: what the stateful pipeline's KV cache holds; touched
 	// only by the goroutine that holds busy.
 	conversation conversation
 }
 
-// newPipeline compiles the model in dir for device.
+// newPipeline compiles the model in dir for device. On CPU/GPU an LLM is
+// asked for paged attention explicitly (ATTENTION_BACKEND=PA) unless the
+// properties choose: GenAI otherwise falls back to its stateful pipeline
+// quietly when paged attention fails to start (src/cpp/src/llm/pipeline.cpp),
+// and the stateful pipeline counts prompt tokens differently. An explicit
+// PA fails instead, and the pipeline is compiled again with SDPA, so npud
+// knows which one runs.
 func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pipeline, error) {
+	if deviceKind(device) == "NPU" || modelstore.HasVisionEncoder(dir) {
+		return compilePipeline(api, dir, device, props)
+	}
+	for _, pr := range props {
+		if pr.key == "ATTENTION_BACKEND" {
+			p, err := compilePipeline(api, dir, device, props)
+			if err == nil {
+				p.stateful = pr.value == "SDPA"
+			}
+			return p, err
+		}
+	}
+	p, err := compilePipeline(api, dir, device, append(slices.Clone(props), property{"ATTENTION_BACKEND", "PA"}))
+	if err == nil {
+		return p, nil
+	}
+	p, sdpaErr := compilePipeline(api, dir, device, append(slices.Clone(props), property{"ATTENTION_BACKEND", "SDPA"}))
+	if sdpaErr != nil {
+		return nil, errors.Join(err, sdpaErr)
+	}
+	p.stateful = true
+	return p, nil
+}
+
+// compilePipeline creates GenAI's pipeline for the model in dir.
+func compilePipeline(api *C.npud_ov_api, dir, device string, props []property) (*pipeline, error) {
 	if len(props) > maxProperties {
 		return nil, fmt.Errorf("%d pipeline properties: at most %d are supported", len(props), maxProperties)
 	}
@@ -333,7 +398,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		res.CompletionTokens = deliveredTokens(generated, int(state.sentBytes.Load()), generatedBytes(api, results))
 	}
 	prefilled := res.PromptTokens
-	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful(), prefilled, generated)
+	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful, prefilled, generated)
 	res.CachedPromptTokens = res.PromptTokens - prefilled
 	done = true
 	return res, nil
@@ -364,11 +429,13 @@ func generatedBytes(api *C.npud_ov_api, results C.npud_results) int {
 	return int(size) - 1 // the size counts the terminating NUL
 }
 
-// conversation is what a stateful pipeline's KV cache holds: GenAI keeps
-// the cache of the last history it ran and, when the next history extends
-// it (pipeline_stateful.cpp: is_history_continuation), prefills only the
-// new part and counts only that as input tokens. Usage reports the whole
-// prompt, so the binding keeps the count of what is cached.
+// conversation is what a CPU/GPU stateful pipeline's KV cache holds:
+// GenAI keeps the cache of the last history it ran and, when the next
+// history extends it (pipeline_stateful.cpp: is_history_continuation),
+// prefills only the new part and counts only that as input tokens. Usage
+// reports the whole prompt, so the binding keeps the count of what is
+// cached. Not on the NPU: there GenAI prefills and counts the whole
+// history every time.
 type conversation struct {
 	history []npu.Message
 	tokens  int // the cached history's prompt tokens plus the answer generated after it
@@ -395,11 +462,6 @@ func (c *conversation) account(msgs []npu.Message, stateful bool, prefilled, gen
 func continues(cached, next []npu.Message) bool {
 	return len(cached) > 0 && len(next) > len(cached) && slices.EqualFunc(cached, next[:len(cached)], npu.Message.Equal)
 }
-
-// stateful: the NPU runs GenAI's stateful pipeline, which keeps the KV
-// cache between generates; CPU and GPU run continuous batching, which
-// counts the whole prompt.
-func (p *pipeline) stateful() bool { return deviceKind(p.device) == "NPU" }
 
 // config starts from the pipeline's own defaults (the model's
 // generation_config.json) and applies the request.

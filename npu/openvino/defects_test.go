@@ -40,13 +40,17 @@ func TestUnseededSampledRequestsDiffer(t *testing.T) {
 // Issue 11, defect 9: a device with an index is still an NPU.
 func TestIndexedNPUGetsTheNPUProperties(t *testing.T) {
 	e := &Engine{cfg: Config{MaxPromptLen: 2048, MinResponseLen: 256, GenerateHint: "BEST_PERF"}}
+	dir := t.TempDir()
 	for _, device := range []string{"NPU", "NPU.0", "NPU.1"} {
-		props := e.properties(device)
+		props, err := e.properties(dir, device)
+		require.NoError(t, err)
 		assert.Contains(t, props, property{"MAX_PROMPT_LEN", "2048"}, device)
 		assert.Contains(t, props, property{"MIN_RESPONSE_LEN", "256"}, device)
 		assert.Contains(t, props, property{"GENERATE_HINT", "BEST_PERF"}, device)
 	}
-	assert.Empty(t, e.properties("GPU.0"), "NPU properties stay off other devices")
+	props, err := e.properties(dir, "GPU.0")
+	require.NoError(t, err)
+	assert.Empty(t, props, "NPU properties stay off other devices")
 }
 
 // Issue 11, defect 9: a panic in the stream callback cancels the native

@@ -35,7 +35,13 @@ type Config struct {
 	MinResponseLen int    // MIN_RESPONSE_LEN; 0 = GenAI's default (128)
 	PrefillHint    string // PREFILL_HINT: DYNAMIC or STATIC; "" = GenAI's default
 	GenerateHint   string // GENERATE_HINT: FAST_COMPILE or BEST_PERF; "" = GenAI's default
-	CacheDir       string // CACHE_DIR, so the slow first NPU compile happens once
+	// PrefillChunkSize is NPUW_LLM_PREFILL_CHUNK_SIZE; 0 = NPUW's (1024).
+	PrefillChunkSize int
+	// PrefixCaching sets NPUW_LLM_ENABLE_PREFIX_CACHING=YES: NPUW keeps the
+	// KV cache of prompt blocks it computed and restores a prompt's leading
+	// blocks it has seen (only when prefill is chunked).
+	PrefixCaching bool
+	CacheDir      string // CACHE_DIR, so the slow first NPU compile happens once
 	// Hub fetches models for pull; nil disables pulling.
 	Hub *hub.Client
 	// OnCompile, when set, is told each device a model is about to be
@@ -114,7 +120,10 @@ func (e *Engine) DeviceOf(model string) string {
 	return ""
 }
 
-func (e *Engine) properties(device string) []property {
+// properties are what a pipeline for the model in dir is compiled with on
+// device: the engine's settings, then the model folder's properties file
+// (modelstore.PropertiesFile), which wins for the keys it names.
+func (e *Engine) properties(dir, device string) ([]property, error) {
 	var props []property
 	if deviceKind(device) == "NPU" { // also NPU.0, NPU.1
 		if e.cfg.MaxPromptLen > 0 {
@@ -123,17 +132,78 @@ func (e *Engine) properties(device string) []property {
 		if e.cfg.MinResponseLen > 0 {
 			props = append(props, property{"MIN_RESPONSE_LEN", strconv.Itoa(e.cfg.MinResponseLen)})
 		}
-		if e.cfg.PrefillHint != "" {
+		if e.cfg.PrefillHint != "" && !forcesStaticPrefill(dir) {
 			props = append(props, property{"PREFILL_HINT", e.cfg.PrefillHint})
 		}
 		if e.cfg.GenerateHint != "" {
 			props = append(props, property{"GENERATE_HINT", e.cfg.GenerateHint})
 		}
+		if e.cfg.PrefillChunkSize > 0 {
+			props = append(props, property{"NPUW_LLM_PREFILL_CHUNK_SIZE", strconv.Itoa(e.cfg.PrefillChunkSize)})
+		}
+		if e.cfg.PrefixCaching {
+			props = append(props, property{"NPUW_LLM_ENABLE_PREFIX_CACHING", "YES"})
+		}
 	}
 	if e.cfg.CacheDir != "" {
 		props = append(props, property{"CACHE_DIR", e.cfg.CacheDir})
 	}
-	return props
+	own, err := modelstore.ReadProperties(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range own {
+		props = slices.DeleteFunc(props, func(p property) bool { return p.key == o.Key })
+		props = append(props, property{o.Key, o.Value})
+	}
+	return props, nil
+}
+
+// forcesStaticPrefill: GenAI compiles this model's language model with
+// NPUW_LLM_PREFILL_HINT=STATIC (Gemma3 vision models, whose inputs NPUW
+// cannot chunk: visual_language/pipeline.cpp update_npu_properties), and a
+// PREFILL_HINT from npud would replace it (utils.cpp: rename_key), after
+// which NPUW refuses to compile ("Chunking is not implemented for Gemma
+// model family yet", llm_compiled_model.cpp). So the engine's hint is not
+// passed for it.
+func forcesStaticPrefill(dir string) bool {
+	return modelstore.HasVisionEncoder(dir) && modelstore.Describe(dir, filepath.Base(dir)).Architecture == "gemma3"
+}
+
+// compile builds the pipeline of the model in dir for device. An indexed
+// NPU ("NPU.0") is compiled as "NPU": GenAI converts MAX_PROMPT_LEN and
+// MIN_RESPONSE_LEN to integers only for the device named exactly "NPU"
+// (src/c/src/llm_pipeline.cpp, vlm_pipeline.cpp) and throws on the string
+// otherwise (src/cpp/src/utils.cpp: pop_int_and_cast), and its NPU path
+// compiles on "NPU", the default NPU, whatever index was named
+// (compile_decoder_for_npu_impl). So only the first NPU can be named; any
+// other is refused, saying why.
+func (e *Engine) compile(dir, device string) (*pipeline, error) {
+	target := device
+	if deviceKind(device) == "NPU" && device != "NPU" {
+		first := ""
+		for _, d := range e.devices {
+			if deviceKind(d.Name) == "NPU" {
+				first = d.Name
+				break
+			}
+		}
+		if device != first {
+			return nil, fmt.Errorf("device %s: OpenVINO GenAI compiles language models for the default NPU (%s) whatever index is named, "+
+				"so only that one can run them: use --device NPU", device, first)
+		}
+		target = "NPU"
+	}
+	props, err := e.properties(dir, device)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPipeline(e.cfg.Library.api, dir, target, props)
+	if err != nil {
+		return nil, err
+	}
+	p.device = device
+	return p, nil
 }
 
 // Load implements npu.ModelLoader: it compiles the model for the configured
@@ -175,7 +245,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 		if e.cfg.OnCompile != nil {
 			e.cfg.OnCompile(model, device)
 		}
-		p, err := newPipeline(e.cfg.Library.api, dir, device, e.properties(device))
+		p, err := e.compile(dir, device)
 		if err == nil {
 			e.mu.Lock()
 			e.pipelines[model] = p
@@ -201,7 +271,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 		return e.Load(ctx, model)
 	}
 	// Compiling takes long on an NPU; the engine mutex is not held meanwhile.
-	p, err := newPipeline(e.cfg.Library.api, filepath.Join(e.cfg.ModelsDir, model), old.device, e.properties(old.device))
+	p, err := e.compile(filepath.Join(e.cfg.ModelsDir, model), old.device)
 	if err != nil {
 		return fmt.Errorf("compiling the new %q on %s: %w", model, old.device, err)
 	}

@@ -4,6 +4,8 @@ package openvino
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -62,44 +64,57 @@ func TestPromptAfterChatOnTheNPU(t *testing.T) {
 	}
 }
 
-// The test library models GenAI's stateful pipeline: a history that
-// continues the one whose KV cache the NPU holds prefills only its new
-// messages; any other history prefills everything.
-func TestHistoryContinuationPrefillsOnlyTheNewTurn(t *testing.T) {
-	_, r := newTestEngine(t, "NPU", Config{Device: "NPU"})
-	first := []npu.Message{{Role: "system", Content: "be brief and kind to every user of this box"}, {Role: "user", Content: "tell me about the npu"}}
-	answer, _, err := run(t, r, &npu.Request{Model: "tiny", Messages: first})
+// Issue 24, defect 1: on the NPU GenAI prefills and counts the whole
+// templated history on every turn (pipeline_stateful.cpp:
+// m_use_full_chat_history), so usage is GenAI's count, nothing of it comes
+// from a cache, and a continued conversation that ends at EOS is a stop,
+// not a length cut from a count that added the previous turn again.
+func TestNPUCountsTheWholeHistoryEveryTurn(t *testing.T) {
+	_, r := newTestEngine(t, "NPU", Config{Device: "NPU", MaxPromptLen: 100, MinResponseLen: 40})
+	words := strings.Repeat("word ", 36)
+	first := []npu.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: words}}
+	answer, res1, err := run(t, r, &npu.Request{Model: "tiny", Messages: first, Sampling: npu.Sampling{Seed: seed(3)}})
 	require.NoError(t, err)
-	whole := testLastPrefilled()
+	assert.Equal(t, testLastPrefilled(), res1.PromptTokens)
+	assert.Zero(t, res1.CachedPromptTokens)
 
 	next := append(append([]npu.Message{}, first...), npu.Message{Role: "assistant", Content: answer}, npu.Message{Role: "user", Content: "more"})
-	_, res, err := run(t, r, &npu.Request{Model: "tiny", Messages: next})
+	_, res2, err := run(t, r, &npu.Request{Model: "tiny", Messages: next, Sampling: npu.Sampling{Seed: seed(3)}})
 	require.NoError(t, err)
-	assert.Less(t, testLastPrefilled(), whole, "only the new turns were prefilled")
-	continued := res.PromptTokens
-	assert.Equal(t, res.PromptTokens-testLastPrefilled(), res.CachedPromptTokens, "what was not prefilled came from the cache")
+	assert.Equal(t, testLastPrefilled(), res2.PromptTokens, "GenAI's count is the whole history")
+	assert.Zero(t, res2.CachedPromptTokens, "the NPU keeps no KV cache between turns")
+	assert.Greater(t, res2.PromptTokens, res1.PromptTokens)
+	require.Less(t, res2.PromptTokens+res2.CompletionTokens, 100+40-1, "the KV cache did not fill")
+	assert.Equal(t, npu.FinishStop, res2.FinishReason, "the answer ended at EOS")
+}
 
-	other := []npu.Message{{Role: "user", Content: "a different conversation entirely, from its start"}}
-	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: other})
+// Issue 24, defect 8: on CPU/GPU, when paged attention cannot start, GenAI
+// falls back to its stateful pipeline (src/cpp/src/llm/pipeline.cpp), which
+// keeps the KV cache and counts only the new part of a continued history
+// (is_history_continuation). npud compiles with the attention backend
+// named, knows which pipeline runs, and reports the whole prompt.
+func TestStatefulCPUFallbackCountsTheWholePrompt(t *testing.T) {
+	dir := modelsDir(t, "tiny")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tiny", "no_paged_attention"), nil, 0o644))
+	_, r := newTestEngine(t, "CPU", Config{Device: "CPU", ModelsDir: dir})
+	first := []npu.Message{{Role: "system", Content: "be brief and kind to every user of this box"}, {Role: "user", Content: "tell me about the npu"}}
+	answer, res1, err := run(t, r, &npu.Request{Model: "tiny", Messages: first})
 	require.NoError(t, err)
-	assert.Positive(t, testLastPrefilled())
-	_, _, err = run(t, r, &npu.Request{Model: "tiny", Messages: first})
-	require.NoError(t, err)
-	assert.Equal(t, whole, testLastPrefilled(), "a history that does not continue the cached one is prefilled whole")
+	assert.Equal(t, testLastPrefilled(), res1.PromptTokens)
 
-	// GenAI counts only the prefilled part; usage counts the whole prompt.
-	_, res, err = run(t, r, &npu.Request{Model: "tiny", Messages: next[:3:3]})
+	next := append(append([]npu.Message{}, first...), npu.Message{Role: "assistant", Content: answer}, npu.Message{Role: "user", Content: "more"})
+	_, res2, err := run(t, r, &npu.Request{Model: "tiny", Messages: next})
 	require.NoError(t, err)
-	_, res, err = run(t, r, &npu.Request{Model: "tiny", Messages: []npu.Message{{Role: "user", Content: "reset"}}})
+	prefilled := testLastPrefilled()
+	assert.Less(t, prefilled, res1.PromptTokens, "the stateful pipeline prefilled only the new turn")
+	assert.GreaterOrEqual(t, res2.PromptTokens, res1.PromptTokens+res1.CompletionTokens, "usage counts the cached part too")
+	assert.Equal(t, res2.PromptTokens-prefilled, res2.CachedPromptTokens, "what was not prefilled came from the cache")
+
+	// A history that does not continue the cached one is counted whole.
+	_, res3, err := run(t, r, &npu.Request{Model: "tiny", Messages: first})
 	require.NoError(t, err)
-	_, res, err = run(t, r, &npu.Request{Model: "tiny", Messages: next})
-	require.NoError(t, err)
-	assert.Equal(t, testLastPrefilled(), res.PromptTokens, "prefilled whole this time")
-	// The binding adds the cached count to GenAI's; GenAI re-aligns the
-	// cache with the re-tokenized history, so the sum can exceed the whole
-	// by the few tokens it trimmed, never fall short of it.
-	assert.GreaterOrEqual(t, continued, res.PromptTokens, "a continued history's usage counts its cached part too")
-	assert.InDelta(t, res.PromptTokens, continued, float64(res.PromptTokens)/4)
+	assert.Equal(t, res1.PromptTokens, res3.PromptTokens)
+	assert.Zero(t, res3.CachedPromptTokens)
 }
 
 // Issue 11, defect 6: when the NPU's KV cache (MAX_PROMPT_LEN +

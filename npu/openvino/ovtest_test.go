@@ -48,3 +48,10 @@ func testLastCallsAfterStop() int    { return int(testHook("ovtest_last_calls_af
 func testLastGenerated() int         { return int(testHook("ovtest_last_generated")) }
 func testLastPrefilled() int         { return int(testHook("ovtest_last_prefilled")) }
 func testLastWritten() int           { return int(testHook("ovtest_last_written")) }
+
+// The NPU cost model's figures for the last generate and compile.
+func testLastPrefillSeconds() float64 { return float64(testHook("ovtest_last_prefill_us")) / 1e6 }
+func testLastRestored() int           { return int(testHook("ovtest_last_restored")) }
+func testLastChunks() int             { return int(testHook("ovtest_last_chunks")) }
+func testLastCompileSeconds() float64 { return float64(testHook("ovtest_last_compile_us")) / 1e6 }
+func testLastCompileCached() bool     { return testHook("ovtest_last_compile_cached") != 0 }

@@ -264,6 +264,188 @@ ov_genai_chat_history_status_e ov_genai_chat_history_set_tools(ov_genai_chat_his
     return OV_GENAI_CHAT_HISTORY_OK;
 }
 
+static uint64_t fnv1a(const char* s, uint64_t h);
+
+/* ---- the NPU's cost model ----
+ *
+ * GenAI's stateful pipeline on the NPU templates and prefills the whole
+ * chat history on every turn and resets the KV cache each time
+ * (src/cpp/src/llm/pipeline_stateful.cpp: m_use_full_chat_history for NPU,
+ * reset_state before each generate), so num_input_tokens counts the whole
+ * history. What NPUW does with that prefill decides its cost
+ * (openvino src/plugins/intel_npu/src/plugin/npuw/llm_compiled_model.cpp):
+ *   - MAX_PROMPT_LEN and MIN_RESPONSE_LEN are aligned up to 64;
+ *   - prefill is chunked when PREFILL_HINT is DYNAMIC (the default) and
+ *     NPUW_LLM_PREFILL_CHUNK_SIZE (default 1024, a power of two) is below
+ *     the aligned prompt length, which is then aligned to the chunk; else
+ *     it is one static prefill shaped for the whole MAX_PROMPT_LEN;
+ *   - a model with both token_type_ids and inputs_embeds (Gemma) cannot
+ *     chunk: NPUW throws when asked to;
+ *   - prefix caching (NPUW_LLM_ENABLE_PREFIX_CACHING, off by default) only
+ *     with chunking: blocks of NPUW_LLM_PREFIX_CACHING_BLOCK_SIZE (256)
+ *     tokens keyed by the hash of every token up to their last, at most
+ *     NPUW_LLM_PREFIX_CACHING_MAX_NUM_BLOCKS (128), least recently used
+ *     leaf evicted first (npuw/llm_prefix_caching.cpp): a prefill restores
+ *     the leading blocks it finds, never all of the prompt, at most the
+ *     prompt length less one chunk, aligned down to a whole chunk, and
+ *     stores the blocks of every full chunk it computed. The cache belongs
+ *     to the compiled model: every conversation on the pipeline shares it.
+ *
+ * The costs are a model, calibrated to OpenVINO Model Server's published
+ * Qwen3-8B int4 figures on a Panther Lake NPU (docs/OPENVINO.md), each a
+ * knob (environment):
+ *   OVTEST_NPU_PREFILL_US_PER_TOKEN  per token of every chunk (or of the
+ *                                    static prefill), 1172 (1.2 s a chunk)
+ *   OVTEST_NPU_ATTENTION_NS          per token of a chunk and token before
+ *                                    it, 267 (0.28 s a chunk per 1k before)
+ *   OVTEST_NPU_PREFILL_FIXED_MS      per generate (template, tokenizer), 100
+ *   OVTEST_NPU_DECODE_MS             per generated token, 77
+ *   OVTEST_NPU_COMPILE_MS            a first compile, 120000
+ *   OVTEST_NPU_CACHED_COMPILE_PERCENT  of that with CACHE_DIR holding the
+ *                                    model's blob, 10
+ *   OVTEST_NPU_TIME_SCALE            the share of each modelled cost the
+ *                                    library really sleeps: 0 (the
+ *                                    default) keeps time virtual, so tests
+ *                                    stay fast; 1 is real time.
+ * The modelled costs of the last call are read with the ovtest.h hooks. */
+
+#define NPU_ALIGN 64
+
+struct prefix_block {
+    uint64_t hash; /* the hash of every token up to the block's last */
+    uint64_t prev; /* the block before it (0: the first) */
+    uint64_t used; /* the LRU clock at its last use */
+};
+
+struct npu_model {
+    size_t max_prompt;      /* the prefill's shape: MAX_PROMPT_LEN aligned */
+    size_t chunk;           /* prefill chunk; 0: one static prefill */
+    int prefix_caching;
+    size_t block, max_blocks;
+    struct prefix_block* blocks;
+    size_t nblocks;
+    uint64_t clock;
+    pthread_mutex_t mu;     /* the blocks (one generate at a time anyway) */
+};
+
+static atomic_llong last_prefill_us, last_compile_us;
+static atomic_int last_restored, last_chunks, last_compile_cached;
+
+int64_t ovtest_last_prefill_us(void) { return atomic_load(&last_prefill_us); }
+int ovtest_last_restored(void) { return atomic_load(&last_restored); }
+int ovtest_last_chunks(void) { return atomic_load(&last_chunks); }
+int64_t ovtest_last_compile_us(void) { return atomic_load(&last_compile_us); }
+int ovtest_last_compile_cached(void) { return atomic_load(&last_compile_cached); }
+
+static double knob(const char* name, double def) {
+    const char* v = getenv(name);
+    if (!v || !*v) return def;
+    char* end = NULL;
+    double d = strtod(v, &end);
+    return end && !*end && d >= 0 ? d : def;
+}
+
+/* spend sleeps the scaled share of a modelled cost. */
+static void spend(double modelled_us) {
+    double us = modelled_us * knob("OVTEST_NPU_TIME_SCALE", 0);
+    if (us >= 1) usleep((useconds_t)us);
+}
+
+static size_t align_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/* token_hashes: each test token's hash, chained with every token before
+ * it (the test model's tokens are its words). */
+static uint64_t* token_hashes(const char* text, size_t n) {
+    uint64_t* out = calloc(n ? n : 1, sizeof *out);
+    uint64_t h = 1469598103934665603ULL;
+    size_t i = 0;
+    int in_word = 0;
+    for (; *text && i < n; text++) {
+        int space = *text == ' ' || *text == '\n' || *text == '\t';
+        if (!space) h = (h ^ (unsigned char)*text) * 1099511628211ULL;
+        if (space && in_word) out[i++] = h = (h ^ 0xff) * 1099511628211ULL;
+        in_word = !space;
+    }
+    if (in_word && i < n) out[i] = (h ^ 0xff) * 1099511628211ULL;
+    return out;
+}
+
+static struct prefix_block* block_find(struct npu_model* m, uint64_t hash) {
+    for (size_t i = 0; i < m->nblocks; i++)
+        if (m->blocks[i].hash == hash) return &m->blocks[i];
+    return NULL;
+}
+
+/* block_put stores a block, evicting the least recently used block that
+ * no other block follows when the cache is full. */
+static void block_put(struct npu_model* m, uint64_t hash, uint64_t prev) {
+    struct prefix_block* b = block_find(m, hash);
+    if (b) {
+        b->used = ++m->clock;
+        return;
+    }
+    if (m->max_blocks == 0) return;
+    if (m->nblocks >= m->max_blocks) {
+        size_t victim = m->nblocks;
+        for (size_t i = 0; i < m->nblocks; i++) {
+            int parent = 0;
+            for (size_t j = 0; j < m->nblocks && !parent; j++) parent = m->blocks[j].prev == m->blocks[i].hash;
+            if (!parent && (victim == m->nblocks || m->blocks[i].used < m->blocks[victim].used)) victim = i;
+        }
+        if (victim == m->nblocks) return; /* nothing can go: the block is not kept */
+        m->blocks[victim] = m->blocks[--m->nblocks];
+    }
+    m->blocks[m->nblocks++] = (struct prefix_block){.hash = hash, .prev = prev, .used = ++m->clock};
+}
+
+/* npu_prefill models NPUW's prefill of n tokens (the whole templated
+ * history) and returns its cost in microseconds. */
+static double npu_prefill(struct npu_model* m, const char* input, size_t n) {
+    double per_token = knob("OVTEST_NPU_PREFILL_US_PER_TOKEN", 1172);
+    double attention = knob("OVTEST_NPU_ATTENTION_NS", 267) / 1000.0;
+    double cost = knob("OVTEST_NPU_PREFILL_FIXED_MS", 100) * 1000.0;
+    if (m->chunk == 0) {
+        /* One static prefill, shaped for the whole prompt length. */
+        atomic_store(&last_restored, 0);
+        atomic_store(&last_chunks, 1);
+        return cost + per_token * (double)m->max_prompt;
+    }
+    size_t restored = 0;
+    uint64_t* hashes = m->prefix_caching ? token_hashes(input, n) : NULL;
+    pthread_mutex_lock(&m->mu);
+    if (hashes) {
+        size_t limit = m->max_prompt - m->chunk;
+        for (size_t b = 0; (b + 1) * m->block <= n; b++) {
+            struct prefix_block* found = block_find(m, hashes[(b + 1) * m->block - 1]);
+            if (!found) break;
+            found->used = ++m->clock;
+            restored += m->block;
+            if (restored + m->block > limit) break;
+            if (restored == n) { /* at least one token is computed, for the logits */
+                restored -= m->block;
+                break;
+            }
+        }
+        restored -= restored % m->chunk;
+    }
+    size_t chunks = 0;
+    for (size_t at = restored; at < n; at += m->chunk, chunks++) {
+        /* Every chunk has the compiled shape: a short last one costs a
+         * whole one, and attends to everything before it. */
+        cost += per_token * (double)m->chunk + attention * (double)m->chunk * (double)at;
+        if (hashes && at + m->chunk <= n && m->block <= m->chunk) /* only full chunks are stored */
+            for (size_t b = at; b + m->block <= at + m->chunk; b += m->block)
+                block_put(m, hashes[b + m->block - 1], b ? hashes[b - 1] : 0);
+    }
+    pthread_mutex_unlock(&m->mu);
+    free(hashes);
+    atomic_store(&last_restored, (int)restored);
+    atomic_store(&last_chunks, (int)chunks);
+    return cost;
+}
+
+static double npu_prefill_cost(ov_genai_llm_pipeline* pipe, const char* input, size_t n);
+
 /* ---- pipeline ---- */
 
 /* How a model writes a tool call, as its chat template taught it. */
@@ -284,8 +466,14 @@ struct ov_genai_llm_pipeline_opaque {
     enum tool_format tool_format; /* how its template taught it to call tools; TOOLS_NONE: it renders none */
     enum input_kind chat_input; /* INPUT_NONE outside a chat */
     size_t min_response_len;
-    char* cached_history; /* the history whose KV cache the stateful pipeline holds */
+    /* The CPU/GPU pipeline GenAI built: continuous batching (0), or the
+     * stateful one (1) when ATTENTION_BACKEND is SDPA or paged attention
+     * failed to start (src/cpp/src/llm/pipeline.cpp). The NPU is always
+     * stateful, with the whole history each turn (npu_model). */
+    int stateful;
+    char* cached_history; /* the history whose KV cache the CPU/GPU stateful pipeline holds */
     size_t cached_answer;  /* and the tokens it generated after it, cached too */
+    struct npu_model npu;  /* on the NPU: what NPUW compiled, and its prefix cache */
 };
 
 struct ov_genai_perf_metrics_opaque {
@@ -378,6 +566,173 @@ static int device_available(const char* device) {
     return found;
 }
 
+#define MAX_PROPERTIES 64
+
+struct properties {
+    const char* key[MAX_PROPERTIES];
+    const char* value[MAX_PROPERTIES];
+    size_t n;
+};
+
+static const char* prop(const struct properties* p, const char* key) {
+    const char* found = NULL;
+    for (size_t i = 0; i < p->n; i++)
+        if (strcmp(p->key[i], key) == 0) found = p->value[i]; /* the last one wins, as in an AnyMap */
+    return found;
+}
+
+/* stoi is std::stoi: leading blanks, a sign, digits, anything after
+ * ignored; nothing to convert throws. */
+static int stoi(const char* s, long* out) {
+    char* end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s) return 0;
+    *out = v;
+    return 1;
+}
+
+/* npu_uint parses an NPU plugin integer option (std::stoul, the whole text). */
+static int npu_uint(const char* s, size_t* out) {
+    char* end = NULL;
+    if (!s[0] || s[0] == '-') return 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end) return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+/* npu_bool parses an NPU plugin boolean option: YES or NO. */
+static int npu_bool(const char* s, int* out) {
+    if (strcmp(s, "YES") == 0) return *out = 1, 1;
+    if (strcmp(s, "NO") == 0) return *out = 0, 1;
+    return 0;
+}
+
+/* gemma3_vlm: GenAI forces NPUW_LLM_PREFILL_HINT=STATIC for Gemma3 vision
+ * models (visual_language/pipeline.cpp: update_npu_properties), whose
+ * language model takes token_type_ids and inputs_embeds, which NPUW cannot
+ * chunk. */
+static int gemma3_vlm(const char* dir) {
+    char path[4096], buf[8192];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    return read_head(path, buf, sizeof buf) && strstr(buf, "\"gemma3\"") != NULL;
+}
+
+/* configure applies the properties as GenAI and the plugins would, or
+ * returns 0 where they throw. */
+static int configure(const struct properties* p, const char* dir, const char* device, int vlm, size_t* max_prompt_len,
+                     size_t* min_response_len, struct npu_model* npu, int* stateful) {
+    static const char* const npu_keys[] = {"MAX_PROMPT_LEN", "MIN_RESPONSE_LEN", "PREFILL_HINT", "GENERATE_HINT",
+                                           "NPUW_LLM_PREFILL_HINT", "NPUW_LLM_GENERATE_HINT",
+                                           "NPUW_LLM_PREFILL_CHUNK_SIZE", "NPUW_LLM_ENABLE_PREFIX_CACHING",
+                                           "NPUW_LLM_PREFIX_CACHING_BLOCK_SIZE",
+                                           "NPUW_LLM_PREFIX_CACHING_MAX_NUM_BLOCKS"};
+    static const char* const any_keys[] = {"CACHE_DIR", "ATTENTION_BACKEND", "PERFORMANCE_HINT",
+                                           "INFERENCE_PRECISION_HINT", "KV_CACHE_PRECISION", "NUM_STREAMS"};
+    int on_npu = is_npu(device);
+    for (size_t i = 0; i < p->n; i++) {
+        int known = 0;
+        for (size_t k = 0; k < sizeof any_keys / sizeof *any_keys; k++) known |= strcmp(p->key[i], any_keys[k]) == 0;
+        for (size_t k = 0; on_npu && k < sizeof npu_keys / sizeof *npu_keys; k++) known |= strcmp(p->key[i], npu_keys[k]) == 0;
+        if (!known) return 0; /* the plugin refuses a key it does not know */
+    }
+    const char* backend = prop(p, "ATTENTION_BACKEND");
+    if (backend && strcmp(backend, "PA") != 0 && strcmp(backend, "SDPA") != 0) return 0; /* utils.cpp: extract_attention_backend */
+    if (!on_npu) {
+        /* CPU/GPU: continuous batching on paged attention, unless SDPA is
+         * asked for, or paged attention fails to start (a model folder
+         * holding no_paged_attention here): then GenAI falls back to the
+         * stateful pipeline quietly, or fails when PA was asked for
+         * explicitly (src/cpp/src/llm/pipeline.cpp). */
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/no_paged_attention", dir);
+        int pa_fails = stat(path, &st) == 0;
+        if (backend && strcmp(backend, "PA") == 0 && pa_fails) return 0;
+        *stateful = (backend && strcmp(backend, "SDPA") == 0) || pa_fails;
+        return 1;
+    }
+    /* The C wrapper turns MAX_PROMPT_LEN and MIN_RESPONSE_LEN into integers
+     * only for the device named exactly "NPU" (src/c/src/llm_pipeline.cpp);
+     * GenAI's NPU path then insists on integers (utils.cpp:
+     * pop_int_and_cast), so for "NPU.0" a value throws. */
+    const char* lens[2] = {prop(p, "MAX_PROMPT_LEN"), prop(p, "MIN_RESPONSE_LEN")};
+    size_t* outs[2] = {max_prompt_len, min_response_len};
+    for (int i = 0; i < 2; i++) {
+        if (!lens[i]) continue;
+        long v = 0;
+        if (strcmp(device, "NPU") != 0 || !stoi(lens[i], &v) || v < 0 || v > INT32_MAX) return 0;
+        *outs[i] = (size_t)v;
+    }
+    /* PREFILL_HINT is renamed to NPUW_LLM_PREFILL_HINT over what was there
+     * (utils.cpp: rename_key), after the Gemma3 VLM's STATIC was inserted
+     * only where nothing was set. */
+    const char* hint = prop(p, "NPUW_LLM_PREFILL_HINT");
+    if (!hint && vlm && gemma3_vlm(dir)) hint = "STATIC";
+    if (prop(p, "PREFILL_HINT")) hint = prop(p, "PREFILL_HINT");
+    if (!hint) hint = "DYNAMIC"; /* NPUW's default */
+    if (strcmp(hint, "DYNAMIC") != 0 && strcmp(hint, "STATIC") != 0) return 0;
+    const char* gen = prop(p, "GENERATE_HINT") ? prop(p, "GENERATE_HINT") : prop(p, "NPUW_LLM_GENERATE_HINT");
+    if (gen && strcmp(gen, "FAST_COMPILE") != 0 && strcmp(gen, "BEST_PERF") != 0) return 0;
+    size_t chunk = 1024, block = 256, max_blocks = 128;
+    int caching = 0;
+    const char* v;
+    if ((v = prop(p, "NPUW_LLM_PREFILL_CHUNK_SIZE")) && !npu_uint(v, &chunk)) return 0;
+    if ((v = prop(p, "NPUW_LLM_ENABLE_PREFIX_CACHING")) && !npu_bool(v, &caching)) return 0;
+    if ((v = prop(p, "NPUW_LLM_PREFIX_CACHING_BLOCK_SIZE")) && !npu_uint(v, &block)) return 0;
+    if ((v = prop(p, "NPUW_LLM_PREFIX_CACHING_MAX_NUM_BLOCKS")) && !npu_uint(v, &max_blocks)) return 0;
+    /* llm_compiled_model.cpp */
+    size_t shape = align_up(*max_prompt_len, NPU_ALIGN);
+    int chunking = strcmp(hint, "DYNAMIC") == 0 && chunk > 0;
+    if (chunking) {
+        if (vlm && gemma3_vlm(dir)) return 0; /* "Chunking is not implemented for Gemma model family yet" */
+        if (chunk >= shape) {
+            chunking = 0;
+        } else {
+            if (chunk & (chunk - 1)) return 0; /* the chunk size must be a power of two */
+            shape = align_up(shape, chunk);
+        }
+    }
+    npu->max_prompt = shape;
+    npu->chunk = chunking ? chunk : 0;
+    npu->prefix_caching = chunking && caching;
+    if (npu->prefix_caching && (block == 0 || chunk % block != 0)) block = chunk; /* adjusted to the chunk */
+    npu->block = block;
+    npu->max_blocks = max_blocks;
+    npu->blocks = npu->prefix_caching ? calloc(max_blocks ? max_blocks : 1, sizeof *npu->blocks) : NULL;
+    return 1;
+}
+
+/* compile_cost models the NPU's compile: minutes the first time, a fraction
+ * when CACHE_DIR holds the blob OpenVINO wrote for the same model and
+ * properties (the core's model cache). */
+static void compile_cost(const struct properties* p, const char* dir, const char* device) {
+    double us = knob("OVTEST_NPU_COMPILE_MS", 120000) * 1000.0;
+    int cached = 0;
+    const char* cache = prop(p, "CACHE_DIR");
+    if (cache && *cache) {
+        uint64_t h = fnv1a(dir, fnv1a(device, 1469598103934665603ULL));
+        for (size_t i = 0; i < p->n; i++)
+            if (strcmp(p->key[i], "CACHE_DIR") != 0) h = fnv1a(p->value[i], fnv1a(p->key[i], h));
+        char blob[4096];
+        snprintf(blob, sizeof blob, "%s/ovtest_%016llx.blob", cache, (unsigned long long)h);
+        struct stat st;
+        if (stat(blob, &st) == 0) {
+            cached = 1;
+            us = us * knob("OVTEST_NPU_CACHED_COMPILE_PERCENT", 10) / 100.0;
+        } else {
+            FILE* f = fopen(blob, "w");
+            if (f) {
+                fputs("ovtest compiled model\n", f);
+                fclose(f);
+            }
+        }
+    }
+    atomic_store(&last_compile_us, (long long)us);
+    atomic_store(&last_compile_cached, cached);
+    spend(us);
+}
+
 /* pipeline_create compiles the language model in model_file of
  * models_path (the LLM's openvino_model.xml, a VLM's
  * openvino_language_model.xml). */
@@ -385,23 +740,20 @@ static ov_status_e pipeline_create(const char* models_path, const char* model_fi
                                    const size_t property_args_size, ov_genai_llm_pipeline** pipe, va_list ap) {
     if (!models_path || !device || !pipe || property_args_size % 2 != 0) return INVALID_C_PARAM;
     double start = now_ms();
-    size_t max_prompt_len = 1024, min_response_len = 128; /* GenAI's NPU defaults */
+    struct properties props = {0};
     for (size_t i = 0; i < property_args_size; i += 2) {
         const char* key = va_arg(ap, const char*);
         const char* value = va_arg(ap, const char*);
-        if (is_npu(device) && strcmp(key, "MAX_PROMPT_LEN") == 0) {
-            char* end = NULL;
-            long v = strtol(value, &end, 10);
-            if (!end || *end || v <= 0) return UNKNOW_EXCEPTION; /* std::stoi throws */
-            max_prompt_len = (size_t)v;
-        }
-        if (is_npu(device) && strcmp(key, "MIN_RESPONSE_LEN") == 0) {
-            char* end = NULL;
-            long v = strtol(value, &end, 10);
-            if (!end || *end || v <= 0) return UNKNOW_EXCEPTION;
-            min_response_len = (size_t)v;
-        }
+        if (!key || !value || props.n == MAX_PROPERTIES) return UNKNOW_EXCEPTION;
+        props.key[props.n] = key;
+        props.value[props.n++] = value;
     }
+    int vlm = strcmp(model_file, "openvino_language_model.xml") == 0;
+    size_t max_prompt_len = 1024, min_response_len = 128; /* GenAI's NPU defaults */
+    struct npu_model npu = {0};
+    int stateful = 0;
+    if (!configure(&props, models_path, device, vlm, &max_prompt_len, &min_response_len, &npu, &stateful))
+        return UNKNOW_EXCEPTION;
     char xml[4096];
     snprintf(xml, sizeof xml, "%s/%s", models_path, model_file);
     struct stat st;
@@ -430,10 +782,14 @@ static ov_status_e pipeline_create(const char* models_path, const char* model_fi
     const char* compile_delay = getenv("OVTEST_COMPILE_DELAY_US");
     if (compile_delay && stat(slow, &st) == 0)
         usleep((useconds_t)strtoul(compile_delay, NULL, 10)); /* an NPU compile takes minutes */
+    if (is_npu(device)) compile_cost(&props, models_path, device);
     *pipe = calloc(1, sizeof(ov_genai_llm_pipeline));
     snprintf((*pipe)->device, sizeof (*pipe)->device, "%s", device);
     (*pipe)->max_prompt_len = max_prompt_len;
     (*pipe)->min_response_len = min_response_len;
+    (*pipe)->stateful = stateful;
+    (*pipe)->npu = npu;
+    pthread_mutex_init(&(*pipe)->npu.mu, NULL);
     (*pipe)->has_chat_template = folder_has_chat_template(models_path);
     (*pipe)->thinks = folder_template_thinks(models_path);
     (*pipe)->tool_format = folder_tool_format(models_path);
@@ -456,6 +812,8 @@ void ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe) {
     /* GenAI frees the pipeline whatever it is doing: poison it, so that a
      * generate still running on it fails loudly (and ASan reports the use). */
     free(pipe->cached_history);
+    free(pipe->npu.blocks);
+    pthread_mutex_destroy(&pipe->npu.mu);
     memset(pipe, 0xdd, sizeof *pipe);
     free(pipe);
     ovtest_object_freed();
@@ -679,7 +1037,8 @@ static void run_append(struct run* r, const char* tok) {
     if (r->first_token_ms == 0) r->first_token_ms = now_ms();
 }
 
-/* The stateful (NPU) pipeline: the callback runs on the caller's thread,
+/* The stateful pipeline (the NPU's, or CPU/GPU's without paged attention):
+ * the callback runs on the caller's thread,
  * after each token; STOP or CANCEL ends the loop at once. */
 static void run_stateful(struct run* r) {
     char tok[MAX_TOKEN];
@@ -795,16 +1154,20 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         status = UNKNOW_EXCEPTION;
         goto out;
     }
-    /* Prefill. The stateful pipeline keeps the KV cache of the history it
-     * last ran: a history that continues it (every earlier message equal,
-     * more messages) prefills only the new part; any other input resets the
-     * cache (pipeline_stateful.cpp: is_history_continuation). The chat
-     * path's num_input_tokens counts what was prefilled. */
+    /* Prefill. On the NPU, GenAI prefills the whole history every time and
+     * counts it all (npu_prefill models what that costs). GenAI's stateful
+     * pipeline on CPU/GPU keeps the KV cache of the history it last ran: a
+     * history that continues it (every earlier message equal, more
+     * messages) prefills only the new part and counts only that
+     * (pipeline_stateful.cpp: is_history_continuation, align_cache_and_history);
+     * any other input resets the cache. Continuous batching counts the
+     * whole prompt. */
     size_t prefilled = input_tokens;
     if (is_npu(pipe->device)) {
+        spend(npu_prefill_cost(pipe, input, input_tokens));
+    } else if (pipe->stateful) {
         size_t held = pipe->cached_history ? strlen(pipe->cached_history) : 0;
-        if (is_history && held && strncmp(input, pipe->cached_history, held) == 0 && input[held])
-        {
+        if (is_history && held && strncmp(input, pipe->cached_history, held) == 0 && input[held]) {
             /* The answer generated last time is in the cache as well: the
              * client's copy of it is not prefilled again. */
             size_t cached = count_tokens(pipe->cached_history) + pipe->cached_answer;
@@ -815,7 +1178,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
     }
     atomic_store(&last_prefilled, (int)prefilled);
     const char* prefill_cost = getenv("OVTEST_PREFILL_US_PER_TOKEN");
-    if (prefill_cost) usleep((useconds_t)(strtoul(prefill_cost, NULL, 10) * prefilled));
+    if (prefill_cost && !is_npu(pipe->device)) usleep((useconds_t)(strtoul(prefill_cost, NULL, 10) * prefilled));
     if (strstr(input, "OVTEST_HANG_PREFILL")) hang_forever(); /* prefill has no callback to cancel from */
     const char* delay = getenv("OVTEST_TOKEN_DELAY_US");
     uint64_t seed = fnv1a(input, 1469598103934665603ULL) ^ (uint64_t)config->rng_seed;
@@ -834,6 +1197,8 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
                                                                                : config->max_new_tokens,
         .delay_us = delay ? atol(delay) : 0,
     };
+    if (!delay && is_npu(pipe->device)) /* the NPU's decode, scaled */
+        r.delay_us = (long)(knob("OVTEST_NPU_DECODE_MS", 77) * 1000.0 * knob("OVTEST_NPU_TIME_SCALE", 0));
     if (is_npu(pipe->device)) {
         /* The NPU's KV cache holds MAX_PROMPT_LEN + MIN_RESPONSE_LEN - 1
          * tokens (utils.cpp: get_npu_kv_cache_capacity); when it is full the
@@ -842,6 +1207,8 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         size_t room = capacity > input_tokens ? capacity - input_tokens : 0;
         if (r.length > room) r.length = room;
         run_stateful(&r);
+    } else if (pipe->stateful) {
+        run_stateful(&r); /* lm_encoding.cpp streams on the caller's thread, whatever the device */
         if (is_history) pipe->cached_answer = r.generated;
     } else if (!run_batching(&r)) {
         status = UNKNOW_EXCEPTION;
@@ -876,10 +1243,16 @@ out:
     return status;
 }
 
+static double npu_prefill_cost(ov_genai_llm_pipeline* pipe, const char* input, size_t n) {
+    double us = npu_prefill(&pipe->npu, input, n);
+    atomic_store(&last_prefill_us, (long long)us);
+    return us;
+}
+
 /* latch applies the stateful pipeline's rule: within a chat the input type
  * may not change. */
 static int latch(ov_genai_llm_pipeline* pipe, enum input_kind kind) {
-    if (!is_npu(pipe->device)) return 1;
+    if (!is_npu(pipe->device) && !pipe->stateful) return 1;
     if (pipe->chat_input != INPUT_NONE && pipe->chat_input != kind) return 0;
     if (pipe->chat_input != INPUT_NONE || kind == INPUT_HISTORY) pipe->chat_input = kind;
     return 1;

@@ -17,8 +17,20 @@ int ovtest_last_generated(void);
 /* Tokens the last generate gave its TextStreamer: up to and including the
  * one whose callback answered STOP or CANCEL. */
 int ovtest_last_written(void);
-/* Prompt tokens the last generate prefilled: on the NPU only the new part
- * of a history that continues the cached one. */
+/* Prompt tokens the last generate counted as input (num_input_tokens): on
+ * the NPU the whole history; on CPU/GPU's stateful pipeline only the new
+ * part of a history that continues the cached one. */
 int ovtest_last_prefilled(void);
+/* The NPU cost model's figures for the last generate: the modelled prefill
+ * (microseconds, before OVTEST_NPU_TIME_SCALE), the tokens restored from
+ * NPUW's prefix cache, and the prefill chunks computed (1 for a static
+ * prefill). */
+int64_t ovtest_last_prefill_us(void);
+int ovtest_last_restored(void);
+int ovtest_last_chunks(void);
+/* The last NPU compile: modelled microseconds, and 1 when CACHE_DIR held its
+ * blob. */
+int64_t ovtest_last_compile_us(void);
+int ovtest_last_compile_cached(void);
 
 #endif
