@@ -133,8 +133,23 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 			}
 			var history []map[string]string // a multi-turn worker's conversation
 			turn, conversation := 0, 0
+			// A multi-turn worker is one client holding its own
+			// conversations: it has its share of the requests, so that
+			// a worker served quickly does not take turns from others.
+			share := -1
+			if cfg.Turns > 0 && cfg.Requests > 0 {
+				share = cfg.Requests / cfg.Concurrency
+				if w < cfg.Requests%cfg.Concurrency {
+					share++
+				}
+			}
 			for runCtx.Err() == nil {
-				if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
+				if share >= 0 {
+					if share == 0 {
+						return
+					}
+					share--
+				} else if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
 					return
 				}
 				reqBody := body

@@ -161,6 +161,17 @@ func TestBenchMultiTurn(t *testing.T) {
 	r.WriteTable(&b)
 	assert.Contains(t, b.String(), "TTFT turn 2+")
 
+	// Each worker holds its own conversations: 2 workers, 7 requests of
+	// 3-turn conversations are 4 and 3 turns, never one worker's 6.
+	cfg.Concurrency, cfg.Requests = 2, 7
+	samples, _, err = bench.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	turns := map[int]int{}
+	for _, s := range samples {
+		turns[s.Turn]++
+	}
+	assert.Equal(t, map[int]int{1: 3, 2: 2, 3: 2}, turns, "conversations of 3+1 and 3 turns")
+
 	_, _, err = bench.Run(t.Context(), bench.Config{URL: srv.URL, API: "ollama", Concurrency: 1, Requests: 1, Turns: 2}, nil)
 	assert.ErrorContains(t, err, "--turns needs --api openai")
 }
