@@ -269,38 +269,43 @@ func (w *watchedWriter) String() string {
 	return w.buf.String()
 }
 
-// A preloaded model compiles before npud tells systemd READY, and the
-// unit's status says it is a first compile (minutes on an NPU); the test
-// plays systemd's part with its own notify socket.
-func TestPreloadCompilesBeforeReady(t *testing.T) {
+// notifySocket plays systemd's part: NOTIFY_SOCKET for this test, and the
+// messages npud sends there, one at a time.
+func notifySocket(t *testing.T) (next func() string, messages <-chan string) {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	require.NoError(t, err)
-	defer conn.Close()
+	t.Cleanup(func() { _ = conn.Close() })
 	t.Setenv("NOTIFY_SOCKET", sock)
-	messages := make(chan string, 100)
+	ch := make(chan string, 100)
 	go func() {
 		buf := make([]byte, 4096)
 		for {
 			n, err := conn.Read(buf)
 			if err != nil {
-				close(messages)
+				close(ch)
 				return
 			}
-			messages <- string(buf[:n])
+			ch <- string(buf[:n])
 		}
 	}()
-	next := func() string {
+	return func() string {
 		t.Helper()
 		select {
-		case m := <-messages:
+		case m := <-ch:
 			return m
 		case <-time.After(10 * time.Second):
 			t.Fatal("no message from npud")
 			return ""
 		}
-	}
+	}, ch
+}
 
+// A preloaded model compiles before npud tells systemd READY, and the
+// unit's status says it is a first compile (minutes on an NPU).
+func TestPreloadCompilesBeforeReady(t *testing.T) {
+	next, messages := notifySocket(t)
 	cacheDir := t.TempDir()
 	cfg := daemontest.Defaults(t)
 	cfg.CacheDir, cfg.Device, cfg.Preload = cacheDir, "NPU", []string{"sim"}
@@ -322,4 +327,36 @@ func TestPreloadCompilesBeforeReady(t *testing.T) {
 	getJSON(t, srv.URL+"/api/ps", &ps)
 	require.Len(t, ps.Models, 1, "READY comes with the model compiled")
 	assert.Equal(t, 1, engine.compiles())
+}
+
+// Through the real engine: the GenAI test library, as an NPU, writes its
+// compiled blob into CACHE_DIR as OpenVINO's core does; npud learns it at
+// the first compile and says the next start loads the compiled model.
+func TestOpenVINOFirstCompileThenCachedBlob(t *testing.T) {
+	next, _ := notifySocket(t)
+	models, cacheDir := t.TempDir(), t.TempDir()
+	daemontest.WriteOpenVINOModel(t, models, "agent")
+	t.Setenv("OVTEST_DEVICES", "NPU")
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.ModelsDir, cfg.Device, cfg.CacheDir = "openvino", models, "NPU", cacheDir
+	cfg.OpenVINOLib, cfg.Preload = daemontest.TestLibrary(t), []string{"agent"}
+
+	readyWith := func() string {
+		t.Helper()
+		status := next()
+		for m := next(); !strings.Contains(m, "READY=1"); m = next() {
+		}
+		return status
+	}
+	srv := daemontest.Start(t, cfg, nil)
+	assert.Equal(t, "STATUS=preloading agent: compiling for NPU (first time)", readyWith())
+	index, err := os.ReadFile(filepath.Join(cacheDir, compilecache.IndexFile))
+	require.NoError(t, err)
+	assert.Regexp(t, `"agent":\{"fingerprint":"[^"]+","blobs":\["ovtest_[0-9a-f]+\.blob"\]\}`, string(index))
+	require.NoError(t, srv.Stop())
+	for m := next(); !strings.Contains(m, "STOPPING=1"); m = next() {
+	}
+
+	daemontest.Start(t, cfg, nil)
+	assert.Equal(t, "STATUS=preloading agent: loading the compiled model", readyWith())
 }
