@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/modelstore"
 )
 
 // openvinoBuilt says this binary carries the OpenVINO GenAI engine: a
@@ -30,7 +31,7 @@ func examineLibrary(_ Config, _ func(string) string, r *doctorReport) bool {
 	return false
 }
 
-func openvinoContext(Config) int { return 0 }
+func openvinoLimits(Config) modelstore.Limits { return modelstore.FixedContext(0) }
 
 func openvinoWorkerEngine(Config, func(model, device string), *slog.Logger) (npu.Engine, error) {
 	return nil, errNoOpenVINO

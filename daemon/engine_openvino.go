@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/openvino"
 )
 
@@ -117,9 +118,10 @@ func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) boo
 	return true
 }
 
-// openvinoContext is the context length the OpenVINO engine reports.
-func openvinoContext(cfg Config) int {
-	return openvino.ReportedContext(openvinoConfig(cfg, nil))
+// openvinoLimits is what the OpenVINO engine's models report: on the NPU
+// each model's prompt limit and KV cache.
+func openvinoLimits(cfg Config) modelstore.Limits {
+	return openvino.ModelLimits(openvinoConfig(cfg, nil))
 }
 
 // openvinoWorkerEngine is the OpenVINO engine inside a worker process; it

@@ -87,8 +87,11 @@ type ModelInfo struct {
 	OwnedBy       string
 	Created       time.Time
 	ContextLength int
-	Size          int64 // bytes on disk; 0 when there are none (simulated)
-	Details       ModelDetails
+	// PromptLimit is the longest prompt the model takes when that is less
+	// than ContextLength allows (on the NPU, MAX_PROMPT_LEN); 0: none.
+	PromptLimit int
+	Size        int64 // bytes on disk; 0 when there are none (simulated)
+	Details     ModelDetails
 }
 
 // ModelDetails is what a model's folder says about the model (its

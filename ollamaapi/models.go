@@ -39,8 +39,11 @@ type listedModel struct {
 	SizeVRAM   *int64  `json:"size_vram,omitempty"`
 	// ContextLength is what /api/ps reports of a loaded model (the CLI's
 	// CONTEXT column).
-	ContextLength int    `json:"context_length,omitempty"`
-	Device        string `json:"device,omitempty"` // npud's addition: where a loaded model runs
+	ContextLength int `json:"context_length,omitempty"`
+	// PromptLimit is npud's addition: the longest prompt the model takes
+	// when that is less than its context (on the NPU, MAX_PROMPT_LEN).
+	PromptLimit int    `json:"prompt_limit,omitempty"`
+	Device      string `json:"device,omitempty"` // npud's addition: where a loaded model runs
 	// Restarts is npud's addition: how many times a crash or hang
 	// restarted the model's worker process.
 	Restarts *int `json:"restarts,omitempty"`
@@ -77,6 +80,12 @@ func modelInfo(m npu.ModelInfo, family string) map[string]any {
 		"general.basename":         m.ID,
 		"general.parameter_count":  m.Details.ParameterCount,
 		family + ".context_length": m.ContextLength,
+	}
+	if m.PromptLimit > 0 {
+		// npud's additions: what it serves, when a prompt has a limit of
+		// its own (the NPU's MAX_PROMPT_LEN).
+		info["npud.context_length"] = m.ContextLength
+		info["npud.prompt_limit"] = m.PromptLimit
 	}
 	if m.Details.TrainedContext > 0 {
 		// What the model was trained for; npud serves ContextLength.
@@ -119,7 +128,7 @@ func (a *API) ps(c *gin.Context) {
 		m.ExpiresAt = expires.UTC().Format(time.RFC3339Nano)
 		zero := int64(0)
 		m.SizeVRAM = &zero // NPU and CPU models live in system memory
-		m.ContextLength = lm.Model.ContextLength
+		m.ContextLength, m.PromptLimit = lm.Model.ContextLength, lm.Model.PromptLimit
 		m.Device = a.runner.DeviceOf(lm.Model.ID) // "simulated" for the simulated engine
 		if n := a.runner.Restarts(lm.Model.ID); n > 0 {
 			m.Restarts = &n

@@ -17,10 +17,16 @@ type model struct {
 	// Capabilities is an extension: what the model can do, as Ollama's
 	// /api/show lists it (completion, tools, thinking, vision).
 	Capabilities []string `json:"capabilities"`
+	// ContextLength and PromptLimit are extensions: the tokens the model
+	// serves, prompt and answer together, and the longest prompt it takes
+	// when that is less (on the NPU, MAX_PROMPT_LEN).
+	ContextLength int `json:"context_length,omitempty"`
+	PromptLimit   int `json:"prompt_limit,omitempty"`
 }
 
 func toModel(m npu.ModelInfo) model {
-	return model{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: m.OwnedBy, Capabilities: npu.Capabilities(m)}
+	return model{ID: m.ID, Object: "model", Created: m.Created.Unix(), OwnedBy: m.OwnedBy, Capabilities: npu.Capabilities(m),
+		ContextLength: m.ContextLength, PromptLimit: m.PromptLimit}
 }
 
 func (a *API) listModels(c *gin.Context) {

@@ -16,8 +16,8 @@ import (
 // every request. The OpenVINO engine in the daemon and the daemon in front
 // of engine workers both serve through one.
 type Catalog struct {
-	store   *Store
-	context int // what each model reports as its context
+	store  *Store
+	limits Limits // what each model reports as its context and prompt limit
 
 	mu     sync.Mutex
 	models []npu.ModelInfo
@@ -26,11 +26,11 @@ type Catalog struct {
 // OpenCatalog lists the store's models. A fresh service's models folder
 // (under its StateDirectory) does not exist yet: an empty one is made, a
 // valid start, ready for pulls.
-func OpenCatalog(store *Store, contextLength int) (*Catalog, error) {
+func OpenCatalog(store *Store, limits Limits) (*Catalog, error) {
 	if err := os.MkdirAll(store.Dir(), 0o750); err != nil {
 		return nil, fmt.Errorf("models directory: %w", err)
 	}
-	c := &Catalog{store: store, context: contextLength}
+	c := &Catalog{store: store, limits: limits}
 	if err := c.rescan(); err != nil {
 		return nil, err
 	}
@@ -56,9 +56,12 @@ func (c *Catalog) Has(model string) bool {
 
 // rescan reads the models folder again after it changed.
 func (c *Catalog) rescan() error {
-	models, err := c.store.Scan(c.context)
+	models, err := c.store.Scan(0)
 	if err != nil {
 		return err
+	}
+	for i := range models {
+		models[i].ContextLength, models[i].PromptLimit = c.limits(c.store.Path(models[i].ID))
 	}
 	c.mu.Lock()
 	c.models = models

@@ -49,7 +49,7 @@ func ReadProperties(dir string) ([]Property, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	raw, err := io.ReadAll(io.LimitReader(f, maxPropertiesBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
@@ -114,4 +114,53 @@ func propertyValue(v json.RawMessage) (string, error) {
 		return strconv.FormatInt(n, 10), nil
 	}
 	return "", errors.New("a value must be a string, an integer or true/false")
+}
+
+// Limits is what a model in the folder dir reports: the context it serves
+// (prompt and answer together) and the longest prompt it takes (0: no
+// limit of its own below the context).
+type Limits func(dir string) (context, prompt int)
+
+// FixedContext reports the same context for every model.
+func FixedContext(n int) Limits { return func(string) (int, int) { return n, 0 } }
+
+// NPULimits reports a model compiled for the NPU: its prompt limit is
+// MAX_PROMPT_LEN and its KV cache holds MAX_PROMPT_LEN + MIN_RESPONSE_LEN - 1
+// tokens (GenAI, src/cpp/src/utils.cpp: get_npu_kv_cache_capacity, which
+// reads back the values given, not NPUW's aligned shapes), from the
+// engine's maxPrompt and minResponse unless the model's PropertiesFile sets
+// them. A properties file that cannot be read leaves the engine's values
+// (the compile reports the error).
+func NPULimits(maxPrompt, minResponse int) Limits {
+	return func(dir string) (int, int) {
+		p, r := NPUPromptLimits(dir, maxPrompt, minResponse)
+		return p + r - 1, p
+	}
+}
+
+// NPUPromptLimits are MAX_PROMPT_LEN and MIN_RESPONSE_LEN for the model in
+// dir: the model's PropertiesFile, else the engine's values, else GenAI's
+// defaults (1024 and 128: utils.cpp get_npu_model_config).
+func NPUPromptLimits(dir string, maxPrompt, minResponse int) (prompt, response int) {
+	prompt, response = maxPrompt, minResponse
+	props, _ := ReadProperties(dir)
+	for _, p := range props {
+		n, err := strconv.Atoi(p.Value)
+		if err != nil || n < 0 {
+			continue
+		}
+		switch p.Key {
+		case "MAX_PROMPT_LEN":
+			prompt = n
+		case "MIN_RESPONSE_LEN":
+			response = n
+		}
+	}
+	if prompt <= 0 {
+		prompt = 1024
+	}
+	if response <= 0 {
+		response = 128
+	}
+	return prompt, response
 }

@@ -12,9 +12,15 @@ extern int npudStreamChunk(uintptr_t handle, char* text);
 
 // The streamer callback GenAI calls, from its own thread on CPU/GPU and from
 // the generate caller's thread on NPU. args carries a runtime/cgo.Handle.
-static ov_genai_streaming_status_e npud_trampoline(const char* str, void* args) {
+// It has the calling convention the header declares for callback_func
+// (OPENVINO_C_API_CALLBACK: __cdecl on 32-bit Windows, where another
+// default convention would corrupt the stack).
+static ov_genai_streaming_status_e OPENVINO_C_API_CALLBACK npud_trampoline(const char* str, void* args) {
 	return (ov_genai_streaming_status_e)npudStreamChunk((uintptr_t)args, (char*)str);
 }
+// The trampoline's type is exactly the header's callback type.
+_Static_assert(__builtin_types_compatible_p(__typeof__(&npud_trampoline), __typeof__(((streamer_callback*)0)->callback_func)),
+               "npud_trampoline must have streamer_callback's type");
 
 // cgo cannot call variadic functions: fixed-arity shims for the pipeline
 // constructors (LLM and VLM take the same arguments), with properties as
@@ -126,6 +132,7 @@ import (
 	"path/filepath"
 	"runtime/cgo"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -162,6 +169,11 @@ func check(api *C.npud_ov_api, call, input string, status C.ov_status_e) error {
 		Message: C.GoString(C.npud_ov_get_error_info(api, status))}
 }
 
+// errorText is the library's text for an OpenVINO status (ov_get_error_info).
+func (l *Library) errorText(status int) string {
+	return C.GoString(C.npud_ov_get_error_info(l.api, C.ov_status_e(status)))
+}
+
 // property is one pipeline property, such as MAX_PROMPT_LEN.
 type property struct{ key, value string }
 
@@ -182,6 +194,9 @@ type pipeline struct {
 	chatTemplate bool
 	// context is the model's own context length (config.json), 0 if unknown.
 	context int
+	// On the NPU: MAX_PROMPT_LEN and MIN_RESPONSE_LEN as GenAI was given
+	// them (its prompt check and KV cache, utils.cpp).
+	promptLimit, responseLen int
 	// toolFormat is how the model's template takes tools and its answer
 	// writes calls (npu.ToolFormat*), "" when it renders none.
 	toolFormat string
@@ -195,6 +210,108 @@ type pipeline struct {
 	// conversation: what the stateful pipeline's KV cache holds; touched
 	// only by the goroutine that holds busy.
 	conversation conversation
+	// kept: a VLM pipeline's chat history, kept while the conversation
+	// continues; touched only by the goroutine that holds busy.
+	kept keptChat
+	// counted: the last history GenAI counted whole (the NPU), to bound
+	// what a history continuing it can count; touched only by the
+	// goroutine that holds busy.
+	counted countedHistory
+}
+
+// keptChat is a VLM pipeline's ChatHistory kept for the next turn. GenAI
+// keeps what it encoded of a conversation's images in state attached to
+// the ChatHistory object, and gives the images passed with a generate to
+// the last user message (visual_language/vlm_chat_context.cpp,
+// chat_history_state.cpp): with a new ChatHistory every turn, every image
+// is encoded again and all of them belong to the last question. When a
+// request continues the kept history (its messages, the same extra
+// context and tools), its new messages are appended to it and only their
+// images are passed.
+type keptChat struct {
+	history *C.ov_genai_chat_history
+	msgs    []npu.Message
+	key     string // the extra context and tools it was made with
+}
+
+func (p *pipeline) dropKept() {
+	if p.kept.history != nil {
+		C.npud_ov_genai_chat_history_free(p.api, p.kept.history)
+	}
+	p.kept = keptChat{}
+}
+
+// vlmHistory is the chat history for msgs on a VLM pipeline, and the
+// messages whose images go with this generate.
+func (p *pipeline) vlmHistory(msgs []npu.Message, req *npu.Request) (*C.ov_genai_chat_history, []npu.Message, error) {
+	key := historyKey(req)
+	if p.kept.history != nil && p.kept.key == key && continues(p.kept.msgs, msgs) {
+		rest := msgs[len(p.kept.msgs):]
+		ok := true
+		for _, m := range rest {
+			b, err := json.Marshal(templateMessage(m))
+			if err != nil || pushMessage(p.api, p.kept.history, b) != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return p.kept.history, rest, nil
+		}
+	}
+	p.dropKept()
+	h, err := chatHistory(p.api, msgs, req, p.toolFormat)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.kept = keptChat{history: h, key: key}
+	return h, msgs, nil
+}
+
+// historyKey is what a chat history holds besides its messages.
+func historyKey(req *npu.Request) string {
+	b, _ := json.Marshal(struct {
+		Think      *bool
+		ThinkLevel string
+		Tools      []npu.Tool
+	}{req.Think, req.ThinkLevel, req.Tools})
+	return string(b)
+}
+
+// countedHistory is a history GenAI ran and counted, and the answer it
+// generated after it.
+type countedHistory struct {
+	history      []npu.Message
+	promptTokens int
+	answer       string
+	answerTokens int
+}
+
+// upperBound bounds the tokens of msgs when they continue the counted
+// history: its count, the answer's when the next message is that answer,
+// and for every other new message its bytes (a token covers at least one
+// byte) and what a template adds per message. ok is false when msgs does
+// not continue it.
+func (c *countedHistory) upperBound(msgs []npu.Message) (n int, ok bool) {
+	if !continues(c.history, msgs) {
+		return 0, false
+	}
+	n = c.promptTokens
+	rest := msgs[len(c.history):]
+	// The client got the answer's text with an incomplete code point
+	// replaced, as the bridge passes it.
+	if len(rest) > 0 && rest[0].Role == "assistant" && len(rest[0].ToolCalls) == 0 &&
+		rest[0].Content == strings.ToValidUTF8(c.answer, "\uFFFD") {
+		n += c.answerTokens + templateTokensPerMessage
+		rest = rest[1:]
+	}
+	for _, m := range rest {
+		n += len(m.Content) + templateTokensPerMessage
+		for _, tc := range m.ToolCalls {
+			n += len(tc.Name) + len(tc.Arguments) + templateTokensPerMessage
+		}
+	}
+	return n, true
 }
 
 // newPipeline compiles the model in dir for device. On CPU/GPU an LLM is
@@ -279,6 +396,7 @@ func (p *pipeline) free() error {
 	if !p.busy.CompareAndSwap(false, true) {
 		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
 	}
+	p.dropKept()
 	if p.vlm != nil {
 		C.npud_ov_genai_vlm_pipeline_free(api, p.vlm)
 		p.vlm = nil
@@ -350,19 +468,32 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	if len(msgs) == 0 && p.chatTemplate {
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
-	if len(msgs) > 0 {
+	imageMsgs := msgs
+	switch {
+	case len(msgs) > 0 && p.vlm != nil:
+		if history, imageMsgs, err = p.vlmHistory(msgs, req); err != nil {
+			return npu.Result{}, err
+		}
+		defer func() {
+			if done {
+				p.kept.msgs = slices.Clone(msgs)
+			} else {
+				p.dropKept() // what GenAI made of it after a failure is unknown
+			}
+		}()
+	case len(msgs) > 0:
 		if history, err = chatHistory(api, msgs, req, p.toolFormat); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.npud_ov_genai_chat_history_free(api, history)
-	} else {
+	default:
 		input = C.CString(req.Prompt)
 		defer C.free(unsafe.Pointer(input))
 	}
 
 	var images imageTensors
 	if p.vlm != nil {
-		if images, err = newImageTensors(api, msgs); err != nil {
+		if images, err = newImageTensors(api, imageMsgs); err != nil {
 			return npu.Result{}, err
 		}
 		defer images.free(api)
@@ -399,6 +530,10 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 	}
 	prefilled := res.PromptTokens
 	res.PromptTokens = p.conversation.account(msgs, history != nil && p.stateful, prefilled, generated)
+	if history != nil && !p.stateful {
+		p.counted = countedHistory{history: slices.Clone(msgs), promptTokens: prefilled,
+			answer: generatedText(api, results), answerTokens: generated}
+	}
 	res.CachedPromptTokens = res.PromptTokens - prefilled
 	done = true
 	return res, nil
@@ -417,6 +552,20 @@ func deliveredTokens(generated, sentBytes, totalBytes int) int {
 	}
 	n := (generated*sentBytes + totalBytes - 1) / totalBytes
 	return max(n, min(sentBytes, 1))
+}
+
+// generatedText is the text GenAI generated, "" when it cannot say.
+func generatedText(api *C.npud_ov_api, results C.npud_results) string {
+	var size C.size_t
+	if C.npud_results_string(api, results, nil, &size) != C.OK || size == 0 || size > 1<<24 {
+		return ""
+	}
+	buf := (*C.char)(C.malloc(size))
+	defer C.free(unsafe.Pointer(buf))
+	if C.npud_results_string(api, results, buf, &size) != C.OK {
+		return ""
+	}
+	return C.GoString(buf)
 }
 
 // generatedBytes is the length of the text GenAI generated (every token's,
@@ -576,9 +725,15 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolF
 			return nil, err
 		}
 	}
-	if len(req.Tools) > 0 {
+	if len(req.Tools) > 0 && toolFormat != npu.ToolFormatPhi4Mini {
 		// The template renders them, in the shape Hugging Face templates
-		// read: [{"type": "function", "function": {...}}].
+		// read: [{"type": "function", "function": {...}}]. Not for
+		// Phi-4-mini, whose template reads them from the system message
+		// only: GenAI renders with minja, which, given tools for a template
+		// that does not render its tools variable, polyfills them into the
+		// system message and rebuilds that message as role and content
+		// only, dropping its "tools" (minja chat-template.hpp: apply,
+		// add_system; GenAI tokenizer_impl.cpp apply_chat_template).
 		b, err := json.Marshal(templateTools(req.Tools))
 		if err == nil {
 			err = withJSON(api, b, "ov_genai_chat_history_set_tools", func(js *C.ov_genai_json_container) C.ov_genai_chat_history_status_e {

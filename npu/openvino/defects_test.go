@@ -203,12 +203,15 @@ func TestHistoryOverTheNPULimitDropsOldestTurns(t *testing.T) {
 	require.ErrorIs(t, err, npu.ErrContextLength, "the last message alone does not fit: nothing more to drop")
 }
 
-func TestDropOldestTurn(t *testing.T) {
+func TestDropOldestTurns(t *testing.T) {
 	sys, u1, a1, u2 := npu.Message{Role: "system"}, npu.Message{Role: "user", Content: "1"}, npu.Message{Role: "assistant"}, npu.Message{Role: "user", Content: "2"}
-	got, ok := dropOldestTurn([]npu.Message{sys, u1, a1, u2})
+	got, ok := dropOldestTurns([]npu.Message{sys, u1, a1, u2}, 1)
 	assert.True(t, ok)
 	assert.Equal(t, []npu.Message{sys, a1, u2}, got)
-	_, ok = dropOldestTurn([]npu.Message{sys, u2})
+	got, ok = dropOldestTurns([]npu.Message{sys, u1, a1, u2}, 4)
+	assert.True(t, ok)
+	assert.Equal(t, []npu.Message{sys, u2}, got, "never the system message nor the last one")
+	_, ok = dropOldestTurns([]npu.Message{sys, u2}, 1)
 	assert.False(t, ok, "the system message and the last message stay")
 }
 

@@ -88,7 +88,7 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		return nil, err
 	}
 	cfg.ContextLength = ReportedContext(cfg)
-	catalog, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.Hub), cfg.ContextLength)
+	catalog, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.Hub), ModelLimits(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +203,20 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 		return nil, err
 	}
 	p.device = device
+	if deviceKind(device) == "NPU" {
+		// What GenAI was given decides its prompt check and KV cache.
+		p.promptLimit, p.responseLen = 1024, 128
+		for _, pr := range props {
+			if n, err := strconv.Atoi(pr.value); err == nil && n >= 0 {
+				switch pr.key {
+				case "MAX_PROMPT_LEN":
+					p.promptLimit = n
+				case "MIN_RESPONSE_LEN":
+					p.responseLen = n
+				}
+			}
+		}
+	}
 	return p, nil
 }
 
@@ -298,8 +312,6 @@ func (e *Engine) Unload(model string) error {
 	return nil
 }
 
-func (e *Engine) maxPromptLen() int { return e.cfg.maxPromptLen() }
-
 func (c *Config) maxPromptLen() int {
 	if c.MaxPromptLen > 0 {
 		return c.MaxPromptLen
@@ -327,6 +339,16 @@ func ReportedContext(cfg Config) int {
 	return cfg.ContextLength
 }
 
+// ModelLimits is what the engine's models report under cfg: on the NPU
+// each model's KV cache and prompt limit (its own properties file may set
+// them), elsewhere cfg's context.
+func ModelLimits(cfg Config) modelstore.Limits {
+	if deviceKind(cfg.Device) == "NPU" {
+		return modelstore.NPULimits(cfg.MaxPromptLen, cfg.MinResponseLen)
+	}
+	return modelstore.FixedContext(ReportedContext(cfg))
+}
+
 // npuKVCapacity is how many tokens the NPU pipeline's KV cache holds, prompt
 // and answer together: GenAI's get_npu_kv_cache_capacity, MAX_PROMPT_LEN +
 // MIN_RESPONSE_LEN − 1. Generation stops quietly, with OK, when it is full.
@@ -337,7 +359,7 @@ func (c *Config) npuKVCapacity() int { return c.maxPromptLen() + c.minResponseLe
 func (e *Engine) contextOf(p *pipeline) int {
 	switch {
 	case deviceKind(p.device) == "NPU":
-		return e.cfg.npuKVCapacity()
+		return p.promptLimit + p.responseLen - 1
 	case p.context > 0:
 		return p.context
 	}
@@ -372,39 +394,46 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	res, err := p.generate(ctx, req, sink, limit)
 	onNPU := deviceKind(p.device) == "NPU"
 	// The C API cannot count tokens beforehand: when the NPU refuses the
-	// history before any output, drop the oldest turn and try again, a
-	// bounded number of times (each try costs a templating and a failed
-	// prefill check, no generation).
+	// history before any output and it may be over the prompt limit, drop
+	// the oldest turns and try again: one turn, then twice as many each
+	// time, and at last as many as make it surely fit, a bounded number of
+	// times (each try costs a templating and a failed check, no
+	// generation).
+	drop := 1
 	for tries := 0; err != nil && req.DropOldestTurns && onNPU && tries < maxDropRetries; tries++ {
-		var se *StatusError
-		if !errors.As(err, &se) || !se.BeforeOutput || !mayExceed(req, e.maxPromptLen()) {
+		if !p.mayBeOverLimit(req, err) {
 			break
 		}
-		shorter, ok := dropOldestTurn(req.Messages)
+		shorter, ok := dropOldestTurns(req.Messages, drop)
 		if !ok {
 			break
 		}
+		if tries == maxDropRetries-1 {
+			shorter = fitting(req.Messages, p.promptLimit)
+		}
+		drop *= 2
 		trimmed := *req
 		trimmed.Messages = shorter
 		req = &trimmed
-		e.log.Debug("history over MAX_PROMPT_LEN: dropped the oldest turn", "model", req.Model, "messages", len(shorter))
+		e.log.Debug("history over MAX_PROMPT_LEN: dropped the oldest turns", "model", req.Model, "messages", len(shorter))
 		res, err = p.generate(ctx, req, sink, limit)
 	}
 	if err != nil {
-		var se *StatusError
 		var invalid *npu.InvalidRequestError
 		if errors.As(err, &invalid) {
 			return res, err // the request's fault: a 400
 		}
-		if errors.As(err, &se) && onNPU && se.BeforeOutput && mayExceed(req, e.maxPromptLen()) {
+		if onNPU && p.mayBeOverLimit(req, err) {
 			// GenAI gives no reason. The request was validated against
-			// GenAI's rules before (npu.Request.Validate); on the NPU what
-			// is left for a generate that fails before any output is the
-			// templated prompt over MAX_PROMPT_LEN (the C API has no
-			// tokenizer to count beforehand): a request error.
+			// GenAI's rules before (npu.Request.Validate), the template
+			// checked at compile time, and what the prompt can count
+			// bounded (mayBeOverLimit): what is left for a generate that
+			// fails before any output is the templated prompt over
+			// MAX_PROMPT_LEN (the C API has no tokenizer to count
+			// beforehand): a request error.
 			return res, fmt.Errorf("the prompt (%d bytes of text, %d messages) does not fit the NPU's MAX_PROMPT_LEN of %d tokens "+
-				"(raise it with --npu-max-prompt-len; OpenVINO gave no further reason: %w): %w",
-				promptChars(req), len(req.Messages), e.maxPromptLen(), err, npu.ErrContextLength)
+				"(raise it with --npu-max-prompt-len or the model's %s; OpenVINO gave no further reason: %w): %w",
+				promptChars(req), len(req.Messages), p.promptLimit, modelstore.PropertiesFile, err, npu.ErrContextLength)
 		}
 		return res, &npu.EngineError{Engine: "openvino", Cause: err}
 	}
@@ -471,17 +500,47 @@ func mayExceed(req *npu.Request, limit int) bool {
 }
 
 // maxDropRetries bounds the retries of a history over the NPU's prompt
-// limit (each drops one turn).
-const maxDropRetries = 32
+// limit: 1, 2, 4, 8 turns dropped, then as many as make it surely fit.
+const maxDropRetries = 5
 
-// dropOldestTurn removes the oldest message that is neither a system
-// message nor the last one; ok is false when there is none left to drop.
-func dropOldestTurn(msgs []npu.Message) (_ []npu.Message, ok bool) {
-	for i, m := range msgs[:max(len(msgs)-1, 0)] {
-		if m.Role != "system" {
-			out := make([]npu.Message, 0, len(msgs)-1)
-			return append(append(out, msgs[:i]...), msgs[i+1:]...), true
-		}
+// mayBeOverLimit: a generate that failed with err may have failed for a
+// prompt over the NPU's limit: it failed before any output, and what its
+// prompt can count may exceed the limit, by its bytes or, when it continues
+// the history GenAI counted last, by that count.
+func (p *pipeline) mayBeOverLimit(req *npu.Request, err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) || !se.BeforeOutput || !mayExceed(req, p.promptLimit) {
+		return false
 	}
-	return msgs, false
+	if n, ok := p.counted.upperBound(req.Messages); ok && n < p.promptLimit {
+		return false
+	}
+	return true
+}
+
+// dropOldestTurns removes the n oldest messages that are neither system
+// messages nor the last one; ok is false when there is none to drop.
+func dropOldestTurns(msgs []npu.Message, n int) (_ []npu.Message, ok bool) {
+	out := make([]npu.Message, 0, len(msgs))
+	dropped := 0
+	for i, m := range msgs {
+		if dropped < n && i < len(msgs)-1 && m.Role != "system" {
+			dropped++
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, dropped > 0
+}
+
+// fitting drops the oldest turns until the rest cannot be over limit
+// tokens (mayExceed), keeping system messages and the last one.
+func fitting(msgs []npu.Message, limit int) []npu.Message {
+	for {
+		shorter, ok := dropOldestTurns(msgs, 1)
+		if !ok || !mayExceed(&npu.Request{Messages: msgs}, limit) {
+			return msgs
+		}
+		msgs = shorter
+	}
 }

@@ -55,3 +55,9 @@ func testLastRestored() int           { return int(testHook("ovtest_last_restore
 func testLastChunks() int             { return int(testHook("ovtest_last_chunks")) }
 func testLastCompileSeconds() float64 { return float64(testHook("ovtest_last_compile_us")) / 1e6 }
 func testLastCompileCached() bool     { return testHook("ovtest_last_compile_cached") != 0 }
+
+// testGenerateCalls counts the generates the library ran.
+func testGenerateCalls() int { return int(testHook("ovtest_generate_calls")) }
+
+// testImagesEncoded counts the images the VLM pipelines encoded.
+func testImagesEncoded() int { return int(testHook("ovtest_images_encoded")) }

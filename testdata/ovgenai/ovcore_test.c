@@ -107,14 +107,30 @@ void ov_version_free(ov_version_t* version) {
     ovtest_object_freed();
 }
 
+/* OpenVINO's texts, indexed by -status; anything past the last (or a
+ * positive status) is the last (src/bindings/c/src/ov_common.cpp). */
+static const char* const error_infos[] = {"success",
+                                          "general error",
+                                          "it's not implement",
+                                          "failed to network",
+                                          "input parameter mismatch",
+                                          "cannot find the value",
+                                          "out of bounds",
+                                          "run with unexpected error",
+                                          "request is busy",
+                                          "result is not ready",
+                                          "it is not allocated",
+                                          "inference start with error",
+                                          "network is not ready",
+                                          "inference is canceled",
+                                          "invalid c input parameters",
+                                          "unknown c error",
+                                          "not implement in c method",
+                                          "unknown exception"};
+
 const char* ov_get_error_info(ov_status_e status) {
-    switch (status) {
-    case OK: return "ok";
-    case INVALID_C_PARAM: return "invalid c input parameters";
-    case OUT_OF_BOUNDS: return "out of bounds";
-    case UNKNOW_EXCEPTION: return "unknown exception";
-    default: return "error";
-    }
+    size_t index = (size_t)(-(long long)status), last = sizeof error_infos / sizeof *error_infos - 1;
+    return error_infos[index > last ? last : index];
 }
 
 /* ---- shapes and tensors (openvino/c/ov_shape.h, ov_tensor.h) ---- */

@@ -18,6 +18,11 @@
  *     prompt longer than MAX_PROMPT_LEN, a prompt containing OVTEST_FAIL;
  *   - perf metrics in milliseconds;
  *   - OVTEST_TOKEN_DELAY_US microseconds between tokens;
+ *   - the NPU as GenAI and NPUW run it: the whole history prefilled and
+ *     counted every turn, chunked or static prefill, prefix caching, and
+ *     their costs as a model with OVTEST_NPU_* knobs (the NPU's cost model
+ *     below); CPU/GPU's quiet fallback to the stateful pipeline;
+ *   - minja's tool polyfill for templates that do not render tools;
  *   - OVTEST_BROKEN_DEVICES: devices on which every model fails to compile;
  *   - OVTEST_COMPILE_DELAY_US: how long creating a pipeline takes, for the
  *     models whose folder holds a file named slow_compile;
@@ -76,6 +81,10 @@ void ovtest_object_freed(void);
 static atomic_int last_foreign, last_after_stop, last_generated, last_prefilled, last_written;
 
 int ovtest_last_prefilled(void) { return atomic_load(&last_prefilled); }
+
+static atomic_int generate_calls;
+
+int ovtest_generate_calls(void) { return atomic_load(&generate_calls); }
 
 int ovtest_last_callbacks_foreign(void) { return atomic_load(&last_foreign); }
 int ovtest_last_calls_after_stop(void) { return atomic_load(&last_after_stop); }
@@ -210,6 +219,10 @@ struct ov_genai_chat_history_opaque {
     char* text;  /* the messages' JSON, one per line: what the test model reads */
     char* extra; /* the extra context's JSON (enable_thinking), or NULL */
     char* tools; /* the tools' JSON array, or NULL */
+    /* A VLM's state for this history object (GenAI attaches it to the
+     * ChatHistory: chat_history_state.cpp): what the model saw of the
+     * images encoded so far. A new history object starts without. */
+    char* seen;
 };
 
 ov_genai_chat_history_status_e ov_genai_chat_history_create(ov_genai_chat_history** history) {
@@ -224,6 +237,7 @@ void ov_genai_chat_history_free(ov_genai_chat_history* history) {
     if (!history) return;
     free(history->extra);
     free(history->tools);
+    free(history->seen);
     free(history->text);
     free(history);
     ovtest_object_freed();
@@ -253,8 +267,8 @@ ov_genai_chat_history_status_e ov_genai_chat_history_set_extra_context(ov_genai_
 }
 
 /* The tools go to the chat template as its `tools` variable; GenAI
- * takes only an array (src/c/src/chat_history.cpp), and a template that
- * never mentions tools ignores them silently. */
+ * takes only an array (src/c/src/chat_history.cpp). A template that does
+ * not render them gets them through minja's polyfill (polyfill_tools). */
 ov_genai_chat_history_status_e ov_genai_chat_history_set_tools(ov_genai_chat_history* history,
                                                                const ov_genai_json_container* tools) {
     if (!history || !tools) return OV_GENAI_CHAT_HISTORY_INVALID_PARAM;
@@ -1136,6 +1150,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
                                  const char* script, const char* prefix, const ov_genai_generation_config* config,
                                  const streamer_callback* streamer, ov_genai_decoded_results** results) {
     if (!pipe || !input || (!streamer && !results) || (streamer && !streamer->callback_func)) return INVALID_C_PARAM;
+    atomic_fetch_add(&generate_calls, 1);
     if (atomic_exchange(&pipe->busy, 1)) {
         fprintf(stderr, "ovtest: concurrent generate on one pipeline\n");
         abort(); /* the real pipeline corrupts its state; make it loud */
@@ -1297,26 +1312,53 @@ static char* json_string_after(const char* s, const char* key) {
     return out;
 }
 
+/* system_tools is the first message's "tools" when it is a system message
+ * carrying them (a JSON string, unescaped here), or NULL. */
+static int first_is_system(const char* text) {
+    const char* nl = strchr(text, '\n');
+    const char* role = strstr(text, "\"role\":\"system\"");
+    return role && (!nl || role < nl);
+}
+
+static char* system_tools(const char* text) {
+    const char* nl = strchr(text, '\n');
+    if (!first_is_system(text)) return NULL;
+    const char* at = strstr(text, "\"tools\":\"");
+    if (!at || (nl && at > nl)) return NULL;
+    char* raw = json_string_after(at, "\"tools\":\"");
+    if (!raw) return NULL;
+    char* out = raw;
+    for (char *r = raw, *w = raw; ; r++) {
+        if (*r == '\\' && r[1]) r++;
+        if (!(*w++ = *r)) break;
+    }
+    return out;
+}
+
 /* tool_call_for is the test model's answer when its template rendered
  * tools and the conversation does not end with a tool's result: a call of
  * the first tool, with its first required argument, written as the
  * model's family writes it after GenAI's detokenizer dropped the special
- * tokens ([TOOL_CALLS], <|python_tag|>, <|tool_call|>). NULL: no call. */
-static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history) {
-    if (!history->tools || pipe->tool_format == TOOLS_NONE) return NULL;
-    const char* last = history->text;
+ * tokens ([TOOL_CALLS], <|python_tag|>, <|tool_call|>). NULL: no call.
+ * Phi-4-mini's template reads its tools from the system message's "tools"
+ * (a JSON string), not from the tools variable: it calls only when they
+ * are there. */
+static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history, const char* text) {
+    if (pipe->tool_format == TOOLS_NONE) return NULL;
+    const char* last = text;
     for (const char* nl = strchr(last, '\n'); nl && nl[1]; nl = strchr(last, '\n')) last = nl + 1;
     if (strstr(last, "\"role\":\"tool\"")) return NULL; /* it answers with the result */
-    /* Phi-4-mini's template reads the tools from the system message's
-     * "tools" (a JSON string), not from the tools variable: without them
-     * there, the model never heard of any tool. */
-    if (pipe->tool_format == TOOLS_PHI4 &&
-        !(strncmp(history->text, "{", 1) == 0 && strstr(history->text, "\"role\":\"system\"") &&
-          strstr(history->text, "\"tools\":\"") && strstr(history->text, "\"tools\":\"") < strchr(history->text, '\n')))
+    char* phi4 = pipe->tool_format == TOOLS_PHI4 ? system_tools(text) : NULL;
+    const char* tools = pipe->tool_format == TOOLS_PHI4 ? phi4 : history->tools;
+    if (!tools) return NULL;
+    char* name = json_string_after(tools, "\"name\":\"");
+    char* required = json_string_after(tools, "\"required\":[\"");
+    free(phi4);
+    if (!name) {
+        free(required);
         return NULL;
-    char* name = json_string_after(history->tools, "\"name\":\"");
-    if (!name) return NULL;
-    char* required = json_string_after(history->tools, "\"required\":[\"");
+    }
+
     char args[512];
     if (required) snprintf(args, sizeof args, "{\"%s\": \"ovtest\"}", required);
     else snprintf(args, sizeof args, "{}");
@@ -1337,6 +1379,40 @@ static char* tool_call_for(const ov_genai_llm_pipeline* pipe, const ov_genai_cha
     return out;
 }
 
+/* polyfill_tools is the history as GenAI's minja renders it
+ * (src/cpp/src/tokenizer/tokenizer_impl.cpp apply_chat_template, minja's
+ * chat_template::apply): given tools (set_tools) and a template that does
+ * not render the tools variable (minja's probe: no tools, or Phi-4-mini's,
+ * which reads them from the system message), minja's tool polyfill writes
+ * them into the first system message's content, rebuilding that message
+ * as role and content only (add_system): any other field it had, such as
+ * Phi-4-mini's "tools", is gone. */
+static char* polyfill_tools(const ov_genai_llm_pipeline* pipe, const ov_genai_chat_history* history) {
+    if (!history->tools || (pipe->tool_format != TOOLS_NONE && pipe->tool_format != TOOLS_PHI4))
+        return strdup(history->text);
+    const char* text = history->text;
+    const char* rest = text;
+    char* content = NULL;
+    if (first_is_system(text)) {
+        const char* nl = strchr(text, '\n');
+        char line[65536];
+        snprintf(line, sizeof line, "%.*s", nl ? (int)(nl - text) : (int)strlen(text), text);
+        content = json_string_after(line, "\"content\":\"");
+        rest = nl ? nl + 1 : text + strlen(text);
+    }
+    const char* intro = "You can call any of the following tools to satisfy the user's requests: ";
+    size_t n = strlen(rest) + strlen(history->tools) * 2 + (content ? strlen(content) : 0) + 256;
+    char* out = malloc(n);
+    int w = snprintf(out, n, "{\"role\":\"system\",\"content\":\"%s%s%s", content ? content : "", content ? "\\n\\n" : "", intro);
+    for (const char* t = history->tools; *t && (size_t)w < n - 8; t++) { /* the tools, as a JSON string */
+        if (*t == '"' || *t == '\\') out[w++] = '\\';
+        out[w++] = *t;
+    }
+    w += snprintf(out + w, n - (size_t)w, "\"}\n%s", rest);
+    free(content);
+    return out;
+}
+
 /* generate_history runs a chat history through the test model, for the
  * LLM and the VLM pipelines alike: both assert a non-empty history and a
  * chat template; the template's enable_thinking switch, a tool call when
@@ -1347,9 +1423,11 @@ static ov_status_e generate_history(ov_genai_llm_pipeline* pipe, const ov_genai_
     if (!history->text[0]) return UNKNOW_EXCEPTION;          /* "Chat history cannot be empty" */
     if (!pipe->has_chat_template) return UNKNOW_EXCEPTION;   /* the chat template must not be empty */
     int think = pipe->thinks && !(history->extra && strstr(history->extra, "\"enable_thinking\":false"));
-    char* call = tool_call_for(pipe, history);
-    ov_status_e st = generate_text(pipe, history->text, 1, think, call, seen, config, streamer, results);
+    char* text = polyfill_tools(pipe, history);
+    char* call = tool_call_for(pipe, history, text);
+    ov_status_e st = generate_text(pipe, text, 1, think, call, seen, config, streamer, results);
     free(call);
+    free(text);
     return st;
 }
 
@@ -1477,6 +1555,10 @@ void ov_genai_vlm_pipeline_free(ov_genai_vlm_pipeline* pipe) {
     ovtest_object_freed();
 }
 
+static atomic_int images_encoded;
+
+int ovtest_images_encoded(void) { return atomic_load(&images_encoded); }
+
 /* describe_images is what the model says it saw, or sets *bad for a
  * tensor GenAI's encoders refuse. */
 static char* describe_images(const ov_tensor_t** rgbs, size_t n, int* bad) {
@@ -1528,8 +1610,18 @@ static ov_status_e vlm_generate(ov_genai_vlm_pipeline* pipe, const char* text, c
     }
     ov_genai_decoded_results* inner = NULL;
     ov_status_e status;
+    atomic_fetch_add(&images_encoded, (int)num_images); /* the images passed are encoded */
     if (history) {
-        status = generate_history(pipe->llm, history, seen[0] ? seen : NULL, config, streamer, results ? &inner : NULL);
+        /* The images passed join what this history's state encoded before
+         * (vlm_chat_context.cpp: encode_visions_if_needed); the model sees
+         * them all. */
+        ov_genai_chat_history* h = (ov_genai_chat_history*)history; /* GenAI's state is mutable too */
+        if (seen[0]) {
+            size_t have = h->seen ? strlen(h->seen) : 0;
+            h->seen = realloc(h->seen, have + strlen(seen) + 1);
+            strcpy(h->seen + have, seen);
+        }
+        status = generate_history(pipe->llm, history, h->seen, config, streamer, results ? &inner : NULL);
     } else {
         status = generate_text(pipe->llm, text, 0, pipe->llm->thinks, NULL, seen[0] ? seen : NULL, config, streamer,
                                results ? &inner : NULL);

@@ -21,6 +21,10 @@ int ovtest_last_written(void);
  * the NPU the whole history; on CPU/GPU's stateful pipeline only the new
  * part of a history that continues the cached one. */
 int ovtest_last_prefilled(void);
+/* Generates run since the library loaded (every pipeline, failed ones too). */
+int ovtest_generate_calls(void);
+/* Images the VLM pipelines encoded since the library loaded. */
+int ovtest_images_encoded(void);
 /* The NPU cost model's figures for the last generate: the modelled prefill
  * (microseconds, before OVTEST_NPU_TIME_SCALE), the tokens restored from
  * NPUW's prefix cache, and the prefill chunks computed (1 for a static
