@@ -20,11 +20,12 @@ func compileCacheFor(cfg Config, engine npu.Engine, log *slog.Logger) npu.Compil
 		return nil
 	}
 	return compilecache.New(cfg.CacheDir, func(model string) string {
-		// What OpenVINO hashes into a blob's name: the model (its files),
-		// the device and the compile properties.
-		return fmt.Sprintf("device=%s max_prompt_len=%d min_response_len=%d prefill_hint=%s generate_hint=%s files=%s",
-			cfg.Device, cfg.NPUMaxPromptLen, cfg.NPUMinResponseLen, cfg.NPUPrefillHint, cfg.NPUGenerateHint,
-			compilecache.FolderFingerprint(filepath.Join(cfg.ModelsDir, model)))
+		// What OpenVINO hashes into a blob's name: the model (its files,
+		// npud-properties.json included), the device and the compile
+		// properties.
+		return fmt.Sprintf("device=%s max_prompt_len=%d min_response_len=%d prefill_chunk=%d prefix_caching=%t prefill_hint=%s generate_hint=%s files=%s",
+			cfg.Device, cfg.NPUMaxPromptLen, cfg.NPUMinResponseLen, cfg.NPUPrefillChunk, cfg.NPUPrefixCaching,
+			cfg.NPUPrefillHint, cfg.NPUGenerateHint, compilecache.FolderFingerprint(filepath.Join(cfg.ModelsDir, model)))
 	}, log)
 }
 
