@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -151,6 +152,27 @@ func TestFirstCompileProgressReachesWaitingClients(t *testing.T) {
 		`{"model":"sim","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`))
 	assert.Equal(t, "sim", <-engine.started)
 	ollama := lines(t, postStream(t, srv.URL+"/api/chat", `{"model":"sim","options":{"num_predict":3},"messages":[{"role":"user","content":"hi"}]}`))
+	wctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(wctx, strings.Replace(srv.URL, "http", "ws", 1)+"/npud/v1/streams", nil)
+	require.NoError(t, err)
+	defer ws.CloseNow()
+	require.NoError(t, ws.Write(wctx, websocket.MessageText,
+		[]byte(`{"type":"start","request_id":"ws1","model":"sim","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`)))
+	wsNext := func() string {
+		t.Helper()
+		for {
+			_, data, err := ws.Read(wctx)
+			require.NoError(t, err)
+			if !strings.Contains(string(data), `"type":"started"`) {
+				return string(data)
+			}
+		}
+	}
+	var wsStatus struct{ Type, Status string }
+	require.NoError(t, json.Unmarshal([]byte(wsNext()), &wsStatus))
+	assert.Equal(t, "status", wsStatus.Type)
+	assert.Contains(t, wsStatus.Status, `loading model "sim": compiling for NPU (first time)… `)
 
 	comment := waitLine(t, openai, `: loading model "sim": compiling for NPU (first time)… `)
 	assert.True(t, strings.HasPrefix(comment, ": "), "an SSE comment, which clients skip: %q", comment)
@@ -187,9 +209,13 @@ func TestFirstCompileProgressReachesWaitingClients(t *testing.T) {
 	require.Len(t, status.Loading, 1)
 	assert.Equal(t, "compiling for NPU (first time)", status.Loading[0].Status)
 
-	close(engine.release) // the compile ends: both answers stream
+	close(engine.release) // the compile ends: the answers stream
 	waitLine(t, openai, "data: [DONE]")
 	waitLine(t, ollama, `"done":true`)
+	for m := wsNext(); !strings.Contains(m, `"type":"final"`); m = wsNext() {
+		require.NotContains(t, m, `"type":"error"`)
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
 	ps = psLoading{}
 	getJSON(t, srv.URL+"/api/ps", &ps)
 	assert.Empty(t, ps.Loading)
