@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/compilecache"
@@ -52,9 +51,9 @@ func (l *loadLine) show(status string) {
 		return
 	}
 	if l.terminal {
-		fmt.Fprintf(l.w, "\r\033[K%s", oneLine(status))
+		fmt.Fprintf(l.w, "\r\033[K%s", terminalSafe(status, false))
 	} else {
-		fmt.Fprintln(l.w, oneLine(status))
+		fmt.Fprintln(l.w, terminalSafe(status, false))
 	}
 	l.shown = true
 }
@@ -64,19 +63,4 @@ func (l *loadLine) clear() {
 		fmt.Fprint(l.w, "\r\033[K")
 	}
 	l.shown = false
-}
-
-// oneLine is text from the network made safe for a terminal: no control
-// characters (escape sequences, line breaks), at most 200 characters.
-func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, s)
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:200]) + "…"
-	}
-	return s
 }

@@ -59,7 +59,12 @@ func (s *Server) requestInfo(c *gin.Context) {
 	}
 	level := slog.LevelInfo
 	if info.Stream != nil {
-		if problems := info.Stream.Stats().ToolCallProblems; len(problems) > 0 {
+		stats := info.Stream.Stats()
+		if stats.MaxTokensClamped > 0 {
+			// The client asked for more than the context left: it ran with this.
+			attrs = append(attrs, slog.Int("max_tokens_clamped", stats.MaxTokensClamped))
+		}
+		if problems := stats.ToolCallProblems; len(problems) > 0 {
 			// The calls went to the client anyway: it validates them.
 			attrs = append(attrs, slog.String("tool_call_problems", reqinfo.Clip(strings.Join(problems, "; "))))
 			level = slog.LevelWarn

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/npud/npud/daemon/console"
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wsapi"
@@ -304,7 +306,70 @@ func (s *Server) authenticate(c *gin.Context) {
 			fmt.Sprintf("key %q may not manage models (delete, copy, pull): that needs an admin key", key.Name), 0)
 		return
 	}
+	if !s.routeTable.WebSocket(c.Request.URL.Path) { // WebSockets close with 1008 (wsapi.CloseKeys)
+		ctx, untrack := s.keyRequests.track(c.Request.Context(), info.KeyID)
+		defer untrack()
+		if !s.policy.Load().keys.hasID(info.KeyID) {
+			untrack() // revoked between the lookup and the tracking: the reload missed it
+			ctx = revokedContext(ctx)
+		}
+		c.Request = c.Request.WithContext(ctx)
+	}
 	c.Next()
+}
+
+// keyRequests are the HTTP requests in flight per API key, so that a
+// reload that revokes a key ends its streams (SSE and NDJSON) with an
+// in-band key_revoked error, as it closes its WebSockets. The map holds
+// only keys with a request in flight.
+type keyRequests struct {
+	mu    sync.Mutex
+	byKey map[string]map[*context.CancelCauseFunc]struct{}
+}
+
+// track gives a request of key keyID a context that revoke ends.
+func (k *keyRequests) track(parent context.Context, keyID string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.byKey == nil {
+		k.byKey = map[string]map[*context.CancelCauseFunc]struct{}{}
+	}
+	if k.byKey[keyID] == nil {
+		k.byKey[keyID] = map[*context.CancelCauseFunc]struct{}{}
+	}
+	k.byKey[keyID][&cancel] = struct{}{}
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			delete(k.byKey[keyID], &cancel)
+			if len(k.byKey[keyID]) == 0 {
+				delete(k.byKey, keyID)
+			}
+		})
+	}
+}
+
+// revoke ends the requests of the keys: their streams get
+// npu.ErrKeyRevoked, and their generations stop.
+func (k *keyRequests) revoke(keyIDs []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, id := range keyIDs {
+		for cancel := range k.byKey[id] {
+			(*cancel)(npu.ErrKeyRevoked)
+		}
+		delete(k.byKey, id)
+	}
+}
+
+// revokedContext is ctx ended as a revoked key's.
+func revokedContext(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	cancel(npu.ErrKeyRevoked)
+	return ctx
 }
 
 func (p *policy) isPublic(r *http.Request) bool {
@@ -330,24 +395,22 @@ func bearer(r *http.Request) (string, bool) {
 // lives as long as the server; a reload changes its limits in place so
 // that counts survive.
 type tenantLimits struct {
-	mu         sync.Mutex
-	perMinute  int
-	burst      int
-	maxStreams int
-	tenants    map[string]*tenantState // bounded: key names plus anonymous
+	mu        sync.Mutex
+	perMinute int
+	burst     int
+	tenants   map[string]*tenantState // bounded: key names plus anonymous
 }
 
 type tenantState struct {
 	limiter *rate.Limiter
-	streams int
 }
 
 func newTenantLimits() *tenantLimits { return &tenantLimits{tenants: map[string]*tenantState{}} }
 
-func (l *tenantLimits) configure(perMinute, burst, maxStreams int) {
+func (l *tenantLimits) configure(perMinute, burst int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.perMinute, l.burst, l.maxStreams = perMinute, burst, maxStreams
+	l.perMinute, l.burst = perMinute, burst
 	for _, st := range l.tenants {
 		st.limiter.SetLimit(l.limit())
 		st.limiter.SetBurst(burst)
@@ -388,22 +451,6 @@ func (l *tenantLimits) allow(tenant string, now time.Time) (bool, time.Duration)
 	return true, 0
 }
 
-// openStream counts a stream for tenant; release must be called after.
-func (l *tenantLimits) openStream(tenant string) (release func(), ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.stateLocked(tenant)
-	if l.maxStreams > 0 && st.streams >= l.maxStreams {
-		return nil, false
-	}
-	st.streams++
-	return func() {
-		l.mu.Lock()
-		st.streams--
-		l.mu.Unlock()
-	}, true
-}
-
 // admitRealtime takes a WebSocket start message from its tenant's request
 // rate, as an HTTP request is taken by limitTenant.
 func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
@@ -415,7 +462,8 @@ func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
 	return nil
 }
 
-// limitTenant enforces the per-tenant request rate and stream cap.
+// limitTenant enforces the per-tenant request rate, and the stream cap for
+// embeddings (generations are counted by the runner).
 func (s *Server) limitTenant(c *gin.Context) {
 	if s.policy.Load().isPublic(c.Request) {
 		c.Next()
@@ -429,9 +477,10 @@ func (s *Server) limitTenant(c *gin.Context) {
 		return
 	}
 	if s.routeTable.Embedding(c.Request.URL.Path) {
-		release, ok := s.limits.openStream(tenant)
-		if !ok {
-			s.metrics.rateLimited(tenant, "streams")
+		// Counted with the tenant's generations, by the runner (which
+		// also counts a refusal in npud_rate_limited_total).
+		release, err := s.runner.AdmitStream(tenant)
+		if err != nil {
 			writeDenied(c, http.StatusTooManyRequests, "too_many_streams",
 				fmt.Sprintf("tenant %q already runs its maximum of concurrent streams", tenant), max(time.Second, s.runner.RetryAfter()))
 			return
@@ -445,6 +494,20 @@ func (s *Server) limitTenant(c *gin.Context) {
 // to, with Retry-After when the client may try again.
 func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.Duration) {
 	reqinfo.From(c.Request.Context()).Error = msg
+	unread := c.Request.ContentLength != 0 // a body, announced or chunked, that nothing will read
+	if unread {
+		// Close the connection after the answer instead of letting the
+		// server drain the body at the client's pace (net/http reads up
+		// to 256 KB of it to reuse the connection).
+		c.Header("Connection", "close")
+	}
+	defer func() {
+		if unread {
+			// The answer is written; the drain after the handler fails at
+			// once and the connection closes.
+			_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+		}
+	}()
 	writeProtocolError(c, &openaiapi.Error{Status: status, Type: "invalid_request_error", Code: code, Message: msg, RetryAfter: retryAfter})
 	c.Abort()
 }

@@ -63,7 +63,8 @@ type statusReport struct {
 	Version       string         `json:"version"`
 	Engine        string         `json:"engine"`
 	Simulated     bool           `json:"simulated"`
-	Why           string         `json:"simulated_why,omitempty"` // why the simulated engine serves
+	Why           string         `json:"simulated_why,omitempty"`  // why the simulated engine serves
+	EngineChanged *EngineChange  `json:"engine_changed,omitempty"` // auto started OpenVINO without a restart
 	UptimeSeconds int64          `json:"uptime_seconds"`
 	Devices       []statusDevice `json:"devices"`
 	Models        []string       `json:"models"` // every model served
@@ -79,7 +80,10 @@ type statusReport struct {
 	// hang; absent when the engine runs in the daemon.
 	WorkerRestarts *int64       `json:"worker_restarts,omitempty"`
 	Totals         statusTotals `json:"totals"`
-	Time           time.Time    `json:"time"`
+	// Recent are the last generations that wrote text, oldest first, for
+	// the console's charts (every tenant's; no prompt, no text).
+	Recent []recentRequest `json:"recent"`
+	Time   time.Time       `json:"time"`
 }
 
 func (s *Server) status(c *gin.Context) {
@@ -90,10 +94,10 @@ func (s *Server) status(c *gin.Context) {
 		UptimeSeconds: int64(now.Sub(s.started) / time.Second),
 		Devices:       []statusDevice{}, Models: []string{}, Loaded: []statusModel{}, Loading: []statusLoading{},
 		Queued: s.runner.Waiting(), Running: s.runner.Running(),
-		Auth: s.policy.Load().keys.enabled(), Time: now.UTC(),
+		Auth: s.policy.Load().keys.enabled(), Time: now.UTC(), EngineChanged: s.engineChange(),
 	}
 	if report.Simulated {
-		report.Why = s.simReason
+		report.Why = s.simulatedWhy()
 	}
 	select {
 	case <-s.draining:
@@ -102,7 +106,7 @@ func (s *Server) status(c *gin.Context) {
 	}
 	full := deviceNames(engine)
 	var health map[string]bool
-	if w, ok := engine.(isolatedEngine); ok {
+	if w, ok := isolation(engine); ok {
 		health = w.DeviceHealth() // crashes and hangs counted by the workers
 		n := w.Restarts()
 		report.WorkerRestarts = &n
@@ -127,6 +131,7 @@ func (s *Server) status(c *gin.Context) {
 			FirstCompile: l.Compile == npu.CompileFirst, Seconds: int64(now.Sub(l.Since) / time.Second)})
 	}
 	report.Streams, report.Totals = s.metrics.totals()
+	report.Recent = s.metrics.recent.list()
 	c.JSON(http.StatusOK, report)
 }
 

@@ -231,7 +231,8 @@ func TestUpstreamMisbehaving(t *testing.T) {
 	resp := post(t, front.URL+"/v1/chat/completions", `{"model":"far","stream":true,"messages":[{"role":"user","content":"x"}]}`)
 	raw, _ := io.ReadAll(resp.Body)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
-	assert.Contains(t, string(raw), "temperature is out of range for this model")
+	assert.Contains(t, string(raw), `upstream \"far\" refused the request (400 Bad Request)`)
+	assert.NotContains(t, string(raw), "temperature is out of range", "the upstream's own words go to the log (issue 25)")
 }
 
 // Issue 19: an unreachable upstream is a retryable 503 and leaves the

@@ -23,6 +23,10 @@ var (
 	ErrSlowConsumer = errors.New("client is reading too slowly: pending output exceeded the limit")
 	// ErrClientGone ends a stream whose client went away.
 	ErrClientGone = errors.New("client went away")
+	// ErrKeyRevoked ends the streams of an API key a reload revoked (the
+	// cause of their requests' contexts): they end with an error, not as
+	// a client that left.
+	ErrKeyRevoked = errors.New("the API key was revoked")
 	// ErrShuttingDown refuses new requests while the daemon drains, and ends
 	// streams still running when the drain timeout passes. It is retryable.
 	ErrShuttingDown = errors.New("server is shutting down")
@@ -53,7 +57,63 @@ var (
 	// ErrUpstreamUnavailable: the upstream server a model is relayed to
 	// cannot be reached or is out of rotation. Retryable.
 	ErrUpstreamUnavailable = errors.New("upstream unavailable")
+	// ErrEngineCrashedOnRequest refuses a request that crashed (or hung)
+	// an engine worker more than once: sent again it would only crash the
+	// worker again. Not retryable.
+	ErrEngineCrashedOnRequest = errors.New("this request crashed the engine more than once")
+	// ErrCrashThrottled refuses a tenant whose requests keep crashing
+	// engine workers, until its crashes age out of the window. Retryable
+	// after that (a 429).
+	ErrCrashThrottled = errors.New("this tenant's requests keep crashing the engine")
 )
+
+// sentinels names every sentinel error, so that an error can cross a
+// process boundary (npu/worker) by name and be rebuilt with the same
+// class. Where an error wraps several, the first listed names it.
+var sentinels = []struct {
+	code string
+	err  error
+}{
+	{"panic", ErrPanic},
+	{"engine_crashed_on_request", ErrEngineCrashedOnRequest},
+	{"crash_throttled", ErrCrashThrottled},
+	{"engine_crashed", ErrEngineCrashed},
+	{"engine_hung", ErrEngineHung},
+	{"device_unhealthy", ErrDeviceUnhealthy},
+	{"upstream_unavailable", ErrUpstreamUnavailable},
+	{"model_not_found", ErrModelNotFound},
+	{"queue_full", ErrQueueFull},
+	{"queue_timeout", ErrQueueTimeout},
+	{"token_timeout", ErrTokenTimeout},
+	{"slow_consumer", ErrSlowConsumer},
+	{"key_revoked", ErrKeyRevoked}, // wraps nothing, but is wrapped with client_gone
+	{"client_gone", ErrClientGone},
+	{"shutting_down", ErrShuttingDown},
+	{"context_length", ErrContextLength},
+	{"not_supported", ErrNotSupported},
+	{"too_many_streams", ErrTooManyStreams},
+	{"invalid_request", ErrInvalidRequest},
+}
+
+// ErrorCode names the sentinel err wraps, "" for none.
+func ErrorCode(err error) string {
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return ""
+}
+
+// Sentinel is the sentinel ErrorCode named code, nil for none.
+func Sentinel(code string) error {
+	for _, s := range sentinels {
+		if s.code == code {
+			return s.err
+		}
+	}
+	return nil
+}
 
 // EngineError is a failure inside an engine. The API layers report it as a
 // server error; Cause says what failed.
@@ -70,7 +130,7 @@ func Retryable(err error) bool {
 	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueTimeout) ||
 		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown) || errors.Is(err, ErrTooManyStreams) ||
 		errors.Is(err, ErrEngineCrashed) || errors.Is(err, ErrEngineHung) || errors.Is(err, ErrDeviceUnhealthy) ||
-		errors.Is(err, ErrUpstreamUnavailable)
+		errors.Is(err, ErrUpstreamUnavailable) || errors.Is(err, ErrCrashThrottled)
 }
 
 // ErrInvalidRequest is wrapped by InvalidRequestError: a request the engine

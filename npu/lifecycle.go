@@ -66,11 +66,20 @@ type loadedEntry struct {
 	// failure. Until then the entry counts as in use, so nothing unloads it.
 	ready chan struct{}
 	err   error
+	// unloading is set while the engine unloads the model, and closed
+	// when it is done: the entry stays listed as going, so nobody loads
+	// the model again before its old instance is gone, and the lock is
+	// never held across the engine's Unload (for a worker, an RPC with
+	// timeouts of its own).
+	unloading chan struct{}
 	// loading describes the load while ready is open.
 	loading LoadStatus
 }
 
 func (e *loadedEntry) isReady() bool {
+	if e.unloading != nil {
+		return false
+	}
 	select {
 	case <-e.ready:
 		return e.err == nil
@@ -84,21 +93,43 @@ func newLifecycle(engine Engine, defaultKeepAlive time.Duration, maxLoaded int, 
 		loaded: map[string]*loadedEntry{}}
 }
 
-// evictLocked makes room for one more model by unloading the least
-// recently used idle ones.
-func (l *lifecycle) evictLocked() {
-	for l.maxLoaded > 0 && len(l.loaded) >= l.maxLoaded {
+// evictLocked makes room for one more model by starting to unload the
+// least recently used idle ones; the caller runs the returned unloads
+// after unlocking.
+func (l *lifecycle) evictLocked() (unloads []func()) {
+	for l.maxLoaded > 0 && l.residentLocked() >= l.maxLoaded {
 		var victim string
 		var oldest time.Time
 		for name, e := range l.loaded {
-			if e.inUse == 0 && !e.Preloaded && (victim == "" || e.lastUsed.Before(oldest)) {
+			if e.unloading == nil && e.inUse == 0 && !e.Preloaded && (victim == "" || e.lastUsed.Before(oldest)) {
 				victim, oldest = name, e.lastUsed
 			}
 		}
 		if victim == "" {
-			return // every loaded model is busy or preloaded; load beyond the cap rather than fail
+			return unloads // every loaded model is busy or preloaded; load beyond the cap rather than fail
 		}
-		l.unloadLocked(victim, "least recently used, over the loaded-model cap")
+		unloads = append(unloads, l.unloadLocked(victim, "least recently used, over the loaded-model cap"))
+	}
+	return unloads
+}
+
+// residentLocked counts the models loaded or loading, not those going.
+func (l *lifecycle) residentLocked() int {
+	n := 0
+	for _, e := range l.loaded {
+		if e.unloading == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// runUnloads runs unloads started under the lock, after it was released.
+func runUnloads(unloads ...func()) {
+	for _, u := range unloads {
+		if u != nil {
+			u()
+		}
 	}
 }
 
@@ -109,6 +140,20 @@ func (l *lifecycle) evictLocked() {
 // that want the same model wait for the one load.
 func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration, error) {
 	l.mu.Lock()
+	for {
+		e, ok := l.loaded[info.ID]
+		if !ok || e.unloading == nil {
+			break
+		}
+		// Its old instance is still being unloaded: load it again after.
+		l.mu.Unlock()
+		select {
+		case <-e.unloading:
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		}
+		l.mu.Lock()
+	}
 	if e, ok := l.loaded[info.ID]; ok {
 		e.inUse++
 		if e.timer != nil {
@@ -127,13 +172,14 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		}
 		return 0, nil
 	}
-	l.evictLocked()
-	start := time.Now()
+	unloads := l.evictLocked()
 	e := &loadedEntry{LoadedModel: LoadedModel{Model: info}, inUse: 1, ready: make(chan struct{}),
-		loading: LoadStatus{Model: info.ID, Device: l.device, Since: start}}
+		loading: LoadStatus{Model: info.ID, Device: l.device, Since: time.Now()}}
 	l.loaded[info.ID] = e
 	l.mu.Unlock()
+	runUnloads(unloads...) // the evicted models leave before this one comes
 
+	start := time.Now()
 	var err error
 	if loader, ok := l.engine.(ModelLoader); ok {
 		tracked := func(error) {}
@@ -254,10 +300,15 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 // (explicit or the default) must not unpin it.
 func (l *lifecycle) release(model string, keepAlive *time.Duration, mayUnpin bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	unload := l.releaseLocked(model, keepAlive, mayUnpin)
+	l.mu.Unlock()
+	runUnloads(unload)
+}
+
+func (l *lifecycle) releaseLocked(model string, keepAlive *time.Duration, mayUnpin bool) (unload func()) {
 	e, ok := l.loaded[model]
-	if !ok {
-		return
+	if !ok || e.unloading != nil {
+		return nil
 	}
 	e.inUse = max(e.inUse-1, 0)
 	e.lastUsed = time.Now()
@@ -266,42 +317,47 @@ func (l *lifecycle) release(model string, keepAlive *time.Duration, mayUnpin boo
 		ka = *keepAlive
 	}
 	if e.inUse > 0 {
-		return
+		return nil
 	}
 	if e.Preloaded && !(mayUnpin && ka == 0) {
 		e.ExpiresAt = time.Time{}
-		return
+		return nil
 	}
 	switch {
 	case ka < 0:
 		e.ExpiresAt = time.Time{}
 	case ka == 0:
-		l.unloadLocked(model, "keep_alive 0")
+		return l.unloadLocked(model, "keep_alive 0")
 	default:
 		e.ExpiresAt = time.Now().Add(ka)
 		e.timer = time.AfterFunc(ka, func() { l.expire(model, e) })
 	}
+	return nil
 }
 
 // expire unloads model if entry is still the loaded one and idle.
 func (l *lifecycle) expire(model string, entry *loadedEntry) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.loaded[model] == entry && entry.inUse == 0 && !entry.ExpiresAt.IsZero() && !time.Now().Before(entry.ExpiresAt) {
-		l.unloadLocked(model, "keep_alive expired")
+	var unload func()
+	if l.loaded[model] == entry && entry.unloading == nil && entry.inUse == 0 && !entry.ExpiresAt.IsZero() && !time.Now().Before(entry.ExpiresAt) {
+		unload = l.unloadLocked(model, "keep_alive expired")
 	}
+	l.mu.Unlock()
+	runUnloads(unload)
 }
 
 // unload removes model now unless it is in use; it reports whether the
 // model was loaded.
 func (l *lifecycle) unload(model string) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	e, ok := l.loaded[model]
-	if !ok || e.inUse > 0 {
+	if !ok || e.inUse > 0 || e.unloading != nil {
+		l.mu.Unlock()
 		return ok
 	}
-	l.unloadLocked(model, "requested")
+	unload := l.unloadLocked(model, "requested")
+	l.mu.Unlock()
+	runUnloads(unload)
 	return true
 }
 
@@ -316,10 +372,20 @@ func (l *lifecycle) evict(ctx context.Context, model, why string) error {
 			l.mu.Unlock()
 			return nil
 		}
+		if e.unloading != nil {
+			l.mu.Unlock()
+			select { // going already
+			case <-e.unloading:
+				return nil
+			case <-ctx.Done():
+				return fmt.Errorf("model %q is still unloading: %w", model, ctx.Err())
+			}
+		}
 		select {
 		case <-e.ready:
-			l.unloadLocked(model, why)
+			unload := l.unloadLocked(model, why)
 			l.mu.Unlock()
+			runUnloads(unload)
 			return nil
 		default:
 		}
@@ -338,7 +404,7 @@ func (l *lifecycle) evict(ctx context.Context, model, why string) error {
 func (l *lifecycle) markPreloaded(model string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.loaded[model]; ok {
+	if e, ok := l.loaded[model]; ok && e.unloading == nil {
 		e.Preloaded = true
 		e.ExpiresAt = time.Time{}
 		if e.timer != nil {
@@ -353,7 +419,7 @@ func (l *lifecycle) preloaded(model string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.loaded[model]
-	return ok && e.Preloaded
+	return ok && e.unloading == nil && e.Preloaded
 }
 
 // pin keeps model loaded until unpin: a reload in progress must not be
@@ -363,7 +429,7 @@ func (l *lifecycle) pin(model string) *loadedEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.loaded[model]
-	if !ok {
+	if !ok || e.unloading != nil {
 		return nil
 	}
 	e.inUse++
@@ -374,7 +440,7 @@ func (l *lifecycle) pin(model string) *loadedEntry {
 func (l *lifecycle) unpin(model string, e *loadedEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.loaded[model] != e {
+	if l.loaded[model] != e || e.unloading != nil {
 		return
 	}
 	e.inUse = max(e.inUse-1, 0)
@@ -386,21 +452,34 @@ func (l *lifecycle) unpin(model string, e *loadedEntry) {
 	}
 }
 
-func (l *lifecycle) unloadLocked(model, why string) {
+// unloadLocked marks model as going and returns what unloads it, which
+// the caller runs after unlocking: the engine's Unload (for a worker, an
+// RPC with timeouts) never runs under the lock, so acquires, releases and
+// /api/ps of other models go on meanwhile.
+func (l *lifecycle) unloadLocked(model, why string) (unload func()) {
 	e := l.loaded[model]
 	if e.timer != nil {
 		e.timer.Stop()
+		e.timer = nil
 	}
-	delete(l.loaded, model)
+	e.unloading = make(chan struct{})
 	if l.onUnload != nil {
 		l.onUnload(model)
 	}
-	if loader, ok := l.engine.(ModelLoader); ok {
-		if err := loader.Unload(model); err != nil {
-			l.log.Warn("unloading model failed", "model", model, "err", err)
+	return func() {
+		if loader, ok := l.engine.(ModelLoader); ok {
+			if err := loader.Unload(model); err != nil {
+				l.log.Warn("unloading model failed", "model", model, "err", err)
+			}
 		}
+		l.mu.Lock()
+		if l.loaded[model] == e {
+			delete(l.loaded, model)
+		}
+		close(e.unloading)
+		l.mu.Unlock()
+		l.log.Info("model unloaded", "model", model, "reason", why)
 	}
-	l.log.Info("model unloaded", "model", model, "reason", why)
 }
 
 // list returns the loaded models by name.
@@ -409,7 +488,7 @@ func (l *lifecycle) list() []LoadedModel {
 	defer l.mu.Unlock()
 	out := make([]LoadedModel, 0, len(l.loaded))
 	for _, e := range l.loaded {
-		if e.isReady() { // a model still loading is not listed yet
+		if e.isReady() { // a model still loading (or going) is not listed
 			lm := e.LoadedModel
 			lm.InUse = e.inUse
 			out = append(out, lm)

@@ -3,6 +3,7 @@ package npu
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -259,4 +260,71 @@ func TestConcurrentRequestsShareOneLoad(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.EqualValues(t, 1, e.loads.Load(), "one load for six callers")
+}
+
+// slowUnload is twoModels whose Unload blocks until released, as a worker's
+// unload RPC may for its timeouts.
+type slowUnload struct {
+	twoModels
+	unloading chan string   // told each unload as it starts
+	proceed   chan struct{} // closed to let the unloads finish
+	loadsOf   sync.Map      // model → *atomic.Int32
+}
+
+func (e *slowUnload) Load(ctx context.Context, model string) error {
+	n, _ := e.loadsOf.LoadOrStore(model, new(atomic.Int32))
+	n.(*atomic.Int32).Add(1)
+	return nil
+}
+
+func (e *slowUnload) Unload(model string) error {
+	e.unloading <- model
+	<-e.proceed
+	return nil
+}
+
+func (e *slowUnload) loadCount(model string) int32 {
+	n, _ := e.loadsOf.LoadOrStore(model, new(atomic.Int32))
+	return n.(*atomic.Int32).Load()
+}
+
+// Issue 28 defect 3: the engine's Unload runs outside the lifecycle's
+// lock: while one model unloads, other models are acquired and released
+// and the loaded list answers; the model being unloaded is not listed,
+// and a request for it waits for the unload and loads it again.
+func TestUnloadDoesNotHoldTheLifecycle(t *testing.T) {
+	e := &slowUnload{unloading: make(chan string, 4), proceed: make(chan struct{})}
+	l := newLifecycle(e, time.Minute, 0, slog.New(slog.DiscardHandler))
+	within := func(what string, fn func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); fn() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // a bound for a failure, not a timing
+			t.Fatalf("%s waited for another model's unload", what)
+		}
+	}
+	_, err := l.acquire(t.Context(), ModelInfo{ID: "big"})
+	require.NoError(t, err)
+	unloaded := make(chan struct{})
+	go func() {
+		defer close(unloaded)
+		l.release("big", dur(0), false) // keep_alive 0: unload now
+	}()
+	require.Equal(t, "big", <-e.unloading)
+
+	within("listing the loaded models", func() { assert.Empty(t, l.list(), "a model going is not listed") })
+	within("acquiring another model", func() {
+		_, err := l.acquire(t.Context(), ModelInfo{ID: "small"})
+		assert.NoError(t, err)
+		l.release("small", nil, false)
+	})
+	again := make(chan error, 1)
+	go func() { _, err := l.acquire(t.Context(), ModelInfo{ID: "big"}); again <- err }()
+	close(e.proceed)
+	<-unloaded
+	require.NoError(t, <-again)
+	assert.EqualValues(t, 2, e.loadCount("big"), "loaded again once its old instance was gone")
+	assert.Len(t, l.list(), 2)
 }

@@ -20,6 +20,9 @@ type Observer interface {
 	// done with it (or it never got there), however many clients read it
 	// and whichever protocol started it.
 	GenerationEnded(GenerationReport)
+	// Refused reports a generation the runner refused for its tenant
+	// before it was queued (ErrTooManyStreams), whichever protocol asked.
+	Refused(tenant string, err error)
 }
 
 // GenerationReport is how a generation ended.
@@ -38,6 +41,7 @@ func (noObserver) ModelLoaded(string, string, time.Duration) {}
 func (noObserver) TokenGap(string, string, time.Duration)    {}
 func (noObserver) Prefill(string, CacheResult, int, int)     {}
 func (noObserver) GenerationEnded(GenerationReport)          {}
+func (noObserver) Refused(string, error)                     {}
 
 // StreamStats describes a stream for logs and metrics once its writer is
 // done with it.
@@ -57,4 +61,8 @@ type StreamStats struct {
 	// made (arguments that are not JSON, or not what the tool declared):
 	// the calls went to the client anyway, for it to validate.
 	ToolCallProblems []string
+	// MaxTokensClamped is the completion limit the request's was lowered
+	// to (Result.MaxTokensClamped), known when it was admitted or when the
+	// engine returned; 0 otherwise.
+	MaxTokensClamped int
 }

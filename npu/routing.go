@@ -30,8 +30,15 @@ type Routing struct {
 	OverflowAfter time.Duration
 }
 
-// SetRouting sets the upstreams. Call it before serving.
-func (r *Runner) SetRouting(rt Routing) { r.routing = rt }
+// SetRouting sets the upstreams. Call it before serving. The upstreams'
+// runners count tenants' generations with this runner: a tenant's stream
+// cap is one, wherever its generations run.
+func (r *Runner) SetRouting(rt Routing) {
+	r.routing = rt
+	for _, up := range rt.Upstreams {
+		up.Runner.tenants = r.tenants
+	}
+}
 
 // Upstreams are the runners requests may be handed to.
 func (r *Runner) Upstreams() []Upstream { return r.routing.Upstreams }
@@ -128,7 +135,7 @@ func (r *Runner) overloaded() bool {
 	return r.sched.Full() || r.sched.EstimatedWait() > r.routing.OverflowAfter
 }
 
-// stopUpstreams applies a runner's drain to its upstreams.
+// eachUpstream applies fn (a drain step) to the upstreams' runners.
 func (r *Runner) eachUpstream(fn func(*Runner)) {
 	for _, up := range r.routing.Upstreams {
 		fn(up.Runner)

@@ -30,6 +30,10 @@ type RunnerConfig struct {
 	// engine that can run concurrent generations (the simulated one) may
 	// have more: a GenAI pipeline runs one generate at a time.
 	Slots int
+	// Store takes the pulls of an engine without a registry of its own
+	// (the simulated engine): the models folder belongs to the daemon, so
+	// a pull works whatever engine serves. nil: such an engine refuses.
+	Store Registry
 	// Affinity lets a request that continues its model's cached
 	// conversation go first, within fairness bounds (see Scheduler); the
 	// zero value is plain FIFO.
@@ -55,8 +59,11 @@ type Runner struct {
 	abort    context.CancelCauseFunc
 	closing  atomic.Bool
 	inflight sync.WaitGroup // engine goroutines
-	tenants  tenantStreams  // generations per tenant, for the stream cap
-	routing  Routing        // upstreams; set before serving
+	// tenants counts generations per tenant, for the stream cap; the
+	// upstreams' runners share their router's (SetRouting), so a tenant's
+	// cap holds whichever engine runs its generations.
+	tenants *tenantStreams
+	routing Routing // upstreams; set before serving
 }
 
 // NewRunner returns a runner for engine.
@@ -66,13 +73,14 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 		cfg.Observer = noObserver{}
 	}
 	r := &Runner{
-		engine: engine,
-		sched:  NewAffinityScheduler(max(cfg.Slots, 1), cfg.MaxQueue, cfg.Affinity),
-		life:   newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
-		cfg:    cfg,
-		log:    log,
-		base:   base,
-		abort:  abort,
+		engine:  engine,
+		sched:   NewAffinityScheduler(max(cfg.Slots, 1), cfg.MaxQueue, cfg.Affinity),
+		life:    newLifecycle(engine, cfg.DefaultKeepAlive, cfg.MaxLoadedModels, log),
+		cfg:     cfg,
+		log:     log,
+		base:    base,
+		abort:   abort,
+		tenants: &tenantStreams{},
 	}
 	r.life.onLoad = func(model string, took time.Duration) {
 		cfg.Observer.ModelLoaded(model, r.DeviceOf(model), took)
@@ -167,9 +175,13 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Normalize()
-	release, ok := r.tenants.open(req.Tenant)
-	if !ok {
-		return nil, fmt.Errorf("tenant %q already runs or queues %d generations: %w", req.Tenant, r.tenants.limit(), ErrTooManyStreams)
+	clamped, err := r.limitCompletion(req, m)
+	if err != nil {
+		return nil, err
+	}
+	release, err := r.AdmitStream(req.Tenant)
+	if err != nil {
+		return nil, err
 	}
 	ticket, err := r.sched.EnqueueConversation(req.Model, req.Messages)
 	if err != nil {
@@ -177,15 +189,33 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	s := newStream(r.base, req, r.cfg.Stream, r.cfg.Observer)
+	s.clamped = clamped
 	if len(req.Tools) > 0 {
 		s.parseToolCalls(m.Details.ToolFormat)
 	}
 	r.inflight.Add(1)
 	go func() {
-		defer release()  // a generation counts until it ends, client or not
-		r.run(s, ticket) // its end is reported by the stream (Stream.finish)
+		defer req.released() // the request's images are no longer needed
+		defer release()      // a generation counts until it ends, client or not
+		r.run(s, ticket)     // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil
+}
+
+// limitCompletion applies CompletionLimit to req when the engine can count
+// its prompt: it returns the limit req.MaxTokens was lowered to (0 when it
+// was not), or the error for a prompt that leaves no room.
+func (r *Runner) limitCompletion(req *Request, m ModelInfo) (clamped int, err error) {
+	counter, ok := r.engine.(PromptCounter)
+	if !ok || m.ContextLength <= 0 {
+		return 0, nil
+	}
+	limit, lowered, err := CompletionLimit(req.MaxTokens, counter.PromptTokens(req), m.ContextLength)
+	if err != nil || !lowered {
+		return 0, err
+	}
+	req.MaxTokens = limit
+	return limit, nil
 }
 
 // fitTools checks that model m can do what req asks of tools and images,
@@ -208,12 +238,33 @@ func fitTools(req *Request, m ModelInfo) error {
 		}
 	}
 	for _, msg := range req.Messages {
-		if len(msg.Images) > 0 && !m.Details.Vision {
-			return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
-				"model %q does not support images: its folder holds no vision encoder", m.ID)}
+		if len(msg.Images) > 0 {
+			return CheckVision(m)
 		}
 	}
 	return nil
+}
+
+// CheckVision refuses images for a model without a vision encoder. The
+// APIs ask it before decoding or fetching any image.
+func CheckVision(m ModelInfo) error {
+	if !m.Details.Vision {
+		return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
+			"model %q does not support images: its folder holds no vision encoder", m.ID)}
+	}
+	return nil
+}
+
+// AdmitStream counts work for tenant that is no generation (an
+// embedding) against its stream cap, with its generations; release ends
+// it. The error wraps ErrTooManyStreams.
+func (r *Runner) AdmitStream(tenant string) (release func(), err error) {
+	release, ok := r.tenants.open(tenant)
+	if !ok {
+		r.cfg.Observer.Refused(tenant, ErrTooManyStreams)
+		return nil, fmt.Errorf("tenant %q already runs or queues %d generations: %w", tenant, r.tenants.limit(), ErrTooManyStreams)
+	}
+	return release, nil
 }
 
 // SetStreamCap sets how many generations one tenant may run or queue at

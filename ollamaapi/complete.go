@@ -177,27 +177,38 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, badRequest("images go with a message on /api/chat: messages[].images"))
 		return
 	}
-	if apiErr := req.decodeImages(a.cfg.Images, ep, engineReq); apiErr != nil {
+	if apiErr := req.decodeImages(a.cfg.Images, m, ep, engineReq, a.runner.RetryAfter); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
 	// The engine's own limits, shared with the OpenAI API.
 	if err := engineReq.Validate(); err != nil {
+		releaseImages(engineReq)
 		a.fail(c.Writer, info, optionError(err))
 		return
 	}
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
+		releaseImages(engineReq)
 		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
 		return
 	}
 	defer stream.Close()
 	info.Stream = stream
+	reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
 	if req.stream() {
 		a.writeStream(ctx, c.Writer, wantsSSE(c.Request), info, stream, ep, model)
 		return
 	}
 	a.writeWhole(ctx, c.Writer, info, stream, ep, model)
+}
+
+// releaseImages gives back the image memory of a request the runner never
+// took (the runner releases those it took when their generation ends).
+func releaseImages(req *npu.Request) {
+	if req.Release != nil {
+		req.Release()
+	}
 }
 
 // wantsSSE: Ollama streams NDJSON only; some web clients ask for SSE.
@@ -349,6 +360,8 @@ func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqi
 		out.Thinking = answer.Reasoning
 	}
 	info.FinishReason = out.DoneReason
+	// An engine that cannot count the prompt beforehand says at its end.
+	reqinfo.SetMaxTokensClamped(rw.Header(), answer.Result.MaxTokensClamped)
 	rw.Header().Set("Content-Type", "application/json; charset=utf-8")
 	rw.WriteHeader(http.StatusOK)
 	if err := json.NewEncoder(rw).Encode(out); err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"reflect"
 	"time"
@@ -276,31 +275,12 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		a.fail(c.Writer, info, badRequest("dimensions %d is outside what model %q gives (1 to %d)", req.Dimensions, req.model(), len(vectors[0])))
 		return nil, 0, 0, false
 	}
-	if req.Dimensions > 0 {
-		for i, v := range vectors {
-			vectors[i] = normalize(v[:req.Dimensions])
-		}
-	}
+	npu.ShortenEmbeddings(vectors, req.Dimensions)
 	if a.runner.Simulated() {
 		// Say so where a client can see it: the vectors carry no meaning.
 		c.Header("X-Npud-Simulated", "true")
 	}
 	return vectors, tokens, time.Since(start), true
-}
-
-func normalize(v []float32) []float32 {
-	var sum float64
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	n := math.Sqrt(sum)
-	if n == 0 {
-		return v
-	}
-	for i := range v {
-		v[i] = float32(float64(v[i]) / n)
-	}
-	return v
 }
 
 func (a *API) embed(c *gin.Context) {

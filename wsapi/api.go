@@ -48,9 +48,12 @@ type Config struct {
 	// KeyValid reports whether the key a connection authenticated with
 	// (its id; "" without keys) is still configured: a connection whose
 	// key a reload revoked while it was being accepted is closed too.
-	KeyValid       func(keyID string) bool
-	PingInterval   time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
-	RequestEnded   func(info *reqinfo.Info)
+	KeyValid     func(keyID string) bool
+	PingInterval time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
+	RequestEnded func(info *reqinfo.Info)
+	// StreamOpened, when set, counts a generation as an active stream
+	// until done is called (npud_active_streams, as for HTTP).
+	StreamOpened   func() (done func())
 	AllowAnyOrigin bool          // the daemon's CORS check already vetted Origin
 	DefaultTimeout time.Duration // generation deadline when a start has no timeout_ms; 0 = none
 	WriteTimeout   time.Duration // a client that reads nothing for that long loses its connection; 0 = none

@@ -274,11 +274,17 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 	}
-	start, apiErr := openaiapi.ParseChatStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images) // a WebSocket always streams
+	start, apiErr := openaiapi.ParseChatStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.runner) // a WebSocket always streams
 	if apiErr != nil {
 		return rc.fail(ctx, id, errorOf(apiErr))
 	}
 	engineReq := start.Request
+	started := false
+	defer func() {
+		if !started && engineReq.Release != nil {
+			engineReq.Release() // the runner never took it: its images' memory goes back
+		}
+	}()
 	if rc.draining.Load() {
 		return rc.fail(ctx, id, wsError{Code: "shutting_down", Message: "npud is shutting down", Retryable: true})
 	}
@@ -306,7 +312,9 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 
 	key := journal.Key{Tenant: engineReq.Tenant, ID: id}
 	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (*npu.Stream, error) {
-		return rc.a.runner.Start(engineReq)
+		s, err := rc.a.runner.Start(engineReq)
+		started = err == nil
+		return s, err
 	})
 	if err != nil {
 		rc.forget(id)
@@ -334,9 +342,14 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return err
 	}
 	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: start.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
+	streamEnded := func() {}
+	if rc.cfg.StreamOpened != nil {
+		streamEnded = rc.cfg.StreamOpened()
+	}
 	rc.wg.Add(1)
 	go func() {
 		defer rc.wg.Done()
+		defer streamEnded()
 		defer rc.forget(id)
 		defer cur.Close()
 		defer cancel(nil)

@@ -20,6 +20,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -40,13 +41,15 @@ type Config struct {
 	// "tools", "vision", "thinking". Requests needing another are refused
 	// here; those needing one of them are relayed.
 	Capabilities []string
-	// Timeout bounds the wait for the upstream's response headers and
-	// then each gap between its events; 0 = 60 s.
+	// Timeout bounds every phase of a request on its own: the dial, the
+	// TLS handshake, the wait for the response headers, and then each gap
+	// between its events (and the health check whole); 0 = 60 s.
 	Timeout time.Duration
 	// HealthInterval is how often an upstream taken out of rotation is
 	// checked (GET /models); 0 = 5 s.
 	HealthInterval time.Duration
-	// Client makes the requests; nil = a client of its own.
+	// Client makes the requests; nil = a client of its own. Either way
+	// it follows no redirect: the key goes to the configured URL only.
 	Client *http.Client
 }
 
@@ -75,6 +78,14 @@ var (
 // maxEventBytes bounds one event line of the upstream's stream.
 const maxEventBytes = 1 << 20
 
+// maxTokenBytes bounds the text one token of the upstream's may stand
+// for, so that max_tokens also bounds an upstream that packs much text
+// into each event.
+const maxTokenBytes = 64
+
+// maxLoggedBody bounds what of an upstream's error answer goes to the log.
+const maxLoggedBody = 1024
+
 // New returns the engine for cfg.
 func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
@@ -90,14 +101,21 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	if cfg.HealthInterval <= 0 {
 		cfg.HealthInterval = 5 * time.Second
 	}
-	client := cfg.Client
-	if client == nil {
-		client = &http.Client{Transport: &http.Transport{
-			ResponseHeaderTimeout: cfg.Timeout,
-			MaxIdleConnsPerHost:   16,
-			IdleConnTimeout:       90 * time.Second,
-		}}
+	client := &http.Client{Transport: &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   cfg.Timeout,
+		ResponseHeaderTimeout: cfg.Timeout,
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+	}}
+	if cfg.Client != nil {
+		c := *cfg.Client
+		client = &c
 	}
+	// A redirect would carry the key (and the tenant's prompt) to wherever
+	// the upstream points: none is followed, the 3xx is an error.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Engine{cfg: cfg, base: base, client: client, log: log, created: time.Now(), healthy: true,
 		closed: make(chan struct{})}, nil
 }
@@ -125,9 +143,9 @@ func (e *Engine) Models() []npu.ModelInfo {
 	for _, c := range e.cfg.Capabilities {
 		switch c {
 		case "tools":
-			// The upstream's calls come back structured; relay writes
-			// them as Hermes calls, which the bridge reads again.
-			d.ToolFormat = npu.ToolFormatHermes
+			// The upstream's calls come back structured; relay hands
+			// them to the bridge in a form no text can take.
+			d.ToolFormat = npu.ToolFormatRelayed
 		case "vision":
 			d.Vision = true
 		case "thinking":
@@ -412,20 +430,26 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	if resp.StatusCode != http.StatusOK {
 		return npu.Result{}, e.refusal(resp)
 	}
-	return e.relay(ctx, cancel, resp.Body, sink, start)
+	return e.relay(ctx, cancel, resp.Body, req, sink, start)
 }
 
-// refusal keeps the meaning of an upstream's error answer: a 4xx is the
-// request's fault (a 400 with the upstream's message); 401 and 403 are
-// npud's (its key); 429 and 503 are retryable; other 5xx are engine errors.
+// refusal keeps the meaning of an upstream's error answer, in npud's own
+// words: the upstream's body goes to the log (bounded), never to the
+// tenant, since it may quote what the upstream saw (headers, the key). A
+// 4xx is the request's fault (404: the model is unknown there); 401 and 403
+// are npud's (its key); 429 and 503 are retryable; a 3xx is a redirect npud
+// does not follow; other 5xx are engine errors.
 func (e *Engine) refusal(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	msg := errorMessage(b)
-	if msg == "" {
-		msg = resp.Status
-	}
-	cause := fmt.Errorf("upstream %q answered %s: %s", e.cfg.Name, resp.Status, msg)
+	e.log.Warn("upstream refused a request", "upstream", e.cfg.Name, "status", resp.Status, "answer", e.clip(errorMessage(b)))
+	name := e.cfg.Name
+	class := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	cause := fmt.Errorf("upstream %q answered %s (its answer is in npud's log)", name, class)
 	switch {
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		e.markDown("it answers with a redirect")
+		return &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf(
+			"upstream %q answered with a redirect (%s), which npud does not follow: configure the final URL", name, class)}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		return fmt.Errorf("%w: %w", cause, npu.ErrUpstreamUnavailable)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
@@ -433,10 +457,10 @@ func (e *Engine) refusal(resp *http.Response) error {
 	case resp.StatusCode == http.StatusNotFound:
 		return fmt.Errorf("%w: %w", cause, npu.ErrModelNotFound)
 	case resp.StatusCode >= 400 && resp.StatusCode < 500:
-		return &npu.InvalidRequestError{Message: fmt.Sprintf("upstream %q: %s", e.cfg.Name, msg)}
+		return &npu.InvalidRequestError{Message: fmt.Sprintf("upstream %q refused the request (%s); its answer is in npud's log", name, class)}
 	}
 	if resp.StatusCode >= 500 {
-		e.markDown(resp.Status)
+		e.markDown(class)
 	}
 	return &npu.EngineError{Engine: e.Name(), Cause: cause}
 }
@@ -463,14 +487,18 @@ func errorMessage(b []byte) string {
 }
 
 // relay reads the upstream's event stream into the sink. Reasoning goes to
-// the sink between <think> tags, which the bridge takes apart again.
-func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.Reader, sink npu.Sink, start time.Time) (npu.Result, error) {
+// the sink between <think> tags, which the bridge takes apart again; tool
+// calls come only from the upstream's structured delta.tool_calls, as
+// npu.ToolFormatRelayed calls (its text can open none: NUL is kept out),
+// and only to tools the request declared. max_tokens is kept here too: an
+// upstream that ignores it is cut off.
+func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.Reader, req *npu.Request, sink npu.Sink, start time.Time) (npu.Result, error) {
 	res := npu.Result{FinishReason: npu.FinishStop}
 	var first time.Time
 	thinking := false
 	callbacks := 0
-	call := -1        // the index of the tool call being written, -1: none
-	callArgs := false // it has had arguments
+	events, textBytes := 0, 0 // the upstream's output so far, for max_tokens
+	var call *relayedCall     // the call being received, nil: none
 	finish := func() npu.Result {
 		if !first.IsZero() {
 			res.Timings.Prefill, res.Timings.Decode = first.Sub(start), time.Since(first)
@@ -479,6 +507,9 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 		}
 		if res.CompletionTokens == 0 {
 			res.CompletionTokens = callbacks
+		}
+		if req.MaxTokens > 0 {
+			res.CompletionTokens = min(res.CompletionTokens, req.MaxTokens)
 		}
 		return res
 	}
@@ -498,6 +529,29 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 			return false
 		}
 		return true
+	}
+	// endCall hands the call received so far to the bridge, if it is to a
+	// declared tool.
+	endCall := func() bool {
+		c := call
+		call = nil
+		if c == nil {
+			return true
+		}
+		if !declared(req.Tools, c.Name) {
+			e.log.Warn("upstream called a tool the request does not declare; the call is dropped",
+				"upstream", e.cfg.Name, "tool", e.clip(c.Name))
+			return true
+		}
+		if c.Arguments == "" {
+			c.Arguments = "{}"
+		}
+		obj, _ := json.Marshal(c) // strings only: NUL and quotes come out escaped
+		text := npu.RelayedCallOpen + string(obj) + npu.RelayedCallClose
+		if thinking {
+			text, thinking = "</think>"+text, false
+		}
+		return send(text)
 	}
 	lines := make(chan string)
 	readErr := make(chan error, 1)
@@ -528,7 +582,9 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 		case line, ok = <-lines:
 		case <-idle.C:
 			cancel()
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent nothing for %s", e.cfg.Name, e.cfg.Timeout)}
+			why := fmt.Sprintf("it sent nothing for %s in the middle of a stream", e.cfg.Timeout)
+			e.markDown(why)
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q: %s: %w", e.cfg.Name, why, npu.ErrUpstreamUnavailable)}
 		case <-ctx.Done():
 			return finish(), ctx.Err()
 		}
@@ -557,41 +613,49 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %v", e.cfg.Name, err)}
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q failed mid-stream: %s", e.cfg.Name, errorMessage([]byte(data)))}
+			e.log.Warn("upstream failed mid-stream", "upstream", e.cfg.Name, "answer", e.clip(errorMessage([]byte(data))))
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q failed mid-stream (its error is in npud's log)", e.cfg.Name)}
 		}
 		if c.Usage != nil {
 			res.PromptTokens, res.CompletionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
 		}
+		if n := outputBytes(c); n > 0 {
+			events++
+			textBytes += n
+			if req.MaxTokens > 0 && (events > req.MaxTokens || textBytes > req.MaxTokens*maxTokenBytes) {
+				// The upstream went past max_tokens: what came before
+				// this event is the answer (a call cut short is dropped).
+				cancel()
+				if call != nil {
+					e.log.Warn("upstream went past max_tokens in a tool call; the call is dropped", "upstream", e.cfg.Name)
+				}
+				if thinking {
+					send("</think>")
+				}
+				res.FinishReason = npu.FinishLength
+				return finish(), nil
+			}
+		}
 		for _, ch := range c.Choices {
-			// The upstream's calls, written as Hermes calls with their ids:
-			// the bridge parses them back into calls, as a local model's.
 			for _, tc := range ch.Delta.ToolCalls {
-				var text string
-				if tc.Index != call || tc.Function.Name != "" {
-					if call >= 0 {
-						text += closeCall(callArgs)
-					} else if thinking {
-						text, thinking = "</think>", false
+				if call == nil || tc.Index != call.index || tc.Function.Name != "" {
+					if !endCall() {
+						return finish(), nil
 					}
-					name, _ := json.Marshal(tc.Function.Name)
-					id, _ := json.Marshal(tc.ID)
-					text += "<tool_call>\n{\"id\": " + string(id) + ", \"name\": " + string(name) + ", \"arguments\": "
-					call, callArgs = tc.Index, false
+					call = &relayedCall{index: tc.Index, ID: tc.ID, Name: tc.Function.Name}
 				}
-				if tc.Function.Arguments != "" {
-					text += tc.Function.Arguments
-					callArgs = true
+				if len(call.Arguments)+len(tc.Function.Arguments) > maxEventBytes {
+					return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf(
+						"upstream %q sent a tool call with more than %d bytes of arguments", e.cfg.Name, maxEventBytes)}
 				}
-				if !send(text) {
-					return finish(), nil
-				}
+				call.Arguments += tc.Function.Arguments
 			}
 			reasoning := ch.Delta.ReasoningContent
 			if reasoning == nil {
 				reasoning = ch.Delta.Reasoning
 			}
 			if reasoning != nil && *reasoning != "" {
-				text := *reasoning
+				text := noNUL(*reasoning)
 				if !thinking {
 					text, thinking = "<think>"+text, true
 				}
@@ -600,12 +664,12 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 				}
 			}
 			if ch.Delta.Content != nil && *ch.Delta.Content != "" {
-				text := *ch.Delta.Content
+				if !endCall() {
+					return finish(), nil
+				}
+				text := noNUL(*ch.Delta.Content)
 				if thinking {
 					text, thinking = "</think>"+text, false
-				}
-				if call >= 0 {
-					text, call = closeCall(callArgs)+text, -1
 				}
 				if !send(text) {
 					return finish(), nil
@@ -616,19 +680,66 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 			}
 		}
 	}
+	if call != nil && !endCall() {
+		return finish(), nil
+	}
 	if thinking {
 		send("</think>")
-	}
-	if call >= 0 {
-		send(closeCall(callArgs))
 	}
 	return finish(), nil
 }
 
-// closeCall ends a relayed call: "{}" for a call that had no arguments.
-func closeCall(hadArgs bool) string {
-	if !hadArgs {
-		return "{}}\n</tool_call>\n"
+// relayedCall is a tool call being received from the upstream, and what
+// the bridge gets of it (ToolFormatRelayed's JSON).
+type relayedCall struct {
+	index     int
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// declared reports whether the request declares a tool named name.
+func declared(tools []npu.Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
 	}
-	return "}\n</tool_call>\n"
+	return false
+}
+
+// outputBytes is how much output an event carries: text, reasoning and
+// call arguments.
+func outputBytes(c chunk) int {
+	n := 0
+	for _, ch := range c.Choices {
+		if ch.Delta.Content != nil {
+			n += len(*ch.Delta.Content)
+		}
+		if ch.Delta.ReasoningContent != nil {
+			n += len(*ch.Delta.ReasoningContent)
+		} else if ch.Delta.Reasoning != nil {
+			n += len(*ch.Delta.Reasoning)
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			n += len(tc.Function.Name) + len(tc.Function.Arguments)
+		}
+	}
+	return n
+}
+
+// noNUL keeps NUL out of relayed text: it would open no call (see
+// npu.ToolFormatRelayed), but it has no place in an answer either.
+func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
+
+// clip bounds what of the upstream's text goes to a log line, and masks
+// its key where the upstream quoted it.
+func (e *Engine) clip(s string) string {
+	if e.cfg.APIKey != "" {
+		s = strings.ReplaceAll(s, e.cfg.APIKey, "****")
+	}
+	if len(s) <= maxLoggedBody {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", s[:maxLoggedBody], len(s)-maxLoggedBody)
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // HealthConfig says when a device is unhealthy: Failures crashes or hangs
-// within Window. An unhealthy device is tried again (probed, by the next
+// of distinct requests within Window (the same request crashing a worker
+// again counts once: one tenant's poison request is no sick device). An unhealthy device is tried again (probed, by the next
 // load that may use it) ProbeAfter its last failure.
 type HealthConfig struct {
 	Failures   int
@@ -27,9 +28,29 @@ type health struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
-	failures map[string][]time.Time
+	failures map[string][]failure
 	sick     map[string]bool
 	now      func() time.Time
+}
+
+// failure is one fault charged to a device: when, and the fingerprint of
+// the request it ran ("" for a fault of no request, such as a compile).
+type failure struct {
+	at  time.Time
+	key string
+}
+
+// distinct counts failures of distinct requests (each keyless one apart).
+func distinct(fs []failure) int {
+	seen := map[string]bool{}
+	n := 0
+	for _, f := range fs {
+		if f.key == "" || !seen[f.key] {
+			seen[f.key] = true
+			n++
+		}
+	}
+	return n
 }
 
 func newHealth(cfg HealthConfig, obs Observer, log *slog.Logger) *health {
@@ -42,7 +63,7 @@ func newHealth(cfg HealthConfig, obs Observer, log *slog.Logger) *health {
 	if cfg.ProbeAfter <= 0 {
 		cfg.ProbeAfter = 5 * time.Minute
 	}
-	return &health{cfg: cfg, obs: obs, log: log, failures: map[string][]time.Time{}, sick: map[string]bool{}, now: time.Now}
+	return &health{cfg: cfg, obs: obs, log: log, failures: map[string][]failure{}, sick: map[string]bool{}, now: time.Now}
 }
 
 // track starts reporting a device as healthy.
@@ -55,22 +76,26 @@ func (h *health) track(device string) {
 	}
 }
 
-// failed charges a fault to device.
-func (h *health) failed(device, why string) {
+// failed charges a fault to device; key is the fingerprint of the request
+// it ran ("" for none).
+func (h *health) failed(device, key, why string) {
 	if device == "" {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
-	recent := slices.DeleteFunc(h.failures[device], func(t time.Time) bool { return now.Sub(t) > h.cfg.Window })
-	recent = append(recent, now)
+	recent := slices.DeleteFunc(h.failures[device], func(f failure) bool { return now.Sub(f.at) > h.cfg.Window })
+	recent = append(recent, failure{at: now, key: key})
+	if len(recent) > 4*h.cfg.Failures {
+		recent = recent[len(recent)-4*h.cfg.Failures:] // bounded: only the count up to Failures matters
+	}
 	h.failures[device] = recent
-	if len(recent) >= h.cfg.Failures && !h.sick[device] {
+	if n := distinct(recent); n >= h.cfg.Failures && !h.sick[device] {
 		h.sick[device] = true
 		h.report(device, false)
 		h.log.Warn("device marked unhealthy: AUTO places models on the next device until it is probed again",
-			"device", device, "failures", len(recent), "window", h.cfg.Window, "probe_after", h.cfg.ProbeAfter, "last", why)
+			"device", device, "failures", n, "window", h.cfg.Window, "probe_after", h.cfg.ProbeAfter, "last", why)
 	}
 }
 
@@ -100,9 +125,9 @@ func (h *health) allow(device string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sick[device] && !h.probeDue(device) {
-		last := h.failures[device][len(h.failures[device])-1]
+		last := h.failures[device][len(h.failures[device])-1].at
 		return fmt.Errorf("device %s is unhealthy (%d crashes or hangs within %s); it is tried again at %s: %w",
-			device, len(h.failures[device]), h.cfg.Window, last.Add(h.cfg.ProbeAfter).Format(time.RFC3339), npu.ErrDeviceUnhealthy)
+			device, distinct(h.failures[device]), h.cfg.Window, last.Add(h.cfg.ProbeAfter).Format(time.RFC3339), npu.ErrDeviceUnhealthy)
 	}
 	return nil
 }
@@ -110,7 +135,7 @@ func (h *health) allow(device string) error {
 // probeDue: the sick device's last failure is ProbeAfter old.
 func (h *health) probeDue(device string) bool {
 	f := h.failures[device]
-	return len(f) > 0 && h.now().Sub(f[len(f)-1]) >= h.cfg.ProbeAfter
+	return len(f) > 0 && h.now().Sub(f[len(f)-1].at) >= h.cfg.ProbeAfter
 }
 
 // recovered marks a device healthy after work on it went well.

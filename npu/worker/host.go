@@ -52,6 +52,7 @@ type Config struct {
 	RestartBackoff time.Duration
 	MaxBackoff     time.Duration
 	Health         HealthConfig
+	Crashes        CrashConfig
 	Observer       Observer
 	Log            *slog.Logger
 }
@@ -61,6 +62,7 @@ type Config struct {
 type Engine struct {
 	cfg     Config
 	health  *health
+	crashes *crashMemory
 	devices map[string]string // what a probe worker saw at the start
 	jobIDs  atomic.Int64
 
@@ -94,8 +96,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.MaxBackoff < cfg.RestartBackoff {
 		cfg.MaxBackoff = 30 * time.Second
 	}
-	e := &Engine{cfg: cfg, health: newHealth(cfg.Health, cfg.Observer, cfg.Log), devices: map[string]string{},
-		procs: map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}, loaded: map[string]bool{}}
+	e := &Engine{cfg: cfg, health: newHealth(cfg.Health, cfg.Observer, cfg.Log), crashes: newCrashMemory(cfg.Crashes, time.Now),
+		devices: map[string]string{},
+		procs:   map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}, loaded: map[string]bool{}}
 	probe, err := e.spawn("")
 	if err != nil {
 		return nil, err
@@ -172,8 +175,8 @@ func (e *Engine) Load(ctx context.Context, model string) error {
 		var fault *FaultError
 		if errors.As(err, &fault) {
 			device := p.compilingOn()
-			e.forget(model, p)
-			e.health.failed(device, fmt.Sprintf("compiling %q: %s", model, fault.Cause))
+			e.forget(model, p, true)
+			e.health.failed(device, "", fmt.Sprintf("compiling %q: %s", model, fault.Cause))
 			if e.auto() && device != "" && !slices.Contains(crashedOn, device) && len(crashedOn) < len(e.devices) {
 				crashedOn = append(crashedOn, device)
 				if len(crashedOn) < len(e.devices) {
@@ -189,7 +192,7 @@ func (e *Engine) Load(ctx context.Context, model string) error {
 				model, strings.Join(crashedOn, " and "), fault.Cause, npu.ErrEngineCrashed)
 		}
 		if err != nil {
-			e.forget(model, p)
+			e.forget(model, p, true)
 			return err
 		}
 		e.mu.Lock()
@@ -241,8 +244,13 @@ func (e *Engine) Unload(model string) error {
 
 // Generate implements npu.Engine: the generation runs in the model's
 // worker, restarted first if a fault took the last one; a watchdog kills a
-// worker that stops calling back.
+// worker that stops calling back. A request that crashed a worker twice,
+// and a tenant whose requests keep crashing workers, are refused first.
 func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	fp := fingerprint(req)
+	if err := e.crashes.check(fp, req.Tenant); err != nil {
+		return npu.Result{}, err
+	}
 	p, err := e.running(ctx, req.Model)
 	if err != nil {
 		return npu.Result{}, err
@@ -267,15 +275,13 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			return d.Result, d.Err.errorOf()
 		case <-p.exited:
 			fault := &FaultError{Model: req.Model, Device: device, Cause: p.exitCause(), Kind: npu.ErrEngineCrashed}
-			e.fault(req.Model, p, fault)
-			return npu.Result{}, fault
+			return npu.Result{}, e.requestFault(req, fp, p, fault)
 		case now := <-tick.C:
 			if why := c.hung(now, e.cfg.PrefillTimeout, e.cfg.TokenTimeout); why != "" {
 				p.kill()
 				<-p.exited
 				fault := &FaultError{Model: req.Model, Device: device, Cause: why, Kind: npu.ErrEngineHung}
-				e.fault(req.Model, p, fault)
-				return npu.Result{}, fault
+				return npu.Result{}, e.requestFault(req, fp, p, fault)
 			}
 		}
 	}
@@ -308,11 +314,28 @@ func (e *Engine) Close() {
 	}
 }
 
+// requestFault records a crash or hang during request fp's generation and
+// says how it ends: a request that had crashed a worker before is told
+// not to come back (ErrEngineCrashedOnRequest), and its repeat neither
+// counts again against the device nor grows the restart backoff others
+// wait.
+func (e *Engine) requestFault(req *npu.Request, fp string, p *proc, fault *FaultError) error {
+	repeat := e.crashes.crashed(fp, req.Tenant)
+	e.fault(req.Model, p, fault, fp, !repeat)
+	if repeat {
+		e.cfg.Log.Warn("a request crashed an engine worker again; it is refused from now on",
+			"model", req.Model, "tenant", req.Tenant, "request", fp)
+		return fmt.Errorf("%v; the same request crashed it before, so it is refused for a while: %w", fault, npu.ErrEngineCrashedOnRequest)
+	}
+	return fault
+}
+
 // fault records a crash or hang: the worker is forgotten (the next request
-// restarts it), the device charged, the restart counted.
-func (e *Engine) fault(model string, p *proc, fault *FaultError) {
-	e.forget(model, p)
-	e.health.failed(fault.Device, fault.Error())
+// restarts it; grow: after a longer backoff), the device charged (key: the
+// request that ran, "" for none), the restart counted.
+func (e *Engine) fault(model string, p *proc, fault *FaultError, key string, grow bool) {
+	e.forget(model, p, grow)
+	e.health.failed(fault.Device, key, fault.Error())
 	e.total.Add(1)
 	e.mu.Lock()
 	e.byModel[model]++
@@ -331,12 +354,15 @@ func (e *Engine) fault(model string, p *proc, fault *FaultError) {
 		"model", model, "device", fault.Device, "cause", fault.Cause)
 }
 
-// forget drops p as model's worker, if it still is.
-func (e *Engine) forget(model string, p *proc) {
+// forget drops p as model's worker, if it still is; grow counts the fault
+// in the model's restart backoff.
+func (e *Engine) forget(model string, p *proc, grow bool) {
 	e.mu.Lock()
 	if e.procs[model] == p {
 		delete(e.procs, model)
-		e.restarts[model]++
+		if grow {
+			e.restarts[model]++
+		}
 	}
 	e.mu.Unlock()
 	p.kill()

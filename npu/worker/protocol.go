@@ -74,32 +74,30 @@ type Chunk struct {
 // Compiling says which device the worker is about to compile a model for.
 type Compiling struct{ Model, Device string }
 
-// WireError carries an error across the process boundary with the class
-// the APIs answer it with.
+// WireError carries an error across the process boundary by the name of
+// its sentinel (npu.ErrorCode), so the daemon rebuilds an error of the same
+// class: the APIs answer it, and the metrics count it, as in process.
 type WireError struct {
-	Kind    string // invalid, context, notfound, notsupported, panic, engine
-	Param   string
-	Message string
+	Code    string // npu.ErrorCode of the error; "" for an unclassified one
+	Engine  string // set when it was an *npu.EngineError: the engine's name
+	Invalid bool   // it was an *npu.InvalidRequestError
+	Param   string // the InvalidRequestError's
+	Message string // the error's text (an EngineError's: its cause's)
 }
 
-// toWire classifies err for the daemon.
+// toWire names err for the daemon.
 func toWire(err error) *WireError {
 	if err == nil {
 		return nil
 	}
-	w := &WireError{Kind: "engine", Message: err.Error()}
+	w := &WireError{Code: npu.ErrorCode(err), Message: err.Error()}
 	var invalid *npu.InvalidRequestError
+	var engineErr *npu.EngineError
 	switch {
 	case errors.As(err, &invalid):
-		w.Kind, w.Param, w.Message = "invalid", invalid.Param, invalid.Message
-	case errors.Is(err, npu.ErrContextLength):
-		w.Kind = "context"
-	case errors.Is(err, npu.ErrModelNotFound):
-		w.Kind = "notfound"
-	case errors.Is(err, npu.ErrNotSupported):
-		w.Kind = "notsupported"
-	case errors.Is(err, npu.ErrPanic):
-		w.Kind = "panic"
+		w.Invalid, w.Param, w.Message = true, invalid.Param, invalid.Message
+	case errors.As(err, &engineErr) && engineErr.Cause != nil:
+		w.Engine, w.Message = engineErr.Engine, engineErr.Cause.Error()
 	}
 	return w
 }
@@ -114,25 +112,20 @@ type remoteError struct {
 func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.kind }
 
-// errorOf turns a WireError back into an error the APIs classify as the
-// worker's engine did.
+// errorOf rebuilds the worker's error: the same text, the same sentinel,
+// an *npu.EngineError or *npu.InvalidRequestError where it was one.
 func (w *WireError) errorOf() error {
 	if w == nil {
 		return nil
 	}
-	switch w.Kind {
-	case "invalid":
+	if w.Invalid {
 		return &npu.InvalidRequestError{Param: w.Param, Message: w.Message}
-	case "context":
-		return &remoteError{w.Message, npu.ErrContextLength}
-	case "notfound":
-		return &remoteError{w.Message, npu.ErrModelNotFound}
-	case "notsupported":
-		return &remoteError{w.Message, npu.ErrNotSupported}
-	case "panic":
-		return &remoteError{w.Message, npu.ErrPanic}
 	}
-	return errors.New(w.Message)
+	var err error = &remoteError{w.Message, npu.Sentinel(w.Code)}
+	if w.Engine != "" {
+		err = &npu.EngineError{Engine: w.Engine, Cause: err}
+	}
+	return err
 }
 
 // FaultError ends the generations of a worker that crashed or hung; it

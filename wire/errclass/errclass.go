@@ -30,6 +30,8 @@ type Class struct {
 func Of(err error) Class {
 	var engineErr *npu.EngineError
 	switch {
+	case errors.Is(err, npu.ErrKeyRevoked): // before ErrClientGone, which wraps it
+		return Class{Status: http.StatusUnauthorized, Code: "key_revoked"}
 	case errors.Is(err, npu.ErrInvalidRequest):
 		return Class{Status: http.StatusBadRequest, Code: "invalid_value"}
 	case errors.Is(err, npu.ErrModelNotFound):
@@ -58,6 +60,12 @@ func Of(err error) Class {
 		return Class{Status: http.StatusGatewayTimeout, Code: "token_timeout", Server: true}
 	case errors.Is(err, npu.ErrClientGone):
 		return Class{Status: StatusClientClosed, Code: "client_closed"}
+	case errors.Is(err, npu.ErrEngineCrashedOnRequest):
+		// A 4xx: SDKs retry 5xx on their own, and this one would only
+		// crash the engine again.
+		return Class{Status: http.StatusUnprocessableEntity, Code: "engine_crashed_on_request", Server: true}
+	case errors.Is(err, npu.ErrCrashThrottled):
+		return Class{Status: http.StatusTooManyRequests, Code: "crash_throttled", Retryable: true}
 	case errors.Is(err, npu.ErrEngineCrashed):
 		return Class{Status: http.StatusServiceUnavailable, Code: "engine_crashed", Server: true, Retryable: true}
 	case errors.Is(err, npu.ErrDeviceUnhealthy):

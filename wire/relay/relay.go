@@ -88,6 +88,9 @@ func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Inf
 			return
 		}
 		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, npu.ErrKeyRevoked) {
+				err = cause // say why the stream ends, not that its client left
+			}
 			if !w.Committed() {
 				early(err)
 				return
