@@ -159,13 +159,30 @@ func TestFirstCompileProgressReachesWaitingClients(t *testing.T) {
 	defer ws.CloseNow()
 	require.NoError(t, ws.Write(wctx, websocket.MessageText,
 		[]byte(`{"type":"start","request_id":"ws1","model":"sim","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`)))
+	// Read all along: the server pings every heartbeat (10 ms here), and
+	// a client answers pings only while it reads.
+	wsMessages := make(chan string, 256)
+	go func() {
+		defer close(wsMessages)
+		for {
+			_, data, err := ws.Read(wctx)
+			if err != nil {
+				return
+			}
+			wsMessages <- string(data)
+		}
+	}()
 	wsNext := func() string {
 		t.Helper()
 		for {
-			_, data, err := ws.Read(wctx)
-			require.NoError(t, err)
-			if !strings.Contains(string(data), `"type":"started"`) {
-				return string(data)
+			select {
+			case m, ok := <-wsMessages:
+				require.True(t, ok, "the WebSocket closed")
+				if !strings.Contains(m, `"type":"started"`) {
+					return m
+				}
+			case <-wctx.Done():
+				t.Fatal("no WebSocket message within 20 s")
 			}
 		}
 	}
