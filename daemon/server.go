@@ -139,8 +139,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			MaxWait:      cfg.AffinityMaxWait,
 			Linger:       cfg.AffinityLinger,
 		},
-		Stream: stream,
-		Store:  store,
+		Stream:       stream,
+		Store:        store,
+		CompileCache: compileCacheFor(cfg, engine, log),
+		Device:       cfg.Device,
 	}
 	runner := npu.NewRunner(engine, rc, log)
 	rc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
@@ -451,14 +453,20 @@ func (s *Server) preload(ctx context.Context) error {
 	for _, model := range s.cfg.Preload {
 		// An NPU compile can outlast the unit's start timeout: tell
 		// systemd what is happening, and ask for more time while it does.
-		notify.send("STATUS=preloading " + model)
+		status := "preloading " + model
+		compile := s.runner.CompileState(model)
+		if compile != npu.CompileUnknown { // "compiling for NPU (first time)": minutes
+			status += ": " + npu.LoadStatus{Model: model, Compile: compile, Device: namedDevice(s.cfg.Device)}.Text()
+		}
+		notify.send("STATUS=" + status)
+		s.log.Info("preloading", "model", model, "status", status)
 		stop := notify.extendWhile(ctx, preloadExtension)
 		took, err := s.runner.Preload(ctx, model)
 		stop()
 		if err != nil {
 			return fmt.Errorf("preloading model %q: %w", model, err)
 		}
-		s.log.Info("model preloaded", "model", model, "load", took)
+		s.log.Info("model preloaded", "model", model, "load", took, "first_compile", compile == npu.CompileFirst)
 	}
 	return nil
 }
