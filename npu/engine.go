@@ -268,4 +268,7 @@ type Result struct {
 	CachedPromptTokens int
 	CompletionTokens   int
 	Timings            Timings
+	// StopSequence is the stop string that ended the output (set by the
+	// bridge; Anthropic's stop_sequence), "" when none did.
+	StopSequence string
 }
