@@ -68,7 +68,7 @@ test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI tes
 	@# The binding's own tests ran in `go test ./...`, through run-time
 	@# loading; here the API suites run on the OpenVINO engine (tests that
 	@# need the simulator's text, timing or faults skip themselves).
-	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 ./openaiapi/ ./ollamaapi/ ./wsapi/
+	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 ./openaiapi/ ./ollamaapi/ ./wsapi/ ./anthropicapi/
 
 # The same binding against the test library built with AddressSanitizer:
 # a use of a freed pipeline, config or history aborts the run. go test -asan

@@ -28,6 +28,7 @@ func TestAnthropicJSToolLoop(t *testing.T) {
 }
 
 func TestAnthropicJSThinking(t *testing.T) {
+	daemontest.SimOnly(t, "the test library's model has no thinking template (daemon/openvino_thinking_test.go covers the engine's split)")
 	srv := daemontest.StartEngine(t, nil, nil)
 	r := runAnthropicJS(t, srv.URL, "thinking")
 	assert.Greater(t, r["thinkingEvents"], 0.0, "%v", r)
