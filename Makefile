@@ -55,7 +55,7 @@ test: check ## vet, then every test under the race detector
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
-	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
+	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] && [ -d testdata/js/node_modules/@anthropic-ai/sdk ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino
 	$(MAKE) --no-print-directory test-openvino-asan

@@ -165,8 +165,10 @@ func (req *request) toEngineRequest(defaultTimeout time.Duration) (*parsed, *Err
 		case "disabled":
 			off := false
 			p.req.Think = &off
+		case "adaptive":
+			// The model decides (Claude Code sends it): the model's default.
 		default:
-			return nil, invalid("thinking.type: must be enabled or disabled, got %q", reqinfo.Clip(t.Type))
+			return nil, invalid("thinking.type: must be enabled, disabled or adaptive, got %q", reqinfo.Clip(t.Type))
 		}
 	}
 	// The engine's own limits, shared with the other APIs.
@@ -185,8 +187,21 @@ func (req *request) system(p *parsed) *Error {
 	if err != nil {
 		return err
 	}
-	p.req.Messages = append(p.req.Messages, npu.Message{Role: "system", Content: text})
+	p.addSystem(text)
 	return nil
+}
+
+// addSystem adds text to the system prompt, the conversation's first
+// message.
+func (p *parsed) addSystem(text string) {
+	if len(p.req.Messages) > 0 && p.req.Messages[0].Role == "system" {
+		p.req.Messages[0].Content += "\n\n" + text
+		return
+	}
+	p.req.Messages = append([]npu.Message{{Role: "system", Content: text}}, p.req.Messages...)
+	for i := range p.images {
+		p.images[i].message++ // their messages moved down one
+	}
 }
 
 // textOf reads content that may only hold text: a string, or an array of
@@ -242,11 +257,22 @@ func (req *request) messages(p *parsed) *Error {
 	calls := map[string]string{} // tool_use id → tool name
 	for i, m := range req.Messages {
 		where := fmt.Sprintf("messages.%d", i)
-		if m.Role != "user" && m.Role != "assistant" {
-			return invalid("%s.role: must be user or assistant, got %q (the system prompt goes in the top-level system field)", where, reqinfo.Clip(m.Role))
+		if m.Role != "user" && m.Role != "assistant" && m.Role != "system" {
+			return invalid("%s.role: must be user, assistant or system, got %q", where, reqinfo.Clip(m.Role))
 		}
 		if !isSet(m.Content) {
 			return invalid("%s.content: Field required", where)
+		}
+		if m.Role == "system" {
+			// Claude Code sends system messages among the turns. Chat
+			// templates take a system message only first (some fail on
+			// one later), so its text joins the system prompt.
+			text, err := textOf(m.Content, where+".content")
+			if err != nil {
+				return err
+			}
+			p.addSystem(text)
+			continue
 		}
 		if m.Content[0] == '"' {
 			var s string

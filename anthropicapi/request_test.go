@@ -21,6 +21,7 @@ func TestToEngineRequest(t *testing.T) {
 		"stop_sequences":["END"],"temperature":0.5,"top_k":5,"metadata":{"user_id":"u"},
 		"messages":[
 			{"role":"user","content":"list files"},
+			{"role":"system","content":[{"type":"text","text":"reminder"}]},
 			{"role":"assistant","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"sure"},
 				{"type":"tool_use","id":"t1","name":"ls","input":{"dir":"."}},{"type":"tool_use","id":"t2","name":"cat","input":{}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a.txt"}]},
@@ -32,7 +33,7 @@ func TestToEngineRequest(t *testing.T) {
 	require.Nil(t, apiErr)
 	r := p.req
 	assert.Equal(t, []npu.Message{
-		{Role: "system", Content: "be brief\nbe kind"},
+		{Role: "system", Content: "be brief\nbe kind\n\nreminder"},
 		{Role: "user", Content: "list files"},
 		{Role: "assistant", Content: "sure", ToolCalls: []npu.ToolCall{{ID: "t1", Name: "ls", Arguments: `{"dir":"."}`}, {ID: "t2", Name: "cat", Arguments: `{}`}}},
 		{Role: "tool", Content: "a.txt", ToolCallID: "t1", ToolName: "ls"},
@@ -54,4 +55,20 @@ func TestToolInput(t *testing.T) {
 	assert.JSONEq(t, `{"a":1}`, string(toolInput(`{"a":1}`)))
 	assert.JSONEq(t, `{"npud_unparsed_arguments":"[1,2"}`, string(toolInput(`[1,2`)), "kept, never dropped")
 	assert.JSONEq(t, `{"npud_unparsed_arguments":"null"}`, string(toolInput(`null`)))
+}
+
+// A system message among the turns joins the system prompt, also when
+// there is no top-level one: images stay with their messages.
+func TestSystemMessageAmongTurns(t *testing.T) {
+	body := `{"model":"m","max_tokens":10,"messages":[
+		{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}},{"type":"text","text":"look"}]},
+		{"role":"system","content":"be brief"}]}`
+	var req request
+	require.NoError(t, json.Unmarshal([]byte(body), &req))
+	p, apiErr := req.toEngineRequest(0)
+	require.Nil(t, apiErr)
+	require.Len(t, p.req.Messages, 2)
+	assert.Equal(t, npu.Message{Role: "system", Content: "be brief"}, p.req.Messages[0])
+	require.Len(t, p.images, 1)
+	assert.Equal(t, 1, p.images[0].message, "the image's message moved down with the system prompt in front")
 }
