@@ -56,6 +56,8 @@ test: check ## vet, then every test under the race detector
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
 	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] && [ -d testdata/js/node_modules/@anthropic-ai/sdk ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
+	@# Claude Code, pinned by testdata/agents/package-lock.json (a native binary for this platform).
+	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] || (cd testdata/agents && npm ci --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino
 	$(MAKE) --no-print-directory test-openvino-asan
