@@ -184,7 +184,8 @@ func (a *API) toError(err error) *Error {
 func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 	info.Fail(e)
 	if e.Status == errclass.StatusClientClosed {
-		return // nobody to answer
+		info.Status = errclass.StatusClientClosed // nobody to answer
+		return
 	}
 	WriteError(rw, e)
 }
