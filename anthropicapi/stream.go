@@ -2,6 +2,7 @@ package anthropicapi
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/errclass"
@@ -18,6 +19,7 @@ type framing struct {
 	id, model string
 	block     string // the open block's type; "" when none is open
 	index     int    // the open block's index, or the next one's
+	buf       []byte // Text's frames, reused: each is written before the next is made
 }
 
 var pingFrame = []byte("event: ping\ndata: {\"type\":\"ping\"}\n\n")
@@ -71,27 +73,46 @@ func (f *framing) openBlock(dst []byte, typ string, start contentBlock) []byte {
 	return event(dst, "content_block_start", map[string]any{"type": "content_block_start", "index": f.index, "content_block": start})
 }
 
-func (f *framing) delta(dst []byte, delta map[string]string) []byte {
-	return event(dst, "content_block_delta", map[string]any{"type": "content_block_delta", "index": f.index, "delta": delta})
+// delta appends a content_block_delta of kind (text_delta and the
+// others) whose field holds value. It is the hot path: encoded by hand
+// into the framing's buffer.
+func (f *framing) delta(dst []byte, kind, field, value string) []byte {
+	v, _ := json.Marshal(value) // a string always encodes
+	dst = append(dst, `event: content_block_delta
+data: {"type":"content_block_delta","index":`...)
+	dst = strconv.AppendInt(dst, int64(f.index), 10)
+	dst = append(dst, `,"delta":{"type":"`...)
+	dst = append(dst, kind...)
+	dst = append(dst, `","`...)
+	dst = append(dst, field...)
+	dst = append(dst, `":`...)
+	dst = append(dst, v...)
+	return append(dst, "}}\n\n"...)
 }
 
+// Text frames an event into the framing's buffer, which the relay writes
+// before it asks for the next frame.
 func (f *framing) Text(ev *npu.Event) []byte {
-	var out []byte
+	out := f.buf[:0]
 	if ev.Reasoning != "" {
 		out = f.openBlock(out, "thinking", thinkingBlock(""))
-		out = f.delta(out, map[string]string{"type": "thinking_delta", "thinking": ev.Reasoning})
+		out = f.delta(out, "thinking_delta", "thinking", ev.Reasoning)
 	}
 	if ev.Text != "" {
 		out = f.openBlock(out, "text", textBlock(""))
-		out = f.delta(out, map[string]string{"type": "text_delta", "text": ev.Text})
+		out = f.delta(out, "text_delta", "text", ev.Text)
 	}
 	for _, d := range ev.ToolCalls {
 		if d.ID != "" {
 			out = f.openBlock(out, "tool_use", contentBlock{Type: "tool_use", ID: d.ID, Name: d.Name, Input: json.RawMessage("{}")})
 		}
 		if d.Arguments != "" && f.block == "tool_use" {
-			out = f.delta(out, map[string]string{"type": "input_json_delta", "partial_json": d.Arguments})
+			out = f.delta(out, "input_json_delta", "partial_json", d.Arguments)
 		}
+	}
+	f.buf = out
+	if len(out) == 0 {
+		return nil // nothing to send (a piece that only completes a call)
 	}
 	return out
 }
