@@ -96,12 +96,14 @@ func TestSDKMessage(t *testing.T) {
 	assert.Equal(t, "message_start", types[0])
 	assert.Equal(t, []string{"content_block_stop", "message_delta", "message_stop"}, types[len(types)-3:])
 	assert.Equal(t, anthropic.StopReasonEndTurn, streamed.StopReason)
-	assert.Equal(t, whole.Usage.OutputTokens, streamed.Usage.OutputTokens)
+	assert.Positive(t, streamed.Usage.OutputTokens)
 	// The second may read part of the prompt from the engine's cache.
 	assert.Equal(t, whole.Usage.InputTokens+whole.Usage.CacheReadInputTokens,
 		streamed.Usage.InputTokens+streamed.Usage.CacheReadInputTokens, "message_delta carries the prompt's count")
 	if daemontest.EngineUnderTest() == "sim" {
+		// The test library's model samples: only the simulator repeats itself.
 		assert.Equal(t, textOf(*whole), textOf(streamed), "the same request, the same text")
+		assert.Equal(t, whole.Usage.OutputTokens, streamed.Usage.OutputTokens)
 	}
 }
 
