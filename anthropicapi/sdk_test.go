@@ -288,3 +288,18 @@ func TestSDKErrors(t *testing.T) {
 	assert.NotContains(t, types, "message_stop")
 	require.NoError(t, s.Close())
 }
+
+// The name an agent sends answers once it is an alias, as the 404 says.
+func TestSDKAliasedModelName(t *testing.T) {
+	srv := daemontest.StartSim(t, func(cfg *daemon.Config) {
+		cfg.Aliases = map[string]string{"claude-sonnet-4-5": "sim"}
+	}, nil)
+	c := client(t, srv, "x")
+	m, err := c.Messages.New(sdkContext(t), anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 8, Messages: userText("hi")})
+	require.NoError(t, err)
+	assert.Equal(t, anthropic.Model("claude-sonnet-4-5"), m.Model, "the name the client asked for")
+	n, err := c.Messages.CountTokens(sdkContext(t), anthropic.MessageCountTokensParams{Model: "claude-sonnet-4-5",
+		Messages: userText("hi")})
+	require.NoError(t, err)
+	assert.Positive(t, n.InputTokens)
+}
