@@ -21,6 +21,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
@@ -64,6 +65,7 @@ type Server struct {
 	openai       *openaiapi.API
 	ws           *wsapi.API
 	ollama       *ollamaapi.API
+	anthropic    *anthropicapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
 	requests     sync.WaitGroup // every request, until its access-log line is written
 	simReason    string         // why the simulated engine serves, when it does
@@ -379,8 +381,14 @@ func (s *Server) routes() http.Handler {
 		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 	}, s.log)
 	s.ollama.Register(r)
+	s.anthropic = anthropicapi.New(s.runner, anthropicapi.Config{
+		Images:         images,
+		DefaultTimeout: s.cfg.RequestTimeout,
+		WriteTimeout:   s.cfg.TokenTimeout,
+	}, s.log)
+	s.anthropic.Register(r)
 	// The guards and the accounting follow what each API declares.
-	s.routeTable = route.NewTable(s.openai.Routes(), s.ollama.Routes(), s.ws.Routes())
+	s.routeTable = route.NewTable(s.openai.Routes(), s.ollama.Routes(), s.ws.Routes(), s.anthropic.Routes())
 	return r
 }
 

@@ -301,6 +301,9 @@ func (s *Stream) finish(res Result, err error) {
 	if res.MaxTokensClamped == 0 {
 		res.MaxTokensClamped = s.clamped
 	}
+	if s.stopReason == FinishStop {
+		res.StopSequence = s.stops.matched // "" when it was no stop string
+	}
 	if s.tools != nil && s.tools.calls > 0 && res.FinishReason == FinishStop {
 		res.FinishReason = FinishToolCalls
 	}
