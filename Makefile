@@ -1,7 +1,8 @@
 # npud — run `make help` for the targets.
 GO      ?= go
 BINARY  ?= npud
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# One version for the binary, the packages and the zip (packaging/version.sh).
+VERSION ?= $(shell bash packaging/version.sh 2>/dev/null || echo 0.1.0~unknown)
 LDFLAGS := -s -w -X github.com/npud/npud/daemon.Version=$(VERSION)
 export GOTOOLCHAIN ?= local
 
@@ -10,15 +11,26 @@ export GOTOOLCHAIN ?= local
 # loads the real library.
 OVTEST := $(CURDIR)/testdata/ovgenai
 
-.PHONY: help build run test test-openvino test-openvino-asan fuzz soak check bench package clean
+# The official OpenVINO runtime from PyPI, pinned by
+# testdata/openvino/requirements.txt, in a virtual environment made once
+# (again when the pins change). make test checks npud's headers, discovery
+# and test library against it (NPUD_OPENVINO_VENV); go test without it
+# skips those checks.
+OVVENV ?= $(CURDIR)/testdata/openvino/venv
+OVPINS := $(CURDIR)/testdata/openvino/requirements.txt
+
+.PHONY: help build run test test-openvino test-openvino-real openvino-venv test-openvino-asan fuzz soak check bench package clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@# Two passes: the widest target name sets the column.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{ name[NR] = $$1; text[NR] = $$2; if (length($$1) > w) w = length($$1) } \
+	   END { for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, name[i], text[i] }'
 
 build: ## build the npud binary: the OpenVINO engine (loaded at run time) and the simulated one
 	CGO_ENABLED=1 $(GO) build -tags nomsgpack -ldflags '$(LDFLAGS)' -o $(BINARY) .
 
-run: build ## start the daemon on 127.0.0.1:11434 (OpenVINO when installed with a model, else simulated)
+run: build ## start the daemon on 127.0.0.1:11434, or NPUD_LISTEN (OpenVINO when installed with a model, else simulated)
 	./$(BINARY) serve
 
 # golangci-lint at a pinned version, built from the module proxy (cached
@@ -52,23 +64,56 @@ test: check ## vet, then every test under the race detector
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v x86_64-w64-mingw32-gcc >/dev/null || missing="$$missing gcc-mingw-w64-x86-64"; \
 	command -v zip >/dev/null || missing="$$missing zip"; \
+	python3 -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
-	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
+	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] && [ -d testdata/js/node_modules/@anthropic-ai/sdk ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
+	@# OpenCode (a native binary, ~180 MB a platform), pinned by testdata/opencode/package-lock.json.
+	@# npm install, not npm ci: the lock holds only the platform packages the registry serves here,
+	@# and npm ci refuses a lock without every optional platform package; install keeps the lock's
+	@# versions and integrity (--no-save: the lock is never rewritten).
+	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm install --no-save --no-audit --no-fund --loglevel=error)
+	@# Claude Code, pinned by testdata/agents/package-lock.json (a native binary for this platform).
+	@# npm install, not npm ci, for the reason above.
+	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino
 	$(MAKE) --no-print-directory test-openvino-asan
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a duration
 	@# run at its deadline with no crasher on a loaded machine (go.dev/issue/75804).
 	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
 
+openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/openvino/venv (once)
+	@if [ -f $(OVVENV)/pins.txt ] && cmp -s $(OVVENV)/pins.txt $(OVPINS); then exit 0; fi; \
+	if [ -d $(OVVENV) ] && [ ! -f $(OVVENV)/pins.txt ]; then echo "using $(OVVENV) as it is (not made here)"; exit 0; fi; \
+	echo "installing the pinned OpenVINO wheels (testdata/openvino/requirements.txt) into $(OVVENV)"; \
+	rm -rf $(OVVENV) && python3 -m venv $(OVVENV) && \
+	$(OVVENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(OVPINS) && cp $(OVPINS) $(OVVENV)/pins.txt || { \
+	  rm -rf $(OVVENV); \
+	  echo "make openvino-venv: could not install the pinned OpenVINO wheels from PyPI (is pypi.org reachable?)."; \
+	  echo "make test checks npud's headers, discovery and test library against them. Without PyPI:"; \
+	  echo "  make test OVVENV=/path/to/a/venv   a virtual environment with exactly those wheels, or"; \
+	  echo "  pip download -r testdata/openvino/requirements.txt --no-deps -d DIR on a machine with PyPI,"; \
+	  echo "  then pip install --no-index --no-deps DIR/*.whl into a venv and pass it as OVVENV."; \
+	  exit 1; }
+
+# npud against the official runtime: the vendored core headers, discovery
+# in a Python environment, the dependency chain, the core's answers, and
+# the conformance suite. Without -race: with OpenVINO's CPU plugin loaded,
+# a -race binary now and then crashes in the Go runtime.
+test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
+	@# The whole binding (every cgo preamble) compiled against the wheel's core C headers.
+	CGO_ENABLED=1 CGO_CFLAGS="-I$$(ls -d $(OVVENV)/lib/python3*/site-packages/openvino/include)" $(GO) build -o /dev/null ./npu/openvino/
+	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/
+
 test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI test library; the headers alone
 	$(MAKE) --no-print-directory -C testdata/ovgenai check-headers
 	@# The binding's own tests ran in `go test ./...`, through run-time
 	@# loading; here the API suites run on the OpenVINO engine (tests that
 	@# need the simulator's text, timing or faults skip themselves).
-	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 ./openaiapi/ ./ollamaapi/ ./wsapi/
+	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 ./openaiapi/ ./ollamaapi/ ./wsapi/ ./anthropicapi/
 
 # The same binding against the test library built with AddressSanitizer:
 # a use of a freed pipeline, config or history aborts the run. go test -asan
@@ -100,7 +145,7 @@ package: ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default config
 	@# cgo on, PIE, full RELRO: what Debian expects of a binary (lintian).
 	CGO_ENABLED=1 $(GO) build -tags nomsgpack -buildmode=pie \
 	  -ldflags '$(LDFLAGS) -linkmode=external -extldflags=-Wl,-z,relro,-z,now' -o $(BINARY) .
-	bash packaging/build.sh
+	VERSION=$(VERSION) bash packaging/build.sh
 	@# The Windows zip: npud.exe with the engine, cross-compiled with mingw-w64.
 	VERSION=$(VERSION) bash packaging/build-windows.sh
 

@@ -56,8 +56,11 @@ func TestLayering(t *testing.T) {
 			if under(imp, "daemon") && !under(p.ImportPath, "daemon") && p.ImportPath != module {
 				assert.Failf(t, "imports the daemon", "%s imports %s: only main sits above the daemon", p.ImportPath, imp)
 			}
-			if (under(p.ImportPath, "wire") || under(p.ImportPath, "npu")) && (under(imp, "openaiapi") || under(imp, "ollamaapi")) {
+			if (under(p.ImportPath, "wire") || under(p.ImportPath, "npu")) && (under(imp, "openaiapi") || under(imp, "ollamaapi") || under(imp, "anthropicapi") || under(imp, "wsapi")) {
 				assert.Failf(t, "imports an API", "%s imports %s: the APIs sit above it", p.ImportPath, imp)
+			}
+			if under(p.ImportPath, "anthropicapi") && (under(imp, "openaiapi") || under(imp, "ollamaapi") || under(imp, "wsapi")) {
+				assert.Failf(t, "APIs import each other", "%s imports %s: the Messages API shares only wire and npu", p.ImportPath, imp)
 			}
 			if under(p.ImportPath, "npu") && (under(imp, "wire") || under(imp, "systemd") || under(imp, "packaging")) {
 				assert.Failf(t, "npu imports upward", "%s imports %s", p.ImportPath, imp)

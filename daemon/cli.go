@@ -28,6 +28,7 @@ const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-c
 Usage:
   npud serve [flags]   run the server (npud serve -h lists flags)
   npud pull OWNER/NAME the running daemon pulls an OpenVINO IR model from its hub, with progress
+                       (whatever engine serves; auto then serves the model, without a restart)
   npud pull --local [flags] OWNER/NAME
                        download it into --models-dir without a daemon (flags as for serve:
                        --models-dir, --hub-endpoint)
@@ -36,7 +37,8 @@ Usage:
                        and print the effective settings, secrets masked
   npud run MODEL [PROMPT]
                        chat with a model of the running daemon (a prompt: answer and exit;
-                       none: an interactive chat; Ctrl-C stops an answer); --verbose timings
+                       none: an interactive chat; Ctrl-C stops an answer); --verbose timings,
+                       --think[=false|low|medium|high] a reasoning model's thinking, shown apart
   npud list | ps | show MODEL | rm MODEL | cp SOURCE DESTINATION | stop MODEL
                        the running daemon's models, as Ollama's CLI (stop unloads a model)
                        (--host, else NPUD_HOST, OLLAMA_HOST, 127.0.0.1:11434; key NPUD_API_KEY)
@@ -243,16 +245,24 @@ func pull(ctx context.Context, args []string, getenv func(string) string, stdout
 	if len(args) > 0 && (args[0] == "--local" || args[0] == "-local") {
 		return pullLocal(ctx, args[1:], getenv, stdout, stderr)
 	}
-	c, rest, code := clientFlags("pull", "OWNER/NAME   (or: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME)", args, getenv, stdout, stderr, nil)
+	var local bool
+	c, rest, code := clientFlags("pull", "OWNER/NAME   (or: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME)", args, getenv, stdout, stderr,
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&local, "local", false, "pull into --models-dir directly, with no daemon (any build; it comes first, then serve's --models-dir, --hub-endpoint, --hub-token)")
+		})
 	if code >= 0 {
 		return code
+	}
+	if local {
+		fmt.Fprintln(stderr, "npud pull: --local comes first: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME")
+		return 2
 	}
 	if len(rest) != 1 {
 		fmt.Fprintf(stderr, clientUsage, "pull", "OWNER/NAME")
 		return 2
 	}
 	if err := c.pull(ctx, rest[0], pullPrinter(stdout, time.Now)); err != nil {
-		fmt.Fprintf(stderr, "npud pull: %v\n", err)
+		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
 		return 1
 	}
 	fmt.Fprintf(stdout, "success: %s\n", rest[0])
@@ -281,7 +291,7 @@ func pullLocal(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	err = modelstore.New(cfg.ModelsDir, cfg.hubClient()).Pull(ctx, repo, pullPrinter(stdout, time.Now))
 	if err != nil {
-		fmt.Fprintf(stderr, "npud pull: %v\n", err)
+		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
 		return 1
 	}
 	fmt.Fprintf(stdout, "success: model %q in %s\n", hub.ModelName(repo), cfg.ModelsDir)
@@ -299,11 +309,12 @@ func pullPrinter(w io.Writer, now func() time.Time) func(npu.PullProgress) {
 			return
 		}
 		last, lastAt = p.Status, now()
+		status := terminalSafe(p.Status, false) // file names from the hub
 		if p.Total <= 0 {
-			fmt.Fprintln(w, p.Status)
+			fmt.Fprintln(w, status)
 			return
 		}
-		fmt.Fprintf(w, "%s %s/%s (%d%%)\n", p.Status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
+		fmt.Fprintf(w, "%s %s/%s (%d%%)\n", status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
 	}
 }
 
@@ -322,14 +333,19 @@ func byteSize(n int64) string {
 }
 
 func (c Config) hubClient() *hub.Client {
-	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken}
+	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken, MaxModelBytes: c.MaxModelBytes}
 }
 
 // configCommand runs `npud config check`: the same parsing and validation
 // as serve, then the effective configuration in the file's format.
 func configCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	const usage = "usage: npud config check [--config FILE] [serve flags]: validate the configuration as serve reads it and print the effective one"
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, usage) // like every other command's --help
+		return 0
+	}
 	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stderr, "npud config: usage: npud config check [--config FILE] [flags]")
+		fmt.Fprintln(stderr, "npud config: "+usage)
 		return 2
 	}
 	_, fs, err := parseConfig(args[1:], getenv, stderr)

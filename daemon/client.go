@@ -30,9 +30,10 @@ The daemon's address: --host, else NPUD_HOST, else OLLAMA_HOST, else
 
 // apiClient is the model commands' connection to the daemon.
 type apiClient struct {
-	base string
-	key  string
-	http *http.Client
+	base  string
+	key   string
+	http  *http.Client
+	think any // npud run --think: nil (the model's default), a bool or a level
 }
 
 // clientFlags parses the model commands' flags; args after them are
@@ -126,11 +127,11 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (*htt
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(raw, &e) == nil && e.Error != nil {
 			if m, ok := e.Error.(map[string]any); ok { // OpenAI's shape, for the routes npud answers that way
-				return nil, fmt.Errorf("%v", m["message"])
+				return nil, errors.New(terminalSafe(fmt.Sprint(m["message"]), true))
 			}
-			return nil, fmt.Errorf("%v", e.Error)
+			return nil, errors.New(terminalSafe(fmt.Sprint(e.Error), true))
 		}
-		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(raw)))
+		return nil, errors.New(terminalSafe(resp.Status+": "+strings.TrimSpace(string(raw)), true))
 	}
 	return resp, nil
 }
@@ -181,7 +182,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tFORMAT\tMODIFIED")
 			for _, m := range out.Models {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.Name, byteSize(m.Size), m.Details.Format, ago(m.ModifiedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), terminalSafe(m.Details.Format, false), ago(m.ModifiedAt))
 			}
 			return tw.Flush()
 		case "ps":
@@ -193,6 +194,11 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 					ContextLength int    `json:"context_length"`
 					ExpiresAt     string `json:"expires_at"`
 				} `json:"models"`
+				Loading []struct {
+					Name    string `json:"name"`
+					Status  string `json:"status"`
+					Seconds int64  `json:"seconds"`
+				} `json:"loading"`
 			}
 			if err := c.getJSON(ctx, http.MethodGet, "/api/ps", nil, &out); err != nil {
 				return err
@@ -200,7 +206,10 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tDEVICE\tCONTEXT\tUNTIL")
 			for _, m := range out.Models {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", m.Name, byteSize(m.Size), m.Device, m.ContextLength, until(m.ExpiresAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), terminalSafe(m.Device, false), m.ContextLength, until(m.ExpiresAt))
+			}
+			for _, m := range out.Loading { // "compiling for NPU (first time)… 42 s"
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t%s… %d s\n", terminalSafe(m.Name, false), terminalSafe(m.Status, false), m.Seconds)
 			}
 			return tw.Flush()
 		case "show":
@@ -214,15 +223,16 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 				return err
 			}
 			arch, _ := out.ModelInfo["general.architecture"].(string)
-			fmt.Fprintf(stdout, "  Model\n    architecture    %s\n    parameters      %v\n    context length  %v\n",
-				arch, out.Details["parameter_size"], out.ModelInfo[arch+".context_length"])
+			safe := func(v any) string { return terminalSafe(fmt.Sprint(v), false) }
+			fmt.Fprintf(stdout, "  Model\n    architecture    %s\n    parameters      %s\n    context length  %s\n",
+				safe(arch), safe(out.Details["parameter_size"]), safe(out.ModelInfo[arch+".context_length"]))
 			if v, ok := out.ModelInfo[arch+".embedding_length"]; ok {
-				fmt.Fprintf(stdout, "    embedding length %v\n", v)
+				fmt.Fprintf(stdout, "    embedding length %s\n", safe(v))
 			}
-			fmt.Fprintf(stdout, "    format          %v\n    quantization    %v\n\n  Capabilities\n",
-				out.Details["format"], out.Details["quantization_level"])
+			fmt.Fprintf(stdout, "    format          %s\n    quantization    %s\n\n  Capabilities\n",
+				safe(out.Details["format"]), safe(out.Details["quantization_level"]))
 			for _, cap := range out.Capabilities {
-				fmt.Fprintf(stdout, "    %s\n", cap)
+				fmt.Fprintf(stdout, "    %s\n", safe(cap))
 			}
 			return nil
 		case "rm":
@@ -244,7 +254,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 		return nil
 	}()
 	if err != nil {
-		fmt.Fprintf(stderr, "npud %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "npud %s: %s\n", name, terminalSafe(err.Error(), true))
 		return 1
 	}
 	return 0
@@ -254,7 +264,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 func ago(ts string) string {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	if err != nil {
-		return ts
+		return terminalSafe(ts, false)
 	}
 	return humanDuration(time.Since(t)) + " ago"
 }
@@ -264,7 +274,7 @@ func until(ts string) string {
 	t, err := time.Parse(time.RFC3339Nano, ts)
 	switch {
 	case err != nil:
-		return ts
+		return terminalSafe(ts, false)
 	case t.Year() >= 9999:
 		return "forever"
 	}
@@ -274,13 +284,21 @@ func until(ts string) string {
 func humanDuration(d time.Duration) string {
 	switch d = max(d, 0); {
 	case d < time.Minute:
-		return fmt.Sprintf("%d seconds", int(d.Seconds()))
+		return count(int(d.Seconds()), "second")
 	case d < time.Hour:
-		return fmt.Sprintf("%d minutes", int(d.Minutes()))
+		return count(int(d.Minutes()), "minute")
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%d hours", int(d.Hours()))
+		return count(int(d.Hours()), "hour")
 	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
+	return count(int(d.Hours()/24), "day")
+}
+
+// count is n units, for people: "1 minute", "2 minutes".
+func count(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // runCommand runs `npud run MODEL [PROMPT]`: with a prompt (or a prompt on
@@ -288,12 +306,15 @@ func humanDuration(d time.Duration) string {
 // an interactive chat.
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var verbose bool
+	var think thinkFlag
 	c, rest, code := clientFlags("run", "MODEL [PROMPT]", args, getenv, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&verbose, "verbose", false, "print the timings the server reports")
+		fs.Var(&think, "think", "a reasoning model thinks (--think), does not (--think=false), or at a level (--think=low|medium|high); unset: the model's default")
 	})
 	if code >= 0 {
 		return code
 	}
+	c.think = think.value
 	if len(rest) == 0 {
 		fmt.Fprintf(stderr, clientUsage, "run", "MODEL [PROMPT]")
 		return 2
@@ -310,13 +331,38 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	if prompt != "" {
 		_, err := c.chat(ctx, model, []chatMessage{{Role: "user", Content: prompt}}, stdout, verbose, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "npud run: %v\n", err)
+			fmt.Fprintf(stderr, "npud run: %s\n", terminalSafe(err.Error(), true))
 			return 1
 		}
 		return 0
 	}
 	return c.interactive(ctx, model, stdin, stdout, stderr, verbose)
 }
+
+// thinkFlag is `npud run --think`, as Ollama's CLI spells it: alone it
+// is true; =false, or a level for models that take one.
+type thinkFlag struct{ value any }
+
+func (f *thinkFlag) String() string {
+	if f == nil || f.value == nil {
+		return ""
+	}
+	return fmt.Sprint(f.value)
+}
+
+func (f *thinkFlag) Set(s string) error {
+	switch s {
+	case "true", "false":
+		f.value = s == "true"
+	case "low", "medium", "high":
+		f.value = s
+	default:
+		return fmt.Errorf(`want true, false, low, medium or high, got %q`, s)
+	}
+	return nil
+}
+
+func (f *thinkFlag) IsBoolFlag() bool { return true }
 
 type chatMessage struct {
 	Role    string `json:"role"`
@@ -325,13 +371,18 @@ type chatMessage struct {
 
 // chat streams one answer to stdout and returns it.
 func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, stdout io.Writer, verbose bool, stderr io.Writer) (string, error) {
-	resp, err := c.do(ctx, http.MethodPost, "/api/chat", map[string]any{"model": model, "messages": msgs, "stream": true})
+	body := map[string]any{"model": model, "messages": msgs, "stream": true}
+	if c.think != nil {
+		body["think"] = c.think
+	}
+	resp, err := c.do(ctx, http.MethodPost, "/api/chat", body)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	var answer strings.Builder
 	thinking := false // between "Thinking..." and "...done thinking."
+	load := loadLine{w: stderr, terminal: isTerminal(stderr)}
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var line struct {
@@ -341,6 +392,7 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 			} `json:"message"`
 			Done               bool   `json:"done"`
 			Error              string `json:"error"`
+			Status             string `json:"status"` // npud's: how the model's load goes
 			PromptEvalCount    int    `json:"prompt_eval_count"`
 			PromptEvalDuration int64  `json:"prompt_eval_duration"`
 			EvalCount          int    `json:"eval_count"`
@@ -354,8 +406,13 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 			}
 			return answer.String(), fmt.Errorf("the stream ended early: %w", err)
 		}
+		load.show(line.Status)
 		if line.Error != "" {
-			return answer.String(), errors.New(line.Error)
+			load.clear()
+			return answer.String(), errors.New(terminalSafe(line.Error, true))
+		}
+		if line.Message.Content != "" || line.Message.Thinking != "" || line.Done {
+			load.clear()
 		}
 		// A reasoning model's thinking is shown as Ollama's CLI shows it,
 		// apart; only the answer goes into the conversation.
@@ -364,13 +421,13 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 				fmt.Fprint(stdout, "Thinking...\n")
 				thinking = true
 			}
-			fmt.Fprint(stdout, line.Message.Thinking)
+			fmt.Fprint(stdout, terminalSafe(line.Message.Thinking, true))
 		}
 		if thinking && line.Message.Content != "" {
 			fmt.Fprint(stdout, "\n...done thinking.\n\n")
 			thinking = false
 		}
-		fmt.Fprint(stdout, line.Message.Content)
+		fmt.Fprint(stdout, terminalSafe(line.Message.Content, true))
 		answer.WriteString(line.Message.Content)
 		if line.Done {
 			fmt.Fprintln(stdout)
@@ -444,7 +501,7 @@ func (c *apiClient) interactive(ctx context.Context, model string, stdin io.Read
 			fmt.Fprintln(stdout) // Ctrl-C cancelled the answer, not the chat
 			continue
 		case err != nil:
-			fmt.Fprintf(stderr, "npud run: %v\n", err)
+			fmt.Fprintf(stderr, "npud run: %s\n", terminalSafe(err.Error(), true))
 			if ctx.Err() != nil || errors.As(err, new(errNotRunning)) {
 				return 1
 			}
@@ -475,7 +532,7 @@ func (c *apiClient) pull(ctx context.Context, repo string, show func(npu.PullPro
 		}
 		switch {
 		case line.Error != "":
-			return errors.New(line.Error)
+			return errors.New(terminalSafe(line.Error, true))
 		case line.Status == "success":
 			return nil
 		}

@@ -182,3 +182,49 @@ func TestRunShowsThinkingApart(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, "Thinking...\npondering\n...done thinking.\n\nThe answer.\n", out)
 }
+
+// Issue 27: `npud run --think` (Ollama's CLI has it) asks a reasoning
+// model to think; its thinking is shown apart, as without the flag. The
+// simulated model thinks only when asked.
+func TestRunThink(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	code, out, errOut := npud(t, "", "run", "--host", srv.URL, "sim", "why?")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "Thinking...", "the model's default: no thinking")
+
+	code, out, errOut = npud(t, "", "run", "--host", srv.URL, "--think", "sim", "why?")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "Thinking...\n"), "%q", out)
+	assert.Contains(t, out, "\n...done thinking.\n\n")
+
+	code, out, errOut = npud(t, "", "run", "--host", srv.URL, "--think=high", "sim", "why?")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "Thinking...\n"), "%q", out)
+
+	code, out, errOut = npud(t, "", "run", "--host", srv.URL, "--think=false", "sim", "why?")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "Thinking...")
+
+	code, _, errOut = npud(t, "", "run", "--host", srv.URL, "--think=extreme", "sim", "why?")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "want true, false, low, medium or high")
+
+	_, out, _ = npud(t, "", "run", "--help")
+	assert.Contains(t, out, "-think")
+}
+
+// Issue 27: every command's --help exits 0 and prints its usage (config
+// exited 2), and pull's lists --local.
+func TestEveryHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"config", "--help"}, {"config", "-h"}, {"pull", "--help"}, {"run", "--help"},
+		{"list", "--help"}, {"service", "--help"}, {"serve", "--help"}, {"doctor", "--help"}} {
+		code, out, errOut := npud(t, "", args...)
+		assert.Equal(t, 0, code, "%v: %s", args, errOut)
+		assert.Contains(t, strings.ToLower(out+errOut), "usage", "%v", args)
+	}
+	_, out, _ := npud(t, "", "pull", "--help")
+	assert.Contains(t, out, "-local", "pull --help lists --local")
+	code, _, errOut := npud(t, "", "pull", "--host", "127.0.0.1:9", "--local", "OpenVINO/x")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--local comes first")
+}

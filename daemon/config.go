@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,6 +45,7 @@ type Config struct {
 	CacheDir          string // OpenVINO: compiled-model cache
 	HubEndpoint       string // model hub for pull; "" = HF_ENDPOINT, else huggingface.co
 	HubToken          string // optional hub token (secret: masked in logs)
+	MaxModelBytes     int64  // a pull of a larger repository is refused; 0 = no cap
 
 	SimTTFT            time.Duration // simulated time to first token
 	SimITL             time.Duration // simulated inter-token latency
@@ -72,8 +75,13 @@ type Config struct {
 	MaxImageBytes  int64         // largest image file
 	MaxImagePixels int64         // largest image, width × height
 	AllowImageURLs bool          // fetch http(s) image_url addresses
-	ResumeWindow   time.Duration // how long a stream's events stay for resumes and repeated starts
-	ResumeMaxBytes int           // text kept per stream for resumes
+	ImageURLAllow  []string      // CIDRs image URLs may reach beyond public addresses
+	// MaxImageMemory bounds the memory decoded images hold across
+	// requests (queued and running); MaxRequestImageMemory one request's.
+	MaxImageMemory        int64
+	MaxRequestImageMemory int64
+	ResumeWindow          time.Duration // how long a stream's events stay for resumes and repeated starts
+	ResumeMaxBytes        int           // text kept per stream for resumes
 	// Stored responses of the Responses API (in memory: a restart forgets them).
 	ResponsesMax      int
 	ResponsesMaxBytes int64
@@ -178,8 +186,40 @@ func EnvName(flagName string) string {
 	return "NPUD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// secretOption reports whether a setting's value must never be printed.
-func secretOption(name string) bool { return name == "hub-token" || name == "api-key" }
+// secretOption reports whether a setting's value must never be printed
+// whole (upstream specs carry keys and URLs with passwords).
+func secretOption(name string) bool {
+	return name == "hub-token" || name == "api-key" || name == "upstream"
+}
+
+// MaskUpstream shows an upstream spec with its key and its URL's password
+// hidden: NAME=URL;models=…;key=**** with the URL's user:xxxxx@.
+func MaskUpstream(spec string) string {
+	fields := strings.Split(spec, ";")
+	if name, rawURL, ok := strings.Cut(fields[0], "="); ok {
+		fields[0] = name + "=" + maskURL(strings.TrimSpace(rawURL))
+	}
+	for i, f := range fields[1:] {
+		if k, _, ok := strings.Cut(strings.TrimSpace(f), "="); ok && k == "key" {
+			fields[i+1] = "key=****"
+		}
+	}
+	return strings.Join(fields, ";")
+}
+
+// maskURL hides a URL's password (user:xxxxx@host, as url.Redacted); a
+// URL that does not parse is hidden whole past its scheme, since it may
+// hold one.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if scheme, _, ok := strings.Cut(raw, "://"); ok {
+			return scheme + "://****"
+		}
+		return "****"
+	}
+	return u.Redacted()
+}
 
 // layers counts the sources applied so far (file, environment, flags), so
 // that a list given in a later source replaces the earlier one instead of
@@ -265,6 +305,7 @@ func (c *Config) options(ls *layers) []option {
 		{"npu-generate-hint", "openvino on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF (empty = GenAI's default)", str(&c.NPUGenerateHint, "")},
 		{"hub-endpoint", "model hub for pull, Hugging Face-compatible (empty = HF_ENDPOINT, else https://huggingface.co)", str(&c.HubEndpoint, "")},
 		{"hub-token", "model hub token for pull (prefer the environment variable)", str(&c.HubToken, "")},
+		{"max-model-bytes", "largest model repository a pull downloads, as the hub announces it (0 = no cap); every pull also needs that much free disk plus 5% (at least 256 MiB)", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxModelBytes, n, 0, u) }},
 		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, defaultStateDir("cache", "/var/cache/npud"))},
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
@@ -301,8 +342,14 @@ func (c *Config) options(ls *layers) []option {
 		})},
 		{"max-embed-inputs", "inputs one embedding request may carry; more are a 400", num(&c.MaxEmbedInputs, 2048)},
 		{"upstream", "another server's OpenAI-compatible API to relay models to: NAME=URL;models=A|B[;caps=tools|vision|thinking][;key=KEY][;timeout=60s][;slots=8][;health=5s] (the key also from NPUD_UPSTREAM_<NAME>_KEY), comma-separated or repeated", list(&c.Upstreams, nil, func(spec string) error {
+			if ls.secretErr != nil && ls.secretErrIn < ls.current {
+				ls.secretErr = nil // this layer's specs replace that layer's
+			}
 			if _, err := ParseUpstream(spec, func(string) string { return "" }); err != nil {
-				return err
+				// The flag package would print the spec, key included.
+				ls.secretErr = errors.Join(ls.secretErr, fmt.Errorf("upstream %q: %w", MaskUpstream(spec), err))
+				ls.secretErrIn = ls.current
+				return nil
 			}
 			c.Upstreams = append(c.Upstreams, spec)
 			return nil
@@ -311,11 +358,20 @@ func (c *Config) options(ls *layers) []option {
 		{"max-images", "images one request may carry, for vision models; more are a 400", num(&c.MaxImages, 4)},
 		{"max-image-bytes", "largest image file (JPEG or PNG); larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageBytes, n, 8<<20, u) }},
 		{"max-image-pixels", "largest image, width × height; checked before decoding, larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImagePixels, n, 4096*4096, u) }},
-		{"allow-image-urls", "fetch http(s) image_url addresses (off: only data URLs; npud would otherwise reach any address a client names)", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.AllowImageURLs, n, false, u) }},
+		{"allow-image-urls", "fetch http(s) image_url addresses, public ones only (off: only data URLs)", func(fs *flag.FlagSet, n, u string) { fs.BoolVar(&c.AllowImageURLs, n, false, u) }},
+		{"image-url-allow", "with --allow-image-urls: address ranges (CIDRs, comma-separated) image URLs may reach besides public addresses, such as a camera network; loopback, private, link-local and metadata addresses are refused otherwise", list(&c.ImageURLAllow, nil, func(s string) error {
+			if _, err := netip.ParsePrefix(s); err != nil {
+				return fmt.Errorf("want a CIDR such as 192.168.7.0/24: %w", err)
+			}
+			c.ImageURLAllow = append(c.ImageURLAllow, s)
+			return nil
+		})},
+		{"max-image-memory", "memory decoded images may hold at once across requests, queued and running (decoder buffers counted at their decoded depth); past it an image request gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageMemory, n, 1<<30, u) }},
+		{"max-request-image-memory", "memory one request's images may decode to (decoder buffers and RGB pictures); more is a 400; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxRequestImageMemory, n, 256<<20, u) }},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
-		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues its model's cached conversation (only its new tokens are prefilled); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
+		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues the conversation its model ran last (on the NPU its prefix-cache blocks are surely still cached); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
 		{"affinity-max-wait", "after waiting this long a request is never passed over", dur(&c.AffinityMaxWait, 30*time.Second)},
-		{"affinity-linger", "how long a freed engine keeps a conversation's cache for its next turn before serving another conversation of the model, for conversations whose client answered within this long last time (agents, not people typing); 0 = never", dur(&c.AffinityLinger, 250*time.Millisecond)},
+		{"affinity-linger", "how long a freed engine waits for a conversation's next turn before serving another conversation of the model, for conversations whose client answered within this long last time (agents, not people typing): their prefix-cache blocks stay hot (docs/PERFORMANCE.md); 0 = never", dur(&c.AffinityLinger, 250*time.Millisecond)},
 		{"api-key", "API keys NAME:KEY (or NAME:KEY:admin for /admin routes), comma-separated or repeated; none = no authentication", list(&keyList, nil, func(s string) error {
 			if ls.secretErr != nil && ls.secretErrIn < ls.current {
 				ls.secretErr = nil // this layer's keys replace that layer's
@@ -455,6 +511,8 @@ func (c Config) Validate() error {
 	check(c.MaxImages >= 0, "--max-images must be 0 or more, got %d", c.MaxImages)
 	check(c.MaxImageBytes > 0, "--max-image-bytes must be positive, got %d", c.MaxImageBytes)
 	check(c.MaxImagePixels > 0, "--max-image-pixels must be positive, got %d", c.MaxImagePixels)
+	check(c.MaxModelBytes >= 0, "--max-model-bytes must be 0 or more, got %d", c.MaxModelBytes)
+	check(c.MaxImageMemory >= 0 && c.MaxRequestImageMemory >= 0, "--max-image-memory and --max-request-image-memory must be 0 or more")
 	check(c.AffinityMaxOvertakes >= 0 && c.AffinityMaxWait >= 0 && c.AffinityLinger >= 0, "--affinity-max-overtakes, --affinity-max-wait and --affinity-linger must be 0 or more")
 	check(c.MaxLoadedModels >= 0, "--max-loaded-models must be 0 or more, got %d", c.MaxLoadedModels)
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)

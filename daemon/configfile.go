@@ -144,6 +144,13 @@ func isNumber(s string) bool {
 // maskSecret hides a secret's value; API keys keep their names, which are
 // not secret and tell the operator which keys are set.
 func maskSecret(name, v string) string {
+	if name == "upstream" {
+		var out []string
+		for _, spec := range strings.Split(v, ",") {
+			out = append(out, MaskUpstream(spec))
+		}
+		return strings.Join(out, ",")
+	}
 	if name != "api-key" {
 		return "****"
 	}

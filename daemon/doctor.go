@@ -190,12 +190,15 @@ func examineDeviceNode(r *doctorReport) {
 		group := groupOf(node)
 		f, err := os.OpenFile(node, os.O_RDWR, 0)
 		if err != nil {
-			r.add("npu device node", checkWarn, fmt.Sprintf("%s is not open to this user: %v", node, err),
-				fmt.Sprintf("sudo usermod -aG %s $USER (and log in again); the service user npud needs the same group", group))
+			r.add("npu device node", checkWarn, fmt.Sprintf("%s is not open to this user: %v", node, err), deviceNodeFix(node, group))
 			continue
 		}
 		_ = f.Close()
 		detail := node + " is open to this user"
+		if group != "render" && group != "" {
+			r.add("npu device node", checkWarn, detail+", but the service (which joins group render) cannot open it", deviceNodeFix(node, group))
+			continue
+		}
 		if member, known := userInGroup("npud", group); known && !member {
 			r.add("npu device node", checkWarn, detail+"; the service user npud is not in group "+group,
 				"sudo usermod -aG "+group+" npud && sudo systemctl restart npud")
@@ -203,6 +206,19 @@ func examineDeviceNode(r *doctorReport) {
 		}
 		r.add("npu device node", checkOK, detail, "")
 	}
+}
+
+// deviceNodeFix says how to open the NPU's node to this user and to the
+// service. The unit runs as a DynamicUser (no account to add to a group)
+// that joins render (SupplementaryGroups=render), so the node must belong
+// to render: systemd 254+ does that, older ones (Debian 12) need a rule.
+func deviceNodeFix(node, group string) string {
+	if group != "render" {
+		return fmt.Sprintf("%s belongs to group %s, and the service joins render: add the udev rule "+
+			`SUBSYSTEM=="accel", KERNEL=="accel*", GROUP="render", MODE="0660" (docs/OPENVINO.md, step 3), `+
+			"then sudo usermod -a -G render $USER to use it yourself (and log in again)", node, group)
+	}
+	return "sudo usermod -a -G render $USER (and log in again); the service joins render through its unit (SupplementaryGroups=render)"
 }
 
 // userInGroup reports whether name is in group; known is false when the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/npud/npud/npu/openvino"
 	"github.com/npud/npud/npu/openvino/ovtestlib"
+	"github.com/npud/npud/systemd"
 )
 
 // testLibraryDir is npud's GenAI test library, built when needed.
@@ -238,4 +239,22 @@ func TestHealthSaysWhyTheEngineIsSimulated(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
 	assert.Equal(t, true, h["simulated"])
 	assert.Contains(t, h["simulated_why"], missing)
+}
+
+// Issue 27: doctor told people to `usermod -aG render npud`, but the unit
+// runs as a DynamicUser (there is no npud account) that joins render
+// through SupplementaryGroups; a node in another group needs a udev rule.
+func TestDeviceNodeFixFitsTheDynamicUser(t *testing.T) {
+	unit := systemd.ServiceUnit()
+	require.Contains(t, unit, "DynamicUser=yes")
+	require.Contains(t, unit, "SupplementaryGroups=render")
+
+	fix := deviceNodeFix("/dev/accel/accel0", "render")
+	assert.NotContains(t, fix, " npud", "no npud account to add to a group")
+	assert.Contains(t, fix, "usermod -a -G render $USER")
+	assert.Contains(t, fix, "SupplementaryGroups=render")
+
+	fix = deviceNodeFix("/dev/accel/accel0", "root")
+	assert.Contains(t, fix, `SUBSYSTEM=="accel", KERNEL=="accel*", GROUP="render", MODE="0660"`)
+	assert.Contains(t, fix, "docs/OPENVINO.md")
 }

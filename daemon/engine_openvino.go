@@ -98,6 +98,9 @@ func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) boo
 				r.Searched = append(r.Searched, doctorAttempt(a))
 			}
 		}
+		if errors.Is(err, openvino.ErrNotFound) && examineCore(cfg, getenv, r) {
+			return false
+		}
 		fix := fixOpenVINO
 		if errors.Is(err, openvino.ErrTooOld) || errors.Is(err, openvino.ErrMissingSymbol) {
 			fix = "upgrade OpenVINO GenAI to " + openvino.MinVersion.String() + " or newer (docs/OPENVINO.md)"
@@ -107,6 +110,7 @@ func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) boo
 	}
 	r.Library = &doctorLibrary{Path: lib.GenAIPath, Core: lib.CorePath, Version: lib.Version.String(), Build: lib.Build, Source: lib.Source}
 	r.add("openvino library", checkOK, fmt.Sprintf("OpenVINO GenAI %s from %s (found by %s)", lib.Build, lib.GenAIPath, lib.Source), "")
+	examineServiceCanSee(lib.GenAIPath, r)
 	devices, err := lib.Devices()
 	if err != nil {
 		r.add("devices", checkFail, "listing devices: "+err.Error(), fixNPUDriver)

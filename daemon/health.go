@@ -26,7 +26,10 @@ type healthReport struct {
 	Simulated bool   `json:"simulated"`
 	// Why is why the simulated engine serves (no OpenVINO library, no
 	// model, --engine sim), when it does.
-	Why           string        `json:"simulated_why,omitempty"`
+	Why string `json:"simulated_why,omitempty"`
+	// EngineChanged says what changed when --engine auto started serving
+	// OpenVINO without a restart (after the first pull of a model).
+	EngineChanged *EngineChange `json:"engine_changed,omitempty"`
 	Models        []healthModel `json:"models"`
 	ActiveStreams int           `json:"active_streams"` // generations the engine is running
 	Queued        int           `json:"queued"`         // requests waiting for the engine
@@ -59,15 +62,16 @@ func (s *Server) health(c *gin.Context) {
 		Queued:        s.runner.Waiting(),
 		UptimeSeconds: int64(time.Since(s.started) / time.Second),
 		Version:       Version,
+		EngineChanged: s.engineChange(),
 	}
 	if report.Simulated {
 		report.Engine += " (simulated: no inference)"
-		report.Why = s.simReason
+		report.Why = s.simulatedWhy()
 	}
 	for _, m := range s.runner.Models() {
 		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength, Device: s.runner.Placement(m.ID)})
 	}
-	if w, ok := engine.(isolatedEngine); ok {
+	if w, ok := isolation(engine); ok {
 		n := w.Restarts()
 		report.WorkerRestarts = &n
 		for name, healthy := range w.DeviceHealth() {

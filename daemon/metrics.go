@@ -37,6 +37,8 @@ type metrics struct {
 	prefillTokens, conversationCache         *prometheus.CounterVec
 	workerRestarts                           *prometheus.CounterVec
 	activeStreams, deviceHealthy             *prometheus.GaugeVec
+	build, devices                           *prometheus.GaugeVec // what the engine is and runs on
+	recent                                   requestHistory       // the last generations, for the console
 }
 
 // newMetrics returns the instrumentation for an engine; watch then adds
@@ -68,20 +70,28 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.deviceHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_healthy", Help: "1 while a device is healthy, 0 after too many crashes or hangs on it (AUTO then uses the next device)."}, []string{"device"})
 	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running; on the WebSocket's route, its generations."}, []string{"route"})
 
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_build_info", Help: "Always 1: the npud version, engine and Go version."}, []string{"version", "engine", "goversion"})
-	build.WithLabelValues(Version, engine.Name(), runtime.Version()).Set(1)
-	devices := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_info", Help: "Always 1 per device the engine can use, with its full name."}, []string{"device", "name"})
-	if engine.Simulated() {
-		devices.WithLabelValues("simulated", "npud simulated engine (no inference)").Set(1)
-	}
-	for name, full := range deviceNames(engine) {
-		devices.WithLabelValues(name, full).Set(1)
-	}
+	m.build = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_build_info", Help: "Always 1: the npud version, engine and Go version."}, []string{"version", "engine", "goversion"})
+	m.devices = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_info", Help: "Always 1 per device the engine can use, with its full name."}, []string{"device", "name"})
+	m.describeEngine(engine)
 	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,
 		m.completionTokens, m.disconnects, m.slowConsumer, m.engineErrors, m.rateLimitedTotal, m.activeStreams,
 		m.prefillTokens, m.conversationCache, m.workerRestarts, m.deviceHealthy,
-		build, devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.build, m.devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// describeEngine sets what the engine is and which devices it runs on;
+// again when --engine auto starts OpenVINO without a restart.
+func (m *metrics) describeEngine(engine npu.Engine) {
+	m.build.Reset()
+	m.build.WithLabelValues(Version, engine.Name(), runtime.Version()).Set(1)
+	m.devices.Reset()
+	if engine.Simulated() {
+		m.devices.WithLabelValues("simulated", "npud simulated engine (no inference)").Set(1)
+	}
+	for name, full := range deviceNames(engine) {
+		m.devices.WithLabelValues(name, full).Set(1)
+	}
 }
 
 // watch adds the gauges read from runner at each scrape.
@@ -185,7 +195,9 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info, ser
 	if info.TTFT > 0 {
 		m.ttft.WithLabelValues(model, st.Device, route, info.Tenant).Observe(info.TTFT.Seconds())
 	}
-	m.e2e.WithLabelValues(model, st.Device, route, info.Tenant).Observe(time.Since(info.Start).Seconds())
+	end := time.Now()
+	m.e2e.WithLabelValues(model, st.Device, route, info.Tenant).Observe(end.Sub(info.Start).Seconds())
+	m.recent.add(model, info, end)
 }
 
 // GenerationEnded implements npu.Observer: what a generation cost the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
@@ -59,7 +60,12 @@ func (s *Server) requestInfo(c *gin.Context) {
 	}
 	level := slog.LevelInfo
 	if info.Stream != nil {
-		if problems := info.Stream.Stats().ToolCallProblems; len(problems) > 0 {
+		stats := info.Stream.Stats()
+		if stats.MaxTokensClamped > 0 {
+			// The client asked for more than the context left: it ran with this.
+			attrs = append(attrs, slog.Int("max_tokens_clamped", stats.MaxTokensClamped))
+		}
+		if problems := stats.ToolCallProblems; len(problems) > 0 {
 			// The calls went to the client anyway: it validates them.
 			attrs = append(attrs, slog.String("tool_call_problems", reqinfo.Clip(strings.Join(problems, "; "))))
 			level = slog.LevelWarn
@@ -161,9 +167,16 @@ func writeRouteError(c *gin.Context, status int, msg string) {
 
 // writeProtocolError answers for the daemon itself (unknown route, panic,
 // a refused request) in the shape of the API the path belongs to, with
-// each API's own writer: Ollama's {"error": "..."} under /api, OpenAI's
+// each API's own writer: Ollama's {"error": "..."} under /api, Anthropic's
+// under /v1/messages (a 503 is its 529 overloaded_error), OpenAI's
 // everywhere else (the code is OpenAI's only).
 func writeProtocolError(c *gin.Context, e *openaiapi.Error) {
+	if p := c.Request.URL.Path; p == anthropicapi.MessagesPath || strings.HasPrefix(p, anthropicapi.MessagesPath+"/") {
+		ae := anthropicapi.NewError(e.Status, e.Message)
+		ae.RetryAfter = e.RetryAfter
+		anthropicapi.WriteError(c.Writer, ae)
+		return
+	}
 	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
 		ollamaapi.WriteError(c.Writer, &ollamaapi.Error{Status: e.Status, Message: e.Message, RetryAfter: e.RetryAfter})
 		return

@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,4 +69,31 @@ func TestByteSize(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"} {
 		assert.Equal(t, want, byteSize(n))
 	}
+}
+
+// Issue 27: the models folder belongs to the daemon, so `npud pull`
+// through a daemon on the simulated engine fills it too (it was a 501,
+// "engine sim serves a fixed set of models").
+func TestPullThroughADaemonOnTheSimulatedEngine(t *testing.T) {
+	hubSrv := hubtest.Serve(t, "OpenVINO/tiny-ov", map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"})
+	models := filepath.Join(t.TempDir(), "models")
+	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "sim", "--models-dir", models,
+		"--hub-endpoint", hubSrv.URL}, env(), io.Discard)
+	require.NoError(t, err)
+	srv, err := New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-served)
+	}()
+
+	var stdout, stderr bytes.Buffer
+	code := Main(t.Context(), []string{"pull", "--host", srv.Addr().String(), "OpenVINO/tiny-ov"}, env(), &stdout, &stderr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	got, err := os.ReadFile(filepath.Join(models, "tiny-ov", "openvino_model.bin"))
+	require.NoError(t, err)
+	assert.Equal(t, "weights", string(got))
 }

@@ -47,6 +47,7 @@ func (s *Server) Reload(next Config) error {
 	// longer start anything, and must not keep a channel that can.
 	if revoked := revokedKeys(old.keys, pol.keys); len(revoked) > 0 {
 		s.ws.CloseKeys(revoked)
+		s.keyRequests.revoke(revoked) // and its HTTP streams end with key_revoked
 	}
 	s.limits.configure(next.RateLimit, next.RateBurst)
 	s.runner.SetStreamCap(next.MaxStreams)
@@ -97,7 +98,7 @@ var configFieldKeys = map[string]string{
 	"CORSOrigins": "cors-origins", "TLSCert": "tls-cert", "TLSKey": "tls-key",
 	"WSMaxRequests": "ws-max-requests", "SimTTFT": "sim-ttft", "SimITL": "sim-itl",
 	"APIKeyFile": "api-key-file", "ConfigFile": "config", "OpenVINOLib": "openvino-lib",
-	"AllowImageURLs": "allow-image-urls", "Upstreams": "upstream",
+	"AllowImageURLs": "allow-image-urls", "Upstreams": "upstream", "ImageURLAllow": "image-url-allow",
 }
 
 // configKey turns a Config field name into its configuration key, the name

@@ -1,9 +1,11 @@
 package daemon_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -333,4 +335,76 @@ func TestRevokedKeyClosesItsWebSockets(t *testing.T) {
 	_, data, err := bobWS.Read(ctx)
 	require.NoError(t, err, "bob's key was not revoked")
 	assert.Contains(t, string(data), "still-here")
+}
+
+// Issue 25 item 10: revoking a key ends its HTTP streams too (OpenAI's SSE
+// and Ollama's NDJSON, resumable ones included): each gets an in-band
+// key_revoked error and its terminator, and its generation stops; another
+// key's stream runs on.
+func TestRevokedKeyEndsItsStreams(t *testing.T) {
+	alice := daemon.APIKey{Name: "alice", Key: "sk-alice-0123456789"}
+	bob := daemon.APIKey{Name: "bob", Key: "sk-bob-0123456789ab"}
+	cfg := daemontest.Defaults(t)
+	cfg.APIKeys = []daemon.APIKey{alice, bob}
+	cfg.SimSlots = 8
+	// Streams that last seconds: the simulated answer's tokens, 100 ms apart.
+	engine := sim.New(sim.Config{TTFT: time.Millisecond, ITL: 100 * time.Millisecond})
+	srv, err := daemon.New(cfg, discardLogger(), daemon.WithEngine(engine))
+	require.NoError(t, err)
+	c := serveInBackground(t, srv)
+
+	type open struct {
+		name  string
+		lines *bufio.Scanner
+		body  io.Closer
+	}
+	start := func(key, path, body string, header http.Header) open {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return open{name: path, lines: bufio.NewScanner(resp.Body), body: resp.Body}
+	}
+	const chat = `{"model":"sim","stream":true,"max_tokens":2000,"messages":[{"role":"user","content":"hi"}]}`
+	streams := []open{
+		start(alice.Key, "/v1/chat/completions", chat, nil),
+		start(alice.Key, "/v1/chat/completions", chat, http.Header{"Idempotency-Key": {"alice-1"}, "X-Npud-Resumable": {"true"}}),
+		start(alice.Key, "/api/chat", `{"model":"sim","options":{"num_predict":2000},"messages":[{"role":"user","content":"hi"}]}`, nil),
+	}
+	bobs := start(bob.Key, "/v1/chat/completions", chat, nil)
+	for _, s := range append(streams, bobs) {
+		require.True(t, s.lines.Scan(), "%s: a first line", s.name)
+	}
+
+	next := cfg
+	next.APIKeys = []daemon.APIKey{bob}
+	require.NoError(t, srv.Reload(next))
+
+	for _, s := range streams {
+		var last []string
+		for s.lines.Scan() {
+			if line := s.lines.Text(); line != "" {
+				last = append(last, line)
+			}
+		}
+		require.NoError(t, s.lines.Err(), s.name)
+		require.NotEmpty(t, last, s.name)
+		if strings.HasPrefix(s.name, "/v1/") {
+			require.GreaterOrEqual(t, len(last), 2, s.name)
+			assert.Contains(t, last[len(last)-2], `"code":"key_revoked"`, s.name)
+			assert.Equal(t, "data: [DONE]", last[len(last)-1], s.name)
+		} else {
+			assert.Contains(t, last[len(last)-1], `"error":"the API key was revoked`, s.name)
+		}
+	}
+	// Their generations stopped; bob's runs on.
+	daemontest.Eventually(t, func() bool { return daemontest.Health(t, http.DefaultClient, c.URL)["active_streams"].(float64) == 1 })
+	require.True(t, bobs.lines.Scan())
+	assert.NotContains(t, bobs.lines.Text(), "error")
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/npud/npud/daemon/console"
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wsapi"
@@ -282,7 +284,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	if !ok {
 		c.Header("WWW-Authenticate", `Bearer realm="npud"`)
-		writeDenied(c, http.StatusUnauthorized, "missing_api_key", "this server needs an API key: send Authorization: Bearer KEY", 0)
+		writeDenied(c, http.StatusUnauthorized, "missing_api_key", "this server needs an API key: send Authorization: Bearer KEY (or x-api-key: KEY)", 0)
 		return
 	}
 	key, ok := p.keys.lookup(token)
@@ -304,7 +306,70 @@ func (s *Server) authenticate(c *gin.Context) {
 			fmt.Sprintf("key %q may not manage models (delete, copy, pull): that needs an admin key", key.Name), 0)
 		return
 	}
+	if !s.routeTable.WebSocket(c.Request.URL.Path) { // WebSockets close with 1008 (wsapi.CloseKeys)
+		ctx, untrack := s.keyRequests.track(c.Request.Context(), info.KeyID)
+		defer untrack()
+		if !s.policy.Load().keys.hasID(info.KeyID) {
+			untrack() // revoked between the lookup and the tracking: the reload missed it
+			ctx = revokedContext(ctx)
+		}
+		c.Request = c.Request.WithContext(ctx)
+	}
 	c.Next()
+}
+
+// keyRequests are the HTTP requests in flight per API key, so that a
+// reload that revokes a key ends its streams (SSE and NDJSON) with an
+// in-band key_revoked error, as it closes its WebSockets. The map holds
+// only keys with a request in flight.
+type keyRequests struct {
+	mu    sync.Mutex
+	byKey map[string]map[*context.CancelCauseFunc]struct{}
+}
+
+// track gives a request of key keyID a context that revoke ends.
+func (k *keyRequests) track(parent context.Context, keyID string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.byKey == nil {
+		k.byKey = map[string]map[*context.CancelCauseFunc]struct{}{}
+	}
+	if k.byKey[keyID] == nil {
+		k.byKey[keyID] = map[*context.CancelCauseFunc]struct{}{}
+	}
+	k.byKey[keyID][&cancel] = struct{}{}
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			delete(k.byKey[keyID], &cancel)
+			if len(k.byKey[keyID]) == 0 {
+				delete(k.byKey, keyID)
+			}
+		})
+	}
+}
+
+// revoke ends the requests of the keys: their streams get
+// npu.ErrKeyRevoked, and their generations stop.
+func (k *keyRequests) revoke(keyIDs []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, id := range keyIDs {
+		for cancel := range k.byKey[id] {
+			(*cancel)(npu.ErrKeyRevoked)
+		}
+		delete(k.byKey, id)
+	}
+}
+
+// revokedContext is ctx ended as a revoked key's.
+func revokedContext(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	cancel(npu.ErrKeyRevoked)
+	return ctx
 }
 
 func (p *policy) isPublic(r *http.Request) bool {
@@ -316,11 +381,13 @@ func (p *policy) isPublic(r *http.Request) bool {
 	return p.public[r.URL.Path] || strings.HasPrefix(r.URL.Path, console.Path) || r.URL.Path+"/" == console.Path
 }
 
-// bearer returns the token of an Authorization: Bearer header.
+// bearer returns the token of an Authorization: Bearer header, or of an
+// x-api-key header (how Anthropic's clients send their key).
 func bearer(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+		token = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+		return token, token != ""
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
@@ -429,6 +496,20 @@ func (s *Server) limitTenant(c *gin.Context) {
 // to, with Retry-After when the client may try again.
 func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.Duration) {
 	reqinfo.From(c.Request.Context()).Error = msg
+	unread := c.Request.ContentLength != 0 // a body, announced or chunked, that nothing will read
+	if unread {
+		// Close the connection after the answer instead of letting the
+		// server drain the body at the client's pace (net/http reads up
+		// to 256 KB of it to reuse the connection).
+		c.Header("Connection", "close")
+	}
+	defer func() {
+		if unread {
+			// The answer is written; the drain after the handler fails at
+			// once and the connection closes.
+			_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+		}
+	}()
 	writeProtocolError(c, &openaiapi.Error{Status: status, Type: "invalid_request_error", Code: code, Message: msg, RetryAfter: retryAfter})
 	c.Abort()
 }

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
@@ -54,6 +57,7 @@ type Server struct {
 	policy       atomic.Pointer[policy]
 	limits       *tenantLimits
 	authFailures *authThrottle // failed authentications per client address
+	keyRequests  keyRequests   // HTTP requests in flight per API key, ended when it is revoked
 	metrics      *metrics
 	logLevel     *slog.LevelVar // nil when the logger's level is fixed
 	reloadMu     sync.Mutex     // one reload at a time
@@ -61,6 +65,7 @@ type Server struct {
 	openai       *openaiapi.API
 	ws           *wsapi.API
 	ollama       *ollamaapi.API
+	anthropic    *anthropicapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
 	requests     sync.WaitGroup // every request, until its access-log line is written
 	simReason    string         // why the simulated engine serves, when it does
@@ -111,6 +116,18 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		stream.TokenTimeout = 0
 		w.SetObserver(m)
 	}
+	var store npu.Registry
+	if sw, ok := engine.(*switchingEngine); ok {
+		// The OpenVINO engine it may start runs as configured from the
+		// start: in workers, the watchdog's timeouts (the simulated
+		// engine before it never stalls).
+		if isolated(cfg, "openvino") {
+			stream.TokenTimeout = 0
+		}
+		sw.observer, sw.onChange = m, m.describeEngine
+	} else if _, registry := engine.(npu.Registry); !registry && o.engine == nil {
+		store = newModelsFolder(cfg) // --engine sim: pulls still fill the models folder
+	}
 	rc := npu.RunnerConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
@@ -124,7 +141,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			MaxWait:      cfg.AffinityMaxWait,
 			Linger:       cfg.AffinityLinger,
 		},
-		Stream: stream,
+		Stream:       stream,
+		Store:        store,
+		CompileCache: compileCacheFor(cfg, engine, log),
+		Device:       cfg.Device,
 	}
 	runner := npu.NewRunner(engine, rc, log)
 	rc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
@@ -215,38 +235,47 @@ func newEngine(cfg Config, log *slog.Logger) (engine npu.Engine, simReason strin
 		}
 		return engine, "", nil
 	case "auto":
-		if isolated(cfg, "openvino") {
-			// No native code in the daemon: the library is only found here
-			// (the workers load it), the models folder is read in Go.
-			path, libErr := findLibrary(cfg)
-			models, _ := modelsIn(cfg.ModelsDir)
-			var why []string
-			if libErr != nil {
-				why = append(why, libErr.Error())
-			}
-			if len(models) == 0 {
-				why = append(why, fmt.Sprintf("the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)", cfg.ModelsDir))
-			}
-			if len(why) > 0 {
-				return simulated(), strings.Join(why, "; "), nil
-			}
-			cfg.OpenVINOLib = path
-			engine, err := newWorkerEngine(cfg, "openvino", log)
-			if err != nil {
-				return simulated(), err.Error(), nil
-			}
-			return engine, "", nil
+		engine, why, err := startAuto(cfg, log)
+		if err != nil || engine != nil {
+			return engine, "", err
 		}
-		engine, reason, err := autoEngine(cfg, log)
+		// The simulated engine serves until a pull brings a model.
+		return newSwitchingEngine(cfg, log, simulated(), why, startAuto), why, nil
+	}
+	return nil, "", fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+}
+
+// startAuto starts the OpenVINO engine for --engine auto: nil and why
+// when it cannot serve yet (no library, no model), an error when it
+// failed.
+func startAuto(cfg Config, log *slog.Logger) (npu.Engine, string, error) {
+	if isolated(cfg, "openvino") {
+		// No native code in the daemon: the library is only found here
+		// (the workers load it), the models folder is read in Go.
+		path, libErr := findLibrary(cfg)
+		models, _ := modelsIn(cfg.ModelsDir)
+		var why []string
+		if libErr != nil {
+			why = append(why, libErr.Error())
+		}
+		if len(models) == 0 {
+			why = append(why, fmt.Sprintf("the models folder %s holds no model (npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov)", cfg.ModelsDir))
+		}
+		if len(why) > 0 {
+			return nil, strings.Join(why, "; "), nil
+		}
+		cfg.OpenVINOLib = path
+		engine, err := newWorkerEngine(cfg, "openvino", log)
 		if err != nil {
-			return nil, "", fmt.Errorf("--engine auto: %w", err)
-		}
-		if engine == nil {
-			return simulated(), reason, nil
+			return nil, err.Error(), nil
 		}
 		return engine, "", nil
 	}
-	return nil, "", fmt.Errorf("engine %q is not available in this build", cfg.Engine)
+	engine, why, err := autoEngine(cfg, log)
+	if err != nil {
+		return nil, "", fmt.Errorf("--engine auto: %w", err)
+	}
+	return engine, why, nil
 }
 
 // isolatedEngine is an engine running in worker processes.
@@ -262,6 +291,32 @@ func modelsIn(dir string) ([]npu.ModelInfo, error) {
 	return modelstore.New(dir, nil).Scan(0)
 }
 
+// simulatedWhy is why the simulated engine serves, when it does.
+func (s *Server) simulatedWhy() string {
+	if sw, ok := s.runner.Engine().(*switchingEngine); ok {
+		return sw.Why()
+	}
+	return s.simReason
+}
+
+// engineChange is what changed when --engine auto started the OpenVINO
+// engine without a restart; nil when nothing did.
+func (s *Server) engineChange() *EngineChange {
+	if sw, ok := s.runner.Engine().(*switchingEngine); ok {
+		return sw.Change()
+	}
+	return nil
+}
+
+// isolation is the engine's worker processes, when it runs in them.
+func isolation(engine npu.Engine) (isolatedEngine, bool) {
+	if sw, ok := engine.(*switchingEngine); ok {
+		return sw.isolation()
+	}
+	w, ok := engine.(isolatedEngine)
+	return w, ok
+}
+
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
@@ -273,7 +328,7 @@ func (s *Server) routes() http.Handler {
 	// still gets its access-log line, with the 500 recoverPanics wrote.
 	// Then the checks, cheapest and least trusting first: the Host header
 	// (DNS rebinding), the browser origin, the key, the tenant's budget.
-	r.Use(s.requestInfo, s.recoverPanics, s.checkHost, s.cors, s.authenticate, s.limitTenant, s.limitBody)
+	r.Use(s.requestInfo, s.recoverPanics, s.limitBody, s.checkHost, s.cors, s.authenticate, s.limitTenant)
 	r.NoRoute(func(c *gin.Context) {
 		writeRouteError(c, http.StatusNotFound, fmt.Sprintf("no route for %s %s", c.Request.Method, c.Request.URL.Path))
 	})
@@ -289,12 +344,12 @@ func (s *Server) routes() http.Handler {
 	r.GET(console.Path+"*file", ui)
 	r.HEAD(console.Path+"*file", ui)
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
-	images := imagein.Limits{MaxImages: s.cfg.MaxImages, MaxBytes: s.cfg.MaxImageBytes, MaxPixels: s.cfg.MaxImagePixels,
-		AllowURLs: s.cfg.AllowImageURLs}
+	images := s.imageLimits()
 	s.openai = openaiapi.New(s.runner, openaiapi.Config{
 		Images:         images,
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
+		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 		Journal: journal.Config{
 			Window:    s.cfg.ResumeWindow,
 			MaxBytes:  s.cfg.ResumeMaxBytes,
@@ -327,8 +382,14 @@ func (s *Server) routes() http.Handler {
 		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 	}, s.log)
 	s.ollama.Register(r)
+	s.anthropic = anthropicapi.New(s.runner, anthropicapi.Config{
+		Images:         images,
+		DefaultTimeout: s.cfg.RequestTimeout,
+		WriteTimeout:   s.cfg.TokenTimeout,
+	}, s.log)
+	s.anthropic.Register(r)
 	// The guards and the accounting follow what each API declares.
-	s.routeTable = route.NewTable(s.openai.Routes(), s.ollama.Routes(), s.ws.Routes())
+	s.routeTable = route.NewTable(s.openai.Routes(), s.ollama.Routes(), s.ws.Routes(), s.anthropic.Routes())
 	return r
 }
 
@@ -360,7 +421,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		"devices", deviceList(engine), "models", names, "preloaded", s.cfg.Preload, "auth", auth, "tls", s.cfg.TLSCert != "")
 	s.log.Debug("configuration", "config", s.cfg)
 	if engine.Simulated() {
-		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name(), "why", s.simReason)
+		s.log.Warn("the simulated engine makes up its text: no model runs", "engine", engine.Name(), "why", s.simulatedWhy())
 	}
 	if !loopbackAddr(s.Addr().String()) && !s.policy.Load().keys.enabled() {
 		s.log.Warn("listening beyond loopback with no API key: anyone who can reach this address may use every route, "+
@@ -401,14 +462,20 @@ func (s *Server) preload(ctx context.Context) error {
 	for _, model := range s.cfg.Preload {
 		// An NPU compile can outlast the unit's start timeout: tell
 		// systemd what is happening, and ask for more time while it does.
-		notify.send("STATUS=preloading " + model)
+		status := "preloading " + model
+		compile := s.runner.CompileState(model)
+		if compile != npu.CompileUnknown { // "compiling for NPU (first time)": minutes
+			status += ": " + npu.LoadStatus{Model: model, Compile: compile, Device: namedDevice(s.cfg.Device)}.Text()
+		}
+		notify.send("STATUS=" + status)
+		s.log.Info("preloading", "model", model, "status", status)
 		stop := notify.extendWhile(ctx, preloadExtension)
 		took, err := s.runner.Preload(ctx, model)
 		stop()
 		if err != nil {
 			return fmt.Errorf("preloading model %q: %w", model, err)
 		}
-		s.log.Info("model preloaded", "model", model, "load", took)
+		s.log.Info("model preloaded", "model", model, "load", took, "first_compile", compile == npu.CompileFirst)
 	}
 	return nil
 }
@@ -493,4 +560,21 @@ func deviceList(engine npu.Engine) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// imageLimits bounds client images: one memory budget for decoded images
+// shared by every API, and the fetch client that reaches public addresses
+// only (and the operator's --image-url-allow ranges).
+func (s *Server) imageLimits() imagein.Limits {
+	budget := imagein.NewBudget(s.cfg.MaxImageMemory)
+	budget.ReturnMemory = debug.FreeOSMemory // after a large decode, give the decoder's buffers back
+	var allow []netip.Prefix
+	for _, c := range s.cfg.ImageURLAllow {
+		if p, err := netip.ParsePrefix(c); err == nil { // checked by the configuration
+			allow = append(allow, p.Masked())
+		}
+	}
+	return imagein.Limits{MaxImages: s.cfg.MaxImages, MaxBytes: s.cfg.MaxImageBytes, MaxPixels: s.cfg.MaxImagePixels,
+		MaxDecodedBytes: s.cfg.MaxRequestImageMemory, Budget: budget,
+		AllowURLs: s.cfg.AllowImageURLs, Client: imagein.NewFetchClient(allow)}
 }

@@ -130,6 +130,12 @@ func serviceCommand(action string, getenv func(string) string, stdout, stderr io
 	if action == "status" {
 		return printServiceStatus(svc, stdout, stderr)
 	}
+	if action == "install" && svc.Platform() == "linux-systemd" {
+		if err := unitCanRun(systemd.ServiceUnit(), exe); err != nil {
+			fmt.Fprintf(stderr, "npud service install: %v\n", err)
+			return 1
+		}
+	}
 	if action == "install" {
 		// The unit points at the configuration: without one the service
 		// could not start.
@@ -159,6 +165,35 @@ func serviceCommand(action string, getenv func(string) string, stdout, stderr io
 	}
 	fmt.Fprintf(stdout, "npud service %s: done (%s)\n", action, svc.Platform())
 	return 0
+}
+
+// unitCanRun says whether the unit can start exe: its sandbox hides some
+// folders from the service (ProtectHome=yes: /home, /root, /run/user;
+// PrivateTmp=yes: an empty /tmp and /var/tmp of its own), so a binary
+// there would fail at every start with "No such file or directory".
+// Nothing is copied behind the operator's back: the error says how to.
+func unitCanRun(unit, exe string) error {
+	hidden := map[string][]string{
+		"ProtectHome": {"/home", "/root", "/run/user"},
+		"PrivateTmp":  {"/tmp", "/var/tmp"},
+	}
+	for _, line := range strings.Split(unit, "\n") {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
+		dirs, known := hidden[key]
+		// ProtectHome=read-only still lets the service read (and run) it.
+		if !ok || !known || value == "no" || value == "false" || value == "read-only" {
+			continue
+		}
+		for _, dir := range dirs {
+			if exe == dir || strings.HasPrefix(exe, dir+"/") {
+				return fmt.Errorf("the service cannot run %s: the unit's %s=%s hides %s from it, so it would fail at every start; "+
+					"install the binary outside %s first, then install the service from there:\n"+
+					"  sudo install -m 0755 %s /usr/local/bin/npud && sudo /usr/local/bin/npud service install",
+					exe, key, value, dir, strings.Join(dirs, ", "), exe)
+			}
+		}
+	}
+	return nil
 }
 
 // installServiceFiles writes, under root, what the service needs besides

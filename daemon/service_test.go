@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/packaging"
+	"github.com/npud/npud/systemd"
 )
 
 func TestServiceConfig(t *testing.T) {
@@ -179,4 +180,40 @@ func TestUninstallRemovesTheSysVLinks(t *testing.T) {
 		_, err := os.Lstat(l)
 		assert.NoError(t, err, "someone else's link stays: %s", l)
 	}
+}
+
+// Issue 27: `npud service install` wrote the running binary's path into
+// ExecStart, and the unit's sandbox hides /home, /root and /tmp from the
+// service, so a binary built or unpacked there never started. The install
+// now refuses it, saying how to put the binary where the service can run it.
+func TestServiceInstallRefusesABinaryTheUnitHides(t *testing.T) {
+	unit := systemd.ServiceUnit()
+	for exe, hiddenBy := range map[string]string{
+		"/home/ana/npud/npud":      "ProtectHome=yes",
+		"/root/go/bin/npud":        "ProtectHome=yes",
+		"/run/user/1000/npud":      "ProtectHome=yes",
+		"/tmp/npud":                "PrivateTmp=yes",
+		"/var/tmp/build/npud":      "PrivateTmp=yes",
+		"/usr/bin/npud":            "",
+		"/usr/local/bin/npud":      "",
+		"/opt/npud/npud":           "",
+		"/homestead/npud":          "",
+		"/tmpfs-is-not-tmp/npud":   "",
+		"/var/lib/tmp/bin/npud":    "",
+		"/srv/home/npud/bin/npud":  "",
+		"/usr/local/bin/tmp-npud":  "",
+		"/usr/local/root/bin/npud": "",
+	} {
+		err := unitCanRun(unit, exe)
+		if hiddenBy == "" {
+			assert.NoError(t, err, exe)
+			continue
+		}
+		require.Error(t, err, exe)
+		assert.Contains(t, err.Error(), hiddenBy, exe)
+		assert.Contains(t, err.Error(), "sudo install -m 0755 "+exe+" /usr/local/bin/npud", exe)
+	}
+	// What the unit says decides: without the directive nothing is hidden.
+	assert.NoError(t, unitCanRun("[Service]\nProtectHome=read-only\nPrivateTmp=no\n", "/home/ana/npud"))
+	assert.NoError(t, unitCanRun("[Service]\nPrivateTmp=no\n", "/tmp/npud"))
 }

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -85,4 +86,51 @@ func TestStatusReportsLoadedModelsAndTotals(t *testing.T) {
 	assert.Greater(t, totals["ttft_count"], was["ttft_count"])
 	assert.Greater(t, totals["generation_requests"], was["generation_requests"])
 	assert.Equal(t, 0.0, after["active_streams"])
+}
+
+// Issue 27: the console's charts started empty unless the page was open
+// (it computed them from its own polls). The status now carries the
+// daemon's own record of the last generations: a page opened later draws
+// what came before it, one point per request.
+func TestStatusKeepsTheRecentGenerations(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	recent := func() []map[string]any {
+		resp, body := c.Do(t, http.MethodGet, daemon.StatusPath, "")
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		var s struct {
+			Recent []map[string]any `json:"recent"`
+		}
+		require.NoError(t, json.Unmarshal(body, &s))
+		return s.Recent
+	}
+	assert.Empty(t, recent())
+	for i := range 6 {
+		resp, body := c.Do(t, http.MethodPost, "/v1/chat/completions",
+			fmt.Sprintf(`{"model":"sim","stream":true,"max_tokens":%d,"messages":[{"role":"user","content":"hi %d"}]}`, 4+i, i))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	}
+	got := recent()
+	require.Len(t, got, 6, "one point per request")
+	for i, r := range got {
+		assert.Equal(t, "sim", r["model"])
+		assert.Greater(t, r["ttft_ms"], 0.0)
+		assert.EqualValues(t, 4+i, r["tokens"], "oldest first")
+		assert.Greater(t, r["itl_ms"], 0.0)
+		assert.Greater(t, r["tokens_per_second"], 0.0)
+	}
+
+	// Bounded: the newest 60.
+	for i := range 60 {
+		resp, body := c.Do(t, http.MethodPost, "/api/generate",
+			fmt.Sprintf(`{"model":"sim","prompt":"p %d","stream":false,"options":{"num_predict":2}}`, i))
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	}
+	got = recent()
+	require.Len(t, got, 60)
+	assert.EqualValues(t, 2, got[0]["tokens"], "the six first ones are gone")
+	assert.EqualValues(t, 2, got[59]["tokens"])
+	for i := 1; i < len(got); i++ {
+		assert.LessOrEqual(t, got[i-1]["at"], got[i]["at"], "oldest first")
+	}
 }

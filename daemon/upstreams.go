@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -34,7 +35,7 @@ func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error
 	name, url, ok := strings.Cut(fields[0], "=")
 	name, url = strings.TrimSpace(name), strings.TrimSpace(url)
 	if !ok || name == "" || url == "" {
-		return UpstreamSpec{}, fmt.Errorf("upstream %q: want NAME=URL;models=A|B", spec)
+		return UpstreamSpec{}, fmt.Errorf("upstream %q: want NAME=URL;models=A|B", MaskUpstream(spec))
 	}
 	if err := modelstore.ValidName(name); err != nil || strings.ContainsAny(name, ":/") {
 		return UpstreamSpec{}, fmt.Errorf("upstream %q: the name must be letters, digits, '.', '_' or '-'", name)
@@ -93,7 +94,8 @@ func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error
 		out.APIKey = getenv("NPUD_UPSTREAM_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)) + "_KEY")
 	}
 	if err := out.Validate(); err != nil {
-		return UpstreamSpec{}, err
+		// Its messages quote the URL, which may hold a password.
+		return UpstreamSpec{}, errors.New(strings.ReplaceAll(err.Error(), out.URL, maskURL(out.URL)))
 	}
 	return out, nil
 }
@@ -113,9 +115,10 @@ func startUpstreams(cfg Config, getenv func(string) string, local *npu.Runner, r
 		}
 		urc := rc
 		urc.Slots, urc.Aliases, urc.Affinity, urc.MaxLoadedModels = us.Slots, nil, npu.Affinity{}, 0
+		urc.CompileCache, urc.Device = nil, "" // an upstream compiles nothing here
 		ups = append(ups, npu.Upstream{Name: us.Name, Runner: npu.NewRunner(engine, urc, log),
 			Healthy: func() bool { ok, _ := engine.Healthy(); return ok }})
-		log.Info("upstream", "name", us.Name, "url", us.URL, "models", us.Models, "slots", us.Slots)
+		log.Info("upstream", "name", us.Name, "url", maskURL(us.URL), "models", us.Models, "slots", us.Slots)
 	}
 	local.SetRouting(npu.Routing{Upstreams: ups, OverflowAfter: cfg.OverflowAfter})
 	return nil

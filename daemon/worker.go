@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/modelstore"
@@ -69,12 +70,7 @@ func isolated(cfg Config, engine string) bool {
 
 // newWorkerEngine starts engine ("openvino" or "sim") in worker processes.
 func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, error) {
-	wcfg := cfg
-	wcfg.Engine, wcfg.Isolation = engine, "none"
-	wcfg.Security = Security{} // no keys in a worker's environment
-	wcfg.HubToken = ""
-	wcfg.LogLevel = cfg.LogLevel
-	payload, err := json.Marshal(wcfg)
+	payload, err := json.Marshal(workerConfig(cfg, engine))
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +80,7 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 	}
 	command := func() *exec.Cmd {
 		cmd := exec.Command(exe, "worker")
-		cmd.Env = append(os.Environ(), workerConfigEnv+"="+string(payload))
+		cmd.Env = append(workerEnviron(os.Environ()), workerConfigEnv+"="+string(payload))
 		cmd.Stderr = os.Stderr // the worker logs as the daemon does
 		return cmd
 	}
@@ -114,6 +110,41 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 		return &registryWorkers{Engine: w, catalog: store}, nil
 	}
 	return w, nil
+}
+
+// workerConfig is what a worker running engine needs of cfg, and nothing
+// else: no API keys, hub token, upstreams (their keys and URLs) or limits
+// reach a worker's environment, where a crashed worker's core dump would
+// keep them.
+func workerConfig(cfg Config, engine string) Config {
+	w := Config{
+		Engine: engine, Isolation: "none",
+		SimTTFT: cfg.SimTTFT, SimITL: cfg.SimITL, SimPromptTokenCost: cfg.SimPromptTokenCost,
+		OpenVINOLib: cfg.OpenVINOLib, ModelsDir: cfg.ModelsDir, Device: cfg.Device, CacheDir: cfg.CacheDir,
+		NPUMaxPromptLen: cfg.NPUMaxPromptLen, NPUMinResponseLen: cfg.NPUMinResponseLen,
+		NPUPrefillHint: cfg.NPUPrefillHint, NPUGenerateHint: cfg.NPUGenerateHint,
+		NPUPrefillChunk: cfg.NPUPrefillChunk, NPUPrefixCaching: cfg.NPUPrefixCaching,
+		LogFormat: cfg.LogFormat,
+	}
+	w.LogLevel = cfg.LogLevel
+	return w
+}
+
+// workerEnviron is the daemon's environment without npud's own settings
+// (NPUD_*: API keys, the hub token, upstream keys) and the hub's tokens:
+// the worker gets its configuration in NPUD_WORKER_CONFIG. The rest stays,
+// for the native libraries and the library search (OpenVINO_DIR, PATH).
+func workerEnviron(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name) // Windows names are case-insensitive
+		if strings.HasPrefix(upper, "NPUD_") || upper == "HF_TOKEN" || upper == "HUGGING_FACE_HUB_TOKEN" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // workerEngine is the engine inside a worker process.

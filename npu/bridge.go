@@ -41,7 +41,10 @@ type Event struct {
 	// so what a client that leaves mid-stream received is known.
 	Tokens    int
 	Heartbeat bool
-	Done      bool
+	// Loading is set on a heartbeat while the request waits for its
+	// model's load: how it goes (a first compile takes minutes on an NPU).
+	Loading *LoadStatus
+	Done    bool
 	// Result is set with Done.
 	Result Result
 }
@@ -84,9 +87,15 @@ type Stream struct {
 	// tools; nil otherwise.
 	tools        *toolCallParser
 	pendingCalls []ToolCallDelta
-	finished     bool
-	result       Result
-	err          error
+	// clamped is the completion limit the runner lowered the request's to
+	// when it admitted it (0: not lowered); set before the stream is shared.
+	clamped  int
+	finished bool
+	result   Result
+	err      error
+	// loadStatus, while set, says how the load the request waits for
+	// goes; heartbeats carry it.
+	loadStatus func() (LoadStatus, bool)
 }
 
 func newStream(parent context.Context, req *Request, limits StreamLimits, obs Observer) *Stream {
@@ -158,12 +167,13 @@ func (s *Stream) appendCalls(calls []ToolCallDelta) {
 	}
 }
 
-// flushToolCalls ends the tool-call parser's answer.
-func (s *Stream) flushToolCalls() {
+// flushToolCalls ends the tool-call parser's answer; cut says a limit
+// ended it.
+func (s *Stream) flushToolCalls(cut bool) {
 	if s.tools == nil {
 		return
 	}
-	content, calls := s.tools.flush()
+	content, calls := s.tools.flush(cut)
 	s.appendText(content)
 	s.appendCalls(calls)
 }
@@ -174,6 +184,26 @@ func (s *Stream) signal() {
 	case s.notify <- struct{}{}:
 	default:
 	}
+}
+
+// watchLoad makes heartbeats carry status() while the request waits for
+// its model's load; nil ends that.
+func (s *Stream) watchLoad(status func() (LoadStatus, bool)) {
+	s.mu.Lock()
+	s.loadStatus = status
+	s.mu.Unlock()
+}
+
+// Loading says how the load of the model the request waits for goes;
+// false when it waits for no load.
+func (s *Stream) Loading() (LoadStatus, bool) {
+	s.mu.Lock()
+	status := s.loadStatus
+	s.mu.Unlock()
+	if status == nil {
+		return LoadStatus{}, false
+	}
+	return status() // the lifecycle's lock, never under the stream's
 }
 
 // begin marks the moment the engine starts on this request, on device.
@@ -262,10 +292,17 @@ func (s *Stream) finish(res Result, err error) {
 		}
 	}
 	if err == nil {
-		s.flushToolCalls() // also after a stop string: what it held before it is content
+		// Also after a stop string: what it held before it is content.
+		s.flushToolCalls(res.FinishReason == FinishLength || s.stopReason == FinishLength)
 	}
 	if s.stopReason != "" {
 		res.FinishReason = s.stopReason
+	}
+	if res.MaxTokensClamped == 0 {
+		res.MaxTokensClamped = s.clamped
+	}
+	if s.stopReason == FinishStop {
+		res.StopSequence = s.stops.matched // "" when it was no stop string
 	}
 	if s.tools != nil && s.tools.calls > 0 && res.FinishReason == FinishStop {
 		res.FinishReason = FinishToolCalls
@@ -325,7 +362,11 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			s.mu.Lock()
 			s.lastEvent = now
 			s.mu.Unlock()
-			return Event{Heartbeat: true}, nil
+			ev := Event{Heartbeat: true}
+			if st, ok := s.Loading(); ok {
+				ev.Loading = &st
+			}
+			return ev, nil
 		case wakeTokenTimeout:
 			err := fmt.Errorf("no output for %s: %w", s.limits.TokenTimeout, ErrTokenTimeout)
 			s.cancel(err)
@@ -468,6 +509,12 @@ func (a *ToolCallAssembler) Add(pieces []ToolCallDelta) (completed []ToolCall) {
 // Calls are the calls assembled so far.
 func (a *ToolCallAssembler) Calls() []ToolCall { return a.calls }
 
+// MaxTokensClamped is the completion limit the request's was lowered to
+// when it was admitted (see CompletionLimit), 0 when it was not: known
+// before the first event, so a writer can say it in a header. An engine
+// that can only tell at its end reports it in Result.MaxTokensClamped.
+func (s *Stream) MaxTokensClamped() int { return s.clamped }
+
 // FirstTokenAt is when the engine produced its first non-empty text, or zero.
 func (s *Stream) FirstTokenAt() time.Time {
 	s.mu.Lock()
@@ -479,7 +526,7 @@ func (s *Stream) FirstTokenAt() time.Time {
 func (s *Stream) Stats() StreamStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished}
+	st := StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished, MaxTokensClamped: s.clamped}
 	if s.tools != nil {
 		st.ToolCallProblems = append([]string(nil), s.tools.problems...)
 	}
@@ -489,6 +536,7 @@ func (s *Stream) Stats() StreamStats {
 	if s.finished {
 		st.Result, st.Err = s.result, s.err
 		st.Queue = s.result.Timings.Queue
+		st.MaxTokensClamped = max(st.MaxTokensClamped, s.result.MaxTokensClamped)
 	} else {
 		st.Err = context.Cause(s.ctx)
 	}

@@ -202,6 +202,8 @@ type Request struct {
 	Prompt   string
 	Sampling Sampling
 	// MaxTokens bounds the completion; 0 means up to the context length.
+	// One larger than the room the prompt leaves is lowered to that room
+	// (CompletionLimit), not refused.
 	MaxTokens int
 	// Stop strings end the completion; they are matched by the bridge across
 	// chunk boundaries and never appear in the output.
@@ -236,6 +238,18 @@ type Request struct {
 	// of 0 (an admin key, or a server without keys); for anyone else a
 	// preloaded model's keep-alive does not change.
 	MayUnpin bool
+	// Release, when set, is called once the runner is done with the
+	// request: its generation ended, however (the decoded images' share
+	// of the daemon's image memory goes back). A request the runner
+	// refused is released by its caller.
+	Release func() `json:"-"`
+}
+
+// released runs r.Release, if any.
+func (r *Request) released() {
+	if r.Release != nil {
+		r.Release()
+	}
 }
 
 // FinishReason says why a generation ended.
@@ -270,5 +284,12 @@ type Result struct {
 	// prefill: it was in its cache from the conversation's earlier turn.
 	CachedPromptTokens int
 	CompletionTokens   int
-	Timings            Timings
+	// MaxTokensClamped is the completion limit the generation ran with
+	// when the request's was larger than the room its prompt left in the
+	// context (CompletionLimit); 0 when it ran with its own.
+	MaxTokensClamped int
+	Timings          Timings
+	// StopSequence is the stop string that ended the output (set by the
+	// bridge; Anthropic's stop_sequence), "" when none did.
+	StopSequence string
 }

@@ -23,6 +23,10 @@ var (
 	ErrSlowConsumer = errors.New("client is reading too slowly: pending output exceeded the limit")
 	// ErrClientGone ends a stream whose client went away.
 	ErrClientGone = errors.New("client went away")
+	// ErrKeyRevoked ends the streams of an API key a reload revoked (the
+	// cause of their requests' contexts): they end with an error, not as
+	// a client that left.
+	ErrKeyRevoked = errors.New("the API key was revoked")
 	// ErrShuttingDown refuses new requests while the daemon drains, and ends
 	// streams still running when the drain timeout passes. It is retryable.
 	ErrShuttingDown = errors.New("server is shutting down")
@@ -82,6 +86,7 @@ var sentinels = []struct {
 	{"queue_timeout", ErrQueueTimeout},
 	{"token_timeout", ErrTokenTimeout},
 	{"slow_consumer", ErrSlowConsumer},
+	{"key_revoked", ErrKeyRevoked}, // wraps nothing, but is wrapped with client_gone
 	{"client_gone", ErrClientGone},
 	{"shutting_down", ErrShuttingDown},
 	{"context_length", ErrContextLength},

@@ -3,12 +3,36 @@ package npu
 import (
 	"context"
 	"fmt"
+	"math"
 )
 
 // Embedder is implemented by engines that can embed text.
 type Embedder interface {
 	// Embed returns one vector per input and the number of input tokens.
 	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+}
+
+// ShortenEmbeddings keeps the first dimensions of each vector, scaled back
+// to unit length (as Matryoshka-trained models are read, and as Ollama and
+// OpenAI answer "dimensions"); 0 keeps them whole. The caller checked
+// dimensions against the vectors' length.
+func ShortenEmbeddings(vectors [][]float32, dimensions int) {
+	if dimensions <= 0 {
+		return
+	}
+	for i, v := range vectors {
+		v = v[:dimensions]
+		var sum float64
+		for _, x := range v {
+			sum += float64(x) * float64(x)
+		}
+		if n := math.Sqrt(sum); n != 0 {
+			for j := range v {
+				v[j] = float32(float64(v[j]) / n)
+			}
+		}
+		vectors[i] = v
+	}
 }
 
 // PullProgress is one step of a pull, in the shape Ollama clients show.
@@ -46,14 +70,18 @@ func (r *Runner) Embed(ctx context.Context, model string, inputs []string) (vect
 	return vectors, promptTokens, err
 }
 
-// Pull fetches a model through the engine's registry. A model the engine
-// already serves needs nothing; others need a registry.
+// Pull fetches a model through the engine's registry, else the runner's
+// store. A model the engine already serves needs nothing; others need a
+// registry or a store.
 func (r *Runner) Pull(ctx context.Context, name string, progress func(PullProgress)) error {
 	if reg, ok := r.engine.(Registry); ok {
 		return reg.Pull(ctx, name, progress)
 	}
 	if _, err := r.Model(name); err == nil {
 		return nil
+	}
+	if r.cfg.Store != nil {
+		return r.cfg.Store.Pull(ctx, name, progress)
 	}
 	return fmt.Errorf("cannot pull %q: engine %s serves a fixed set of models (%s): %w", name, r.engine.Name(), r.modelNames(), ErrNotSupported)
 }

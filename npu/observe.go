@@ -61,4 +61,8 @@ type StreamStats struct {
 	// made (arguments that are not JSON, or not what the tool declared):
 	// the calls went to the client anyway, for it to validate.
 	ToolCallProblems []string
+	// MaxTokensClamped is the completion limit the request's was lowered
+	// to (Result.MaxTokensClamped), known when it was admitted or when the
+	// engine returned; 0 otherwise.
+	MaxTokensClamped int
 }

@@ -30,10 +30,20 @@ type RunnerConfig struct {
 	// engine that can run concurrent generations (the simulated one) may
 	// have more: a GenAI pipeline runs one generate at a time.
 	Slots int
+	// Store takes the pulls of an engine without a registry of its own
+	// (the simulated engine): the models folder belongs to the daemon, so
+	// a pull works whatever engine serves. nil: such an engine refuses.
+	Store Registry
 	// Affinity lets a request that continues its model's cached
 	// conversation go first, within fairness bounds (see Scheduler); the
 	// zero value is plain FIFO.
 	Affinity Affinity
+	// CompileCache tells loads that compile from scratch from loads that
+	// import a cached blob, for the progress clients see; nil: not known.
+	CompileCache CompileCache
+	// Device is the configured device, named in load progress ("" or
+	// "AUTO": picked during the load).
+	Device string
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -76,6 +86,10 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 		cfg.Observer.ModelLoaded(model, r.DeviceOf(model), took)
 	}
 	r.life.onUnload = r.sched.Forget // a new pipeline's cache starts empty
+	r.life.compileCache = cfg.CompileCache
+	if cfg.Device != "AUTO" {
+		r.life.device = cfg.Device
+	}
 	return r
 }
 
@@ -161,6 +175,10 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Normalize()
+	clamped, err := r.limitCompletion(req, m)
+	if err != nil {
+		return nil, err
+	}
 	release, err := r.AdmitStream(req.Tenant)
 	if err != nil {
 		return nil, err
@@ -171,15 +189,33 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	s := newStream(r.base, req, r.cfg.Stream, r.cfg.Observer)
+	s.clamped = clamped
 	if len(req.Tools) > 0 {
 		s.parseToolCalls(m.Details.ToolFormat)
 	}
 	r.inflight.Add(1)
 	go func() {
-		defer release()  // a generation counts until it ends, client or not
-		r.run(s, ticket) // its end is reported by the stream (Stream.finish)
+		defer req.released() // the request's images are no longer needed
+		defer release()      // a generation counts until it ends, client or not
+		r.run(s, ticket)     // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil
+}
+
+// limitCompletion applies CompletionLimit to req when the engine can count
+// its prompt: it returns the limit req.MaxTokens was lowered to (0 when it
+// was not), or the error for a prompt that leaves no room.
+func (r *Runner) limitCompletion(req *Request, m ModelInfo) (clamped int, err error) {
+	counter, ok := r.engine.(PromptCounter)
+	if !ok || m.ContextLength <= 0 {
+		return 0, nil
+	}
+	limit, lowered, err := CompletionLimit(req.MaxTokens, counter.PromptTokens(req), m.ContextLength)
+	if err != nil || !lowered {
+		return 0, err
+	}
+	req.MaxTokens = limit
+	return limit, nil
 }
 
 // fitTools checks that model m can do what req asks of tools and images,
@@ -202,10 +238,19 @@ func fitTools(req *Request, m ModelInfo) error {
 		}
 	}
 	for _, msg := range req.Messages {
-		if len(msg.Images) > 0 && !m.Details.Vision {
-			return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
-				"model %q does not support images: its folder holds no vision encoder", m.ID)}
+		if len(msg.Images) > 0 {
+			return CheckVision(m)
 		}
+	}
+	return nil
+}
+
+// CheckVision refuses images for a model without a vision encoder. The
+// APIs ask it before decoding or fetching any image.
+func CheckVision(m ModelInfo) error {
+	if !m.Details.Vision {
+		return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
+			"model %q does not support images: its folder holds no vision encoder", m.ID)}
 	}
 	return nil
 }
@@ -284,7 +329,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 	if _, loads := r.engine.(ModelLoader); loads && !r.life.isLoaded(model.ID) {
 		ticket.abandon()
 		var err error
-		if loadTime, err = r.life.acquire(s.ctx, model); err != nil {
+		if loadTime, err = r.acquireShowingLoad(s, model); err != nil {
 			s.finish(Result{}, err)
 			return
 		}
@@ -306,7 +351,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		// Loaded a moment ago; acquire only pins it (or, if it was
 		// evicted meanwhile, loads it again).
 		var err error
-		if loadTime, err = r.life.acquire(s.ctx, model); err != nil {
+		if loadTime, err = r.acquireShowingLoad(s, model); err != nil {
 			ticket.Release()
 			s.finish(Result{}, err)
 			return
@@ -321,6 +366,33 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		r.cfg.Observer.Prefill(model.ID, ticket.CacheHint, max(res.PromptTokens-res.CachedPromptTokens, 0), res.CachedPromptTokens)
 	}
 	s.finish(res, err)
+}
+
+// acquireShowingLoad acquires model for s; while it loads, s's heartbeats
+// say how the load goes.
+func (r *Runner) acquireShowingLoad(s *Stream, model ModelInfo) (time.Duration, error) {
+	s.watchLoad(func() (LoadStatus, bool) { return r.life.loadStatus(model.ID) })
+	defer s.watchLoad(nil)
+	return r.life.acquire(s.ctx, model)
+}
+
+// Loading lists the models being loaded now (not yet in Loaded).
+func (r *Runner) Loading() []LoadStatus { return r.life.loads() }
+
+// CompileState says how loading model would go: a first compile, a cached
+// blob, or not known.
+func (r *Runner) CompileState(id string) CompileState {
+	if o := r.owner(id); o != r {
+		return o.CompileState(id)
+	}
+	m, err := r.localModel(id)
+	if err != nil || r.cfg.CompileCache == nil {
+		return CompileUnknown
+	}
+	if _, loads := r.engine.(ModelLoader); !loads {
+		return CompileUnknown
+	}
+	return r.cfg.CompileCache.State(m.ID)
 }
 
 // LoadModel loads model and starts its keep-alive: nil means the default, negative forever, zero

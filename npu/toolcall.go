@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The tool-call formats of the model families npud parses. A model's
@@ -150,8 +151,10 @@ func (p *toolCallParser) push(text string) (content string, calls []ToolCallDelt
 	return out.String(), calls
 }
 
-// flush ends the answer: held text is content, a call cut short ends.
-func (p *toolCallParser) flush() (content string, calls []ToolCallDelta) {
+// flush ends the answer: held text is content, a call cut short ends. cut
+// says a limit ended the answer (max_tokens, the context, a deadline): then
+// a call's opener it cut in two is dropped too, not shown as text.
+func (p *toolCallParser) flush(cut bool) (content string, calls []ToolCallDelta) {
 	if p.done {
 		return "", nil
 	}
@@ -160,14 +163,33 @@ func (p *toolCallParser) flush() (content string, calls []ToolCallDelta) {
 	}
 	switch p.state {
 	case toolObject:
-		if p.header {
+		switch {
+		case p.header:
 			calls = p.endStreamedCall(calls, "its arguments were cut short")
-		} else {
-			p.notACall(&out)
+		case p.opened() || !p.whole:
+			// A call cut short before its name (max_tokens, a deadline):
+			// its markup is no answer, and there is no call to return.
+			p.dropCut()
+		default:
+			p.notACall(&out) // JSON that did not start as a call: content
 		}
 	case toolBlock:
 		if p.blockCalls == 0 {
-			p.notACall(&out)
+			if p.opened() {
+				p.dropCut()
+			} else {
+				p.notACall(&out)
+			}
+		}
+	}
+	if cut && p.state == toolText {
+		keep := 0
+		for _, o := range p.syn.openers {
+			keep = max(keep, partialSuffix(p.held, o))
+		}
+		if keep > 0 {
+			p.problems = append(p.problems, fmt.Sprintf("the answer was cut in a call's opener (%q): dropped", p.held[len(p.held)-keep:]))
+			p.held = p.held[:len(p.held)-keep]
 		}
 	}
 	if !p.afterCall || strings.TrimSpace(p.held) != "" {
@@ -271,6 +293,42 @@ func (p *toolCallParser) notACall(out *strings.Builder) {
 	p.obj = p.obj[:0]
 	p.state = toolText
 	p.atStart = false
+}
+
+// opened reports that the current block began with the family's opener
+// (<tool_call>, [TOOL_CALLS]), not with bare JSON: what follows is a call.
+func (p *toolCallParser) opened() bool {
+	block := strings.TrimLeftFunc(p.block.String(), unicode.IsSpace)
+	for _, o := range p.syn.openers {
+		if strings.HasPrefix(block, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// dropCut drops a call the answer ended in before its name came, and says
+// so in the problems (the access log): it is never shown as text.
+func (p *toolCallParser) dropCut() {
+	p.problems = append(p.problems, fmt.Sprintf("call %d was cut short before its name (%q): dropped",
+		p.calls, clipProblem(p.block.String()+string(p.obj))))
+	p.block.Reset()
+	p.obj = p.obj[:0]
+	p.state = toolText
+	p.atStart = false
+}
+
+// clipProblem bounds model text quoted in a problem.
+func clipProblem(s string) string {
+	const most = 64
+	if len(s) <= most {
+		return s
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func (p *toolCallParser) stepBlock(out *strings.Builder, atEnd bool) bool {

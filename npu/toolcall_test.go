@@ -42,7 +42,7 @@ func feed(t *testing.T, format string, single bool, pieces []string) (parsedAnsw
 	for _, piece := range pieces {
 		take(p.push(piece))
 	}
-	take(p.flush())
+	take(p.flush(false))
 	for _, c := range asm.Calls() {
 		out.calls = append(out.calls, ToolCall{Name: c.Name, Arguments: c.Arguments})
 	}
@@ -89,6 +89,23 @@ func TestToolCallParserFamilies(t *testing.T) {
 		{"a call to an undeclared tool is returned and logged", ToolFormatHermes,
 			"<tool_call>{\"name\": \"rm_rf\", \"arguments\": {}}</tool_call>",
 			parsedAnswer{calls: []ToolCall{{Name: "rm_rf", Arguments: `{}`}}}, 1},
+		// Issue 27: max_tokens cut a call before its name, and its markup
+		// came out as content with finish_reason length.
+		{"a call cut before its name is dropped and logged", ToolFormatHermes,
+			"<tool_call>\n{\"name",
+			parsedAnswer{}, 1},
+		{"a call cut after its opener is dropped and logged", ToolFormatHermes,
+			"Let me check.\n<tool_call>\n",
+			parsedAnswer{content: "Let me check.\n"}, 1},
+		{"a call cut before its name, arguments first, is dropped", ToolFormatHermes,
+			"<tool_call>{\"arguments\": {\"city\": \"Lima\"}, \"na",
+			parsedAnswer{}, 1},
+		{"a bare llama call cut before its name is dropped", ToolFormatLlama3,
+			"{\"name\": \"get_wea",
+			parsedAnswer{}, 1},
+		{"bare JSON cut short that is no call stays content", ToolFormatLlama3,
+			"{\"answer\": 4",
+			parsedAnswer{content: "{\"answer\": 4"}, 0},
 		{"a tag prefix at the end is content", ToolFormatHermes, "Hello <tool_",
 			parsedAnswer{content: "Hello <tool_"}, 0},
 		{"llama 3.1 bare call", ToolFormatLlama3,
@@ -252,7 +269,7 @@ func BenchmarkToolCallParser(b *testing.B) {
 				for _, c := range chunks {
 					p.push(c)
 				}
-				p.flush()
+				p.flush(false)
 			}
 		})
 	}
@@ -299,10 +316,34 @@ func TestToolCallParserKeepsAnID(t *testing.T) {
 	} {
 		p := newToolCallParser(ToolFormatHermes, []Tool{weatherTool}, false)
 		_, calls := p.push(answer)
-		_, more := p.flush()
+		_, more := p.flush(false)
 		calls = append(calls, more...)
 		require.NotEmpty(t, calls)
 		assert.Equal(t, "call_up1", calls[0].ID, answer)
 		assert.Equal(t, "get_weather", calls[0].Name)
+	}
+}
+
+// Issue 27: when a limit cut the answer (finish_reason length) inside a
+// call's opener, the opener's start is dropped and logged, not shown as
+// text; an answer that ended by itself keeps it (it may be text).
+func TestToolCallParserCutInAnOpener(t *testing.T) {
+	for _, tc := range []struct {
+		answer, content string
+		cut             bool
+		problems        int
+	}{
+		{"<tool", "", true, 1},
+		{"Checking. <tool_ca", "Checking. ", true, 1},
+		{"a < b", "a < b", false, 0},
+		{"Hello <tool_", "Hello <tool_", false, 0},
+		{"no opener here", "no opener here", true, 0},
+	} {
+		p := newToolCallParser(ToolFormatHermes, []Tool{weatherTool}, false)
+		content, calls := p.push(tc.answer)
+		rest, more := p.flush(tc.cut)
+		assert.Equal(t, tc.content, content+rest, "%q cut=%v", tc.answer, tc.cut)
+		assert.Empty(t, append(calls, more...))
+		assert.Len(t, p.problems, tc.problems, "%q: %v", tc.answer, p.problems)
 	}
 }

@@ -74,6 +74,8 @@ type chunk struct {
 	Thinking   string       `json:"thinking,omitempty"` // generate: the model's reasoning
 	Done       bool         `json:"done"`
 	DoneReason string       `json:"done_reason,omitempty"`
+	// Status is npud's addition on a heartbeat while the model loads.
+	Status string `json:"status,omitempty"`
 	*metrics
 }
 
@@ -175,27 +177,38 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, badRequest("images go with a message on /api/chat: messages[].images"))
 		return
 	}
-	if apiErr := req.decodeImages(a.cfg.Images, ep, engineReq); apiErr != nil {
+	if apiErr := req.decodeImages(a.cfg.Images, m, ep, engineReq, a.runner.RetryAfter); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
 	// The engine's own limits, shared with the OpenAI API.
 	if err := engineReq.Validate(); err != nil {
+		releaseImages(engineReq)
 		a.fail(c.Writer, info, optionError(err))
 		return
 	}
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
+		releaseImages(engineReq)
 		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
 		return
 	}
 	defer stream.Close()
 	info.Stream = stream
+	reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
 	if req.stream() {
 		a.writeStream(ctx, c.Writer, wantsSSE(c.Request), info, stream, ep, model)
 		return
 	}
 	a.writeWhole(ctx, c.Writer, info, stream, ep, model)
+}
+
+// releaseImages gives back the image memory of a request the runner never
+// took (the runner releases those it took when their generation ends).
+func releaseImages(req *npu.Request) {
+	if req.Release != nil {
+		req.Release()
+	}
 }
 
 // wantsSSE: Ollama streams NDJSON only; some web clients ask for SSE.
@@ -303,8 +316,17 @@ func (f *lineFraming) Text(ev *npu.Event) []byte {
 	return f.frame(c)
 }
 
-// Heartbeat is an ordinary empty chunk: every client accepts it.
-func (f *lineFraming) Heartbeat() []byte  { return f.frame(newChunk(f.ep, f.model, "")) }
+// Heartbeat is an ordinary empty chunk: every client accepts it. While
+// the model loads it also carries "status" (npud's addition, as in
+// Ollama's pull progress): Ollama's own CLI shows only a spinner while a
+// model loads, and its clients ignore fields they do not know.
+func (f *lineFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	c := newChunk(f.ep, f.model, "")
+	if loading != nil {
+		c.Status = loading.Progress(time.Now())
+	}
+	return f.frame(c)
+}
 func (f *lineFraming) Terminator() []byte { return nil }
 
 func (f *lineFraming) End(res npu.Result) ([]byte, string) {
@@ -338,6 +360,8 @@ func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqi
 		out.Thinking = answer.Reasoning
 	}
 	info.FinishReason = out.DoneReason
+	// An engine that cannot count the prompt beforehand says at its end.
+	reqinfo.SetMaxTokensClamped(rw.Header(), answer.Result.MaxTokensClamped)
 	rw.Header().Set("Content-Type", "application/json; charset=utf-8")
 	rw.WriteHeader(http.StatusOK)
 	if err := json.NewEncoder(rw).Encode(out); err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"reflect"
 	"time"
@@ -135,7 +134,27 @@ func (a *API) ps(c *gin.Context) {
 		}
 		models = append(models, m)
 	}
-	c.JSON(http.StatusOK, gin.H{"models": models})
+	out := gin.H{"models": models}
+	if loads := a.runner.Loading(); len(loads) > 0 {
+		// npud's addition: models still loading (Ollama's clients read
+		// only "models"); `npud ps` shows them.
+		now := time.Now()
+		loading := make([]loadingModel, 0, len(loads))
+		for _, l := range loads {
+			loading = append(loading, loadingModel{Name: l.Model, Status: l.Text(),
+				FirstCompile: l.Compile == npu.CompileFirst, Seconds: int64(now.Sub(l.Since) / time.Second)})
+		}
+		out["loading"] = loading
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// loadingModel is a model being loaded, in /api/ps.
+type loadingModel struct {
+	Name         string `json:"name"`
+	Status       string `json:"status"` // "compiling for NPU (first time)", "loading the compiled model", "loading"
+	FirstCompile bool   `json:"first_compile"`
+	Seconds      int64  `json:"seconds"` // since the load started
 }
 
 // nameRequest is the body of show, pull and delete: model, or name.
@@ -256,31 +275,12 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		a.fail(c.Writer, info, badRequest("dimensions %d is outside what model %q gives (1 to %d)", req.Dimensions, req.model(), len(vectors[0])))
 		return nil, 0, 0, false
 	}
-	if req.Dimensions > 0 {
-		for i, v := range vectors {
-			vectors[i] = normalize(v[:req.Dimensions])
-		}
-	}
+	npu.ShortenEmbeddings(vectors, req.Dimensions)
 	if a.runner.Simulated() {
 		// Say so where a client can see it: the vectors carry no meaning.
 		c.Header("X-Npud-Simulated", "true")
 	}
 	return vectors, tokens, time.Since(start), true
-}
-
-func normalize(v []float32) []float32 {
-	var sum float64
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	n := math.Sqrt(sum)
-	if n == 0 {
-		return v
-	}
-	for i := range v {
-		v[i] = float32(float64(v[i]) / n)
-	}
-	return v
 }
 
 func (a *API) embed(c *gin.Context) {

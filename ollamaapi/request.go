@@ -352,8 +352,11 @@ func applyOption(key string, raw json.RawMessage, out *npu.Request, info npu.Mod
 }
 
 // decodeImages reads the base64 images of a generate request (into its
-// one user message) or of a chat's messages into out, within limits.
-func (r *request) decodeImages(limits imagein.Limits, ep endpoint, out *npu.Request) *Error {
+// one user message) or of a chat's messages into out, within limits, once
+// model m (looked up already) is known to see images. The decoded
+// pictures hold their share of the image memory until out.Release (set
+// here) runs.
+func (r *request) decodeImages(limits imagein.Limits, m npu.ModelInfo, ep endpoint, out *npu.Request, retryAfter func() time.Duration) *Error {
 	n := len(r.Images)
 	for _, m := range r.Messages {
 		n += len(m.Images)
@@ -364,11 +367,19 @@ func (r *request) decodeImages(limits imagein.Limits, ep endpoint, out *npu.Requ
 	if err := limits.CheckCount(n); err != nil {
 		return badRequest("%v", err)
 	}
+	if err := npu.CheckVision(m); err != nil {
+		return toError(err, retryAfter)
+	}
+	batch := limits.Begin()
 	decode := func(field string, images []string) ([]npu.Image, *Error) {
 		var out []npu.Image
 		for j, b64 := range images {
-			img, err := limits.FromBase64(b64)
+			img, err := batch.FromBase64(b64)
 			if err != nil {
+				batch.Release()
+				if !errors.Is(err, imagein.ErrInvalid) {
+					return nil, toError(err, retryAfter) // the image memory is in use: 503
+				}
 				return nil, badRequest("%s[%d]: %v", field, j, err)
 			}
 			out = append(out, img)
@@ -386,6 +397,7 @@ func (r *request) decodeImages(limits imagein.Limits, ep endpoint, out *npu.Requ
 		}
 		last := &out.Messages[len(out.Messages)-1]
 		last.Images = imgs
+		out.Release = batch.Release
 		return nil
 	}
 	for i, m := range r.Messages {
@@ -395,6 +407,7 @@ func (r *request) decodeImages(limits imagein.Limits, ep endpoint, out *npu.Requ
 		}
 		out.Messages[i].Images = imgs
 	}
+	out.Release = batch.Release
 	return nil
 }
 

@@ -28,6 +28,9 @@ type Config struct {
 	// WriteTimeout bounds each write to a client; a client that reads
 	// nothing for that long is dropped. 0 = none.
 	WriteTimeout time.Duration
+	// MaxEmbedInputs bounds the inputs of one embedding request, as on
+	// Ollama's /api/embed; 0 = no cap.
+	MaxEmbedInputs int
 	// Journal bounds how long and how much of a stream is kept for
 	// clients that start it again with the same Idempotency-Key or resume
 	// it with Last-Event-ID.
@@ -67,7 +70,8 @@ func (a *API) Journals() *journal.Registry { return a.journals }
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
 	return route.Set{
-		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/responses"},
+		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses"},
+		Embedding:  []string{"/v1/embeddings"},
 	}
 }
 
@@ -81,6 +85,7 @@ func (a *API) Register(r gin.IRouter) {
 	v1.GET("/responses/:id/input_items", a.listInputItems)
 	v1.DELETE("/responses/:id", a.deleteResponse)
 	v1.POST("/responses/:id/cancel", a.cancelResponse)
+	v1.POST("/embeddings", a.embeddings)
 	v1.GET("/models", a.listModels)
 	v1.GET("/models/*id", a.getModel)
 }

@@ -74,13 +74,16 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := req.decodeImages(ctx, a.cfg.Images, engineReq); apiErr != nil {
+	if apiErr := req.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
 	engineReq.Tenant = info.Tenant
 	src, err := a.open(c, info, &req, engineReq)
 	if err != nil {
+		if engineReq.Release != nil {
+			engineReq.Release() // the runner never took the request
+		}
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}
@@ -95,6 +98,11 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		id = "cmpl-" + owner
 	}
 	enc := newChunkEncoder(ep, id, src.createdAt(info.Start).Unix(), req.Model)
+	defer func() {
+		if src.stop != nil && errors.Is(context.Cause(ctx), npu.ErrKeyRevoked) {
+			src.stop() // a revoked key's generation ends with its request, resumable or not
+		}
+	}()
 	if req.Stream {
 		includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 		a.writeStream(ctx, c.Writer, info, src, ep, enc, includeUsage)
@@ -131,6 +139,9 @@ type source struct {
 	// owner is the id of the request that started the generation: a
 	// joined reader shows its completion id.
 	owner string
+	// stop cancels the generation (its starter's journal; nil for a
+	// reader that joined).
+	stop func()
 }
 
 // maxEventID bounds Last-Event-ID: no stream has that many events, and
@@ -161,6 +172,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		if err != nil {
 			return nil, err
 		}
+		reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
 		info.Stream = stream
 		return &source{next: stream.Next, firstTokenAt: stream.FirstTokenAt, close: stream.Close}, nil
 	}
@@ -182,7 +194,11 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		from = n + 1
 	}
 	j, joined, err := a.journals.Open(key, info.ID, req.fingerprint(), resumable, func() (*npu.Stream, error) {
-		return a.runner.Start(engineReq)
+		stream, err := a.runner.Start(engineReq)
+		if err == nil {
+			reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
+		}
+		return stream, err
 	})
 	if errors.Is(err, journal.ErrConflict) {
 		return nil, &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "idempotency_key_conflict", Cause: err,
@@ -192,11 +208,17 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		return nil, err
 	}
 	if joined {
+		if engineReq.Release != nil {
+			engineReq.Release() // the generation joined has its own
+		}
 		a.log.Debug("request joined its running or recent generation", "request_id", clientID, "from_event", from)
 	}
 	info.Stream = j
 	cur := j.Attach(from)
 	src := &source{firstTokenAt: j.FirstTokenAt, close: cur.Close, ids: resumable, resumed: from > 0, started: j.Started(), owner: j.Owner()}
+	if !joined {
+		src.stop = j.Cancel
+	}
 	last := from - 1
 	src.position = func() int { return last }
 	src.next = func(ctx context.Context) (npu.Event, error) {
@@ -291,7 +313,15 @@ func (f *sseFraming) Text(ev *npu.Event) []byte {
 	}
 	return f.withID(frame)
 }
-func (f *sseFraming) Heartbeat() []byte  { return heartbeatFrame }
+
+// Heartbeat is an SSE comment, which every client skips: `: ping`, or
+// while the model loads, how the load goes.
+func (f *sseFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	if loading == nil {
+		return heartbeatFrame
+	}
+	return []byte(": " + loading.Progress(time.Now()) + "\n\n") // one line: Progress quotes the name
+}
 func (f *sseFraming) Terminator() []byte { return doneFrame }
 
 func (f *sseFraming) End(res npu.Result) ([]byte, string) {
@@ -325,6 +355,8 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 	}
 	info.TokensOut = answer.Result.CompletionTokens
 	info.FinishReason = FinishReason(answer.Result.FinishReason)
+	// An engine that cannot count the prompt beforehand says at its end.
+	reqinfo.SetMaxTokensClamped(c.Writer.Header(), answer.Result.MaxTokensClamped)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
 	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, answer, info.FinishReason)); err != nil {
@@ -390,7 +422,7 @@ type ChatStart struct {
 
 // ParseChatStart decodes raw (the fields of a chat completion request;
 // others are ignored) and validates it. It always streams.
-func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits) (ChatStart, *Error) {
+func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits, runner *npu.Runner) (ChatStart, *Error) {
 	var req request
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&req); err != nil {
 		return ChatStart{}, invalid("", "invalid_message", "start: %v", err)
@@ -400,7 +432,7 @@ func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duratio
 	if apiErr != nil {
 		return ChatStart{}, apiErr
 	}
-	if apiErr := req.decodeImages(ctx, images, engineReq); apiErr != nil {
+	if apiErr := req.decodeImages(ctx, images, runner, engineReq); apiErr != nil {
 		return ChatStart{}, apiErr
 	}
 	return ChatStart{Request: engineReq, Model: req.Model, Fingerprint: req.fingerprint(), Resumable: req.Resumable}, nil

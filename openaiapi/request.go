@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -392,8 +393,11 @@ func (req *request) chatMessages() ([]npu.Message, *Error) {
 }
 
 // decodeImages reads the image_url parts of the messages into out's
-// messages (already built from them), within limits.
-func (req *request) decodeImages(ctx context.Context, limits imagein.Limits, out *npu.Request) *Error {
+// messages (already built from them), within limits. The model is looked
+// up first, and must see images, before anything is fetched or decoded;
+// the decoded pictures hold their share of the image memory until
+// out.Release (set here) runs.
+func (req *request) decodeImages(ctx context.Context, limits imagein.Limits, runner *npu.Runner, out *npu.Request) *Error {
 	n := 0
 	for _, m := range req.Messages {
 		n += len(m.Content.ImageURLs)
@@ -404,15 +408,28 @@ func (req *request) decodeImages(ctx context.Context, limits imagein.Limits, out
 	if err := limits.CheckCount(n); err != nil {
 		return invalid("messages", "invalid_value", "%v", err)
 	}
+	m, err := runner.Model(req.Model)
+	if err == nil {
+		err = npu.CheckVision(m)
+	}
+	if err != nil {
+		return toError(err, runner.RetryAfter)
+	}
+	batch := limits.Begin()
 	for i, m := range req.Messages {
 		for j, url := range m.Content.ImageURLs {
-			img, err := limits.FromURL(ctx, url)
+			img, err := batch.FromURL(ctx, url)
 			if err != nil {
+				batch.Release()
+				if !errors.Is(err, imagein.ErrInvalid) {
+					return toError(err, runner.RetryAfter) // the image memory is in use: 503
+				}
 				return invalid(fmt.Sprintf("messages[%d].content", i), "invalid_image", "messages[%d].content image %d: %v", i, j, err)
 			}
 			out.Messages[i].Images = append(out.Messages[i].Images, img)
 		}
 	}
+	out.Release = batch.Release
 	return nil
 }
 

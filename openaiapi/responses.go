@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -385,13 +386,16 @@ func (a *API) createResponse(c *gin.Context) {
 		a.fail(c.Writer, info, renamed(apiErr))
 		return
 	}
-	if apiErr := chat.decodeImages(ctx, a.cfg.Images, engineReq); apiErr != nil {
+	if apiErr := chat.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
 		a.fail(c.Writer, info, renamed(apiErr))
 		return
 	}
 	engineReq.Tenant = info.Tenant
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
+		if engineReq.Release != nil {
+			engineReq.Release() // the runner never took the request
+		}
 		a.fail(c.Writer, info, renamed(a.toError(err, chatEndpoint)))
 		return
 	}
@@ -509,7 +513,14 @@ func (f *responseFraming) Text(ev *npu.Event) []byte {
 	return f.take()
 }
 
-func (f *responseFraming) Heartbeat() []byte { return heartbeatFrame }
+// Heartbeat is an SSE comment, as on chat: `: ping`, or while the model
+// loads, how the load goes.
+func (f *responseFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	if loading == nil {
+		return heartbeatFrame
+	}
+	return []byte(": " + loading.Progress(time.Now()) + "\n\n")
+}
 
 // Terminator: the Responses stream has no [DONE]; its terminal event is
 // response.completed, .incomplete or .failed, written by End or Fail.

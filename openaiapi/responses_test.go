@@ -372,3 +372,28 @@ func TestOpenAIJSResponsesToolLoop(t *testing.T) {
 	assert.Equal(t, "completed", r["status"])
 	assert.NotEmpty(t, r["answer"])
 }
+
+// max_output_tokens larger than the room the prompt leaves (agents send
+// their own model's limit) is clamped to that room, as max_tokens is on
+// chat: the response is incomplete at the context's end, not a 400.
+func TestResponsesMaxOutputTokensClamped(t *testing.T) {
+	const contextLength = 24
+	srv := daemontest.Start(t, daemontest.Defaults(t), sim.New(sim.Config{ContextLength: contextLength}))
+	for _, stream := range []bool{false, true} {
+		f := sdkFixtureFor(t, srv)
+		params := responseParams("hi")
+		params.MaxOutputTokens = openai.Int(32000)
+		var final *responses.Response
+		if stream {
+			_, last := streamResponse(t, f, params)
+			final = &last
+		} else {
+			whole, err := f.client.Responses.New(sdkContext(t), params)
+			require.NoError(t, err)
+			final = whole
+		}
+		assert.Equal(t, responses.ResponseStatusIncomplete, final.Status, "stream %v", stream)
+		assert.Equal(t, "max_output_tokens", final.IncompleteDetails.Reason)
+		assert.Equal(t, int64(contextLength), final.Usage.InputTokens+final.Usage.OutputTokens, "it ran to the room the prompt left")
+	}
+}

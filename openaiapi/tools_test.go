@@ -2,6 +2,7 @@ package openaiapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -171,4 +172,70 @@ func TestToolCallChunksOnTheWire(t *testing.T) {
 	assert.True(t, sawHeader)
 	assert.True(t, sawFinish)
 	assert.True(t, strings.HasSuffix(string(raw), "data: [DONE]\n\n"))
+}
+
+// Issue 27: a tool call cut by max_tokens before its name leaked the
+// template's markup as content ("<tool_call>\n{\"name" with
+// finish_reason length). The partial call is dropped (the access log
+// reports it): no markup, no call, finish_reason length.
+func TestToolCallCutByMaxTokensLeaksNoMarkup(t *testing.T) {
+	daemontest.SimOnly(t, "the simulated model's call markup, cut at a known token")
+	c := daemontest.NewClient(t, daemontest.StartSim(t, nil, nil).URL)
+	const tools = `"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	type message struct {
+		Content   *string           `json:"content"`
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+	}
+	type chunk struct {
+		Choices []struct {
+			Message      *message `json:"message"`
+			Delta        *message `json:"delta"`
+			FinishReason *string  `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	// The simulated call is "<tool_call>\n{\"name\": \"get_weather\", …" in
+	// tokens of one to five characters: 2 tokens end inside the opener, 8
+	// after it, before the name is whole.
+	for _, maxTokens := range []int{2, 8} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("max_tokens=%d,stream=%v", maxTokens, stream), func(t *testing.T) {
+				body := fmt.Sprintf(`{"model":"sim","stream":%v,"max_tokens":%d,%s,"messages":[{"role":"user","content":"What is the weather in Paris?"}]}`,
+					stream, maxTokens, tools)
+				resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", body)
+				require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+				bodies := []string{string(raw)}
+				if stream {
+					bodies = nil
+					for _, ev := range splitEvents(t, raw) {
+						if !ev.comment && ev.data != "[DONE]" {
+							bodies = append(bodies, ev.data)
+						}
+					}
+				}
+				var content strings.Builder
+				var calls int
+				var reason string
+				for _, b := range bodies {
+					var ch chunk
+					require.NoError(t, json.Unmarshal([]byte(b), &ch), "%s", b)
+					for _, c := range ch.Choices {
+						for _, m := range []*message{c.Message, c.Delta} {
+							if m != nil && m.Content != nil {
+								content.WriteString(*m.Content)
+							}
+							if m != nil {
+								calls += len(m.ToolCalls)
+							}
+						}
+						if c.FinishReason != nil {
+							reason = *c.FinishReason
+						}
+					}
+				}
+				assert.Empty(t, content.String(), "no template markup shown as text")
+				assert.Zero(t, calls, "no call comes of it")
+				assert.Equal(t, "length", reason)
+			})
+		}
+	}
 }

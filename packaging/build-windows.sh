@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds dist/npud_<version>_windows_amd64.zip: npud.exe with the OpenVINO
 # engine (cgo, cross-compiled with Debian's mingw-w64; OpenVINO GenAI's DLLs
-# are loaded at run time), an example configuration and the README.
+# are loaded at run time), an example configuration, the README and the docs.
 # Environment, all optional:
-#   VERSION   the version in the file name and the binary (default: git describe)
+#   VERSION   the version in the file name and the binary (default: packaging/version.sh)
 #   DIST_DIR  where the zip goes (default: ./dist)
 #   WINCC     the mingw-w64 C compiler (default: x86_64-w64-mingw32-gcc)
 set -euo pipefail
@@ -12,7 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 WINCC="${WINCC:-x86_64-w64-mingw32-gcc}"
 DIST_DIR="$(realpath -m -- "${DIST_DIR:-$root/dist}")"
-VERSION="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+VERSION="${VERSION:-$(bash packaging/version.sh)}"
 
 # make package must keep working where the cross compiler is missing: the
 # Linux packages are made, the zip is skipped, and it says so.
@@ -27,8 +27,8 @@ mkdir -p "$work/npud" "$DIST_DIR"
 GOOS=windows GOARCH=amd64 CGO_ENABLED=1 CC="$WINCC" \
     go build -tags nomsgpack -ldflags "-s -w -X github.com/npud/npud/daemon.Version=$VERSION" -o "$work/npud/npud.exe" .
 cp packaging/windows/npud.toml "$work/npud/npud.toml"
-cp README.md "$work/npud/README.md"
-cp docs/OPENVINO.md "$work/npud/OPENVINO.md"
+# The README and the docs side by side, their links rewritten for the folder.
+bash packaging/flatdocs.sh "$work/npud" windows
 zipfile="$DIST_DIR/npud_${VERSION}_windows_amd64.zip"
 rm -f "$zipfile"
 (cd "$work" && zip -qr -X "$zipfile" npud)

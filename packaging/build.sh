@@ -4,7 +4,7 @@
 # package, which builds it and then runs this). Environment, all optional:
 #   NPUD_BINARY  the executable to package          (default: ./npud)
 #   DIST_DIR     where the packages go               (default: ./dist)
-#   VERSION      package version                     (default: from git, see below)
+#   VERSION      package version                     (default: packaging/version.sh)
 #   GOARCH       target architecture                 (default: go env GOARCH)
 # Relative NPUD_BINARY and DIST_DIR are taken from the current directory;
 # the defaults are in the repository root.
@@ -29,33 +29,6 @@ valid_version() {
     [[ $1 =~ ^[0-9][A-Za-z0-9.+~]*$ ]]
 }
 
-# version_from_git turns `git describe --tags --always` into a package
-# version that sorts the way the history does:
-#   v1.2.0               -> 1.2.0
-#   v1.2.0-5-gabc1234    -> 1.2.0+git5.abc1234   (after 1.2.0, before 1.2.1)
-#   v1.3.0-rc1           -> 1.3.0~rc1            (before 1.3.0)
-#   no tag: abc1234      -> 0.1.0~git<commits>.abc1234
-version_from_git() {
-    local desc tag
-    if ! desc="$(git describe --tags --always 2>/dev/null)"; then
-        echo "0.1.0~unknown"
-        return
-    fi
-    if ! git describe --tags --abbrev=0 >/dev/null 2>&1; then
-        echo "0.1.0~git$(git rev-list --count HEAD).$desc"
-        return
-    fi
-    if [[ $desc =~ ^(.+)-([0-9]+)-g([0-9a-f]+)$ ]]; then
-        tag="${BASH_REMATCH[1]}"
-        desc="${tag#v}+git${BASH_REMATCH[2]}.${BASH_REMATCH[3]}"
-    else
-        desc="${desc#v}"
-    fi
-    # A '-' inside the tag (v1.3.0-rc1) marks a pre-release: '~' sorts it
-    # before the release in both dpkg and rpm.
-    echo "${desc//-/\~}"
-}
-
 if [ -n "${NPUD_BINARY:-}" ]; then
     NPUD_BINARY="$(absolute "$NPUD_BINARY")"
 fi
@@ -69,7 +42,7 @@ cd "$root"
 NPUD_BINARY="${NPUD_BINARY:-$root/npud}"
 DIST_DIR="${DIST_DIR:-$root/dist}"
 GOARCH="${GOARCH:-$(go env GOARCH)}"
-VERSION="${VERSION:-$(version_from_git)}"
+VERSION="${VERSION:-$(bash packaging/version.sh)}"
 if ! valid_version "$VERSION"; then
     die "version '$VERSION' is not a valid Debian/RPM version (a digit first, then only A-Z a-z 0-9 . + ~); set VERSION"
 fi
@@ -100,7 +73,11 @@ NPUD_CHANGELOG="$work/changelog.gz"
 NPUD_MANPAGE="$work/npud.1.gz"
 gzip -9nc packaging/npud.1 >"$NPUD_MANPAGE"
 
-export VERSION GOARCH NPUD_BINARY NPUD_CHANGELOG NPUD_MANPAGE SOURCE_DATE_EPOCH
+# The docs as they are installed: one flat folder, links rewritten.
+NPUD_DOCS="$work/doc"
+bash packaging/flatdocs.sh "$NPUD_DOCS" package
+
+export VERSION GOARCH NPUD_BINARY NPUD_CHANGELOG NPUD_MANPAGE NPUD_DOCS SOURCE_DATE_EPOCH
 mkdir -p "$DIST_DIR"
 for packager in deb rpm; do
     go run "$NFPM" package --config packaging/nfpm.yaml --packager "$packager" --target "$DIST_DIR/"

@@ -123,6 +123,7 @@ func TestPackages(t *testing.T) {
 	t.Run("version", func(t *testing.T) {
 		// From git describe: a tag, a tag+gitN.SHA or 0.1.0~gitN.SHA.
 		assert.Regexp(t, `^[0-9][A-Za-z0-9.+~]*$`, version)
+		assert.Equal(t, strings.TrimSpace(run(t, "bash", "version.sh")), version, "packaging/version.sh says it")
 		if dpkg, err := exec.LookPath("dpkg"); err == nil {
 			run(t, dpkg, "--validate-version", version)
 		}
@@ -181,6 +182,8 @@ func TestPackages(t *testing.T) {
 			"etc/npud/npud.toml":                    "npud.toml",
 			"usr/share/npud/grafana-dashboard.json": "grafana-dashboard.json",
 			"usr/share/doc/npud/copyright":          "copyright",
+			"usr/share/npud/fleet/nginx-npud.conf":  "fleet/nginx-npud.conf",
+			"usr/share/npud/fleet/haproxy-npud.cfg": "fleet/haproxy-npud.cfg",
 		} {
 			got, err := os.ReadFile(filepath.Join(root, packaged))
 			require.NoError(t, err)
@@ -199,6 +202,12 @@ func TestPackages(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(string(changelog), "npud ("+version+") unstable; urgency=medium\n"), "%s", changelog)
 		assert.Regexp(t, `(?m)^ -- npud developers <npud@example\.org>  \w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} \+0000$`, string(changelog))
+
+		// Every link in the installed docs leads to an installed file.
+		assertLinksResolve(t, filepath.Join(root, "usr/share/doc/npud"), func(abs string) bool {
+			_, err := os.Stat(filepath.Join(root, abs))
+			return err == nil
+		})
 
 		// The packaged binary runs.
 		out, err := exec.Command(filepath.Join(root, "usr/bin/npud"), "version").CombinedOutput()
@@ -741,4 +750,102 @@ func mustOpen(t *testing.T, f *zip.File) io.Reader {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// Issue 27: `npud version` said `git describe` (8401ae1), the packages
+// 0.1.0~git245.8401ae1 and the zip's name the first again. One script now
+// says the version, and make package hands it to the binary, build.sh and
+// build-windows.sh.
+func TestOneVersionEverywhere(t *testing.T) {
+	makeTool := need(t, "make", "make")
+	want := strings.TrimSpace(run(t, "bash", "version.sh"))
+	assert.Regexp(t, `^[0-9][A-Za-z0-9.+~]*$`, want, "a Debian and RPM version")
+
+	cmd := exec.Command(makeTool, "-s", "-n", "package")
+	cmd.Dir = ".."
+	cmd.Env = withoutEnv("VERSION", "MAKEFLAGS")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	plan := string(out)
+	assert.Contains(t, plan, "daemon.Version="+want+" ", "the binary's npud version")
+	assert.Contains(t, plan, "VERSION="+want+" bash packaging/build.sh", "the .deb and .rpm")
+	assert.Contains(t, plan, "VERSION="+want+" bash packaging/build-windows.sh", "the zip's name")
+
+	// build.sh and build-windows.sh on their own say the same.
+	for _, script := range []string{"build.sh", "build-windows.sh"} {
+		body, err := os.ReadFile(script)
+		require.NoError(t, err)
+		assert.Contains(t, string(body), `VERSION="${VERSION:-$(bash packaging/version.sh)}"`, script)
+	}
+}
+
+// Issue 27: the packages install README.md and docs/*.md side by side in
+// /usr/share/doc/npud, where the README's docs/... links (and the docs'
+// ../README.md and ../packaging/...) led nowhere. flatdocs.sh rewrites them
+// for the flat folder: every link leads to a file beside it or to one the
+// package installs.
+func TestFlatDocsLinksResolve(t *testing.T) {
+	nfpm, err := os.ReadFile("nfpm.yaml")
+	require.NoError(t, err)
+	pkg := t.TempDir()
+	run(t, "bash", "flatdocs.sh", pkg, "package")
+	assertLinksResolve(t, pkg, func(abs string) bool { return strings.Contains(string(nfpm), "dst: "+abs+"\n") })
+
+	win := t.TempDir()
+	run(t, "bash", "flatdocs.sh", win, "windows")
+	require.NoError(t, os.WriteFile(filepath.Join(win, "npud.toml"), nil, 0o644)) // the zip has it beside the docs
+	assertLinksResolve(t, win, func(string) bool { return false })
+}
+
+// markdownLink is a Markdown link's target, up to an anchor.
+var markdownLink = regexp.MustCompile(`\]\(([^)#\s]*)(#[^)]*)?\)`)
+
+// assertLinksResolve checks every relative link in dir's Markdown files
+// leads to a file in dir, and every absolute one to a file installed says
+// exists; web addresses are left alone.
+func assertLinksResolve(t *testing.T, dir string, installed func(abs string) bool) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range markdownLink.FindAllStringSubmatch(string(body), -1) {
+			target := m[1]
+			switch {
+			case target == "", strings.Contains(target, "://"), strings.HasPrefix(target, "mailto:"):
+			case strings.HasPrefix(target, "/"):
+				assert.True(t, installed(target), "%s links to %s, which is not installed", filepath.Base(f), target)
+			default:
+				_, err := os.Stat(filepath.Join(dir, target))
+				assert.NoError(t, err, "%s links to %s, which is not beside it", filepath.Base(f), target)
+			}
+		}
+	}
+}
+
+// Issue 27: make help printed the targets in an 8-wide column, so the two
+// longer names pushed their lines out of it. Every description now starts
+// in the same column, after at least two spaces.
+func TestMakeHelpAligns(t *testing.T) {
+	makeTool := need(t, "make", "make")
+	cmd := exec.Command(makeTool, "-s", "help")
+	cmd.Dir = ".."
+	cmd.Env = withoutEnv("MAKEFLAGS")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	require.Greater(t, len(lines), 5)
+	column := -1
+	for _, l := range lines {
+		name := strings.Fields(l)[0]
+		at := strings.Index(l, name) + len(name)
+		gap := len(l[at:]) - len(strings.TrimLeft(l[at:], " "))
+		assert.GreaterOrEqual(t, gap, 2, "%q", l)
+		if column < 0 {
+			column = at + gap
+		}
+		assert.Equal(t, column, at+gap, "%q starts its description elsewhere", l)
+	}
 }

@@ -43,6 +43,13 @@ type wsStarted struct {
 	QueuePosition int    `json:"queue_position"` // requests ahead of it; 0 = running or next
 }
 
+// wsStatus says how the load of the model a request waits for goes.
+type wsStatus struct {
+	Type      string `json:"type"` // "status"
+	RequestID string `json:"request_id"`
+	Status    string `json:"status"`
+}
+
 type wsToken struct {
 	Type      string `json:"type"` // "token"
 	RequestID string `json:"request_id"`
@@ -267,11 +274,17 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 	}
-	start, apiErr := openaiapi.ParseChatStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images) // a WebSocket always streams
+	start, apiErr := openaiapi.ParseChatStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.runner) // a WebSocket always streams
 	if apiErr != nil {
 		return rc.fail(ctx, id, errorOf(apiErr))
 	}
 	engineReq := start.Request
+	started := false
+	defer func() {
+		if !started && engineReq.Release != nil {
+			engineReq.Release() // the runner never took it: its images' memory goes back
+		}
+	}()
 	if rc.draining.Load() {
 		return rc.fail(ctx, id, wsError{Code: "shutting_down", Message: "npud is shutting down", Retryable: true})
 	}
@@ -299,7 +312,9 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 
 	key := journal.Key{Tenant: engineReq.Tenant, ID: id}
 	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (*npu.Stream, error) {
-		return rc.a.runner.Start(engineReq)
+		s, err := rc.a.runner.Start(engineReq)
+		started = err == nil
+		return s, err
 	})
 	if err != nil {
 		rc.forget(id)
@@ -466,7 +481,15 @@ func (f *wsFraming) message(v any) []byte {
 
 func (f *wsFraming) ContentType() string { return "" }
 func (f *wsFraming) Open() []byte        { return nil }
-func (f *wsFraming) Heartbeat() []byte   { return nil } // WebSocket pings keep the connection alive
+
+// Heartbeat: WebSocket pings keep the connection alive; while the model
+// loads, a status message says how the load goes.
+func (f *wsFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	if loading == nil {
+		return nil
+	}
+	return f.message(wsStatus{Type: "status", RequestID: f.r.id, Status: loading.Progress(time.Now())})
+}
 
 func (f *wsFraming) Text(ev *npu.Event) []byte {
 	calls := openaiapi.ToolCallDeltas(ev.ToolCalls)

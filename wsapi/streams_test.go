@@ -1,9 +1,13 @@
 package wsapi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"net/http"
 	"strings"
 	"testing"
@@ -469,4 +473,29 @@ func TestRealtimeToolCalls(t *testing.T) {
 	var parsed map[string]any
 	require.NoError(t, json.Unmarshal([]byte(args), &parsed), args)
 	assert.IsType(t, "", parsed["city"])
+}
+
+// Issue 25 item 1: the images of a WebSocket start hold their share of
+// the image memory until the generation ends, and give it back whether it
+// ran (here twice in a row under a budget that holds one picture) or was
+// refused (an unknown model is refused before any decode).
+func TestRealtimeImagesGiveTheirMemoryBack(t *testing.T) {
+	var file bytes.Buffer
+	require.NoError(t, png.Encode(&file, image.NewGray(image.Rect(0, 0, 64, 64)))) // 4 KiB + 12 KiB RGB
+	url := "data:image/png;base64," + base64.StdEncoding.EncodeToString(file.Bytes())
+	srv := startSim(t, func(c *daemon.Config) { c.MaxImageMemory = 20 << 10 }, nil)
+	c := mustDial(t, srv.URL)
+	start := func(id, model string) map[string]any {
+		return map[string]any{"type": "start", "request_id": id, "model": model, "max_tokens": 3,
+			"messages": []map[string]any{{"role": "user", "content": []map[string]any{
+				{"type": "image_url", "image_url": map[string]string{"url": url}}}}}}
+	}
+	c.send(start("nope", "no-such-model"))
+	_, last := c.collect("nope")
+	assert.Equal(t, "model_not_found", last["nope"].Code, "%+v", last["nope"])
+	for _, id := range []string{"one", "two", "three"} {
+		c.send(start(id, "sim"))
+		_, last := c.collect(id)
+		require.Equal(t, "final", last[id].Type, "%s: %+v", id, last[id])
+	}
 }

@@ -371,3 +371,63 @@ func TestConsoleAsksForAnAPIKey(t *testing.T) {
 	assert.True(t, eval[bool](t, ctx, `document.getElementById("key-form").hidden`))
 	assert.Empty(t, problems.list(), "the page reported errors")
 }
+
+// Issue 27: the charts started empty unless the page was open, the TTFT
+// chart was a dash after six requests (one point per interval, isolated
+// points never drawn), lines hugged the top and ran under the "max" label,
+// a failed pull's banner followed the user to the Status tab, and the
+// simulated model had a Delete button that cannot work. The charts now
+// draw the daemon's own record of the last requests, one point each, on an
+// axis with room above the highest point and its labels in a margin.
+func TestConsoleChartsAndModelsTab(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	for i := range 6 {
+		resp, err := http.Post(srv.URL+"/api/generate", "application/json",
+			strings.NewReader(fmt.Sprintf(`{"model":"sim","prompt":"question %d","stream":false,"options":{"num_predict":%d}}`, i, 3+2*i)))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	ctx, problems := openConsole(t, srv.URL, func(source string) bool { return source == "network" })
+
+	type drawn struct {
+		Points     string `json:"points"`
+		AxisTop    string `json:"axisTop"`
+		PlotTop    string `json:"plotTop"`
+		HighestY   string `json:"highestY"`
+		LabelRight string `json:"labelRight"`
+		PlotLeft   string `json:"plotLeft"`
+	}
+	for _, name := range []string{"ttft", "itl", "tps"} {
+		sel := "#chart-" + name
+		require.Eventually(t, func() bool {
+			return eval[string](t, ctx, fmt.Sprintf(`document.querySelector(%q).dataset.points ?? ""`, sel)) == "6"
+		}, 20*time.Second, 50*time.Millisecond, "%s: six requests made before the page opened, six points", name)
+		d := eval[drawn](t, ctx, fmt.Sprintf(`({...document.querySelector(%q).dataset})`, sel))
+		var highestY, plotTop, labelRight, plotLeft float64
+		_, _ = fmt.Sscan(d.HighestY, &highestY)
+		_, _ = fmt.Sscan(d.PlotTop, &plotTop)
+		_, _ = fmt.Sscan(d.LabelRight, &labelRight)
+		_, _ = fmt.Sscan(d.PlotLeft, &plotLeft)
+		assert.GreaterOrEqual(t, highestY-plotTop, 5.0, "%s: the highest point stays below the top of the axis", name)
+		assert.Less(t, labelRight, plotLeft, "%s: the axis labels are left of the plot, never over a line", name)
+		assert.Contains(t, textOf(t, ctx, "#last-"+name), "max", name)
+	}
+	screenshot(t, ctx, "charts-from-history")
+
+	do(t, ctx, chromedp.Click(`button[data-tab="models"]`), chromedp.WaitVisible("#pull-name"))
+	waitText(t, ctx, "#models", func(s string) bool { return strings.Contains(s, "sim") }, "the model list")
+	assert.Zero(t, eval[int](t, ctx, `document.querySelectorAll("#models button.danger").length`),
+		"the simulated model cannot be deleted, so it has no Delete button")
+
+	// This engine takes no pulls: the failure is said in the pull form,
+	// and not on the other tabs.
+	do(t, ctx, chromedp.SetValue("#pull-name", "OpenVINO/tiny-ov"), chromedp.Click("#pull-start"))
+	waitText(t, ctx, "#pull-status", func(s string) bool { return strings.HasPrefix(s, "failed:") }, "the failed pull")
+	screenshot(t, ctx, "pull-failed")
+	do(t, ctx, chromedp.Click(`button[data-tab="status"]`))
+	assert.True(t, eval[bool](t, ctx, `document.getElementById("error").hidden`), "no pull error on the Status tab")
+	screenshot(t, ctx, "status-after-failed-pull")
+	assert.Empty(t, problems.list(), "the page reported errors")
+}

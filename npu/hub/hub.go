@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // DefaultEndpoint is used when neither the configuration nor HF_ENDPOINT
@@ -50,7 +51,28 @@ type Client struct {
 	// IdleTimeout fails a transfer that delivers nothing for this long
 	// (then it is retried); 0 means 60 s.
 	IdleTimeout time.Duration
+	// MaxModelBytes refuses a repository whose files the hub announces
+	// as larger in total (--max-model-bytes); 0 means no cap.
+	MaxModelBytes int64
+	// FreeSpace reports the bytes free for an unprivileged writer on the
+	// file system holding dir; nil means the operating system's answer
+	// (see freeSpace). A pull needs what it still has to write plus
+	// SpaceMargin free before it writes anything.
+	FreeSpace func(dir string) (int64, error)
 }
+
+// ErrNoSpace is returned (wrapped) when the models folder's file system
+// lacks the room a pull needs: what the hub announced, plus a margin.
+var ErrNoSpace = errors.New("not enough free disk space")
+
+// ErrModelTooLarge is returned (wrapped) when a repository is larger than
+// Client.MaxModelBytes.
+var ErrModelTooLarge = errors.New("the model is larger than allowed")
+
+// SpaceMargin is the room a pull leaves free beyond what it writes: 5 % of
+// the model, at least 256 MiB, so a pull never fills the disk the daemon,
+// its logs and its compiled-model cache live on.
+func SpaceMargin(total int64) int64 { return max(total/20, 256<<20) }
 
 // defaultHTTP bounds everything but the length of a body. A pull makes
 // a few requests of long transfers: no connection is kept between them.
@@ -201,6 +223,9 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 		return fmt.Errorf("repository %q has no openvino_model.xml (nor a VLM's openvino_language_model.xml): not an OpenVINO IR model", repo)
 	}
 	partial := dest + ".partial"
+	if err := c.checkRoom(repo, files, modelsDir, partial); err != nil {
+		return err
+	}
 	for _, f := range files {
 		if err := c.fetch(ctx, repo, rev, f, partial, progress); err != nil {
 			return err
@@ -211,6 +236,50 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 		return fmt.Errorf("moving the finished download into place: %w", err)
 	}
 	return nil
+}
+
+// checkRoom refuses a pull, before anything is written, that is larger
+// than MaxModelBytes or needs more than the disk has free, margin
+// included. What a partial folder already holds counts as written.
+func (c *Client) checkRoom(repo string, files []entry, modelsDir, partial string) error {
+	var total, toWrite int64
+	for _, f := range files {
+		size := f.size()
+		total += size
+		have := int64(0)
+		if st, err := os.Stat(filepath.Join(partial, filepath.FromSlash(f.Path))); err == nil && st.Size() <= size {
+			have = st.Size()
+		}
+		toWrite += size - have
+	}
+	if c.MaxModelBytes > 0 && total > c.MaxModelBytes {
+		return fmt.Errorf("repository %q holds %d bytes, more than --max-model-bytes %d: %w", repo, total, c.MaxModelBytes, ErrModelTooLarge)
+	}
+	free := c.FreeSpace
+	if free == nil {
+		free = freeSpace
+	}
+	if err := os.MkdirAll(modelsDir, 0o755); err != nil {
+		return err
+	}
+	avail, err := free(modelsDir)
+	if err != nil {
+		return fmt.Errorf("free space in %s: %w", modelsDir, err)
+	}
+	if need := toWrite + SpaceMargin(total); avail < need {
+		return fmt.Errorf("repository %q needs %d more bytes in %s plus a margin of %d, and %d are free: %w",
+			repo, toWrite, modelsDir, SpaceMargin(total), avail, ErrNoSpace)
+	}
+	return nil
+}
+
+// size is the file's size as the hub announced it (its LFS object's for
+// weights).
+func (e entry) size() int64 {
+	if e.LFS != nil {
+		return e.LFS.Size
+	}
+	return e.Size
 }
 
 func hasModel(files []entry) bool {
@@ -263,7 +332,8 @@ func (c *Client) list(ctx context.Context, repo string) (rev string, files []ent
 		if e.Type != "file" {
 			continue
 		}
-		if strings.HasPrefix(e.Path, "/") || strings.Contains(e.Path, "..") || strings.ContainsRune(e.Path, '\\') {
+		if strings.HasPrefix(e.Path, "/") || strings.Contains(e.Path, "..") || strings.ContainsRune(e.Path, '\\') ||
+			strings.IndexFunc(e.Path, unicode.IsControl) >= 0 { // a name that would drive a terminal or a log
 			return "", nil, fmt.Errorf("listing %s: unsafe path %q", repo, e.Path)
 		}
 		if e.Size < 0 || (e.LFS != nil && e.LFS.Size < 0) {

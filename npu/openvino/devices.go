@@ -7,6 +7,7 @@ package openvino
 #include "ovapi.h"
 
 static const char* npud_device_at(ov_available_devices_t* d, size_t i) { return d->devices[i]; }
+static const char* npud_call_cstr(void* fn) { return ((const char* (*)(void))fn)(); }
 */
 import "C"
 
@@ -61,6 +62,41 @@ func deviceProperty(api *C.npud_ov_api, core *C.ov_core_t, device *C.char, key s
 	}
 	defer C.npud_ov_free(api, value)
 	return C.GoString(value), true
+}
+
+// askProperty asks a device for a property as npud does and returns the
+// status with the core's text for it (ov_get_error_info) and the message
+// of the exception behind it (ov_get_last_err_msg, "" when the library
+// has none). The conformance tests compare these with the real core.
+func (l *Library) askProperty(device, key string) (value string, status int, info, lastErr string) {
+	api := l.api
+	var core *C.ov_core_t
+	if st := C.npud_ov_core_create(api, &core); st != C.OK {
+		return "", int(st), l.errorInfo(int(st)), ""
+	}
+	defer C.npud_ov_core_free(api, core)
+	cdev, ckey := C.CString(device), C.CString(key)
+	defer C.free(unsafe.Pointer(cdev))
+	defer C.free(unsafe.Pointer(ckey))
+	var v *C.char
+	st := C.npud_ov_core_get_property(api, core, cdev, ckey, &v)
+	if st == C.OK {
+		value = C.GoString(v)
+		C.npud_ov_free(api, v)
+	}
+	cname := C.CString("ov_get_last_err_msg")
+	defer C.free(unsafe.Pointer(cname))
+	if fn := C.npud_ov_symbol(api, cname); fn != nil {
+		if msg := C.npud_call_cstr(fn); msg != nil {
+			lastErr = C.GoString(msg)
+		}
+	}
+	return value, int(st), l.errorInfo(int(st)), lastErr
+}
+
+// errorInfo is the core's text for a status (ov_get_error_info).
+func (l *Library) errorInfo(status int) string {
+	return C.GoString(C.npud_ov_get_error_info(l.api, C.ov_status_e(status)))
 }
 
 // autoOrder is the AUTO preference: the NPU first, then the GPUs, then CPU.

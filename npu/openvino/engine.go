@@ -391,6 +391,17 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	// the context (the prompt's share of it is not known beforehand, see
 	// docs/OPENVINO.md).
 	limit := e.contextOf(p)
+	// npu.CompletionLimit's rule needs the prompt's token count, which the
+	// C API gives only after generating: before, the prompt counts as one
+	// token (GenAI would otherwise generate max_tokens past the context on
+	// CPU and GPU; the NPU stops at its KV cache); after, the clamp is
+	// reported with the real count.
+	asked := req.MaxTokens
+	if n, lowered, _ := npu.CompletionLimit(asked, 1, limit); lowered {
+		capped := *req
+		capped.MaxTokens = n
+		req = &capped
+	}
 	res, err := p.generate(ctx, req, sink, limit)
 	onNPU := deviceKind(p.device) == "NPU"
 	// The C API cannot count tokens beforehand: when the NPU refuses the
@@ -440,6 +451,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	if onNPU && res.FinishReason == npu.FinishStop && res.PromptTokens+res.CompletionTokens >= limit {
 		// The KV cache filled up: GenAI stopped quietly, with OK.
 		res.FinishReason = npu.FinishLength
+	}
+	if n, lowered, err := npu.CompletionLimit(asked, res.PromptTokens, limit); err == nil && lowered {
+		res.MaxTokensClamped = n
 	}
 	return res, nil
 }

@@ -60,9 +60,15 @@ type Library struct {
 	api       *C.npud_ov_api
 	GenAIPath string // the GenAI C library's file, or its name for the system loader
 	CorePath  string // OpenVINO's core C library, "" when the loader found it
-	Build     string // OpenVINO's build number (ov_get_openvino_version)
-	Version   Version
-	Source    string // which discovery step found it
+	// Chain is what was loaded by path before the C libraries, in order
+	// (TBB, libopenvino, libopenvino_genai): see dependencyChain.
+	Chain []string
+	// Tokenizers is the openvino-tokenizers library npud pointed GenAI at
+	// (OPENVINO_TOKENIZERS_PATH_GENAI), "" when GenAI finds its own.
+	Tokenizers string
+	Build      string // OpenVINO's build number (ov_get_openvino_version)
+	Version    Version
+	Source     string // which discovery step found it
 }
 
 // LibraryOptions says where to look for the library.
@@ -90,10 +96,24 @@ type LoadError struct {
 	// Unusable is set when a library was found but refused (too old, a
 	// symbol missing): the first such refusal.
 	Unusable error
+	// notFound is what was looked for: ErrNotFound, or ErrCoreNotFound
+	// for OpenCore.
+	notFound error
 }
 
-// ErrNotFound is wrapped by a LoadError that found no library at all.
-var ErrNotFound = errors.New("OpenVINO GenAI's C library was not found")
+// ErrNotFound is wrapped by a LoadError that found no library at all;
+// ErrCoreNotFound by OpenCore's.
+var (
+	ErrNotFound     = errors.New("OpenVINO GenAI's C library was not found")
+	ErrCoreNotFound = errors.New("OpenVINO's core C library was not found")
+)
+
+func (e *LoadError) what() error {
+	if e.notFound != nil {
+		return e.notFound
+	}
+	return ErrNotFound
+}
 
 func (e *LoadError) Error() string {
 	if e.Unusable != nil {
@@ -103,14 +123,14 @@ func (e *LoadError) Error() string {
 	for _, a := range e.Attempts {
 		places = append(places, a.Source+" "+a.Where)
 	}
-	return fmt.Sprintf("%v (looked in: %s)", ErrNotFound, strings.Join(places, "; "))
+	return fmt.Sprintf("%v (looked in: %s)", e.what(), strings.Join(places, "; "))
 }
 
 func (e *LoadError) Unwrap() error {
 	if e.Unusable != nil {
 		return e.Unusable
 	}
-	return ErrNotFound
+	return e.what()
 }
 
 // ErrTooOld and ErrMissingSymbol classify an unusable library.
@@ -169,7 +189,7 @@ func OpenLibrary(opts LibraryOptions) (*Library, error) {
 			continue
 		}
 		lib.Source = c.source
-		log.Debug("openvino library: loaded", "source", c.source, "path", genai, "core", core, "version", lib.Build)
+		log.Debug("openvino library: loaded", "source", c.source, "path", genai, "core", core, "chain", lib.Chain, "tokenizers", lib.Tokenizers, "version", lib.Build)
 		return lib, nil
 	}
 	return nil, lerr
@@ -205,6 +225,11 @@ func firstName() string {
 
 // load opens the libraries and checks the version.
 func load(genai, core string) (*Library, error) {
+	chain, err := keepChain(dependencyChain(genai, core))
+	if err != nil {
+		return nil, err
+	}
+	tokenizers := pointAtWheelTokenizers(genai)
 	cgenai := C.CString(genai)
 	defer C.free(unsafe.Pointer(cgenai))
 	var ccore *C.char
@@ -221,22 +246,173 @@ func load(genai, core string) (*Library, error) {
 		}
 		return nil, fmt.Errorf("loading %s: %s", genai, msg)
 	}
-	lib := &Library{api: api, GenAIPath: genai, CorePath: core}
-	var v C.ov_version_t
-	if err := check(api, "ov_get_openvino_version", "", C.npud_ov_get_openvino_version(api, &v)); err != nil {
+	lib := &Library{api: api, GenAIPath: genai, CorePath: core, Chain: chain, Tokenizers: tokenizers}
+	if err := lib.readVersion(genai); err != nil {
 		return nil, err
 	}
-	lib.Build = C.GoString(v.buildNumber)
-	C.npud_ov_version_free(api, &v)
-	version, ok := parseVersion(lib.Build)
-	if !ok {
-		return nil, fmt.Errorf("%s: cannot read OpenVINO's version from %q", genai, lib.Build)
-	}
-	lib.Version = version
-	if version.Less(MinVersion) {
+	if version := lib.Version; version.Less(MinVersion) {
 		return nil, fmt.Errorf("%s is OpenVINO GenAI %s (%s): %w: npud needs %s or newer", genai, version, lib.Build, ErrTooOld, MinVersion)
 	}
 	return lib, nil
+}
+
+// readVersion asks the core for its build number (ov_get_openvino_version).
+func (l *Library) readVersion(path string) error {
+	var v C.ov_version_t
+	if err := check(l.api, "ov_get_openvino_version", "", C.npud_ov_get_openvino_version(l.api, &v)); err != nil {
+		return err
+	}
+	l.Build = C.GoString(v.buildNumber)
+	C.npud_ov_version_free(l.api, &v)
+	version, ok := parseVersion(l.Build)
+	if !ok {
+		return fmt.Errorf("%s: cannot read OpenVINO's version from %q", path, l.Build)
+	}
+	l.Version = version
+	return nil
+}
+
+// OpenCore finds and loads OpenVINO's core C library alone, in the same
+// places as OpenLibrary (an openvino Python wheel's openvino/libs too), for
+// npud doctor: the runtime's version and devices where GenAI's C library
+// is missing, as after "pip install openvino-genai" (the wheels hold GenAI's
+// C++ library only). The Library it returns has no GenAI half: GenAIPath
+// is "" and it serves no pipeline.
+func OpenCore(opts LibraryOptions) (*Library, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	lerr := &LoadError{}
+	for _, c := range discoverySteps(opts.Path, getenv) {
+		a := Attempt{Source: c.source, Where: c.where}
+		core := ""
+		if c.findCore != nil {
+			core = c.findCore()
+		}
+		if core == "" {
+			lerr.Attempts = append(lerr.Attempts, a)
+			continue
+		}
+		a.Found = core
+		lib, err := loadCore(core)
+		if err != nil {
+			a.Err = err.Error()
+			lerr.Attempts = append(lerr.Attempts, a)
+			if lerr.Unusable == nil {
+				lerr.Unusable = err
+			}
+			continue
+		}
+		lib.Source = c.source
+		return lib, nil
+	}
+	lerr.notFound = ErrCoreNotFound
+	return nil, lerr
+}
+
+func loadCore(core string) (*Library, error) {
+	chain, err := keepChain(dependencyChain("", core))
+	if err != nil {
+		return nil, err
+	}
+	ccore := C.CString(core)
+	defer C.free(unsafe.Pointer(ccore))
+	var buf [1024]C.char
+	api := C.npud_ov_open_core(ccore, &buf[0], C.size_t(len(buf)))
+	if api == nil {
+		return nil, fmt.Errorf("loading %s: %s", core, C.GoString(&buf[0]))
+	}
+	lib := &Library{api: api, CorePath: core, Chain: chain}
+	if err := lib.readVersion(core); err != nil {
+		return nil, err
+	}
+	return lib, nil
+}
+
+// dependencyChain lists what the C libraries need, in the order to load
+// it by path: TBB, then libopenvino (the core C library needs both), then
+// libopenvino_genai (GenAI's C library needs it). A library's dependencies
+// are found by soname, and a library already loaded satisfies its soname
+// whatever its folder, so loading them first makes a folder work that no
+// search path names: the archive's libraries carry no RUNPATH (its
+// setupvars.sh sets LD_LIBRARY_PATH instead), and GenAI's libraries in
+// the PyPI wheels carry none either (libopenvino_genai.so.2641 needs
+// libopenvino.so.2641 from another wheel's folder; readelf -d). Only files
+// that exist are listed; Windows' loader searches the DLL's own folder.
+func dependencyChain(genai, core string) []string {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	var coreDirs, genaiDirs []string
+	if core != "" {
+		dir := filepath.Dir(core)
+		coreDirs = append(coreDirs, dir)
+		// The archive's runtime/lib/intel64 with TBB in runtime/3rdparty/tbb/lib.
+		coreDirs = append(coreDirs, filepath.Join(dir, "..", "..", "3rdparty", "tbb", "lib"))
+	}
+	if genai != "" {
+		genaiDirs = append(genaiDirs, filepath.Dir(genai))
+		coreDirs = append(coreDirs, filepath.Dir(genai))
+	}
+	var chain []string
+	for _, step := range []struct {
+		name string
+		dirs []string
+	}{{"libtbb.so", coreDirs}, {"libopenvino.so", coreDirs}, {"libopenvino_genai.so", genaiDirs}} {
+		if p := findLibrary(step.dirs, step.name); p != "" && !slices.Contains(chain, p) {
+			chain = append(chain, p)
+		}
+	}
+	return chain
+}
+
+// EnvTokenizersPath is where GenAI looks for the openvino-tokenizers
+// library first; without it, beside its own library
+// (tokenizers_relative_to_genai, openvino.genai
+// src/cpp/src/tokenizer/tokenizers_path.cpp).
+const EnvTokenizersPath = "OPENVINO_TOKENIZERS_PATH_GENAI"
+
+// pointAtWheelTokenizers sets EnvTokenizersPath for a GenAI C library in
+// an openvino_genai wheel's folder, where the tokenizers library is not
+// beside GenAI's but in the openvino-tokenizers wheel's lib folder (the
+// Python package points GenAI at it; a C program must). Without it every
+// pipeline fails to start. A value already set is kept. It returns the
+// path set, or "".
+func pointAtWheelTokenizers(genai string) string {
+	if runtime.GOOS == "windows" || os.Getenv(EnvTokenizersPath) != "" {
+		return ""
+	}
+	dir := filepath.Dir(genai)
+	if filepath.Base(dir) != "openvino_genai" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(dir, "libopenvino_tokenizers.so")); err == nil {
+		return "" // GenAI finds it itself
+	}
+	p := filepath.Join(filepath.Dir(dir), "openvino_tokenizers", "lib", "libopenvino_tokenizers.so")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	if err := os.Setenv(EnvTokenizersPath, p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// keepChain loads each library of the chain by path, in order, for the
+// life of the process.
+func keepChain(chain []string) ([]string, error) {
+	for _, p := range chain {
+		cp := C.CString(p)
+		var buf [1024]C.char
+		ok := C.npud_lib_keep(cp, &buf[0], C.size_t(len(buf)))
+		C.free(unsafe.Pointer(cp))
+		if ok == 0 {
+			return nil, fmt.Errorf("loading %s (needed by OpenVINO's C libraries): %s", p, C.GoString(&buf[0]))
+		}
+	}
+	return chain, nil
 }
 
 // hook calls a function of the library taking nothing and returning an
@@ -256,6 +432,9 @@ func (l *Library) hook(name string) (int64, bool) {
 type candidate struct {
 	source, where string
 	find          func() (genai, core string)
+	// findCore finds OpenVINO's core C library alone (OpenCore); nil: this
+	// step has no place of its own for it.
+	findCore func() string
 }
 
 func discoverySteps(path string, getenv func(string) string) []candidate {
@@ -264,41 +443,48 @@ func discoverySteps(path string, getenv func(string) string) []candidate {
 		out = append(out, candidate{"--openvino-lib", path, func() (string, string) {
 			if st, err := os.Stat(path); err == nil && !st.IsDir() {
 				_, coreName := libraryNames()
-				return path, findLibrary([]string{filepath.Dir(path)}, coreName)
+				return path, findLibrary(coreFolders(filepath.Dir(path)), coreName)
 			}
 			return inRoot(path)
+		}, func() string {
+			if st, err := os.Stat(path); err == nil && !st.IsDir() {
+				path = filepath.Dir(path)
+			}
+			return coreInRoot(path)
 		}})
 	}
 	for _, env := range []string{"OpenVINO_DIR", "INTEL_OPENVINO_DIR"} {
 		if dir := getenv(env); dir != "" {
-			out = append(out, candidate{env, dir, func() (string, string) { return inRoot(dir) }})
+			out = append(out, candidate{env, dir, func() (string, string) { return inRoot(dir) }, func() string { return coreInRoot(dir) }})
 		}
 	}
 	nothing := func() (string, string) { return "", "" }
 	archives := archiveFolders()
 	if len(archives) == 0 {
-		out = append(out, candidate{"archive", archivePattern(), nothing}) // said, so people know it was looked at
+		out = append(out, candidate{"archive", archivePattern(), nothing, nil}) // said, so people know it was looked at
 	}
 	for _, dir := range archives {
-		out = append(out, candidate{"archive", dir, func() (string, string) { return inRoot(dir) }})
+		out = append(out, candidate{"archive", dir, func() (string, string) { return inRoot(dir) }, func() string { return coreInRoot(dir) }})
 	}
-	wheels := wheelFolders(getenv)
-	if len(wheels) == 0 {
-		out = append(out, candidate{"python wheel", "no openvino_genai package in the Python environments", nothing})
+	sites := pythonSitePackages(getenv)
+	if len(sites) == 0 {
+		out = append(out, candidate{"python wheel", "no openvino or openvino_genai package in the Python environments", nothing, nil})
 	}
-	for _, dir := range wheels {
-		out = append(out, candidate{"python wheel", dir, func() (string, string) {
-			genaiName, coreName := libraryNames()
-			genai := findLibrary([]string{dir}, genaiName)
+	for _, site := range sites {
+		genaiDir := filepath.Join(site, "openvino_genai")
+		// The core library is the openvino wheel's, beside GenAI's.
+		coreDir := filepath.Join(site, "openvino", "libs")
+		genaiName, coreName := libraryNames()
+		out = append(out, candidate{"python wheel", genaiDir, func() (string, string) {
+			genai := findLibrary([]string{genaiDir}, genaiName)
 			if genai == "" {
 				return "", ""
 			}
-			// The core library is the openvino wheel's, beside this one.
-			return genai, findLibrary([]string{filepath.Join(filepath.Dir(dir), "openvino", "libs")}, coreName)
-		}})
+			return genai, findLibrary([]string{coreDir}, coreName)
+		}, func() string { return findLibrary([]string{coreDir}, coreName) }})
 	}
 	genaiName, coreName := libraryNames()
-	out = append(out, candidate{"system", "the loader's search path", func() (string, string) {
+	out = append(out, candidate{source: "system", where: "the loader's search path", find: func() (string, string) {
 		// A name without a folder goes to the system loader, which finds
 		// what ldconfig and LD_LIBRARY_PATH (PATH on Windows) know.
 		cname := C.CString(genaiName)
@@ -308,17 +494,42 @@ func discoverySteps(path string, getenv func(string) string) []candidate {
 		}
 		dirs := systemFolders()
 		if genai := findLibrary(dirs, genaiName); genai != "" {
-			return genai, findLibrary([]string{filepath.Dir(genai)}, coreName)
+			return genai, findLibrary(coreFolders(filepath.Dir(genai)), coreName)
 		}
 		return "", ""
-	}})
+	}, findCore: func() string { return findLibrary(systemFolders(), coreName) }})
 	return out
+}
+
+// coreInRoot searches an install root for the core C library alone.
+func coreInRoot(root string) string {
+	_, coreName := libraryNames()
+	return findLibrary(rootFolders(root), coreName)
 }
 
 // inRoot searches an install root: the folder itself, the archive's
 // library folder under it, and, for OpenVINO_DIR (the archive's
 // runtime/cmake), the library folder beside it.
 func inRoot(root string) (genai, core string) {
+	genaiName, coreName := libraryNames()
+	genai = findLibrary(rootFolders(root), genaiName)
+	if genai == "" {
+		return "", ""
+	}
+	return genai, findLibrary(coreFolders(filepath.Dir(genai)), coreName)
+}
+
+// coreFolders are where the core C library sits beside GenAI's in dir:
+// the same folder (the archives), or, for a GenAI C library put into an
+// openvino_genai wheel's folder, the openvino wheel's libs beside it. The
+// daemon hands its worker processes the GenAI library's path alone, so a
+// wheel layout must be recognised from that path too.
+func coreFolders(dir string) []string {
+	return []string{dir, filepath.Join(filepath.Dir(dir), "openvino", "libs")}
+}
+
+// rootFolders are the library folders of an install root.
+func rootFolders(root string) []string {
 	dirs := []string{root}
 	for _, sub := range []string{"runtime/lib/intel64", "runtime/lib/intel64/Release", "runtime/bin/intel64/Release", "lib/intel64", "lib"} {
 		dirs = append(dirs, filepath.Join(root, filepath.FromSlash(sub)))
@@ -327,12 +538,7 @@ func inRoot(root string) (genai, core string) {
 		parent := filepath.Dir(root) // runtime
 		dirs = append(dirs, filepath.Join(parent, "lib", "intel64"), filepath.Join(parent, "bin", "intel64", "Release"))
 	}
-	genaiName, coreName := libraryNames()
-	genai = findLibrary(dirs, genaiName)
-	if genai == "" {
-		return "", ""
-	}
-	return genai, findLibrary([]string{filepath.Dir(genai)}, coreName)
+	return dirs
 }
 
 // findLibrary returns the first folder's library called name: the
@@ -372,10 +578,10 @@ func archivePattern() string {
 	return "/opt/intel/openvino*"
 }
 
-// wheelFolders are the openvino_genai package folders of the Python
-// environments on this machine: the active virtual environment, the
-// user's and the system's.
-func wheelFolders(getenv func(string) string) []string {
+// pythonSitePackages are the site-packages folders of the Python
+// environments on this machine that hold an openvino_genai or an openvino
+// package: the active virtual environment, the user's and the system's.
+func pythonSitePackages(getenv func(string) string) []string {
 	var bases []string
 	if venv := getenv("VIRTUAL_ENV"); venv != "" {
 		bases = append(bases, filepath.Join(venv, "lib", "python3*", "site-packages"), filepath.Join(venv, "Lib", "site-packages"))
@@ -386,8 +592,15 @@ func wheelFolders(getenv func(string) string) []string {
 	bases = append(bases, "/usr/local/lib/python3*/dist-packages", "/usr/lib/python3/dist-packages", "/usr/local/lib/python3*/site-packages")
 	var out []string
 	for _, b := range bases {
-		matches, _ := filepath.Glob(filepath.Join(b, "openvino_genai"))
-		out = append(out, matches...)
+		sites, _ := filepath.Glob(b)
+		for _, site := range sites {
+			for _, pkg := range []string{"openvino_genai", "openvino"} {
+				if st, err := os.Stat(filepath.Join(site, pkg)); err == nil && st.IsDir() {
+					out = append(out, site)
+					break
+				}
+			}
+		}
 	}
 	return out
 }

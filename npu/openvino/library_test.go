@@ -167,3 +167,45 @@ func TestParseVersion(t *testing.T) {
 	assert.False(t, Version{2026, 2}.Less(MinVersion))
 	assert.False(t, Version{2027, 0}.Less(MinVersion))
 }
+
+// Issue 26 item 6 (found running npud on GenAI's C library put into a
+// wheel's openvino_genai folder): the core is the openvino wheel's, in
+// site-packages/openvino/libs, also when the GenAI library is named by
+// path, as the daemon names it to its workers. Without the core, the
+// dependency chain misses libopenvino and GenAI's C++ library does not load.
+func TestWheelLayoutCoreBesideGenAI(t *testing.T) {
+	site := filepath.Join(t.TempDir(), "lib", "python3.11", "site-packages")
+	all := filepath.Join(t.TempDir(), "all")
+	installAt(t, all, false)
+	entries, err := os.ReadDir(all)
+	require.NoError(t, err)
+	for _, e := range entries {
+		dir := filepath.Join(site, "openvino", "libs")
+		if strings.HasPrefix(e.Name(), "libopenvino_genai_c") {
+			dir = filepath.Join(site, "openvino_genai")
+		}
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		target, err := os.Readlink(filepath.Join(all, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.Symlink(target, filepath.Join(dir, e.Name())))
+	}
+	// The openvino-tokenizers wheel's library, which GenAI does not find
+	// from a C program in this layout.
+	tokenizers := filepath.Join(site, "openvino_tokenizers", "lib", "libopenvino_tokenizers.so")
+	require.NoError(t, os.MkdirAll(filepath.Dir(tokenizers), 0o755))
+	require.NoError(t, os.WriteFile(tokenizers, nil, 0o644))
+	t.Setenv(EnvTokenizersPath, "")
+	genai := filepath.Join(site, "openvino_genai", "libopenvino_genai_c.so")
+	for _, opts := range []LibraryOptions{{Path: genai}, {Getenv: envOf("VIRTUAL_ENV", filepath.Dir(filepath.Dir(filepath.Dir(site))))}} {
+		lib, err := OpenLibrary(opts)
+		require.NoError(t, err)
+		assert.Equal(t, genai, lib.GenAIPath)
+		assert.Equal(t, filepath.Join(site, "openvino", "libs", "libopenvino_c.so"), lib.CorePath)
+		assert.Equal(t, tokenizers, os.Getenv(EnvTokenizersPath), "GenAI is pointed at the tokenizers wheel's library")
+	}
+	// One the user set is kept.
+	t.Setenv(EnvTokenizersPath, "/opt/mine/libopenvino_tokenizers.so")
+	_, err = OpenLibrary(LibraryOptions{Path: genai})
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/mine/libopenvino_tokenizers.so", os.Getenv(EnvTokenizersPath))
+}

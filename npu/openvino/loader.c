@@ -70,3 +70,39 @@ int npud_lib_probe(const char* name) {
     char err[256];
     return npud_lib_open(name, err, sizeof err) != NULL;
 }
+
+int npud_lib_keep(const char* path, char* err, size_t err_len) {
+    return npud_lib_open(path, err, err_len) != NULL;
+}
+
+// Only the core's entries: a GENAI entry expands to nothing.
+#define NPUD_OV_CORE_ONLY_CORE(name) NPUD_OV_RESOLVE(api->core, name)
+#define NPUD_OV_CORE_ONLY_GENAI(name)
+#define NPUD_OV_RESOLVE_IF_CORE(lib, name) NPUD_OV_CORE_ONLY_##lib(name)
+
+npud_ov_api* npud_ov_open_core(const char* core_path, char* err, size_t err_len) {
+    npud_ov_api* api = calloc(1, sizeof *api);
+    if (!api) {
+        snprintf(err, err_len, "out of memory");
+        return NULL;
+    }
+    if (!(api->core = npud_lib_open(core_path, err, err_len))) {
+        free(api);
+        return NULL;
+    }
+    const char* missing = NULL;
+#define NPUD_OV_RESOLVE(lib, name)                 \
+    if (!missing) {                                \
+        void* p = npud_lib_symbol(lib, #name);     \
+        if (p) memcpy(&api->name, &p, sizeof p);   \
+        else missing = #name;                      \
+    }
+    NPUD_OV_FUNCTIONS(NPUD_OV_RESOLVE_IF_CORE)
+#undef NPUD_OV_RESOLVE
+    if (missing) {
+        snprintf(err, err_len, "missing symbol %s", missing);
+        free(api);
+        return NULL;
+    }
+    return api;
+}

@@ -106,6 +106,18 @@ typedef struct npud_ov_api {
  */
 npud_ov_api* npud_ov_open(const char* core_path, const char* genai_path, char* err, size_t err_len);
 
+/*
+ * npud_ov_open_core loads OpenVINO's core C library alone and resolves only
+ * its functions (npud doctor reports the runtime's version and devices
+ * where GenAI's C library is missing). Its GenAI entries stay NULL.
+ */
+npud_ov_api* npud_ov_open_core(const char* core_path, char* err, size_t err_len);
+
+/* npud_lib_keep loads a library by path and keeps it for the life of the
+   process, so that a later library needing it by its soname finds it
+   already loaded (the dependency chain, see library.go). */
+int npud_lib_keep(const char* path, char* err, size_t err_len);
+
 /* npud_lib_probe reports whether the system loader finds a library by its
    name alone (its search path: LD_LIBRARY_PATH, ld.so.cache; PATH). */
 int npud_lib_probe(const char* name);

@@ -62,9 +62,10 @@ type Fault struct {
 
 // What the simulated engine offers the runner, checked at compile time.
 var (
-	_ npu.Engine   = (*Engine)(nil)
-	_ npu.Reloader = (*Engine)(nil)
-	_ npu.Embedder = (*Engine)(nil)
+	_ npu.Engine        = (*Engine)(nil)
+	_ npu.Reloader      = (*Engine)(nil)
+	_ npu.Embedder      = (*Engine)(nil)
+	_ npu.PromptCounter = (*Engine)(nil)
 )
 
 // Engine is the simulated engine.
@@ -105,14 +106,18 @@ func (e *Engine) Reload(_ context.Context, model string) error {
 	return nil
 }
 
+// PromptTokens implements npu.PromptCounter: the simulated tokenizer's
+// count of the prompt Generate reads.
+func (e *Engine) PromptTokens(req *npu.Request) int { return CountTokens(PromptText(req)) }
+
 // Generate implements npu.Engine.
 func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	prompt := PromptText(req)
 	promptTokens := CountTokens(prompt)
 	reused := e.cache.reuse(req, promptTokens)
-	if need := promptTokens + req.MaxTokens; need > e.cfg.ContextLength {
-		return npu.Result{}, fmt.Errorf("prompt of %d tokens plus max_tokens %d exceeds the context of %d tokens: %w",
-			promptTokens, req.MaxTokens, e.cfg.ContextLength, npu.ErrContextLength)
+	limit, clamped, err := npu.CompletionLimit(req.MaxTokens, promptTokens, e.cfg.ContextLength)
+	if err != nil {
+		return npu.Result{}, err
 	}
 	tokens := Tokens(seedOf(req), prompt)
 	if tool, ok := plannedCall(req, rngFor(seedOf(req), prompt)); ok {
@@ -124,9 +129,8 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 		tokens = append(Reasoning(seedOf(req), prompt), tokens...)
 	}
 	res := npu.Result{FinishReason: npu.FinishStop, PromptTokens: promptTokens, CachedPromptTokens: reused}
-	limit := e.cfg.ContextLength - promptTokens
-	if req.MaxTokens > 0 {
-		limit = req.MaxTokens
+	if clamped {
+		res.MaxTokensClamped = limit
 	}
 	if len(tokens) > limit {
 		tokens, res.FinishReason = tokens[:limit], npu.FinishLength

@@ -65,6 +65,13 @@ func (e *recordingEngine) Generate(ctx context.Context, req *npu.Request, sink n
 	})
 }
 
+// PromptTokens passes the wrapped engine's count on, so the runner
+// applies the completion limit when it admits a request, as it does for
+// the bare simulator.
+func (e *recordingEngine) PromptTokens(req *npu.Request) int {
+	return e.Engine.(npu.PromptCounter).PromptTokens(req)
+}
+
 // calls returns what the i-th Generate call sent and was answered.
 func (e *recordingEngine) calls(t *testing.T, i int) ([]string, []npu.Status) {
 	t.Helper()
@@ -301,11 +308,16 @@ func TestContextLength(t *testing.T) {
 		maxTokens  int
 		fits       bool
 		wantTokens int // when it fits
+		clamped    int // the limit it ran with, when lowered
 	}{
-		{"prompt longer than the context", 99, 0, false, 0},
-		{"prompt fills the context", 100, 0, true, 0},
-		{"max tokens exactly fit", 128, 28, true, 28},
-		{"one token over", 128, 29, false, 0},
+		{"prompt longer than the context", 99, 0, false, 0, 0},
+		{"prompt fills the context: no room for one token", 100, 0, false, 0, 0},
+		{"prompt fills the context, with a limit", 100, 5, false, 0, 0},
+		{"no limit: the room left", 110, 0, true, 10, 0},
+		{"max tokens exactly fit", 128, 28, true, 28, 0},
+		{"one token over: clamped", 128, 29, true, 28, 28},
+		// Issue 31: OpenCode's max_tokens 32000 on every request.
+		{"far over: clamped", 128, 32000, true, 28, 28},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -318,6 +330,22 @@ func TestContextLength(t *testing.T) {
 				assert.Equal(t, tc.wantTokens, res.CompletionTokens)
 				assert.Len(t, rec.chunks, tc.wantTokens)
 				assert.Equal(t, npu.FinishLength, res.FinishReason, "cut short by the context")
+				assert.Equal(t, tc.clamped, res.MaxTokensClamped)
+
+				// Through the runner the clamp is known when the request is
+				// admitted, before the first event (a writer's header).
+				r, _ := newRunner(t, cfg, npu.StreamLimits{})
+				s, err := r.Start(&npu.Request{Model: ModelID, Prompt: prompt, MaxTokens: tc.maxTokens})
+				require.NoError(t, err)
+				defer s.Close()
+				assert.Equal(t, tc.clamped, s.MaxTokensClamped())
+				text, res, err := s.Collect(context.Background())
+				require.NoError(t, err)
+				assert.Equal(t, joined(0, prompt, tc.wantTokens), text)
+				assert.Equal(t, tc.wantTokens, res.CompletionTokens)
+				assert.Equal(t, npu.FinishLength, res.FinishReason)
+				assert.Equal(t, tc.clamped, res.MaxTokensClamped)
+				assert.Equal(t, tc.clamped, s.Stats().MaxTokensClamped)
 				return
 			}
 			require.ErrorIs(t, err, npu.ErrContextLength)
@@ -325,10 +353,11 @@ func TestContextLength(t *testing.T) {
 			assert.Empty(t, rec.chunks, "refused before any text")
 
 			r, e := newRunner(t, cfg, npu.StreamLimits{})
-			_, _, err = stream(t, r, req)
-			require.ErrorIs(t, err, npu.ErrContextLength, "the stream reports it")
-			chunks, _ := e.calls(t, 0)
-			assert.Empty(t, chunks)
+			_, err = r.Start(req)
+			require.ErrorIs(t, err, npu.ErrContextLength, "refused when admitted, before anything is queued")
+			e.mu.Lock()
+			assert.Empty(t, e.recs, "the engine never ran")
+			e.mu.Unlock()
 		})
 	}
 }

@@ -21,6 +21,13 @@ void ovtest_object_created(void) { atomic_fetch_add(&live_objects, 1); }
 void ovtest_object_freed(void) { atomic_fetch_sub(&live_objects, 1); }
 int64_t ovtest_live_objects(void) { return atomic_load(&live_objects); }
 
+/* The core keeps the message of the last exception its C API caught, per
+ * thread: a success leaves it, ov_core_free clears it, and before any
+ * failure there is none (NULL), as libopenvino_c 2026.4.1 does. */
+static _Thread_local char last_err_msg[512];
+
+const char* ov_get_last_err_msg(void) { return last_err_msg[0] ? last_err_msg : NULL; }
+
 struct ov_core {
     int unused;
 };
@@ -33,6 +40,7 @@ ov_status_e ov_core_create(ov_core_t** core) {
 }
 
 void ov_core_free(ov_core_t* core) {
+    last_err_msg[0] = 0;
     if (!core) return;
     free(core);
     ovtest_object_freed();
@@ -75,7 +83,11 @@ ov_status_e ov_core_get_property(const ov_core_t* core, const char* device_name,
         const char* v = getenv("OVTEST_NPU_DRIVER");
         snprintf(buf, sizeof buf, "%s", v && *v ? v : "1688");
     } else {
-        return NOT_FOUND; /* as the real core answers an unsupported property */
+        /* The plugin throws; the C API answers GENERAL_ERROR and keeps the
+         * exception's text, the plugin's words on its last line. */
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nCannot get unsupported property: %s\n\n\n",
+                 property_key);
+        return GENERAL_ERROR;
     }
     *property_value = strdup(buf);
     ovtest_object_created();

@@ -520,12 +520,20 @@ static size_t read_head(const char* path, char* buf, size_t size) {
 }
 
 /* The template takes enable_thinking: the model reasons first, in
- * <think>...</think>, unless the extra context sets it false (Qwen3). */
+ * <think>...</think>, unless the extra context sets it false (Qwen3). The
+ * template is in tokenizer_config.json or chat_template.jinja, the latter
+ * read last (tokenizer_impl.cpp, parse_chat_template_from_file). */
 static int folder_template_thinks(const char* dir) {
+    static const char* const files[] = {"tokenizer_config.json", "chat_template.jinja"};
     char path[4096];
-    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
-    char buf[8192];
-    return read_head(path, buf, sizeof buf) && strstr(buf, "enable_thinking") != NULL;
+    char* buf = malloc(65536);
+    int thinks = 0;
+    for (size_t i = 0; i < 2 && !thinks; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        thinks = read_head(path, buf, 65536) && strstr(buf, "enable_thinking") != NULL;
+    }
+    free(buf);
+    return thinks;
 }
 
 /* folder_tool_format: the template renders tools, in one family's way
@@ -1505,7 +1513,8 @@ ov_status_e ov_genai_perf_metrics_get_num_input_tokens(const ov_genai_perf_metri
     ov_status_e ov_genai_perf_metrics_get_##name(const ov_genai_perf_metrics* m, float* mean, float* std) { \
         if (!m || !mean || !std) return INVALID_C_PARAM;                                          \
         *mean = m->field;                                                                         \
-        *std = 0;                                                                                 \
+        /* no samples: mean and std both -1 (calc_mean_and_std, perf_metrics.cpp) */             \
+        *std = m->field < 0 ? -1 : 0;                                                             \
         return OK;                                                                                \
     }
 

@@ -30,6 +30,8 @@ type Class struct {
 func Of(err error) Class {
 	var engineErr *npu.EngineError
 	switch {
+	case errors.Is(err, npu.ErrKeyRevoked): // before ErrClientGone, which wraps it
+		return Class{Status: http.StatusUnauthorized, Code: "key_revoked"}
 	case errors.Is(err, npu.ErrInvalidRequest):
 		return Class{Status: http.StatusBadRequest, Code: "invalid_value"}
 	case errors.Is(err, npu.ErrModelNotFound):

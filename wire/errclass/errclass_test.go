@@ -32,6 +32,7 @@ func TestOf(t *testing.T) {
 		{journal.ErrCancelled, Class{Status: 409, Code: "cancelled"}},
 		{npu.ErrTokenTimeout, Class{Status: 504, Code: "token_timeout", Server: true}},
 		{npu.ErrClientGone, Class{Status: StatusClientClosed, Code: "client_closed"}},
+		{fmt.Errorf("%w: %w", npu.ErrClientGone, npu.ErrKeyRevoked), Class{Status: 401, Code: "key_revoked"}},
 		{&npu.EngineError{Engine: "x", Cause: errors.New("boom")}, Class{Status: 500, Code: "engine_error", Server: true}},
 		{&npu.EngineError{Engine: "x", Cause: fmt.Errorf("worker: %w", npu.ErrEngineCrashed)}, Class{Status: 503, Code: "engine_crashed", Server: true, Retryable: true}},
 		{fmt.Errorf("worker: %w", npu.ErrEngineHung), Class{Status: 503, Code: "engine_hung", Server: true, Retryable: true}},

@@ -12,6 +12,7 @@ import (
 	"image/png"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,7 +56,7 @@ func TestDecode(t *testing.T) {
 	}
 	require.NoError(t, jpeg.Encode(&jpg, solid, &jpeg.Options{Quality: 95}))
 
-	l := Limits{MaxBytes: 1 << 20, MaxPixels: 1 << 20}
+	l := Limits{MaxBytes: 1 << 20, MaxPixels: 1 << 20}.Begin()
 	img, err := l.Decode(pngOf(t, rgb))
 	require.NoError(t, err)
 	assert.Equal(t, 2, img.Width)
@@ -82,13 +83,14 @@ func TestDecode(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	small := pngOf(t, image.NewGray(image.Rect(0, 0, 4, 4)))
-	l := Limits{MaxImages: 2, MaxBytes: 1 << 10, MaxPixels: 100}
+	limits := Limits{MaxImages: 2, MaxBytes: 1 << 10, MaxPixels: 100}
+	l := limits.Begin()
 	for _, tc := range []struct {
 		name string
 		run  func() error
 		want string
 	}{
-		{"too many", func() error { return l.CheckCount(3) }, "at most 2"},
+		{"too many", func() error { return limits.CheckCount(3) }, "at most 2"},
 		{"too many pixels, from the header", func() error { _, err := l.Decode(hugePNG(100000, 100000)); return err }, "at most 100 pixels"},
 		{"too large a file", func() error { _, err := l.Decode(make([]byte, 2<<10)); return err }, "larger than 1024 bytes"},
 		{"too large base64", func() error {
@@ -121,6 +123,8 @@ func TestRefusals(t *testing.T) {
 	assert.Equal(t, 4, img.Width)
 }
 
+// The fetch client connects to the loopback test server only because the
+// allow-list names loopback; by default it is refused (see TestFetchRefusesNonPublic).
 func TestFetchWhenAllowed(t *testing.T) {
 	body := pngOf(t, image.NewGray(image.Rect(0, 0, 3, 2)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -131,13 +135,31 @@ func TestFetchWhenAllowed(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	defer srv.Close()
-	l := Limits{MaxBytes: 1 << 20, MaxPixels: 1 << 20, AllowURLs: true, Client: srv.Client()}
-	img, err := l.FromURL(context.Background(), srv.URL+"/cat.png")
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	l := Limits{MaxBytes: 1 << 20, MaxPixels: 1 << 20, AllowURLs: true, Client: NewFetchClient(loopback)}
+	img, err := l.Begin().FromURL(context.Background(), srv.URL+"/cat.png")
 	require.NoError(t, err)
 	assert.Equal(t, 3, img.Width)
-	_, err = l.FromURL(context.Background(), srv.URL+"/missing.png")
-	assert.ErrorContains(t, err, "404")
+	_, err = l.Begin().FromURL(context.Background(), srv.URL+"/missing.png")
+	assert.ErrorIs(t, err, errFetch)
 	l.MaxBytes = 10
-	_, err = l.FromURL(context.Background(), srv.URL+"/cat.png")
+	_, err = l.Begin().FromURL(context.Background(), srv.URL+"/cat.png")
 	assert.ErrorContains(t, err, "larger than 10 bytes")
+}
+
+// The 16-bit fast paths give what the generic path gives.
+func TestSixteenBitPathsAgree(t *testing.T) {
+	rect := image.Rect(0, 0, 3, 1)
+	nrgba := image.NewNRGBA64(rect)
+	nrgba.Set(0, 0, color.NRGBA64{0xffff, 0, 0, 0xffff})
+	nrgba.Set(1, 0, color.NRGBA64{0, 0x8000, 0xffff, 0x8000})
+	rgba := image.NewRGBA64(rect)
+	rgba.Set(0, 0, color.RGBA64{0, 0xffff, 0, 0xffff})
+	rgba.Set(1, 0, color.RGBA64{0x4000, 0x4000, 0x4000, 0x8000})
+	gray := image.NewGray16(rect)
+	gray.Set(2, 0, color.Gray16{0xc8ff})
+	for _, img := range []image.Image{nrgba, rgba, gray} {
+		generic := toRGB(struct{ image.Image }{img}) // hides the type: the At path
+		assert.Equal(t, generic.RGB, toRGB(img).RGB, "%T", img)
+	}
 }

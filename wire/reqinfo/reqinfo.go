@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -73,6 +75,19 @@ func (i *Info) MarkFirstToken() { i.MarkFirstTokenAt(time.Now()) }
 func (i *Info) MarkFirstTokenAt(at time.Time) {
 	if i.TTFT == 0 && !at.IsZero() {
 		i.TTFT = max(at.Sub(i.Start), time.Nanosecond)
+	}
+}
+
+// MaxTokensClampedHeader is the response header that says the request's
+// completion limit was lowered to the room its prompt left in the context
+// (npu.CompletionLimit): its value is the limit the generation ran with.
+const MaxTokensClampedHeader = "X-Npud-Max-Tokens-Clamped"
+
+// SetMaxTokensClamped sets MaxTokensClampedHeader on h when n (the limit a
+// request's was lowered to) is positive.
+func SetMaxTokensClamped(h http.Header, n int) {
+	if n > 0 {
+		h.Set(MaxTokensClampedHeader, strconv.Itoa(n))
 	}
 }
 

@@ -89,15 +89,12 @@ for (const b of document.querySelectorAll("button.tab")) {
   b.addEventListener("click", () => {
     for (const o of document.querySelectorAll("button.tab")) o.classList.toggle("active", o === b);
     for (const p of document.querySelectorAll(".tab-panel")) p.hidden = p.id !== "tab-" + b.dataset.tab;
+    $("error").hidden = true; // an error belongs to the tab it happened on
     if (b.dataset.tab === "models") loadModels();
   });
 }
 
 // ---- status ------------------------------------------------------------------
-
-const history = { ttft: [], itl: [], tps: [] };
-const historyLength = 60;
-let previous = null;
 
 function duration(seconds) {
   if (seconds < 0) return "until unloaded";
@@ -127,62 +124,93 @@ function badge(text, kind) {
   return s;
 }
 
-function push(series, v) {
-  series.push(v);
-  if (series.length > historyLength) series.shift();
+// niceCeiling is the smallest round value (1, 1.5, 2, 2.5, 3, 4, 5, 6 or
+// 8 × 10^k) at or above v: an axis top people read at a glance.
+function niceCeiling(v) {
+  if (!(v > 0)) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= v * (1 - 1e-9)) return m * p;
+  return 10 * p;
 }
 
-// chart draws a series as a line, scaled to its own maximum; null points
-// (an interval with nothing to measure) leave a gap.
-function chart(canvas, series, label) {
+function axisLabel(v) {
+  return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1).replace(/\.0$/, "") : String(+v.toFixed(2));
+}
+
+// chart draws one point per request, oldest on the left, on an axis from
+// 0 to a round value above the largest point (so no line touches the top),
+// with its labels in a margin of their own (so none covers the line). A
+// request without the figure (one token: no gap) is skipped. What it drew
+// is left on the canvas's data attributes for the browser tests.
+function chart(canvas, values) {
+  const ratio = window.devicePixelRatio || 1;
+  const cw = canvas.clientWidth || canvas.width, ch = canvas.clientHeight || canvas.height;
+  canvas.width = Math.round(cw * ratio);
+  canvas.height = Math.round(ch * ratio);
   const ctx = canvas.getContext("2d");
-  const w = canvas.width, h = canvas.height;
-  ctx.clearRect(0, 0, w, h);
-  const vals = series.filter((v) => v !== null);
-  const top = Math.max(1e-9, ...vals) * 1.15;
-  ctx.strokeStyle = "#dde1e6";
-  ctx.beginPath();
-  ctx.moveTo(0, h - 0.5);
-  ctx.lineTo(w, h - 0.5);
-  ctx.stroke();
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.clearRect(0, 0, cw, ch);
+  const left = 40, right = 8, top = 10, bottom = 16;
+  const w = cw - left - right, h = ch - top - bottom;
+  const points = values.map((v, i) => ({ v, i })).filter((p) => p.v !== null && p.v !== undefined && Number.isFinite(p.v));
+  const highest = points.length ? Math.max(...points.map((p) => p.v)) : 0;
+  const axisTop = niceCeiling(highest * 1.1);
+  const y = (v) => top + h - (v / axisTop) * h;
+  const x = (i) => left + (values.length > 1 ? (i / (values.length - 1)) * w : w / 2);
+
+  ctx.font = "11px system-ui";
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "right";
+  for (const v of [0, axisTop / 2, axisTop]) {
+    ctx.strokeStyle = "#dde1e6";
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.moveTo(left, Math.round(y(v)) + 0.5);
+    ctx.lineTo(left + w, Math.round(y(v)) + 0.5);
+    ctx.stroke();
+    ctx.fillStyle = "#667";
+    ctx.fillText(axisLabel(v), left - 6, y(v));
+  }
+  ctx.textAlign = "left";
+  ctx.textBaseline = "alphabetic";
+  ctx.fillText(values.length ? "last " + values.length + " requests" : "no requests yet", left, ch - 3);
+
   ctx.strokeStyle = "#0068b5";
+  ctx.fillStyle = "#0068b5";
   ctx.lineWidth = 2;
   ctx.beginPath();
-  let pen = false;
-  series.forEach((v, i) => {
-    const x = (i / (historyLength - 1)) * w;
-    if (v === null) { pen = false; return; }
-    const y = h - (v / top) * (h - 6) - 3;
-    if (pen) ctx.lineTo(x, y); else ctx.moveTo(x, y);
-    pen = true;
-  });
+  points.forEach((p, k) => (k ? ctx.lineTo(x(p.i), y(p.v)) : ctx.moveTo(x(p.i), y(p.v))));
   ctx.stroke();
-  ctx.fillStyle = "#667";
-  ctx.font = "11px system-ui";
-  ctx.fillText(vals.length ? "max " + Math.max(...vals).toFixed(1) + " " + label : "no data yet", 4, 12);
+  for (const p of points) {
+    ctx.beginPath();
+    ctx.arc(x(p.i), y(p.v), 2.5, 0, 2 * Math.PI);
+    ctx.fill();
+  }
+  canvas.dataset.points = String(points.length);
+  canvas.dataset.axisTop = String(axisTop);
+  canvas.dataset.plotTop = String(top);
+  canvas.dataset.highestY = points.length ? String(Math.min(...points.map((p) => y(p.v)))) : "";
+  canvas.dataset.labelRight = String(left - 6);
+  canvas.dataset.plotLeft = String(left);
+  return highest;
 }
 
+// updateCharts draws the daemon's own record of the last requests, so a
+// page opened now shows what came before it.
 function updateCharts(s) {
-  if (previous) {
-    const dt = (Date.parse(s.time) - Date.parse(previous.time)) / 1000;
-    const a = s.totals, b = previous.totals;
-    const dTTFT = a.ttft_count - b.ttft_count;
-    const dITL = a.inter_token_count - b.inter_token_count;
-    push(history.ttft, dTTFT > 0 ? ((a.ttft_seconds_sum - b.ttft_seconds_sum) / dTTFT) * 1000 : null);
-    push(history.itl, dITL > 0 ? ((a.inter_token_seconds_sum - b.inter_token_seconds_sum) / dITL) * 1000 : null);
-    // Tokens count when a generation finishes; the gaps counted between
-    // pieces of text give the rate while streams are still running.
-    push(history.tps, dt > 0 ? dITL / dt : null);
+  const recent = s.recent ?? [];
+  const series = {
+    ttft: recent.map((r) => r.ttft_ms),
+    itl: recent.map((r) => r.itl_ms ?? null),
+    tps: recent.map((r) => r.tokens_per_second ?? null),
+  };
+  for (const [name, unit] of [["ttft", "ms"], ["itl", "ms"], ["tps", "tok/s"]]) {
+    const values = series[name];
+    const highest = chart($("chart-" + name), values);
+    const last = [...values].reverse().find((v) => v !== null && v !== undefined);
+    $("last-" + name).textContent = last === undefined ? "" :
+      "last " + last.toFixed(1) + " " + unit + " · max " + highest.toFixed(1) + " " + unit;
   }
-  previous = s;
-  chart($("chart-ttft"), history.ttft, "ms");
-  chart($("chart-itl"), history.itl, "ms");
-  chart($("chart-tps"), history.tps, "tok/s");
-  const last = (xs) => [...xs].reverse().find((v) => v !== null);
-  const fmt = (v, unit) => (v === undefined ? "" : "last: " + v.toFixed(1) + " " + unit);
-  $("last-ttft").textContent = fmt(last(history.ttft), "ms");
-  $("last-itl").textContent = fmt(last(history.itl), "ms");
-  $("last-tps").textContent = fmt(last(history.tps), "tok/s");
 }
 
 let knownModels = [];
@@ -194,6 +222,11 @@ function showStatus(s) {
   engine.className = "badge " + (s.simulated ? "bad" : "good");
   $("simulated-banner").hidden = !s.simulated;
   $("simulated-why").textContent = s.simulated_why ? "Why: " + s.simulated_why + "." : "";
+  // --engine auto started OpenVINO after a pull, without a restart.
+  const changed = $("engine-changed");
+  changed.hidden = !s.engine_changed;
+  changed.textContent = s.engine_changed ? "The engine changed from " + s.engine_changed.from + " to " +
+    s.engine_changed.to + " at " + new Date(s.engine_changed.at).toLocaleTimeString() + ": " + s.engine_changed.reason + "." : "";
   const state = $("state");
   state.textContent = s.status;
   state.className = "badge " + (s.status === "ok" ? "good" : "warn");
@@ -215,7 +248,11 @@ function showStatus(s) {
     row(loaded, [m.id, m.device || "", String(m.context_length),
       m.preloaded ? "preloaded" : m.in_use ? "in use (" + m.in_use + ")" : duration(m.keep_alive_seconds)]);
   }
-  if (!s.loaded.length) row(loaded, ["no model loaded", "", "", ""]);
+  // Loads in progress: a first compile for an NPU takes minutes.
+  for (const l of s.loading || []) {
+    row(loaded, [l.id, "", "", badge(l.status + "… " + duration(l.seconds), l.first_compile ? "warn" : "good")]);
+  }
+  if (!s.loaded.length && !(s.loading || []).length) row(loaded, ["no model loaded", "", "", ""]);
 
   if (s.models.join("\n") !== knownModels.join("\n")) {
     knownModels = s.models;
@@ -397,7 +434,8 @@ async function loadModels() {
       if (loaded.has(m.name)) {
         actions.appendChild(button("Unload", "", () => unload(m.name)));
       }
-      actions.appendChild(button("Delete", "danger", () => remove(m.name)));
+      // The simulated engine's models are built in: nothing to delete.
+      if (m.details?.format !== "simulated") actions.appendChild(button("Delete", "danger", () => remove(m.name)));
       row(tbody, [m.name, bytes(m.size), m.modified_at ? new Date(m.modified_at).toLocaleString() : "", actions]);
     }
     if (!tags.models.length) row(tbody, ["no models: pull one", "", "", ""]);
@@ -439,6 +477,7 @@ $("pull-form").addEventListener("submit", async (e) => {
   $("pull-cancel").disabled = false;
   bar.value = 0;
   status.textContent = "starting…";
+  status.classList.remove("failed");
   try {
     const resp = await call("POST", "/api/pull", { model: name, stream: true }, pulling.signal);
     await ndjson(resp, (p) => {
@@ -454,8 +493,10 @@ $("pull-form").addEventListener("submit", async (e) => {
     bar.max = 1;
     bar.value = 1;
   } catch (err) {
+    // Said in the pull form, where it happened; the page-wide banner
+    // would follow the user to the other tabs.
     status.textContent = err.name === "AbortError" ? "cancelled" : "failed: " + err.message;
-    showError(err);
+    status.classList.toggle("failed", err.name !== "AbortError");
   } finally {
     pulling = null;
     $("pull-start").disabled = false;

@@ -1,17 +1,37 @@
 /*
  * npud test stand-in for OpenVINO's openvino/c/ov_common.h: the same macros,
- * enums, types and functions as the official header (OpenVINO 2026.x), so
- * that code compiled against it compiles against the real one.
+ * enums, types and functions as the official header of OpenVINO 2026.2 to
+ * 2026.4.1 (identical in those releases), so that code compiled against it
+ * compiles against the real one and every enumerator has the real value.
+ * A test (npu/openvino, TestOfficialCoreHeadersMatchTheVendored) compares each
+ * declaration and enumerator value with the openvino wheel's include folder.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#ifndef OPENVINO_ENABLE_UNICODE_PATH_SUPPORT
+#    ifdef _WIN32
+#        if defined(__INTEL_COMPILER) || defined(_MSC_VER) || defined(__GNUC__)
+#            define OPENVINO_ENABLE_UNICODE_PATH_SUPPORT
+#        endif
+#    elif defined(__clang__)
+#        define OPENVINO_ENABLE_UNICODE_PATH_SUPPORT
+#    elif defined(__GNUC__) && (__GNUC__ > 5 || (__GNUC__ == 5 && __GNUC_MINOR__ > 2))
+#        define OPENVINO_ENABLE_UNICODE_PATH_SUPPORT
+#    endif
+#endif
+
+#ifdef OPENVINO_ENABLE_UNICODE_PATH_SUPPORT
+#    include <wchar.h>
+#endif
+
 #ifdef __cplusplus
 #    define OPENVINO_C_API_EXTERN extern "C"
 #else
-#    define OPENVINO_C_API_EXTERN
+#    define OPENVINO_C_API_EXTERN extern
 #endif
 
 #if defined(OPENVINO_STATIC_LIBRARY) || defined(__GNUC__) && (__GNUC__ < 4)
@@ -19,7 +39,7 @@
 #    define OPENVINO_C_VAR(...) OPENVINO_C_API_EXTERN __VA_ARGS__
 #    define OV_NODISCARD
 #else
-#    if defined(_WIN32)
+#    if defined(_WIN32) || defined(__CYGWIN__)
 #        define OPENVINO_C_API_CALLBACK __cdecl
 #        ifdef openvino_c_EXPORTS
 #            define OPENVINO_C_API(...) OPENVINO_C_API_EXTERN __declspec(dllexport) __VA_ARGS__ __cdecl
@@ -63,9 +83,10 @@ typedef enum {
     UNKNOW_EXCEPTION = -17,
 } ov_status_e;
 
+/* Follows ov::element::Type_t: there is no UNDEFINED (older releases had
+ * one at 0), and U2, U3, U6 sit between the others, so U8 is 16. */
 typedef enum {
-    UNDEFINED = 0U,
-    DYNAMIC,
+    DYNAMIC = 0U,
     BOOLEAN,
     BF16,
     F16,
@@ -77,33 +98,35 @@ typedef enum {
     I32,
     I64,
     U1,
+    U2,
+    U3,
     U4,
+    U6,
     U8,
     U16,
     U32,
     U64,
+    NF4,
+    F8E4M3,
+    F8E5M3,
+    STRING,
+    F4E2M1,
+    F8E8M0,
 } ov_element_type_e;
 
-typedef enum {
-    BOOL = 0U,
-    CHAR,
-    INT32,
-    UINT32,
-    INT64,
-    UINT64,
-    ENUM,
-    FLOAT,
-    DOUBLE,
-} ov_any_type_e;
-
+typedef void (*encryption_func)(const char*, const size_t, char*, size_t*);
 typedef struct {
-    void* ptr;
-    size_t size;
-    ov_any_type_e type;
-} ov_any_t;
+    encryption_func encrypt_func;
+    encryption_func decrypt_func;
+} ov_encryption_callbacks;
 
-OPENVINO_C_API(void) ov_any_free(ov_any_t* value);
+/* A static text per status; never passed to ov_free. */
+OPENVINO_C_API(const char*)
+ov_get_error_info(ov_status_e status);
 
-OPENVINO_C_API(const char*) ov_get_error_info(ov_status_e status);
+OPENVINO_C_API(void)
+ov_free(const char* content);
 
-OPENVINO_C_API(void) ov_free(const char* content);
+/* The message of the last exception the C API caught on this thread. */
+OPENVINO_C_API(const char*)
+ov_get_last_err_msg();

@@ -1,0 +1,291 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/modelstore"
+	"github.com/npud/npud/npu/worker"
+)
+
+// modelsFolder is the models folder as the daemon's registry. The folder
+// belongs to the daemon, not to an engine, so a pull works whatever
+// engine serves. It is opened at the first use: a fresh install's folder
+// may not exist yet (the unit's StateDirectory makes its parent), and a
+// daemon that never pulls never makes it.
+type modelsFolder struct {
+	cfg Config
+
+	mu      sync.Mutex
+	catalog *modelstore.Catalog
+}
+
+var _ npu.Registry = (*modelsFolder)(nil)
+
+func newModelsFolder(cfg Config) *modelsFolder { return &modelsFolder{cfg: cfg} }
+
+func (f *modelsFolder) open() (*modelstore.Catalog, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.catalog == nil {
+		c, err := modelstore.OpenCatalog(modelstore.New(f.cfg.ModelsDir, f.cfg.hubClient()), openvinoLimits(f.cfg))
+		if err != nil {
+			return nil, err
+		}
+		f.catalog = c
+	}
+	return f.catalog, nil
+}
+
+func (f *modelsFolder) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
+	c, err := f.open()
+	if err != nil {
+		return err
+	}
+	return c.Pull(ctx, name, progress)
+}
+
+func (f *modelsFolder) Delete(_ context.Context, name string) error {
+	c, err := f.open()
+	if err != nil {
+		return err
+	}
+	return c.Delete(name)
+}
+
+func (f *modelsFolder) Copy(ctx context.Context, source, destination string) error {
+	c, err := f.open()
+	if err != nil {
+		return err
+	}
+	return c.Copy(ctx, source, destination)
+}
+
+// EngineChange is what changed when --engine auto started serving the
+// OpenVINO engine without a restart (/health, /npud/v1/status).
+type EngineChange struct {
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// switchingEngine is --engine auto while no model runs: the simulated
+// engine serves and the models folder takes pulls; after a pull leaves a
+// model there, the OpenVINO engine is started (when its library is found)
+// and serves every request from then on, without a restart. Requests the
+// simulated engine had admitted finish on it.
+type switchingEngine struct {
+	cfg   Config
+	log   *slog.Logger
+	sim   npu.Engine
+	store *modelsFolder
+	// start starts the OpenVINO engine: nil and why when it cannot serve
+	// yet (no library, no model), an error when it failed.
+	start func(Config, *slog.Logger) (npu.Engine, string, error)
+	// blocked, when set, is why no switch may happen (the runner was
+	// sized for the simulator's concurrent generations).
+	blocked string
+
+	switchMu sync.Mutex                 // one switch at a time
+	real     atomic.Pointer[npu.Engine] // the OpenVINO engine once it serves
+	why      atomic.Pointer[string]     // why the simulated engine serves
+	change   atomic.Pointer[EngineChange]
+	// Set before serving: the workers' observer (the metrics), and what
+	// else must learn of the new engine.
+	observer worker.Observer
+	onChange func(npu.Engine)
+}
+
+func newSwitchingEngine(cfg Config, log *slog.Logger, sim npu.Engine, why string,
+	start func(Config, *slog.Logger) (npu.Engine, string, error)) *switchingEngine {
+	e := &switchingEngine{cfg: cfg, log: log, sim: sim, store: newModelsFolder(cfg), start: start}
+	if cfg.SimSlots > 1 {
+		e.blocked = fmt.Sprintf("--sim-slots %d sized the scheduler for concurrent generations, which a GenAI pipeline cannot run: restart npud to serve it", cfg.SimSlots)
+	}
+	e.why.Store(&why)
+	return e
+}
+
+// current is the engine new requests go to.
+func (e *switchingEngine) current() npu.Engine {
+	if r := e.real.Load(); r != nil {
+		return *r
+	}
+	return e.sim
+}
+
+// Why is why the simulated engine serves, while it does.
+func (e *switchingEngine) Why() string { return *e.why.Load() }
+
+// Change is what changed, once the OpenVINO engine took over; nil before.
+func (e *switchingEngine) Change() *EngineChange { return e.change.Load() }
+
+// isolation is the worker processes' view, once the OpenVINO engine runs
+// in them.
+func (e *switchingEngine) isolation() (isolatedEngine, bool) {
+	w, ok := e.current().(isolatedEngine)
+	return w, ok
+}
+
+// engineFor is the engine that serves model: the new one, unless only the
+// simulated engine knows it (a request it admitted before the switch).
+func (e *switchingEngine) engineFor(model string) npu.Engine {
+	r := e.real.Load()
+	if r == nil {
+		return e.sim
+	}
+	if !serves(*r, model) && serves(e.sim, model) {
+		return e.sim
+	}
+	return *r
+}
+
+func serves(engine npu.Engine, model string) bool {
+	return slices.ContainsFunc(engine.Models(), func(m npu.ModelInfo) bool { return m.ID == model })
+}
+
+func (e *switchingEngine) Name() string            { return e.current().Name() }
+func (e *switchingEngine) Simulated() bool         { return e.current().Simulated() }
+func (e *switchingEngine) Models() []npu.ModelInfo { return e.current().Models() }
+
+func (e *switchingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	return e.engineFor(req.Model).Generate(ctx, req, sink)
+}
+
+func (e *switchingEngine) Load(ctx context.Context, model string) error {
+	if l, ok := e.engineFor(model).(npu.ModelLoader); ok {
+		return l.Load(ctx, model)
+	}
+	return nil // the simulated engine serves its models at any time
+}
+
+func (e *switchingEngine) Unload(model string) error {
+	if l, ok := e.engineFor(model).(npu.ModelLoader); ok {
+		return l.Unload(model)
+	}
+	return nil
+}
+
+func (e *switchingEngine) Reload(ctx context.Context, model string) error {
+	engine := e.engineFor(model)
+	if r, ok := engine.(npu.Reloader); ok {
+		return r.Reload(ctx, model)
+	}
+	return fmt.Errorf("model %q: engine %s cannot reload a model: %w", model, engine.Name(), npu.ErrNotSupported)
+}
+
+func (e *switchingEngine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+	if em, ok := e.engineFor(model).(npu.Embedder); ok {
+		return em.Embed(ctx, model, inputs)
+	}
+	return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", model, npu.ErrNotSupported)
+}
+
+func (e *switchingEngine) DeviceOf(model string) string {
+	if d, ok := e.engineFor(model).(npu.DeviceReporter); ok {
+		return d.DeviceOf(model)
+	}
+	return ""
+}
+
+func (e *switchingEngine) DeviceNames() map[string]string { return deviceNames(e.current()) }
+
+func (e *switchingEngine) ModelRestarts(model string) int {
+	if r, ok := e.engineFor(model).(npu.RestartReporter); ok {
+		return r.ModelRestarts(model)
+	}
+	return 0
+}
+
+// Close closes both engines: every generation has returned.
+func (e *switchingEngine) Close() {
+	if r := e.real.Load(); r != nil {
+		if c, ok := (*r).(npu.Closer); ok {
+			c.Close()
+		}
+	}
+	if c, ok := e.sim.(npu.Closer); ok {
+		c.Close()
+	}
+}
+
+// Pull fetches a model into the models folder; the first one that leaves
+// a model there starts the OpenVINO engine.
+func (e *switchingEngine) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
+	if r := e.real.Load(); r != nil {
+		if reg, ok := (*r).(npu.Registry); ok {
+			return reg.Pull(ctx, name, progress)
+		}
+	}
+	if err := e.store.Pull(ctx, name, progress); err != nil {
+		return err
+	}
+	e.switchAfterPull(name)
+	return nil
+}
+
+func (e *switchingEngine) Delete(ctx context.Context, name string) error {
+	if r := e.real.Load(); r != nil {
+		if reg, ok := (*r).(npu.Registry); ok {
+			return reg.Delete(ctx, name)
+		}
+	}
+	return fmt.Errorf("cannot delete %q: engine %s serves a fixed set of models: %w", name, e.sim.Name(), npu.ErrNotSupported)
+}
+
+func (e *switchingEngine) Copy(ctx context.Context, source, destination string) error {
+	if r := e.real.Load(); r != nil {
+		if reg, ok := (*r).(npu.Registry); ok {
+			return reg.Copy(ctx, source, destination)
+		}
+	}
+	return fmt.Errorf("cannot copy %q to %q: engine %s serves a fixed set of models: %w", source, destination, e.sim.Name(), npu.ErrNotSupported)
+}
+
+// switchAfterPull starts the OpenVINO engine after a pull, when it can
+// serve; otherwise the simulated engine goes on and says why.
+func (e *switchingEngine) switchAfterPull(pulled string) {
+	e.switchMu.Lock()
+	defer e.switchMu.Unlock()
+	if e.real.Load() != nil {
+		return
+	}
+	why := e.blocked
+	var engine npu.Engine
+	if why == "" {
+		var err error
+		engine, why, err = e.start(e.cfg, e.log)
+		if err != nil {
+			engine, why = nil, "the OpenVINO engine did not start: "+err.Error()
+		}
+	}
+	if engine == nil {
+		why = fmt.Sprintf("model %s pulled, but the simulated engine still serves: %s", pulled, why)
+		e.why.Store(&why)
+		e.log.Warn("the simulated engine still serves after a pull", "model", pulled, "why", why)
+		return
+	}
+	if w, ok := engine.(isolatedEngine); ok && e.observer != nil {
+		w.SetObserver(e.observer)
+	}
+	change := &EngineChange{From: e.sim.Name(), To: engine.Name(), At: time.Now().UTC(),
+		Reason: fmt.Sprintf("model %s pulled and OpenVINO GenAI found: --engine auto serves it without a restart", pulled)}
+	e.change.Store(change)
+	e.real.Store(&engine)
+	if e.onChange != nil {
+		e.onChange(engine)
+	}
+	names := make([]string, 0, 4)
+	for _, m := range engine.Models() {
+		names = append(names, m.ID)
+	}
+	e.log.Info("engine changed: the OpenVINO engine serves now, without a restart", "from", change.From, "to", change.To,
+		"devices", deviceList(engine), "models", names, "reason", change.Reason)
+}

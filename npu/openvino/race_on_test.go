@@ -1,0 +1,5 @@
+//go:build race
+
+package openvino
+
+const raceEnabled = true

@@ -1,0 +1,142 @@
+package imagein
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/npud/npud/npu"
+)
+
+// ErrBusy is returned when decoding an image would take the daemon past
+// its budget of decoded image memory (--max-image-memory): a server-side
+// refusal the client may retry (503 with Retry-After, as a full queue).
+var ErrBusy = fmt.Errorf("images: the memory for decoded images is in use by other requests, retry later: %w", npu.ErrQueueFull)
+
+// Budget bounds the decoded image bytes the daemon holds at once, across
+// requests: the pictures waiting in the queue or in a generation, and the
+// decoder's buffers while a decode runs. One Budget is shared by every
+// API; a request takes its share through a Batch and gives it back when
+// its generation ends.
+type Budget struct {
+	total int64
+	// ReturnMemory, when set, is called (on its own goroutine, one at a
+	// time) after a decode that freed at least ReturnAfter bytes of
+	// decoder buffers, so that the memory goes back to the system instead
+	// of staying in the heap (debug.FreeOSMemory in the daemon).
+	ReturnMemory func()
+	ReturnAfter  int64
+
+	mu        sync.Mutex
+	used      int64
+	returning bool
+}
+
+// NewBudget returns a budget of total bytes (0 or less: no total bound).
+func NewBudget(total int64) *Budget { return &Budget{total: total, ReturnAfter: 64 << 20} }
+
+// InUse is how many bytes are reserved now.
+func (b *Budget) InUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+func (b *Budget) reserve(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.total > 0 && b.used+n > b.total {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// give takes n bytes back; decoderBuffers says they were a decoder's
+// scratch memory, now garbage.
+func (b *Budget) give(n int64, decoderBuffers bool) {
+	b.mu.Lock()
+	b.used -= n
+	run := decoderBuffers && b.ReturnMemory != nil && n >= b.ReturnAfter && !b.returning
+	if run {
+		b.returning = true
+	}
+	b.mu.Unlock()
+	if run {
+		go func() {
+			b.ReturnMemory()
+			b.mu.Lock()
+			b.returning = false
+			b.mu.Unlock()
+		}()
+	}
+}
+
+// Batch is one request's images: what they hold of the budget, and the
+// request's own bound (Limits.MaxDecodedBytes). Release gives it all back.
+type Batch struct {
+	limits Limits
+	budget *Budget
+
+	mu       sync.Mutex
+	held     int64
+	released bool
+}
+
+// Begin starts decoding one request's images.
+func (l Limits) Begin() *Batch {
+	budget := l.Budget
+	if budget == nil {
+		budget = NewBudget(0)
+	}
+	return &Batch{limits: l, budget: budget}
+}
+
+// Held is what the request's decoded images hold of the budget now.
+func (bt *Batch) Held() int64 {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	return bt.held
+}
+
+// Release gives the request's share back. It may be called more than
+// once (the runner calls it when the generation ends, the API when the
+// request never reached the runner).
+func (bt *Batch) Release() {
+	bt.mu.Lock()
+	n := bt.held
+	bt.held, bt.released = 0, true
+	bt.mu.Unlock()
+	if n > 0 {
+		bt.budget.give(n, false)
+	}
+}
+
+// take reserves n more bytes for the request: a refusal of the request
+// (ErrInvalid) past its own bound, ErrBusy past the daemon's.
+func (bt *Batch) take(n int64) error {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	if bt.released {
+		return invalid("the request ended")
+	}
+	if max := bt.limits.MaxDecodedBytes; max > 0 && bt.held+n > max {
+		return invalid("the images of this request would decode to more than %d bytes (--max-request-image-memory)", max)
+	}
+	if !bt.budget.reserve(n) {
+		return ErrBusy
+	}
+	bt.held += n
+	return nil
+}
+
+// drop gives back n bytes of decoder buffers after a decode.
+func (bt *Batch) drop(n int64) {
+	bt.mu.Lock()
+	if bt.released {
+		bt.mu.Unlock()
+		return
+	}
+	bt.held -= n
+	bt.mu.Unlock()
+	bt.budget.give(n, true)
+}
