@@ -383,11 +383,11 @@ func (a *API) createResponse(c *gin.Context) {
 	}
 	engineReq, apiErr := chat.toEngineRequest(chatEndpoint, a.cfg.DefaultTimeout)
 	if apiErr != nil {
-		a.fail(c.Writer, info, renamed(apiErr))
+		a.fail(c.Writer, info, r.renamed(apiErr))
 		return
 	}
 	if apiErr := chat.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
-		a.fail(c.Writer, info, renamed(apiErr))
+		a.fail(c.Writer, info, r.renamed(apiErr))
 		return
 	}
 	engineReq.Tenant = info.Tenant
@@ -396,7 +396,7 @@ func (a *API) createResponse(c *gin.Context) {
 		if engineReq.Release != nil {
 			engineReq.Release() // the runner never took the request
 		}
-		a.fail(c.Writer, info, renamed(a.toError(err, chatEndpoint)))
+		a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint)))
 		return
 	}
 	info.Stream = stream
@@ -416,7 +416,7 @@ func (a *API) createResponse(c *gin.Context) {
 		f := &responseFraming{a: a, run: run}
 		run.builder = newResponseBuilder(id, f.emit)
 		w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
-		relay.Run(ctx, w, stream, f, info, func(err error) { a.fail(c.Writer, info, renamed(a.toError(err, chatEndpoint))) })
+		relay.Run(ctx, w, stream, f, info, func(err error) { a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint))) })
 		if f.ended {
 			keep()
 		}
@@ -426,7 +426,7 @@ func (a *API) createResponse(c *gin.Context) {
 	res, err := collect(ctx, stream.Next, run.builder)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {
-		a.fail(c.Writer, info, renamed(a.toError(err, chatEndpoint)))
+		a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint)))
 		return
 	}
 	run.end(res)

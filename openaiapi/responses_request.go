@@ -3,6 +3,8 @@ package openaiapi
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/npud/npud/wire/reqinfo"
@@ -42,6 +44,11 @@ type responsesRequest struct {
 	MaxToolCalls   *int            `json:"max_tool_calls"`
 	ServiceTier    string          `json:"service_tier"`
 	PromptCacheKey string          `json:"prompt_cache_key"`
+
+	// origins names, for each chat message the request became, what it
+	// came from (input[3], instructions, previous_response_id), so that an
+	// error of the shared validation names the client's field.
+	origins []string
 
 	// Extensions shared with chat completions.
 	Seed      *int64   `json:"seed"`
@@ -105,13 +112,21 @@ var rename = map[string]string{
 	"messages":              "input",
 }
 
-func renamed(e *Error) *Error {
+func (r *responsesRequest) renamed(e *Error) *Error {
 	if e == nil {
 		return nil
 	}
 	name := e.Param
+	if m := messageParam.FindStringSubmatch(name); m != nil {
+		if i, err := strconv.Atoi(m[1]); err == nil && i < len(r.origins) {
+			out := *e
+			out.Param = r.origins[i] + m[2]
+			out.Message = strings.ReplaceAll(out.Message, "messages["+m[1]+"]", r.origins[i])
+			return &out
+		}
+	}
 	for from, to := range rename {
-		if name == from || strings.HasPrefix(name, from+"[") || strings.HasPrefix(name, from+".") {
+		if name == from || strings.HasPrefix(name, from+".") {
 			out := *e
 			out.Param = to + strings.TrimPrefix(name, from)
 			out.Message = strings.ReplaceAll(out.Message, "'"+from+"'", "'"+to+"'")
@@ -120,6 +135,10 @@ func renamed(e *Error) *Error {
 	}
 	return e
 }
+
+// messageParam is a chat message's parameter name: messages[N] and what
+// follows.
+var messageParam = regexp.MustCompile(`^messages\[(\d+)\](.*)$`)
 
 // checkUnsupported refuses what npud cannot do rather than dropping it.
 func (r *responsesRequest) checkUnsupported() *Error {
@@ -213,10 +232,15 @@ func (r *responsesRequest) toolChoice() (json.RawMessage, *Error) {
 // the conversation a previous response left (history).
 func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 	out := append([]message(nil), history...)
+	r.origins = make([]string, len(history), len(history)+1)
+	for i := range r.origins {
+		r.origins[i] = "previous_response_id"
+	}
 	if r.Instructions != nil && *r.Instructions != "" {
 		// Instructions apply to this response only: they go first, before
 		// the stored conversation, and are not kept for the next one.
 		out = append([]message{{Role: "system", Content: textContent(*r.Instructions)}}, out...)
+		r.origins = append([]string{"instructions"}, r.origins...)
 	}
 	if !isSet(r.Input) {
 		return nil, invalid("input", "missing_required_parameter", "'input' is required")
@@ -226,6 +250,7 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 		if err := json.Unmarshal(r.Input, &s); err != nil {
 			return nil, invalid("input", "invalid_type", "'input' must be a string or an array of items")
 		}
+		r.origins = append(r.origins, "input")
 		return append(out, message{Role: "user", Content: textContent(s)}), nil
 	}
 	var items []inputItem
@@ -247,6 +272,7 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 				return nil, err
 			}
 			out = append(out, m)
+			r.origins = append(r.origins, param)
 		case "function_call":
 			switch {
 			case it.CallID == "" || len(it.CallID) > 256:
@@ -261,6 +287,7 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 				out[n-1].ToolCalls = append(out[n-1].ToolCalls, call)
 			} else {
 				out = append(out, message{Role: "assistant", Content: contentText{present: true, null: true}, ToolCalls: []messageToolCall{call}})
+				r.origins = append(r.origins, param)
 			}
 		case "function_call_output":
 			if it.CallID == "" {
@@ -271,6 +298,7 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 				return nil, err
 			}
 			out = append(out, message{Role: "tool", Content: textContent(text), ToolCallID: it.CallID})
+			r.origins = append(r.origins, param)
 		case "reasoning":
 			// A model's earlier reasoning is not shown to it again: chat
 			// templates drop it from past turns too.

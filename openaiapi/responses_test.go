@@ -2,6 +2,7 @@ package openaiapi_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -229,6 +230,7 @@ func TestResponsesBadInput(t *testing.T) {
 		{"unknown item", `{"model":"sim","input":[{"type":"item_reference","id":"x"}]}`, "input[0].type", "unsupported_value"},
 		{"file part", `{"model":"sim","input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "input[0].content[0].type", "unsupported_content"},
 		{"output of no call", `{"model":"sim","input":[{"type":"function_call_output","call_id":"c1","output":"x"}]}`, "input[0].tool_call_id", "invalid_value"},
+		{"output of no call after instructions", `{"model":"sim","instructions":"be brief","input":[{"role":"user","content":"hi"},{"type":"function_call_output","call_id":"c1","output":"x"}]}`, "input[1].tool_call_id", "invalid_value"},
 		{"bad effort", `{"model":"sim","input":"hi","reasoning":{"effort":"huge"}}`, "reasoning.effort", "invalid_value"},
 		{"zero max_output_tokens", `{"model":"sim","input":"hi","max_output_tokens":0}`, "max_output_tokens", "invalid_value"},
 		{"background", `{"model":"sim","input":"hi","background":true}`, "background", "unsupported_parameter"},
@@ -396,4 +398,23 @@ func TestResponsesMaxOutputTokensClamped(t *testing.T) {
 		assert.Equal(t, "max_output_tokens", final.IncompleteDetails.Reason)
 		assert.Equal(t, int64(contextLength), final.Usage.InputTokens+final.Usage.OutputTokens, "it ran to the room the prompt left")
 	}
+}
+
+// An input_image part with a data URL reaches the model as a picture; a
+// bad one is a 400 naming the part's message.
+func TestResponsesInputImage(t *testing.T) {
+	srv := startSim(t, nil, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	url := "data:image/png;base64," + base64.StdEncoding.EncodeToString(redBluePNG(t))
+	item := func(image string) string {
+		return `{"model":"sim","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"What is this?"},{"type":"input_image","image_url":"` + image + `"}]}]}`
+	}
+	resp, raw := c.Do(t, http.MethodPost, "/v1/responses", item(url))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "I see an image of 2x1 pixels.")
+
+	resp, raw = c.Do(t, http.MethodPost, "/v1/responses", item("data:image/png;base64,AAAA"))
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"param":"input[0].content"`)
+	assert.Contains(t, string(raw), "invalid_image")
 }
