@@ -524,7 +524,6 @@ func (s *Server) drain() error {
 	return nil
 }
 
-// deviceList names the devices the engine can use, for the start-up line.
 // deviceNames maps each device the engine runs on to its full name.
 func deviceNames(engine npu.Engine) map[string]string {
 	if d, ok := engine.(npu.DeviceLister); ok {
@@ -533,6 +532,7 @@ func deviceNames(engine npu.Engine) map[string]string {
 	return nil
 }
 
+// deviceList names the devices the engine can use, for the start-up line.
 func deviceList(engine npu.Engine) []string {
 	if engine.Simulated() {
 		return []string{"simulated"}

@@ -16,12 +16,11 @@ import (
 	"github.com/npud/npud/wire/reqinfo"
 )
 
-// request holds the fields of both /v1/chat/completions and /v1/completions.
-// Unknown fields are ignored, as OpenAI-compatible servers do; known fields
-
 // maxTimeoutMS is the longest timeout_ms accepted: 7 days.
 const maxTimeoutMS = 7 * 24 * 3600 * 1000
 
+// request holds the fields of both /v1/chat/completions and /v1/completions.
+// Unknown fields are ignored, as OpenAI-compatible servers do; known fields
 // npud cannot honour are refused in validate rather than silently dropped.
 type request struct {
 	Model               string          `json:"model"`
