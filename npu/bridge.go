@@ -410,19 +410,6 @@ func (s *Stream) nextWakeLocked(now time.Time) (time.Time, wakeKind) {
 	return earliest, wakeNone
 }
 
-// Collect reads the stream to its end and returns all of its text, for
-// clients that want the whole answer at once. Heartbeats are skipped.
-func (s *Stream) Collect(ctx context.Context) (string, Result, error) {
-	text, _, res, err := s.CollectWithReasoning(ctx)
-	return text, res, err
-}
-
-// CollectWithReasoning is Collect with the model's reasoning apart.
-func (s *Stream) CollectWithReasoning(ctx context.Context) (text, reasoning string, res Result, err error) {
-	a, err := CollectAnswer(ctx, s.Next)
-	return a.Text, a.Reasoning, a.Result, err
-}
-
 // Answer is a whole generation: its text, reasoning and tool calls.
 type Answer struct {
 	Text      string
