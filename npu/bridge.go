@@ -321,7 +321,9 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			}
 			return Event{Done: true, Result: res}, nil
 		}
-		if err := context.Cause(s.ctx); err != nil {
+		// s.ctx is the stream's own lifetime, read here, not a context
+		// this call hands down instead of ctx.
+		if err := context.Cause(s.ctx); err != nil { //nolint:contextcheck // see above
 			s.mu.Unlock()
 			return Event{}, err // abandoned; the engine stops at its next callback
 		}

@@ -65,8 +65,10 @@ type Engine struct {
 	healthy   bool
 	lastError string
 	checking  bool
-	closed    chan struct{}
-	closeOnce sync.Once
+	// life is the engine's own context: health checks run under it, not
+	// under the request that found the upstream down, and Close ends it.
+	life context.Context
+	stop context.CancelFunc
 }
 
 var (
@@ -116,8 +118,9 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	// A redirect would carry the key (and the tenant's prompt) to wherever
 	// the upstream points: none is followed, the 3xx is an error.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	life, stop := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, base: base, client: client, log: log, created: time.Now(), healthy: true,
-		closed: make(chan struct{})}, nil
+		life: life, stop: stop}, nil
 }
 
 // Validate checks what New needs of cfg: a name and an http(s) URL.
@@ -184,8 +187,8 @@ func (e *Engine) Healthy() (bool, string) {
 	return e.healthy, e.lastError
 }
 
-// Close stops the health checks.
-func (e *Engine) Close() { e.closeOnce.Do(func() { close(e.closed) }) }
+// Close stops the health checks, one under way too.
+func (e *Engine) Close() { e.stop() }
 
 // markDown takes the upstream out of rotation and checks it until it
 // answers again.
@@ -204,16 +207,18 @@ func (e *Engine) markDown(why string) {
 	}
 }
 
+// checkUntilHealthy asks the upstream every HealthInterval until it answers
+// or the engine closes.
 func (e *Engine) checkUntilHealthy() {
 	t := time.NewTicker(e.cfg.HealthInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-e.closed:
+		case <-e.life.Done():
 			return
 		case <-t.C:
 		}
-		if err := e.Check(context.Background()); err == nil {
+		if err := e.Check(e.life); err == nil {
 			e.mu.Lock()
 			e.healthy, e.checking, e.lastError = true, false, ""
 			e.mu.Unlock()
@@ -424,7 +429,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			return npu.Result{FinishReason: npu.FinishCancelled}, ctx.Err()
 		}
 		e.markDown(err.Error())
-		return npu.Result{}, fmt.Errorf("upstream %q: %v: %w", e.cfg.Name, err, npu.ErrUpstreamUnavailable)
+		return npu.Result{}, fmt.Errorf("upstream %q: %w: %w", e.cfg.Name, err, npu.ErrUpstreamUnavailable)
 	}
 	defer func() { _ = resp.Body.Close() }() // read only
 	if resp.StatusCode != http.StatusOK {
@@ -610,7 +615,7 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 		}
 		var c chunk
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %v", e.cfg.Name, err)}
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %w", e.cfg.Name, err)}
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
 			e.log.Warn("upstream failed mid-stream", "upstream", e.cfg.Name, "answer", e.clip(errorMessage([]byte(data))))
