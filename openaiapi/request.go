@@ -292,9 +292,7 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 	if out.MaxTokens, err = req.maxTokens(); err != nil {
 		return nil, err
 	}
-	if out.Sampling, err = req.sampling(); err != nil {
-		return nil, err
-	}
+	out.Sampling = req.sampling() // its ranges are checked with the engine's limits (Validate)
 	for i, s := range req.Stop {
 		if s == "" {
 			return nil, invalid("stop", "invalid_value", "stop[%d] is empty: stop strings must not be empty", i)
@@ -490,36 +488,7 @@ func (req *request) maxTokens() (int, *Error) {
 	return *n, nil
 }
 
-func (req *request) sampling() (npu.Sampling, *Error) {
-	type bound struct {
-		param    string
-		v        *float64
-		lo, hi   float64
-		loOpen   bool
-		hiOpen   bool
-		describe string
-	}
-	for _, b := range []bound{
-		{"temperature", req.Temperature, 0, 2, false, false, "between 0 and 2"},
-		{"top_p", req.TopP, 0, 1, true, false, "greater than 0 and at most 1"},
-		{"presence_penalty", req.PresencePenalty, -2, 2, false, false, "between -2 and 2"},
-		{"frequency_penalty", req.FrequencyPenalty, -2, 2, false, false, "between -2 and 2"},
-		{"min_p", req.MinP, 0, 1, false, true, "at least 0 and less than 1"},
-	} {
-		if b.v == nil {
-			continue
-		}
-		v := *b.v
-		if v < b.lo || v > b.hi || (b.loOpen && v == b.lo) || (b.hiOpen && v == b.hi) {
-			return npu.Sampling{}, invalid(b.param, "invalid_value", "'%s' must be %s, got %g", b.param, b.describe, v)
-		}
-	}
-	if req.RepetitionPenalty != nil && *req.RepetitionPenalty <= 0 {
-		return npu.Sampling{}, invalid("repetition_penalty", "invalid_value", "'repetition_penalty' must be greater than 0, got %g", *req.RepetitionPenalty)
-	}
-	if req.TopK != nil && *req.TopK < 0 {
-		return npu.Sampling{}, invalid("top_k", "invalid_value", "'top_k' must be 0 (off) or more, got %d", *req.TopK)
-	}
+func (req *request) sampling() npu.Sampling {
 	return npu.Sampling{
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
@@ -529,5 +498,5 @@ func (req *request) sampling() (npu.Sampling, *Error) {
 		RepetitionPenalty: req.RepetitionPenalty,
 		PresencePenalty:   req.PresencePenalty,
 		FrequencyPenalty:  req.FrequencyPenalty,
-	}, nil
+	}
 }
