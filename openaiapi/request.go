@@ -13,6 +13,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -80,24 +81,12 @@ type message struct {
 	ToolCallID string            `json:"tool_call_id"`
 }
 
-type messageToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type toolDef struct {
-	Type     string `json:"type"`
-	Function *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      *bool           `json:"strict"`
-	} `json:"function"`
-}
+// A message's tool calls and a request's tools are OpenAI's wire, declared
+// once for the API and the upstream engine that speaks it.
+type (
+	messageToolCall = openaiwire.ToolCall
+	toolDef         = openaiwire.Tool
+)
 
 // maxTools bounds the tools of one request (OpenAI's own limit).
 const maxTools = 128

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/openaiwire"
 )
 
 // Config describes one upstream server.
@@ -264,42 +265,24 @@ type chatRequest struct {
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens         *int       `json:"max_tokens,omitempty"`
-	Temperature       *float64   `json:"temperature,omitempty"`
-	TopP              *float64   `json:"top_p,omitempty"`
-	Seed              *int64     `json:"seed,omitempty"`
-	PresencePenalty   *float64   `json:"presence_penalty,omitempty"`
-	FrequencyPenalty  *float64   `json:"frequency_penalty,omitempty"`
-	Stop              []string   `json:"stop,omitempty"`
-	ReasoningEffort   string     `json:"reasoning_effort,omitempty"`
-	Tools             []toolJSON `json:"tools,omitempty"`
-	ToolChoice        any        `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool      `json:"parallel_tool_calls,omitempty"`
+	MaxTokens         *int              `json:"max_tokens,omitempty"`
+	Temperature       *float64          `json:"temperature,omitempty"`
+	TopP              *float64          `json:"top_p,omitempty"`
+	Seed              *int64            `json:"seed,omitempty"`
+	PresencePenalty   *float64          `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64          `json:"frequency_penalty,omitempty"`
+	Stop              []string          `json:"stop,omitempty"`
+	ReasoningEffort   string            `json:"reasoning_effort,omitempty"`
+	Tools             []openaiwire.Tool `json:"tools,omitempty"`
+	ToolChoice        any               `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
 }
 
 type chatMessage struct {
-	Role       string         `json:"role"`
-	Content    any            `json:"content"` // a string, or parts with images
-	ToolCalls  []toolCallJSON `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-type toolJSON struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	} `json:"function"`
-}
-
-type toolCallJSON struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Role       string                `json:"role"`
+	Content    any                   `json:"content"` // a string, or parts with images
+	ToolCalls  []openaiwire.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string                `json:"tool_call_id,omitempty"`
 }
 
 func (e *Engine) body(req *npu.Request) ([]byte, error) {
@@ -333,16 +316,14 @@ func (e *Engine) body(req *npu.Request) ([]byte, error) {
 			cm.Content = parts
 		}
 		for _, c := range m.ToolCalls {
-			tc := toolCallJSON{ID: c.ID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
-			cm.ToolCalls = append(cm.ToolCalls, tc)
+			cm.ToolCalls = append(cm.ToolCalls, openaiwire.ToolCall{ID: c.ID, Type: "function",
+				Function: openaiwire.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
 		}
 		out.Messages = append(out.Messages, cm)
 	}
 	for _, t := range req.Tools {
-		tj := toolJSON{Type: "function"}
-		tj.Function.Name, tj.Function.Description, tj.Function.Parameters = t.Name, t.Description, t.Parameters
-		out.Tools = append(out.Tools, tj)
+		out.Tools = append(out.Tools, openaiwire.Tool{Type: "function",
+			Function: &openaiwire.Function{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
 	if len(out.Tools) > 0 {
 		switch req.ToolChoice.Mode {
@@ -382,17 +363,10 @@ func imageParts(m npu.Message) ([]map[string]any, error) {
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ToolCalls        []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Content          *string                    `json:"content"`
+			ReasoningContent *string                    `json:"reasoning_content"`
+			Reasoning        *string                    `json:"reasoning"`
+			ToolCalls        []openaiwire.ToolCallDelta `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
