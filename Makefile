@@ -68,9 +68,15 @@ test: check ## vet, then every test under the race detector
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
-	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
+	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] && [ -d testdata/js/node_modules/@anthropic-ai/sdk ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
 	@# OpenCode (a native binary, ~180 MB a platform), pinned by testdata/opencode/package-lock.json.
-	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm ci --no-audit --no-fund --loglevel=error)
+	@# npm install, not npm ci: the lock holds only the platform packages the registry serves here,
+	@# and npm ci refuses a lock without every optional platform package; install keeps the lock's
+	@# versions and integrity (--no-save: the lock is never rewritten).
+	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm install --no-save --no-audit --no-fund --loglevel=error)
+	@# Claude Code, pinned by testdata/agents/package-lock.json (a native binary for this platform).
+	@# npm install, not npm ci, for the reason above.
+	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino
@@ -107,7 +113,7 @@ test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI tes
 	@# The binding's own tests ran in `go test ./...`, through run-time
 	@# loading; here the API suites run on the OpenVINO engine (tests that
 	@# need the simulator's text, timing or faults skip themselves).
-	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 ./openaiapi/ ./ollamaapi/ ./wsapi/
+	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 ./openaiapi/ ./ollamaapi/ ./wsapi/ ./anthropicapi/
 
 # The same binding against the test library built with AddressSanitizer:
 # a use of a freed pipeline, config or history aborts the run. go test -asan

@@ -86,7 +86,7 @@ func TestLayering(t *testing.T) {
 	pkgs := listPackages(t, nil, "./...")
 	require.NotEmpty(t, pkgs)
 	apis := apiPackages(pkgs)
-	for _, known := range []string{"openaiapi", "ollamaapi", "wsapi"} {
+	for _, known := range []string{"openaiapi", "ollamaapi", "wsapi", "anthropicapi"} {
 		assert.True(t, apis[module+"/"+known], "the rule that finds API packages misses %s", known)
 	}
 	isAPI := func(p string) bool {

@@ -40,8 +40,10 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.IntVar(&cfg.PromptTokens, "prompt-tokens", 64, "approximate prompt length in tokens")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 128, "output tokens asked for per request")
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "per-request limit")
-	fs.IntVar(&cfg.Turns, "turns", 0, "multi-turn conversations of this many turns per stream, each sending the whole history back (--api openai); reports TTFT of first and later turns")
+	fs.IntVar(&cfg.Turns, "turns", 0, "multi-turn conversations of this many turns per stream, each sending the whole history back (--api openai); each stream has its share of --requests; reports TTFT of first and later turns")
 	fs.DurationVar(&cfg.ThinkTime, "think", 0, "pause between a conversation's turns")
+	fs.IntVar(&cfg.TurnTokens, "turn-tokens", 0, "with --turns: approximate size of every question after the first (an agent's tool results); 0 = --prompt-tokens")
+	fs.IntVar(&cfg.SystemTokens, "system-tokens", 0, "with --turns: a system message of about this many tokens, the same in every conversation")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

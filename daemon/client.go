@@ -194,6 +194,11 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 					ContextLength int    `json:"context_length"`
 					ExpiresAt     string `json:"expires_at"`
 				} `json:"models"`
+				Loading []struct {
+					Name    string `json:"name"`
+					Status  string `json:"status"`
+					Seconds int64  `json:"seconds"`
+				} `json:"loading"`
 			}
 			if err := c.getJSON(ctx, http.MethodGet, "/api/ps", nil, &out); err != nil {
 				return err
@@ -202,6 +207,9 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			fmt.Fprintln(tw, "NAME\tSIZE\tDEVICE\tCONTEXT\tUNTIL")
 			for _, m := range out.Models {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), terminalSafe(m.Device, false), m.ContextLength, until(m.ExpiresAt))
+			}
+			for _, m := range out.Loading { // "compiling for NPU (first time)… 42 s"
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t%s… %d s\n", terminalSafe(m.Name, false), terminalSafe(m.Status, false), m.Seconds)
 			}
 			return tw.Flush()
 		case "show":
@@ -374,6 +382,7 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 	defer func() { _ = resp.Body.Close() }()
 	var answer strings.Builder
 	thinking := false // between "Thinking..." and "...done thinking."
+	load := loadLine{w: stderr, terminal: isTerminal(stderr)}
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var line struct {
@@ -383,6 +392,7 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 			} `json:"message"`
 			Done               bool   `json:"done"`
 			Error              string `json:"error"`
+			Status             string `json:"status"` // npud's: how the model's load goes
 			PromptEvalCount    int    `json:"prompt_eval_count"`
 			PromptEvalDuration int64  `json:"prompt_eval_duration"`
 			EvalCount          int    `json:"eval_count"`
@@ -396,8 +406,13 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 			}
 			return answer.String(), fmt.Errorf("the stream ended early: %w", err)
 		}
+		load.show(line.Status)
 		if line.Error != "" {
+			load.clear()
 			return answer.String(), errors.New(terminalSafe(line.Error, true))
+		}
+		if line.Message.Content != "" || line.Message.Thinking != "" || line.Done {
+			load.clear()
 		}
 		// A reasoning model's thinking is shown as Ollama's CLI shows it,
 		// apart; only the answer goes into the conversation.

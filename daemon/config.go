@@ -362,9 +362,9 @@ func (c *Config) options(ls *layers) []option {
 		{"max-image-memory", "memory decoded images may hold at once across requests, queued and running (decoder buffers counted at their decoded depth); past it an image request gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageMemory, n, 1<<30, u) }},
 		{"max-request-image-memory", "memory one request's images may decode to (decoder buffers and RGB pictures); more is a 400; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxRequestImageMemory, n, 256<<20, u) }},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
-		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues its model's cached conversation (only its new tokens are prefilled); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
+		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues the conversation its model ran last (on the NPU its prefix-cache blocks are surely still cached); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
 		{"affinity-max-wait", "after waiting this long a request is never passed over", dur(&c.AffinityMaxWait, 30*time.Second)},
-		{"affinity-linger", "how long a freed engine keeps a conversation's cache for its next turn before serving another conversation of the model, for conversations whose client answered within this long last time (agents, not people typing); 0 = never", dur(&c.AffinityLinger, 250*time.Millisecond)},
+		{"affinity-linger", "how long a freed engine waits for a conversation's next turn before serving another conversation of the model, for conversations whose client answered within this long last time (agents, not people typing): their prefix-cache blocks stay hot (docs/PERFORMANCE.md); 0 = never", dur(&c.AffinityLinger, 250*time.Millisecond)},
 		{"api-key", "API keys NAME:KEY (or NAME:KEY:admin for /admin routes), comma-separated or repeated; none = no authentication", list(&keyList, nil, func(s string) error {
 			if ls.secretErr != nil && ls.secretErrIn < ls.current {
 				ls.secretErr = nil // this layer's keys replace that layer's

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
@@ -167,9 +168,16 @@ func writeRouteError(c *gin.Context, status int, msg string) {
 
 // writeProtocolError answers for the daemon itself (unknown route, panic,
 // a refused request) in the shape of the API the path belongs to, with
-// each API's own writer: Ollama's {"error": "..."} under /api, OpenAI's
+// each API's own writer: Ollama's {"error": "..."} under /api, Anthropic's
+// under /v1/messages (a 503 is its 529 overloaded_error), OpenAI's
 // everywhere else (the code is OpenAI's only).
 func writeProtocolError(c *gin.Context, e *openaiapi.Error) {
+	if p := c.Request.URL.Path; p == anthropicapi.MessagesPath || strings.HasPrefix(p, anthropicapi.MessagesPath+"/") {
+		ae := anthropicapi.NewError(e.Status, e.Message)
+		ae.RetryAfter = e.RetryAfter
+		anthropicapi.WriteError(c.Writer, ae)
+		return
+	}
 	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
 		ollamaapi.WriteError(c.Writer, &ollamaapi.Error{Status: e.Status, Message: e.Message, RetryAfter: e.RetryAfter})
 		return

@@ -284,7 +284,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	if !ok {
 		c.Header("WWW-Authenticate", `Bearer realm="npud"`)
-		writeDenied(c, http.StatusUnauthorized, "missing_api_key", "this server needs an API key: send Authorization: Bearer KEY", 0)
+		writeDenied(c, http.StatusUnauthorized, "missing_api_key", "this server needs an API key: send Authorization: Bearer KEY (or x-api-key: KEY)", 0)
 		return
 	}
 	key, ok := p.keys.lookup(token)
@@ -381,11 +381,13 @@ func (p *policy) isPublic(r *http.Request) bool {
 	return p.public[r.URL.Path] || strings.HasPrefix(r.URL.Path, console.Path) || r.URL.Path+"/" == console.Path
 }
 
-// bearer returns the token of an Authorization: Bearer header.
+// bearer returns the token of an Authorization: Bearer header, or of an
+// x-api-key header (how Anthropic's clients send their key).
 func bearer(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+		token = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+		return token, token != ""
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
@@ -64,6 +65,7 @@ type Server struct {
 	openai       *openaiapi.API
 	ws           *wsapi.API
 	ollama       *ollamaapi.API
+	anthropic    *anthropicapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
 	requests     sync.WaitGroup // every request, until its access-log line is written
 	simReason    string         // why the simulated engine serves, when it does
@@ -139,8 +141,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			MaxWait:      cfg.AffinityMaxWait,
 			Linger:       cfg.AffinityLinger,
 		},
-		Stream: stream,
-		Store:  store,
+		Stream:       stream,
+		Store:        store,
+		CompileCache: compileCacheFor(cfg, engine, log),
+		Device:       cfg.Device,
 	}
 	runner := npu.NewRunner(engine, rc, log)
 	rc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
@@ -377,8 +381,14 @@ func (s *Server) routes() http.Handler {
 		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 	}, s.log)
 	s.ollama.Register(r)
+	s.anthropic = anthropicapi.New(s.runner, anthropicapi.Config{
+		Images:         images,
+		DefaultTimeout: s.cfg.RequestTimeout,
+		WriteTimeout:   s.cfg.TokenTimeout,
+	}, s.log)
+	s.anthropic.Register(r)
 	// The guards and the accounting follow what each API declares.
-	s.routeTable = route.NewTable(s.openai.Routes(), s.ollama.Routes(), s.ws.Routes())
+	s.routeTable = route.NewTable(s.openai.Routes(), s.ollama.Routes(), s.ws.Routes(), s.anthropic.Routes())
 	return r
 }
 
@@ -451,14 +461,20 @@ func (s *Server) preload(ctx context.Context) error {
 	for _, model := range s.cfg.Preload {
 		// An NPU compile can outlast the unit's start timeout: tell
 		// systemd what is happening, and ask for more time while it does.
-		notify.send("STATUS=preloading " + model)
+		status := "preloading " + model
+		compile := s.runner.CompileState(model)
+		if compile != npu.CompileUnknown { // "compiling for NPU (first time)": minutes
+			status += ": " + npu.LoadStatus{Model: model, Compile: compile, Device: namedDevice(s.cfg.Device)}.Text()
+		}
+		notify.send("STATUS=" + status)
+		s.log.Info("preloading", "model", model, "status", status)
 		stop := notify.extendWhile(ctx, preloadExtension)
 		took, err := s.runner.Preload(ctx, model)
 		stop()
 		if err != nil {
 			return fmt.Errorf("preloading model %q: %w", model, err)
 		}
-		s.log.Info("model preloaded", "model", model, "load", took)
+		s.log.Info("model preloaded", "model", model, "load", took, "first_compile", compile == npu.CompileFirst)
 	}
 	return nil
 }

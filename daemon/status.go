@@ -7,6 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/npud/npud/npu"
 )
 
 // StatusPath is the live view of the daemon that the web console polls.
@@ -29,6 +31,13 @@ type statusModel struct {
 	// KeepAliveSeconds is what is left of the model's keep-alive; -1 when
 	// it stays loaded until unloaded explicitly.
 	KeepAliveSeconds int64 `json:"keep_alive_seconds"`
+}
+
+type statusLoading struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"` // "compiling for NPU (first time)", "loading the compiled model", "loading"
+	FirstCompile bool   `json:"first_compile"`
+	Seconds      int64  `json:"seconds"` // since the load started
 }
 
 // statusTotals are running totals since the start; a client takes the
@@ -60,10 +69,13 @@ type statusReport struct {
 	Devices       []statusDevice `json:"devices"`
 	Models        []string       `json:"models"` // every model served
 	Loaded        []statusModel  `json:"loaded"`
-	Queued        int            `json:"queued"`
-	Running       int            `json:"running"`
-	Streams       int            `json:"active_streams"` // connected generation requests, queued or running
-	Auth          bool           `json:"auth"`
+	// Loading lists the models being loaded: a first compile for an NPU
+	// takes minutes.
+	Loading []statusLoading `json:"loading"`
+	Queued  int             `json:"queued"`
+	Running int             `json:"running"`
+	Streams int             `json:"active_streams"` // connected generation requests, queued or running
+	Auth    bool            `json:"auth"`
 	// WorkerRestarts counts the engine workers restarted after a crash or
 	// hang; absent when the engine runs in the daemon.
 	WorkerRestarts *int64       `json:"worker_restarts,omitempty"`
@@ -80,7 +92,7 @@ func (s *Server) status(c *gin.Context) {
 	report := statusReport{
 		Status: "ok", Version: Version, Engine: engine.Name(), Simulated: engine.Simulated(),
 		UptimeSeconds: int64(now.Sub(s.started) / time.Second),
-		Devices:       []statusDevice{}, Models: []string{}, Loaded: []statusModel{},
+		Devices:       []statusDevice{}, Models: []string{}, Loaded: []statusModel{}, Loading: []statusLoading{},
 		Queued: s.runner.Waiting(), Running: s.runner.Running(),
 		Auth: s.policy.Load().keys.enabled(), Time: now.UTC(), EngineChanged: s.engineChange(),
 	}
@@ -113,6 +125,10 @@ func (s *Server) status(c *gin.Context) {
 		}
 		report.Loaded = append(report.Loaded, statusModel{ID: lm.Model.ID, Device: s.runner.DeviceOf(lm.Model.ID),
 			ContextLength: lm.Model.ContextLength, Preloaded: lm.Preloaded, InUse: lm.InUse, KeepAliveSeconds: left})
+	}
+	for _, l := range s.runner.Loading() {
+		report.Loading = append(report.Loading, statusLoading{ID: l.Model, Status: l.Text(),
+			FirstCompile: l.Compile == npu.CompileFirst, Seconds: int64(now.Sub(l.Since) / time.Second)})
 	}
 	report.Streams, report.Totals = s.metrics.totals()
 	report.Recent = s.metrics.recent.list()

@@ -41,7 +41,10 @@ type Event struct {
 	// so what a client that leaves mid-stream received is known.
 	Tokens    int
 	Heartbeat bool
-	Done      bool
+	// Loading is set on a heartbeat while the request waits for its
+	// model's load: how it goes (a first compile takes minutes on an NPU).
+	Loading *LoadStatus
+	Done    bool
 	// Result is set with Done.
 	Result Result
 }
@@ -90,6 +93,9 @@ type Stream struct {
 	finished bool
 	result   Result
 	err      error
+	// loadStatus, while set, says how the load the request waits for
+	// goes; heartbeats carry it.
+	loadStatus func() (LoadStatus, bool)
 }
 
 func newStream(parent context.Context, req *Request, limits StreamLimits, obs Observer) *Stream {
@@ -178,6 +184,26 @@ func (s *Stream) signal() {
 	case s.notify <- struct{}{}:
 	default:
 	}
+}
+
+// watchLoad makes heartbeats carry status() while the request waits for
+// its model's load; nil ends that.
+func (s *Stream) watchLoad(status func() (LoadStatus, bool)) {
+	s.mu.Lock()
+	s.loadStatus = status
+	s.mu.Unlock()
+}
+
+// Loading says how the load of the model the request waits for goes;
+// false when it waits for no load.
+func (s *Stream) Loading() (LoadStatus, bool) {
+	s.mu.Lock()
+	status := s.loadStatus
+	s.mu.Unlock()
+	if status == nil {
+		return LoadStatus{}, false
+	}
+	return status() // the lifecycle's lock, never under the stream's
 }
 
 // begin marks the moment the engine starts on this request, on device.
@@ -275,6 +301,9 @@ func (s *Stream) finish(res Result, err error) {
 	if res.MaxTokensClamped == 0 {
 		res.MaxTokensClamped = s.clamped
 	}
+	if s.stopReason == FinishStop {
+		res.StopSequence = s.stops.matched // "" when it was no stop string
+	}
 	if s.tools != nil && s.tools.calls > 0 && res.FinishReason == FinishStop {
 		res.FinishReason = FinishToolCalls
 	}
@@ -335,7 +364,11 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			s.mu.Lock()
 			s.lastEvent = now
 			s.mu.Unlock()
-			return Event{Heartbeat: true}, nil
+			ev := Event{Heartbeat: true}
+			if st, ok := s.Loading(); ok {
+				ev.Loading = &st
+			}
+			return ev, nil
 		case wakeTokenTimeout:
 			err := fmt.Errorf("no output for %s: %w", s.limits.TokenTimeout, ErrTokenTimeout)
 			s.cancel(err)

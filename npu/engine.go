@@ -292,4 +292,7 @@ type Result struct {
 	// context (CompletionLimit); 0 when it ran with its own.
 	MaxTokensClamped int
 	Timings          Timings
+	// StopSequence is the stop string that ended the output (set by the
+	// bridge; Anthropic's stop_sequence), "" when none did.
+	StopSequence string
 }

@@ -48,6 +48,10 @@ type lifecycle struct {
 	log              *slog.Logger
 	onLoad           func(model string, took time.Duration) // set once before use; for metrics
 	onUnload         func(model string)                     // set once before use; the scheduler forgets its cache
+	// compileCache says whether a load compiles or imports a cached blob,
+	// and learns the blobs a compile leaves; nil: not known.
+	compileCache CompileCache
+	device       string // the configured device, for load progress ("" for AUTO)
 
 	mu     sync.Mutex
 	loaded map[string]*loadedEntry
@@ -68,6 +72,8 @@ type loadedEntry struct {
 	// never held across the engine's Unload (for a worker, an RPC with
 	// timeouts of its own).
 	unloading chan struct{}
+	// loading describes the load while ready is open.
+	loading LoadStatus
 }
 
 func (e *loadedEntry) isReady() bool {
@@ -167,7 +173,8 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		return 0, nil
 	}
 	unloads := l.evictLocked()
-	e := &loadedEntry{LoadedModel: LoadedModel{Model: info}, inUse: 1, ready: make(chan struct{})}
+	e := &loadedEntry{LoadedModel: LoadedModel{Model: info}, inUse: 1, ready: make(chan struct{}),
+		loading: LoadStatus{Model: info.ID, Device: l.device, Since: time.Now()}}
 	l.loaded[info.ID] = e
 	l.mu.Unlock()
 	runUnloads(unloads...) // the evicted models leave before this one comes
@@ -175,9 +182,18 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 	start := time.Now()
 	var err error
 	if loader, ok := l.engine.(ModelLoader); ok {
+		tracked := func(error) {}
+		if l.compileCache != nil {
+			state := l.compileCache.State(info.ID) // reads the cache folder: outside the lock
+			l.mu.Lock()
+			e.loading.Compile = state
+			l.mu.Unlock()
+			tracked = l.compileCache.Track(info.ID)
+		}
 		// Others may wait for this load: the first caller leaving must
 		// not abort it (a compile cannot be interrupted anyway).
 		err = loader.Load(context.WithoutCancel(ctx), info.ID)
+		tracked(err)
 	}
 	took := time.Since(start)
 	l.mu.Lock()
@@ -198,6 +214,40 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		l.onLoad(info.ID, took)
 	}
 	return took, nil
+}
+
+// loadStatus describes model's load while it is in progress.
+func (l *lifecycle) loadStatus(model string) (LoadStatus, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.loaded[model]
+	if !ok || isClosed(e.ready) {
+		return LoadStatus{}, false
+	}
+	return e.loading, true
+}
+
+// loads lists the loads in progress, by model.
+func (l *lifecycle) loads() []LoadStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []LoadStatus
+	for _, e := range l.loaded {
+		if !isClosed(e.ready) {
+			out = append(out, e.loading)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // isLoaded reports whether model is loaded and ready.
@@ -226,7 +276,13 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 		defer l.unpin(info.ID, e)
 	}
 	start := time.Now()
-	if err := r.Reload(ctx, info.ID); err != nil {
+	tracked := func(error) {}
+	if l.compileCache != nil {
+		tracked = l.compileCache.Track(info.ID) // files changed on disk compile anew
+	}
+	err := r.Reload(ctx, info.ID)
+	tracked(err)
+	if err != nil {
 		return fmt.Errorf("reloading model %q (the loaded one keeps serving): %w", info.ID, err)
 	}
 	took := time.Since(start)

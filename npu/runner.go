@@ -38,6 +38,12 @@ type RunnerConfig struct {
 	// conversation go first, within fairness bounds (see Scheduler); the
 	// zero value is plain FIFO.
 	Affinity Affinity
+	// CompileCache tells loads that compile from scratch from loads that
+	// import a cached blob, for the progress clients see; nil: not known.
+	CompileCache CompileCache
+	// Device is the configured device, named in load progress ("" or
+	// "AUTO": picked during the load).
+	Device string
 }
 
 // Runner admits requests to one engine: it queues them in a Scheduler, runs
@@ -80,6 +86,10 @@ func NewRunner(engine Engine, cfg RunnerConfig, log *slog.Logger) *Runner {
 		cfg.Observer.ModelLoaded(model, r.DeviceOf(model), took)
 	}
 	r.life.onUnload = r.sched.Forget // a new pipeline's cache starts empty
+	r.life.compileCache = cfg.CompileCache
+	if cfg.Device != "AUTO" {
+		r.life.device = cfg.Device
+	}
 	return r
 }
 
@@ -319,7 +329,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 	if _, loads := r.engine.(ModelLoader); loads && !r.life.isLoaded(model.ID) {
 		ticket.abandon()
 		var err error
-		if loadTime, err = r.life.acquire(s.ctx, model); err != nil {
+		if loadTime, err = r.acquireShowingLoad(s, model); err != nil {
 			s.finish(Result{}, err)
 			return
 		}
@@ -341,7 +351,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		// Loaded a moment ago; acquire only pins it (or, if it was
 		// evicted meanwhile, loads it again).
 		var err error
-		if loadTime, err = r.life.acquire(s.ctx, model); err != nil {
+		if loadTime, err = r.acquireShowingLoad(s, model); err != nil {
 			ticket.Release()
 			s.finish(Result{}, err)
 			return
@@ -356,6 +366,33 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		r.cfg.Observer.Prefill(model.ID, ticket.CacheHint, max(res.PromptTokens-res.CachedPromptTokens, 0), res.CachedPromptTokens)
 	}
 	s.finish(res, err)
+}
+
+// acquireShowingLoad acquires model for s; while it loads, s's heartbeats
+// say how the load goes.
+func (r *Runner) acquireShowingLoad(s *Stream, model ModelInfo) (time.Duration, error) {
+	s.watchLoad(func() (LoadStatus, bool) { return r.life.loadStatus(model.ID) })
+	defer s.watchLoad(nil)
+	return r.life.acquire(s.ctx, model)
+}
+
+// Loading lists the models being loaded now (not yet in Loaded).
+func (r *Runner) Loading() []LoadStatus { return r.life.loads() }
+
+// CompileState says how loading model would go: a first compile, a cached
+// blob, or not known.
+func (r *Runner) CompileState(id string) CompileState {
+	if o := r.owner(id); o != r {
+		return o.CompileState(id)
+	}
+	m, err := r.localModel(id)
+	if err != nil || r.cfg.CompileCache == nil {
+		return CompileUnknown
+	}
+	if _, loads := r.engine.(ModelLoader); !loads {
+		return CompileUnknown
+	}
+	return r.cfg.CompileCache.State(m.ID)
 }
 
 // LoadModel loads model and starts its keep-alive: nil means the default, negative forever, zero

@@ -85,6 +85,8 @@ func incompleteTail(b []byte) int {
 type stopMatcher struct {
 	stops []string
 	held  string
+	// matched is the stop string that ended the output, once one did.
+	matched string
 }
 
 // push returns the text that can be released and whether a stop string was
@@ -107,7 +109,7 @@ func (m *stopMatcher) push(text string) (release string, stopped bool) {
 		}
 	}
 	if first >= 0 {
-		m.held = ""
+		m.held, m.matched = "", buf[first:end]
 		return buf[:first], true
 	}
 	keep := m.partialSuffix(buf)

@@ -74,6 +74,8 @@ type chunk struct {
 	Thinking   string       `json:"thinking,omitempty"` // generate: the model's reasoning
 	Done       bool         `json:"done"`
 	DoneReason string       `json:"done_reason,omitempty"`
+	// Status is npud's addition on a heartbeat while the model loads.
+	Status string `json:"status,omitempty"`
 	*metrics
 }
 
@@ -314,8 +316,17 @@ func (f *lineFraming) Text(ev *npu.Event) []byte {
 	return f.frame(c)
 }
 
-// Heartbeat is an ordinary empty chunk: every client accepts it.
-func (f *lineFraming) Heartbeat() []byte  { return f.frame(newChunk(f.ep, f.model, "")) }
+// Heartbeat is an ordinary empty chunk: every client accepts it. While
+// the model loads it also carries "status" (npud's addition, as in
+// Ollama's pull progress): Ollama's own CLI shows only a spinner while a
+// model loads, and its clients ignore fields they do not know.
+func (f *lineFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	c := newChunk(f.ep, f.model, "")
+	if loading != nil {
+		c.Status = loading.Progress(time.Now())
+	}
+	return f.frame(c)
+}
 func (f *lineFraming) Terminator() []byte { return nil }
 
 func (f *lineFraming) End(res npu.Result) ([]byte, string) {

@@ -134,7 +134,27 @@ func (a *API) ps(c *gin.Context) {
 		}
 		models = append(models, m)
 	}
-	c.JSON(http.StatusOK, gin.H{"models": models})
+	out := gin.H{"models": models}
+	if loads := a.runner.Loading(); len(loads) > 0 {
+		// npud's addition: models still loading (Ollama's clients read
+		// only "models"); `npud ps` shows them.
+		now := time.Now()
+		loading := make([]loadingModel, 0, len(loads))
+		for _, l := range loads {
+			loading = append(loading, loadingModel{Name: l.Model, Status: l.Text(),
+				FirstCompile: l.Compile == npu.CompileFirst, Seconds: int64(now.Sub(l.Since) / time.Second)})
+		}
+		out["loading"] = loading
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// loadingModel is a model being loaded, in /api/ps.
+type loadingModel struct {
+	Name         string `json:"name"`
+	Status       string `json:"status"` // "compiling for NPU (first time)", "loading the compiled model", "loading"
+	FirstCompile bool   `json:"first_compile"`
+	Seconds      int64  `json:"seconds"` // since the load started
 }
 
 // nameRequest is the body of show, pull and delete: model, or name.

@@ -313,7 +313,15 @@ func (f *sseFraming) Text(ev *npu.Event) []byte {
 	}
 	return f.withID(frame)
 }
-func (f *sseFraming) Heartbeat() []byte  { return heartbeatFrame }
+
+// Heartbeat is an SSE comment, which every client skips: `: ping`, or
+// while the model loads, how the load goes.
+func (f *sseFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	if loading == nil {
+		return heartbeatFrame
+	}
+	return []byte(": " + loading.Progress(time.Now()) + "\n\n") // one line: Progress quotes the name
+}
 func (f *sseFraming) Terminator() []byte { return doneFrame }
 
 func (f *sseFraming) End(res npu.Result) ([]byte, string) {

@@ -43,6 +43,13 @@ type wsStarted struct {
 	QueuePosition int    `json:"queue_position"` // requests ahead of it; 0 = running or next
 }
 
+// wsStatus says how the load of the model a request waits for goes.
+type wsStatus struct {
+	Type      string `json:"type"` // "status"
+	RequestID string `json:"request_id"`
+	Status    string `json:"status"`
+}
+
 type wsToken struct {
 	Type      string `json:"type"` // "token"
 	RequestID string `json:"request_id"`
@@ -477,7 +484,15 @@ func (f *wsFraming) message(v any) []byte {
 
 func (f *wsFraming) ContentType() string { return "" }
 func (f *wsFraming) Open() []byte        { return nil }
-func (f *wsFraming) Heartbeat() []byte   { return nil } // WebSocket pings keep the connection alive
+
+// Heartbeat: WebSocket pings keep the connection alive; while the model
+// loads, a status message says how the load goes.
+func (f *wsFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	if loading == nil {
+		return nil
+	}
+	return f.message(wsStatus{Type: "status", RequestID: f.r.id, Status: loading.Progress(time.Now())})
+}
 
 func (f *wsFraming) Text(ev *npu.Event) []byte {
 	calls := openaiapi.ToolCallDeltas(ev.ToolCalls)

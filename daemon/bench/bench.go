@@ -48,6 +48,15 @@ type Config struct {
 	// answers it got) and a new question, after ThinkTime.
 	Turns     int
 	ThinkTime time.Duration
+	// TurnTokens, when positive, is the size of every question after a
+	// conversation's first (which has PromptTokens): an agent's task
+	// first, then tool results, so the history grows by this much plus
+	// the answer each turn.
+	TurnTokens int
+	// SystemTokens, when positive, starts every conversation with the
+	// same system message of about this many tokens (an agent's
+	// instructions and tool definitions), shared by all conversations.
+	SystemTokens int
 }
 
 // Preset returns a named configuration: quick, standard or soak. Flags
@@ -73,6 +82,7 @@ type Sample struct {
 	Err    string // error kind; "" = success
 	Turn   int    // the turn of its conversation (multi-turn workloads), from 1
 	Cached int    // prompt tokens the server took from its cache (usage.prompt_tokens_details)
+	Prompt int    // prompt tokens the server counted (usage.prompt_tokens)
 	text   string // the answer, kept for multi-turn workloads' histories
 }
 
@@ -123,8 +133,23 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 			}
 			var history []map[string]string // a multi-turn worker's conversation
 			turn, conversation := 0, 0
+			// A multi-turn worker is one client holding its own
+			// conversations: it has its share of the requests, so that
+			// a worker served quickly does not take turns from others.
+			share := -1
+			if cfg.Turns > 0 && cfg.Requests > 0 {
+				share = cfg.Requests / cfg.Concurrency
+				if w < cfg.Requests%cfg.Concurrency {
+					share++
+				}
+			}
 			for runCtx.Err() == nil {
-				if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
+				if share >= 0 {
+					if share == 0 {
+						return
+					}
+					share--
+				} else if cfg.Requests > 0 && issued.Add(1) > int64(cfg.Requests) {
 					return
 				}
 				reqBody := body
@@ -141,8 +166,16 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 						}
 					}
 					turn++
+					size := cfg.PromptTokens
+					if turn > 1 && cfg.TurnTokens > 0 {
+						size = cfg.TurnTokens
+					}
+					if turn == 1 && cfg.SystemTokens > 0 {
+						history = append(history, map[string]string{"role": "system",
+							"content": "shared instructions: " + question(cfg.SystemTokens)})
+					}
 					history = append(history, map[string]string{"role": "user",
-						"content": fmt.Sprintf("worker %d conversation %d turn %d: %s", w, conversation, turn, question(cfg.PromptTokens))})
+						"content": fmt.Sprintf("worker %d conversation %d turn %d: %s", w, conversation, turn, question(size))})
 					reqBody = chatBody(cfg, history)
 				}
 				s := one(runCtx, client, cfg, reqBody)
@@ -304,6 +337,7 @@ func readSSE(r io.Reader, sent time.Time) Sample {
 				} `json:"delta"`
 			} `json:"choices"`
 			Usage *struct {
+				PromptTokens     int `json:"prompt_tokens"`
 				CompletionTokens int `json:"completion_tokens"`
 				PromptDetails    *struct {
 					CachedTokens int `json:"cached_tokens"`
@@ -321,6 +355,7 @@ func readSSE(r io.Reader, sent time.Time) Sample {
 		}
 		if chunk.Usage != nil {
 			tokens = chunk.Usage.CompletionTokens
+			t.s.Prompt = chunk.Usage.PromptTokens
 			if chunk.Usage.PromptDetails != nil {
 				t.s.Cached = chunk.Usage.PromptDetails.CachedTokens
 			}
@@ -397,6 +432,10 @@ type Report struct {
 	TTFTFirst    Stats `json:"ttft_first_turn"`
 	TTFTLater    Stats `json:"ttft_later_turns"`
 	CachedTokens int   `json:"cached_prompt_tokens,omitempty"`
+	// The prompts of later turns as the server counted them (the whole
+	// history each time): mean and largest.
+	LaterPromptMean int `json:"later_turn_prompt_tokens_mean,omitempty"`
+	LaterPromptMax  int `json:"later_turn_prompt_tokens_max,omitempty"`
 }
 
 // Summarise computes the report of samples taken over elapsed.
@@ -405,6 +444,7 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 		Concurrency: cfg.Concurrency, API: cfg.API, URL: cfg.URL, MaxTokens: cfg.MaxTokens, PromptTokens: cfg.PromptTokens}
 	r.Turns = cfg.Turns
 	var ttft, itl, tpot, e2e, first, later []time.Duration
+	laterPrompts := 0
 	for _, s := range samples {
 		if s.Err != "" {
 			r.Errors[s.Err]++
@@ -420,6 +460,8 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 				first = append(first, s.TTFT)
 			case s.Turn > 1:
 				later = append(later, s.TTFT)
+				laterPrompts += s.Prompt
+				r.LaterPromptMax = max(r.LaterPromptMax, s.Prompt)
 			}
 		}
 		itl = append(itl, s.Gaps...)
@@ -434,6 +476,9 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 	}
 	r.TTFT, r.ITL, r.TPOT, r.EndToEnd = stats(ttft), stats(itl), stats(tpot), stats(e2e)
 	r.TTFTFirst, r.TTFTLater = stats(first), stats(later)
+	if len(later) > 0 {
+		r.LaterPromptMean = laterPrompts / len(later)
+	}
 	return r
 }
 
@@ -472,7 +517,8 @@ func (r Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "%-6s %10.2f %10.2f %10.2f %10.2f %10.2f %8d\n", row.name, row.s.P50, row.s.P90, row.s.P99, row.s.Max, row.s.Mean, row.s.Count)
 	}
 	if r.Turns > 0 {
-		fmt.Fprintf(w, "\n%d-turn conversations; %d prompt tokens came from the server's cache\n", r.Turns, r.CachedTokens)
+		fmt.Fprintf(w, "\n%d-turn conversations; %d prompt tokens came from the server's cache; later turns' prompts %d tokens on average, at most %d\n",
+			r.Turns, r.CachedTokens, r.LaterPromptMean, r.LaterPromptMax)
 		for _, row := range []struct {
 			name string
 			s    Stats

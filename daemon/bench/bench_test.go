@@ -1,10 +1,12 @@
 package bench_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,6 +161,74 @@ func TestBenchMultiTurn(t *testing.T) {
 	r.WriteTable(&b)
 	assert.Contains(t, b.String(), "TTFT turn 2+")
 
+	// Each worker holds its own conversations: 2 workers, 7 requests of
+	// 3-turn conversations are 4 and 3 turns, never one worker's 6.
+	cfg.Concurrency, cfg.Requests = 2, 7
+	samples, _, err = bench.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	turns := map[int]int{}
+	for _, s := range samples {
+		turns[s.Turn]++
+	}
+	assert.Equal(t, map[int]int{1: 3, 2: 2, 3: 2}, turns, "conversations of 3+1 and 3 turns")
+
 	_, _, err = bench.Run(t.Context(), bench.Config{URL: srv.URL, API: "ollama", Concurrency: 1, Requests: 1, Turns: 2}, nil)
 	assert.ErrorContains(t, err, "--turns needs --api openai")
+}
+
+// Issue 24, build 3: agent conversations start with a shared system
+// message and a large task, then grow by a tool result and the answer
+// each turn; the report gives later turns' prompt sizes as the server
+// counted them.
+func TestBenchAgentConversationsGrow(t *testing.T) {
+	type message struct{ Role, Content string }
+	var (
+		mu     sync.Mutex
+		bodies [][]message
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Messages []message }
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&body))
+		words := 0
+		for _, m := range body.Messages {
+			words += len(strings.Fields(m.Content))
+		}
+		mu.Lock()
+		bodies = append(bodies, body.Messages)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"done\"}}]}\n\n")
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n", words)
+	}))
+	defer srv.Close()
+	cfg := bench.Config{URL: srv.URL, API: "openai", Model: "m", Concurrency: 1, Requests: 3, Turns: 3,
+		SystemTokens: 50, PromptTokens: 200, TurnTokens: 100, MaxTokens: 1}
+	samples, elapsed, err := bench.Run(t.Context(), cfg, nil)
+	require.NoError(t, err)
+	require.Len(t, bodies, 3)
+	size := func(m message) int { return len(strings.Fields(m.Content)) }
+	for turn, msgs := range bodies {
+		assert.Equal(t, "system", msgs[0].Role)
+		assert.Equal(t, bodies[0][0], msgs[0], "the same system message every turn")
+		assert.Len(t, msgs, 2+2*turn, "system, then question and answer per earlier turn, then the new question")
+		last := msgs[len(msgs)-1]
+		if turn == 0 {
+			assert.InDelta(t, 200, size(last), 10, "the task")
+		} else {
+			assert.InDelta(t, 100, size(last), 10, "a tool result")
+			assert.Equal(t, bodies[turn-1], msgs[:len(msgs)-2], "the whole history sent back")
+		}
+	}
+	r := bench.Summarise(cfg, samples, elapsed)
+	assert.Equal(t, 2, r.TTFTLater.Count)
+	assert.Greater(t, r.LaterPromptMax, r.LaterPromptMean, "the history grows")
+	counted := func(msgs []message) int {
+		n := 0
+		for _, m := range msgs {
+			n += size(m)
+		}
+		return n
+	}
+	assert.Equal(t, (counted(bodies[1])+counted(bodies[2]))/2, r.LaterPromptMean, "the server's counts of turns 2 and 3")
+	assert.Equal(t, counted(bodies[2]), r.LaterPromptMax)
 }

@@ -61,9 +61,12 @@ type Entry struct {
 	ToolCalls []npu.ToolCallDelta
 	Tokens    int  // the engine callbacks Text came from (see npu.Event)
 	Heartbeat bool // from a Cursor only; never stored
-	Done      bool
-	Result    npu.Result // with Done
-	Err       error      // the stream's failure; the last entry
+	// Loading is set on a heartbeat while the generation waits for its
+	// model's load (npu.Event.Loading).
+	Loading *npu.LoadStatus
+	Done    bool
+	Result  npu.Result // with Done
+	Err     error      // the stream's failure; the last entry
 	// AfterEnd: the reader asked to start after the last entry; it has
 	// everything, and only the stream's terminator is left to write.
 	AfterEnd bool
@@ -333,7 +336,7 @@ func (c *Cursor) NextEvent(ctx context.Context) (ev npu.Event, index int, err er
 	case e.AfterEnd:
 		return npu.Event{}, e.Index, ErrAfterEnd
 	case e.Heartbeat:
-		return npu.Event{Heartbeat: true}, e.Index, nil
+		return npu.Event{Heartbeat: true, Loading: e.Loading}, e.Index, nil
 	case e.Err != nil:
 		return npu.Event{}, e.Index, e.Err
 	case e.Done:
@@ -387,7 +390,13 @@ func (c *Cursor) Next(ctx context.Context) (Entry, error) {
 			c.j.mu.Lock()
 			next := c.next
 			c.j.mu.Unlock()
-			return Entry{Index: next, Heartbeat: true}, nil
+			beat := Entry{Index: next, Heartbeat: true}
+			if c.j.stream != nil {
+				if st, ok := c.j.stream.Loading(); ok {
+					beat.Loading = &st
+				}
+			}
+			return beat, nil
 		case <-ctx.Done():
 			return Entry{}, fmt.Errorf("%w: %w", npu.ErrClientGone, context.Cause(ctx))
 		}

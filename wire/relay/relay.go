@@ -41,7 +41,10 @@ type Framing interface {
 	// it (never mixed into the text) and pieces of its tool calls; any of
 	// them may be empty.
 	Text(ev *npu.Event) []byte
-	Heartbeat() []byte
+	// Heartbeat keeps an idle stream open; loading, when set, says how
+	// the load of the model the request waits for goes (minutes, the
+	// first time a model is compiled for an NPU).
+	Heartbeat(loading *npu.LoadStatus) []byte
 	// End frames the generation's end and its terminator, and names the
 	// finish reason for the access log.
 	End(res npu.Result) (frame []byte, finishReason string)
@@ -113,7 +116,7 @@ func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Inf
 		}
 		switch {
 		case ev.Heartbeat:
-			if !write(f.Heartbeat(), true) {
+			if !write(f.Heartbeat(ev.Loading), true) {
 				return
 			}
 		case ev.Done:

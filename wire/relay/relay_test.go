@@ -59,8 +59,8 @@ func (framing) Text(ev *npu.Event) []byte {
 	}
 	return []byte("[" + t + "]")
 }
-func (framing) Heartbeat() []byte  { return []byte(".") }
-func (framing) Terminator() []byte { return []byte("<end>") }
+func (framing) Heartbeat(*npu.LoadStatus) []byte { return []byte(".") }
+func (framing) Terminator() []byte               { return []byte("<end>") }
 func (framing) End(npu.Result) ([]byte, string) {
 	return []byte("<done><end>"), "stop"
 }

@@ -248,7 +248,11 @@ function showStatus(s) {
     row(loaded, [m.id, m.device || "", String(m.context_length),
       m.preloaded ? "preloaded" : m.in_use ? "in use (" + m.in_use + ")" : duration(m.keep_alive_seconds)]);
   }
-  if (!s.loaded.length) row(loaded, ["no model loaded", "", "", ""]);
+  // Loads in progress: a first compile for an NPU takes minutes.
+  for (const l of s.loading || []) {
+    row(loaded, [l.id, "", "", badge(l.status + "… " + duration(l.seconds), l.first_compile ? "warn" : "good")]);
+  }
+  if (!s.loaded.length && !(s.loading || []).length) row(loaded, ["no model loaded", "", "", ""]);
 
   if (s.models.join("\n") !== knownModels.join("\n")) {
     knownModels = s.models;

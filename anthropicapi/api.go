@@ -1,0 +1,56 @@
+// Package anthropicapi serves the Anthropic Messages API (/v1/messages
+// and /v1/messages/count_tokens), the API Claude Code and Anthropic's SDKs
+// speak. It reads from the same npu.Runner streams and writes through the
+// same relay as the other protocol writers; it supplies only the
+// Messages API's request mapping, message object and event framing.
+package anthropicapi
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/imagein"
+	"github.com/npud/npud/wire/route"
+)
+
+// Config holds the API's settings.
+type Config struct {
+	// Images bounds the images of a request (for vision models).
+	Images imagein.Limits
+	// DefaultTimeout bounds generation time; 0 = none.
+	DefaultTimeout time.Duration
+	// WriteTimeout bounds each write to a client; 0 = none.
+	WriteTimeout time.Duration
+}
+
+// Paths of the API.
+const (
+	MessagesPath    = "/v1/messages"
+	CountTokensPath = "/v1/messages/count_tokens"
+)
+
+// API serves the Messages API routes.
+type API struct {
+	runner *npu.Runner
+	cfg    Config
+	log    *slog.Logger
+}
+
+// New returns the API for runner.
+func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
+	return &API{runner: runner, cfg: cfg, log: log}
+}
+
+// Routes declares what the API's routes do.
+func (a *API) Routes() route.Set {
+	return route.Set{Generation: []string{MessagesPath}}
+}
+
+// Register adds the routes to r.
+func (a *API) Register(r gin.IRouter) {
+	r.POST(MessagesPath, a.messages)
+	r.POST(CountTokensPath, a.countTokens)
+}

@@ -1,0 +1,85 @@
+package anthropicapi
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/reqinfo"
+)
+
+// The engines have no way to count a prompt's tokens without running it
+// (GenAI's C API has a pipeline but no tokenizer; see docs/API.md), so
+// count_tokens answers an estimate, and says so: the header
+// EstimateHeader and the body's npud_estimate.
+const (
+	EstimateHeader = "Npud-Token-Count"
+	// bytesPerToken is the estimate's rule: BPE tokenizers average about
+	// four bytes of English text or code a token.
+	bytesPerToken = 4
+	// perMessageTokens stands for a chat template's markers around a turn.
+	perMessageTokens = 4
+	// pixelsPerToken is Anthropic's published rule for images.
+	pixelsPerToken = 750
+)
+
+type countResponse struct {
+	InputTokens int  `json:"input_tokens"`
+	Estimate    bool `json:"npud_estimate"`
+}
+
+// countTokens serves POST /v1/messages/count_tokens: the same body as a
+// message request, without max_tokens.
+func (a *API) countTokens(c *gin.Context) {
+	ctx := c.Request.Context()
+	info := reqinfo.From(ctx)
+	var req request
+	if err := jsonbody.Decode(c.Request, &req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return
+	}
+	info.Model = req.Model
+	if req.MaxTokens == nil {
+		unbounded := math.MaxInt32 // count_tokens has no max_tokens; nothing is generated
+		req.MaxTokens = &unbounded
+	}
+	req.Stream = false
+	p, apiErr := req.toEngineRequest(0)
+	if apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	if apiErr := a.prepare(ctx, p); apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	c.Header(EstimateHeader, "estimate")
+	c.JSON(http.StatusOK, countResponse{InputTokens: EstimateTokens(p.req), Estimate: true})
+}
+
+// EstimateTokens estimates the prompt tokens of req: its text (contents,
+// tool calls and results, tool definitions) at bytesPerToken, a few
+// tokens a message for the template, and images by their pixels.
+func EstimateTokens(req *npu.Request) int {
+	bytes := 0
+	tokens := 0
+	for _, m := range req.Messages {
+		tokens += perMessageTokens
+		bytes += len(m.Content)
+		for _, call := range m.ToolCalls {
+			bytes += len(call.Name) + len(call.Arguments)
+		}
+		for _, img := range m.Images {
+			tokens += max(1, img.Width*img.Height/pixelsPerToken)
+		}
+	}
+	for _, t := range req.Tools {
+		schema, _ := json.Marshal(t.Parameters) // raw JSON: always encodes
+		bytes += len(t.Name) + len(t.Description) + len(schema)
+	}
+	return tokens + (bytes+bytesPerToken-1)/bytesPerToken
+}

@@ -1,0 +1,159 @@
+package anthropicapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
+	"github.com/npud/npud/wire/jsonbody"
+)
+
+// Error is an Anthropic-shaped error: an HTTP status and the body
+// {"type":"error","error":{"type","message"}}.
+type Error struct {
+	Status     int
+	Type       string
+	Message    string
+	RetryAfter time.Duration
+	Cause      error // what the error was made from, for errors.Is and the access log's code
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap gives errors.Is access to the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// StatusOverloaded is Anthropic's status for a server that cannot take the
+// request now (npud's 503s: queue full, draining, engine restarting).
+const StatusOverloaded = 529
+
+// TypeOf is Anthropic's error type for an HTTP status.
+func TypeOf(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusConflict, http.StatusGone, http.StatusUnprocessableEntity,
+		http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusGatewayTimeout:
+		return "timeout_error"
+	case http.StatusServiceUnavailable, StatusOverloaded:
+		return "overloaded_error"
+	}
+	return "api_error"
+}
+
+// NewError is an error with the type its status calls for; a 503 becomes
+// Anthropic's 529 overloaded_error.
+func NewError(status int, message string) *Error {
+	if status == http.StatusServiceUnavailable {
+		status = StatusOverloaded
+	}
+	return &Error{Status: status, Type: TypeOf(status), Message: message}
+}
+
+func invalid(format string, args ...any) *Error {
+	return NewError(http.StatusBadRequest, fmt.Sprintf(format, args...))
+}
+
+// bodyError renders a request body that could not be decoded (413 for one
+// over the limit, 400 otherwise).
+func bodyError(e *jsonbody.Error) *Error {
+	return NewError(e.Status, e.Message)
+}
+
+type errorBody struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// MarshalJSON writes the wire shape.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	var b errorBody
+	b.Type = "error"
+	b.Error.Type, b.Error.Message = e.Type, e.Message
+	return json.Marshal(b)
+}
+
+// WriteError answers with e before any byte of the response was written.
+func WriteError(w http.ResponseWriter, e *Error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
+}
+
+// toError classifies any error from validation, the runner or a stream,
+// through the classification every API shares.
+func toError(err error, retryAfter func() time.Duration, served func() []string) *Error {
+	var apiErr *Error
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var invalidErr *npu.InvalidRequestError
+	if errors.As(err, &invalidErr) {
+		e := invalid("%s: %s", invalidErr.Param, invalidErr.Message)
+		e.Cause = err
+		return e
+	}
+	c := errclass.Of(err)
+	if c.Status == errclass.StatusClientClosed {
+		return &Error{Status: c.Status, Type: "api_error", Message: err.Error(), Cause: err}
+	}
+	e := NewError(c.Status, err.Error())
+	e.Cause = err
+	if c.Retryable && retryAfter != nil {
+		e.RetryAfter = retryAfter()
+		if c.Status == http.StatusTooManyRequests {
+			e.RetryAfter = max(time.Second, e.RetryAfter)
+		}
+	}
+	if c.Code == "model_not_found" && served != nil {
+		e.Message = notFoundMessage(err, served())
+	}
+	return e
+}
+
+// maxListedModels bounds the served names a 404 lists.
+const maxListedModels = 8
+
+// notFoundMessage says what is served and how to give a served model the
+// name a client asks for: agents send their own model names.
+func notFoundMessage(err error, served []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: it is not served here", err)
+	if len(served) > 0 {
+		served = slices.Clone(served)
+		slices.Sort(served)
+		more := ""
+		if len(served) > maxListedModels {
+			more = fmt.Sprintf(" and %d more", len(served)-maxListedModels)
+			served = served[:maxListedModels]
+		}
+		fmt.Fprintf(&b, " (served: %s%s)", strings.Join(served, ", "), more)
+	}
+	b.WriteString("; to answer to this name, start npud with --alias NAME=MODEL (or NPUD_ALIAS, or an [alias] table in the configuration file)")
+	return b.String()
+}

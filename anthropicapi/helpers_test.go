@@ -1,0 +1,5 @@
+package anthropicapi_test
+
+import "encoding/json"
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,274 @@
+package anthropicapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
+	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/relay"
+	"github.com/npud/npud/wire/reqinfo"
+	"github.com/npud/npud/wire/streamwriter"
+)
+
+// versionPattern is the shape of an anthropic-version (a date). npud
+// answers as version 2023-06-01 does, the one Anthropic's SDKs send.
+var versionPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// StopReason maps the engine's finish reason to Anthropic's stop_reason.
+func StopReason(res npu.Result) string {
+	switch {
+	case res.FinishReason == npu.FinishLength:
+		return "max_tokens"
+	case res.FinishReason == npu.FinishToolCalls:
+		return "tool_use"
+	case res.StopSequence != "":
+		return "stop_sequence"
+	}
+	return "end_turn"
+}
+
+func stopSequence(res npu.Result) *string {
+	if res.StopSequence == "" || res.FinishReason == npu.FinishLength || res.FinishReason == npu.FinishToolCalls {
+		return nil
+	}
+	s := res.StopSequence
+	return &s
+}
+
+// usage is Anthropic's usage object.
+type usage struct {
+	InputTokens          int `json:"input_tokens"`
+	OutputTokens         int `json:"output_tokens"`
+	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+	// npud writes no prompt cache entries a client pays for.
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+}
+
+// usageOf counts as Anthropic does: input_tokens is the part of the
+// prompt that was not read from the cache.
+func usageOf(r npu.Result) usage {
+	return usage{InputTokens: r.PromptTokens - r.CachedPromptTokens, OutputTokens: r.CompletionTokens,
+		CacheReadInputTokens: r.CachedPromptTokens}
+}
+
+// messages serves POST /v1/messages.
+func (a *API) messages(c *gin.Context) {
+	ctx := c.Request.Context()
+	info := reqinfo.From(ctx)
+	if v := c.GetHeader("anthropic-version"); v != "" && !versionPattern.MatchString(v) {
+		a.fail(c.Writer, info, invalid("anthropic-version: %q is not a version (a date such as 2023-06-01)", reqinfo.Clip(v)))
+		return
+	}
+	var req request
+	if err := jsonbody.Decode(c.Request, &req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return
+	}
+	info.Model = req.Model
+	p, apiErr := req.toEngineRequest(a.cfg.DefaultTimeout)
+	if apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	if apiErr := a.prepare(ctx, p); apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	p.req.Tenant = info.Tenant
+	src := &source{a: a, req: p.req, info: info}
+	if err := src.start(); err != nil {
+		if p.req.Release != nil {
+			p.req.Release() // the runner never took the request: its images' memory goes back
+		}
+		a.fail(c.Writer, info, a.toError(err))
+		return
+	}
+	defer src.close()
+	id := "msg_" + info.ID
+	if req.Stream {
+		w := streamwriter.New(c.Writer, a.cfg.WriteTimeout)
+		relay.Run(ctx, w, src, &framing{a: a, id: id, model: req.Model}, info,
+			func(err error) { a.fail(c.Writer, info, a.toError(err)) })
+		return
+	}
+	a.writeWhole(ctx, c, info, src, id, req.Model)
+}
+
+// prepare checks the model before anything costly (a 404 names how to
+// alias it; images go only to a model that takes them, and are decoded
+// only then) and clamps max_tokens: Anthropic's clients send their own
+// model's output limit, often more than a local model's whole context.
+func (a *API) prepare(ctx context.Context, p *parsed) *Error {
+	m, err := a.runner.Model(p.req.Model)
+	if err != nil {
+		return a.toError(err)
+	}
+	if len(p.images) > 0 && !m.Details.Vision {
+		return invalid("model %q does not take images: its folder holds no vision encoder", m.ID)
+	}
+	if m.ContextLength > 0 && p.req.MaxTokens >= m.ContextLength {
+		p.req.MaxTokens = 0 // up to the context: the engine stops where it is full
+	}
+	return p.decodeImages(ctx, a.cfg.Images, a.toError)
+}
+
+// source is the generation's events. A max_tokens larger than the room
+// the prompt leaves is clamped to that room: when the engine refuses the
+// request as too long for its context before any output, it is started
+// once more without the limit, so it stops where the context is full
+// (stop_reason max_tokens); a prompt that alone does not fit fails again
+// and that error is the answer.
+type source struct {
+	a       *API
+	req     *npu.Request
+	info    *reqinfo.Info
+	stream  *npu.Stream
+	output  bool // an event other than a heartbeat came
+	retried bool
+}
+
+func (s *source) start() error {
+	st, err := s.a.runner.Start(s.req)
+	if err != nil {
+		return err
+	}
+	s.stream, s.info.Stream = st, st
+	return nil
+}
+
+func (s *source) close() {
+	if s.stream != nil {
+		s.stream.Close()
+	}
+}
+
+func (s *source) Next(ctx context.Context) (npu.Event, error) {
+	for {
+		ev, err := s.stream.Next(ctx)
+		if err != nil && !s.output && !s.retried && s.req.MaxTokens > 0 && errors.Is(err, npu.ErrContextLength) {
+			s.retried = true
+			s.stream.Close()
+			s.stream = nil
+			clamped := *s.req
+			clamped.MaxTokens = 0
+			s.req = &clamped
+			if err := s.start(); err != nil {
+				return npu.Event{}, err
+			}
+			continue
+		}
+		if err == nil && !ev.Heartbeat {
+			s.output = true
+		}
+		return ev, err
+	}
+}
+
+func (a *API) toError(err error) *Error {
+	return toError(err, a.runner.RetryAfter, func() []string {
+		models := a.runner.Models()
+		names := make([]string, len(models))
+		for i, m := range models {
+			names[i] = m.ID
+		}
+		return names
+	})
+}
+
+// fail answers an error before the response began.
+func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
+	info.Fail(e)
+	if e.Status == errclass.StatusClientClosed {
+		info.Status = errclass.StatusClientClosed // nobody to answer
+		return
+	}
+	WriteError(rw, e)
+}
+
+// contentBlock is a block of the message object.
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+}
+
+type messageObject struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []contentBlock `json:"content"`
+	StopReason   *string        `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        usage          `json:"usage"`
+}
+
+func textBlock(s string) contentBlock { return contentBlock{Type: "text", Text: &s} }
+
+// thinkingBlock carries the model's reasoning. Its signature is empty:
+// npud signs nothing, and takes thinking blocks back without checking one.
+func thinkingBlock(s string) contentBlock {
+	sig := ""
+	return contentBlock{Type: "thinking", Thinking: &s, Signature: &sig}
+}
+
+// unparsedArgumentsKey holds a call's arguments that are not a JSON
+// object (the model wrote them so): tool_use input must be an object, and
+// nothing the model wrote is dropped.
+const unparsedArgumentsKey = "npud_unparsed_arguments"
+
+func toolInput(arguments string) json.RawMessage {
+	if arguments == "" {
+		return json.RawMessage("{}")
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(arguments), &obj) == nil && obj != nil {
+		return json.RawMessage(arguments)
+	}
+	b, _ := json.Marshal(map[string]string{unparsedArgumentsKey: arguments}) // a string map always encodes
+	return b
+}
+
+// writeWhole collects the stream into one message object.
+func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *source, id, model string) {
+	answer, err := npu.CollectAnswer(ctx, src.Next)
+	if src.stream != nil {
+		info.MarkFirstTokenAt(src.stream.FirstTokenAt())
+	}
+	if err != nil {
+		a.fail(c.Writer, info, a.toError(err))
+		return
+	}
+	info.TokensOut = answer.Result.CompletionTokens
+	info.FinishReason = string(answer.Result.FinishReason)
+	msg := messageObject{ID: id, Type: "message", Role: "assistant", Model: model, Content: []contentBlock{},
+		StopSequence: stopSequence(answer.Result), Usage: usageOf(answer.Result)}
+	reason := StopReason(answer.Result)
+	msg.StopReason = &reason
+	if answer.Reasoning != "" {
+		msg.Content = append(msg.Content, thinkingBlock(answer.Reasoning))
+	}
+	if answer.Text != "" || len(answer.ToolCalls) == 0 {
+		msg.Content = append(msg.Content, textBlock(answer.Text))
+	}
+	for _, call := range answer.ToolCalls {
+		msg.Content = append(msg.Content, contentBlock{Type: "tool_use", ID: call.ID, Name: call.Name, Input: toolInput(call.Arguments)})
+	}
+	c.Header("Content-Type", "application/json")
+	c.Status(http.StatusOK)
+	if err := json.NewEncoder(c.Writer).Encode(msg); err != nil {
+		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
+	}
+}
