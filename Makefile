@@ -37,7 +37,7 @@ run: build ## start the daemon on 127.0.0.1:11434, or NPUD_LISTEN (OpenVINO when
 # after the first run); its settings are in .golangci.yml.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 
-check: ## gofmt, go vet and golangci-lint (errcheck, staticcheck, ...)
+check: ## gofmt, go vet, golangci-lint (errcheck, errorlint, staticcheck, ...) and the layering and dependency guards
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
@@ -47,6 +47,9 @@ check: ## gofmt, go vet and golangci-lint (errcheck, staticcheck, ...)
 	@# The Windows service build must keep compiling.
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack -o /dev/null .
+	@# The arrows between packages, the CGO_ENABLED=0 link, and what the binary
+	@# links (deps.txt; a new dependency: go test -run TestDependencies -update .).
+	$(GO) test -count=1 -run 'TestLayering|TestTheBinaryHasNoTestingPackage|TestBuildsWithoutCgo|TestDependencies' .
 
 test: check ## vet, then every test under the race detector
 	@# -race needs a C compiler, the proxy tests nginx and HAProxy, the JS client tests Node,

@@ -454,15 +454,13 @@ func (req *request) tools(out *npu.Request) *Error {
 	return nil
 }
 
+// sampling takes the request's sampling parameters; their ranges are the
+// engine's one table (npu.Request.Validate), except temperature: the
+// Messages API has it between 0 and 1, the others between 0 and 2, and a
+// client is told its own API's range.
 func (req *request) sampling(out *npu.Request) *Error {
 	if t := req.Temperature; t != nil && (*t < 0 || *t > 1) {
 		return invalid("temperature: must be between 0 and 1, got %g", *t)
-	}
-	if p := req.TopP; p != nil && (*p <= 0 || *p > 1) {
-		return invalid("top_p: must be greater than 0 and at most 1, got %g", *p)
-	}
-	if k := req.TopK; k != nil && *k < 0 {
-		return invalid("top_k: must be 0 (off) or more, got %d", *k)
 	}
 	out.Sampling = npu.Sampling{Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK}
 	return nil

@@ -170,7 +170,10 @@ func serveUntil(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		opts = append(opts, WithListener(lns[0]))
 	}
-	srv, err := New(cfg, log, opts...)
+	// New takes no context yet: its start-up (the listener, the engine
+	// workers' device probe) cannot be cut short by a signal. Giving it
+	// one changes every caller's signature (issue 28).
+	srv, err := New(cfg, log, opts...) //nolint:contextcheck // see above
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return 1

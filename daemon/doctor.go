@@ -326,7 +326,8 @@ func examineCache(dir string, r *doctorReport) {
 
 // examineListener checks the listen address is free, or says who has it.
 func examineListener(ctx context.Context, addr string, r *doctorReport) {
-	ln, err := net.Listen("tcp", addr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err == nil {
 		_ = ln.Close()
 		r.add("listen address", checkOK, addr+" is free", "")

@@ -3,6 +3,7 @@ package daemon
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -139,7 +140,7 @@ func (s *Server) recoverPanics(c *gin.Context) {
 		if p == nil {
 			return
 		}
-		if p == http.ErrAbortHandler {
+		if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 			panic(p) // net/http's own signal to drop the connection
 		}
 		s.log.Error("handler panicked", "panic", p, "path", c.Request.URL.Path)

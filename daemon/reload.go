@@ -117,8 +117,6 @@ func configKey(field string) string {
 	return b.String()
 }
 
-// changedFields names the Config fields (embedded structs flattened) whose
-// values differ.
 // configKeys turns Config field names into configuration keys.
 func configKeys(fields []string) []string {
 	out := make([]string, 0, len(fields))
@@ -128,6 +126,8 @@ func configKeys(fields []string) []string {
 	return out
 }
 
+// changedFields names the Config fields (embedded structs flattened) whose
+// values differ.
 func changedFields[T any](a, b T) []string {
 	var out []string
 	var walk func(x, y reflect.Value)

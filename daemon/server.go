@@ -155,7 +155,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	ln := o.listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil { //nolint:noctx // New takes no context yet (see serveUntil)
 			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 		}
 	}
@@ -267,7 +267,7 @@ func startAuto(cfg Config, log *slog.Logger) (npu.Engine, string, error) {
 		cfg.OpenVINOLib = path
 		engine, err := newWorkerEngine(cfg, "openvino", log)
 		if err != nil {
-			return nil, err.Error(), nil
+			return nil, err.Error(), nil //nolint:nilerr // under --engine auto this failure is why the simulated engine serves, not an error
 		}
 		return engine, "", nil
 	}
@@ -447,7 +447,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	stopWatchdog()
 	notify.send("STOPPING=1\nSTATUS=draining")
-	err := s.drain()
+	err := s.drain(context.WithoutCancel(ctx)) // ctx has ended: the drain has its own timeout
 	if serveErr := <-served; serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		err = errors.Join(err, fmt.Errorf("serving http: %w", serveErr))
 	} // http.Serve has returned, so the listener is closed
@@ -480,11 +480,14 @@ func (s *Server) preload(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) drain() error {
+// drain stops taking work, lets what runs finish within --drain-timeout,
+// ends the rest with an error, and waits for every engine call and handler.
+// Its steps set their own deadlines under ctx, which must not have ended.
+func (s *Server) drain(ctx context.Context) error {
 	close(s.draining)
 	s.runner.StopAccepting()
 	s.log.Info("draining", "timeout", s.cfg.DrainTimeout, "running", s.runner.Running(), "queued", s.runner.Waiting())
-	drainCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	drainCtx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
 	defer cancel()
 	if s.cfg.DrainDelay > 0 {
 		// /health answers 503 and new requests shutting_down while the
@@ -503,7 +506,7 @@ func (s *Server) drain() error {
 		// the engine gets Cancel at its next callback.
 		s.log.Warn("drain timeout passed; ending open streams", "running", s.runner.Running(), "queued", s.runner.Waiting())
 		s.runner.Abort()
-		graceCtx, cancelGrace := context.WithTimeout(context.Background(), 5*time.Second)
+		graceCtx, cancelGrace := context.WithTimeout(ctx, 5*time.Second) // drainCtx has expired
 		defer cancelGrace()
 		if err = s.http.Shutdown(graceCtx); err != nil {
 			s.cancelHandlers()
@@ -514,7 +517,7 @@ func (s *Server) drain() error {
 	if err != nil {
 		return fmt.Errorf("shutting down http: %w", err)
 	}
-	waitCtx, cancelWait := context.WithTimeout(context.Background(), 10*time.Second)
+	waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelWait()
 	if err := s.runner.Wait(waitCtx); err != nil {
 		return err
@@ -541,7 +544,6 @@ func (s *Server) drain() error {
 	return nil
 }
 
-// deviceList names the devices the engine can use, for the start-up line.
 // deviceNames maps each device the engine runs on to its full name.
 func deviceNames(engine npu.Engine) map[string]string {
 	if d, ok := engine.(npu.DeviceLister); ok {
@@ -550,6 +552,7 @@ func deviceNames(engine npu.Engine) map[string]string {
 	return nil
 }
 
+// deviceList names the devices the engine can use, for the start-up line.
 func deviceList(engine npu.Engine) []string {
 	if engine.Simulated() {
 		return []string{"simulated"}

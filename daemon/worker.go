@@ -79,7 +79,10 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 		return nil, fmt.Errorf("finding npud's own binary for its workers: %w", err)
 	}
 	command := func() *exec.Cmd {
-		cmd := exec.Command(exe, "worker")
+		// Not CommandContext: a worker lives as long as the engine (Close
+		// stops it after the drain), not as long as a request or the
+		// signal context, which ends when the drain begins.
+		cmd := exec.Command(exe, "worker") //nolint:noctx // see above
 		cmd.Env = append(workerEnviron(os.Environ()), workerConfigEnv+"="+string(payload))
 		cmd.Stderr = os.Stderr // the worker logs as the daemon does
 		return cmd

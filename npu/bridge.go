@@ -350,7 +350,9 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			}
 			return Event{Done: true, Result: res}, nil
 		}
-		if err := context.Cause(s.ctx); err != nil {
+		// s.ctx is the stream's own lifetime, read here, not a context
+		// this call hands down instead of ctx.
+		if err := context.Cause(s.ctx); err != nil { //nolint:contextcheck // see above
 			s.mu.Unlock()
 			return Event{}, err // abandoned; the engine stops at its next callback
 		}
@@ -441,19 +443,6 @@ func (s *Stream) nextWakeLocked(now time.Time) (time.Time, wakeKind) {
 		}
 	}
 	return earliest, wakeNone
-}
-
-// Collect reads the stream to its end and returns all of its text, for
-// clients that want the whole answer at once. Heartbeats are skipped.
-func (s *Stream) Collect(ctx context.Context) (string, Result, error) {
-	text, _, res, err := s.CollectWithReasoning(ctx)
-	return text, res, err
-}
-
-// CollectWithReasoning is Collect with the model's reasoning apart.
-func (s *Stream) CollectWithReasoning(ctx context.Context) (text, reasoning string, res Result, err error) {
-	a, err := CollectAnswer(ctx, s.Next)
-	return a.Text, a.Reasoning, a.Result, err
 }
 
 // Answer is a whole generation: its text, reasoning and tool calls.

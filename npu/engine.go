@@ -49,8 +49,11 @@ func (s Status) String() string {
 // The engine must not call it concurrently with itself.
 type Sink func(text string) Status
 
-// Engine runs generations. An engine instance runs one generation at a time;
-// the Scheduler guarantees that callers never overlap.
+// Engine runs generations. The runner calls Generate from as many
+// goroutines at once as it has scheduler slots (RunnerConfig.Slots): one
+// for a GenAI pipeline, which is not safe for concurrent generate; more for
+// the simulated engine (--sim-slots) and an upstream (its slots=N), which
+// run generations side by side.
 type Engine interface {
 	// Name describes the engine for logs and /health ("sim", "openvino").
 	Name() string

@@ -125,14 +125,6 @@ type EngineError struct {
 func (e *EngineError) Error() string { return fmt.Sprintf("engine %s: %v", e.Engine, e.Cause) }
 func (e *EngineError) Unwrap() error { return e.Cause }
 
-// Retryable reports whether a client may retry the request unchanged.
-func Retryable(err error) bool {
-	return errors.Is(err, ErrQueueFull) || errors.Is(err, ErrQueueTimeout) ||
-		errors.Is(err, ErrSlowConsumer) || errors.Is(err, ErrShuttingDown) || errors.Is(err, ErrTooManyStreams) ||
-		errors.Is(err, ErrEngineCrashed) || errors.Is(err, ErrEngineHung) || errors.Is(err, ErrDeviceUnhealthy) ||
-		errors.Is(err, ErrUpstreamUnavailable) || errors.Is(err, ErrCrashThrottled)
-}
-
 // ErrInvalidRequest is wrapped by InvalidRequestError: a request the engine
 // would refuse, found before it reached the engine or named by it.
 var ErrInvalidRequest = errors.New("invalid request")

@@ -77,7 +77,6 @@ func TestRunnerRoutesModelsOnlyAnUpstreamServes(t *testing.T) {
 	healthy = false
 	_, err = r.Start(&Request{Model: "big", Prompt: "x"})
 	assert.ErrorIs(t, err, ErrUpstreamUnavailable)
-	assert.True(t, Retryable(err))
 	_, err = r.Start(&Request{Model: "nothing", Prompt: "x"})
 	assert.ErrorIs(t, err, ErrModelNotFound)
 }

@@ -501,12 +501,6 @@ func (r *Runner) EngineName() string { return r.engine.Name() }
 // Simulated reports whether the engine makes up its text.
 func (r *Runner) Simulated() bool { return r.engine.Simulated() }
 
-// Embeds reports whether the engine can embed text.
-func (r *Runner) Embeds() bool {
-	_, ok := r.engine.(Embedder)
-	return ok
-}
-
 // Placement is the device a loaded model runs on, for engines that place
 // models on devices; "" otherwise.
 func (r *Runner) Placement(model string) string {

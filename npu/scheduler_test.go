@@ -112,7 +112,6 @@ func TestSchedulerQueueFull(t *testing.T) {
 			assert.Equal(t, depth, s.Waiting())
 			_, err := s.Enqueue()
 			require.ErrorIs(t, err, ErrQueueFull, "depth %d", depth)
-			assert.True(t, Retryable(err))
 			assert.Equal(t, depth, s.Waiting(), "a refused request takes no place")
 		})
 	}
@@ -179,7 +178,6 @@ func TestTicketWaitMaxWait(t *testing.T) {
 	start := time.Now()
 	err := waiter.Wait(context.Background(), 10*time.Millisecond)
 	require.ErrorIs(t, err, ErrQueueTimeout)
-	assert.True(t, Retryable(err))
 	assert.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond)
 	assert.Zero(t, s.Waiting(), "a timed-out ticket left the queue")
 	running.Release()

@@ -71,7 +71,6 @@ func TestStreamHardLimitCancelsTheEngine(t *testing.T) {
 	assert.Equal(t, strings.Repeat("0123456789", 11), ev.Text, "the text before the limit is still delivered")
 	_, err = next(t, s)
 	require.ErrorIs(t, err, ErrSlowConsumer)
-	assert.True(t, Retryable(err))
 	_, err = next(t, s)
 	require.ErrorIs(t, err, ErrSlowConsumer, "the error stays")
 	waitUntil(t, func() bool { return r.Running() == 0 })
@@ -91,7 +90,6 @@ func TestStreamTokenTimeout(t *testing.T) {
 		assert.Equal(t, "a", ev.Text)
 		_, err = next(t, s)
 		require.ErrorIs(t, err, ErrTokenTimeout)
-		assert.False(t, Retryable(err))
 		assert.Len(t, e.gen(t, 0).statuses, 1, "the error came while the engine was still stalled")
 
 		close(stalled) // the engine comes back
@@ -264,7 +262,6 @@ func TestStreamEngineError(t *testing.T) {
 		require.ErrorAs(t, err, &engineErr)
 		assert.Equal(t, "fake", engineErr.Engine)
 		require.ErrorIs(t, err, cause)
-		assert.False(t, Retryable(err))
 		_, err = next(t, s)
 		require.ErrorAs(t, err, &engineErr, "the error stays")
 		assert.Zero(t, r.Running())
@@ -396,7 +393,6 @@ func TestRunnerQueueFull(t *testing.T) {
 			}
 			_, err := r.Start(&Request{Model: "m"})
 			require.ErrorIs(t, err, ErrQueueFull)
-			assert.True(t, Retryable(err))
 			assert.GreaterOrEqual(t, r.RetryAfter(), time.Second)
 			assert.Equal(t, maxQueue, r.Waiting())
 		})
@@ -412,7 +408,6 @@ func TestRunnerQueueTimeout(t *testing.T) {
 	waitUntil(t, func() bool { return e.calls() == 1 })
 	_, _, err := drain(t, start(t, r, &Request{Model: "m"}))
 	require.ErrorIs(t, err, ErrQueueTimeout)
-	assert.True(t, Retryable(err))
 	assert.Zero(t, r.Waiting())
 	assert.Equal(t, 1, e.calls())
 }
@@ -445,7 +440,6 @@ func TestRunnerStopAcceptingAndAbort(t *testing.T) {
 	r.StopAccepting()
 	_, err := r.Start(&Request{Model: "m"})
 	require.ErrorIs(t, err, ErrShuttingDown)
-	assert.True(t, Retryable(err))
 	_, err = r.LoadModel(context.Background(), "m", nil)
 	require.ErrorIs(t, err, ErrShuttingDown)
 	assert.Equal(t, 1, r.Running(), "streams already admitted go on")
@@ -454,7 +448,6 @@ func TestRunnerStopAcceptingAndAbort(t *testing.T) {
 	r.Abort()
 	text, _, err := drain(t, running)
 	require.ErrorIs(t, err, ErrShuttingDown)
-	assert.True(t, Retryable(err))
 	assert.Equal(t, "a", text)
 	_, _, err = drain(t, queued)
 	require.ErrorIs(t, err, ErrShuttingDown)
@@ -500,7 +493,6 @@ func TestRunnerUnknownModel(t *testing.T) {
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 	_, err := r.Start(&Request{Model: "nope"})
 	require.ErrorIs(t, err, ErrModelNotFound)
-	assert.False(t, Retryable(err))
 	assert.Zero(t, e.calls())
 	m, err := r.Model("m")
 	require.NoError(t, err)
@@ -540,11 +532,12 @@ func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
 	assert.Zero(t, e.calls())
 }
 
-func TestStreamCollect(t *testing.T) {
+func TestCollectAnswer(t *testing.T) {
 	t.Run("whole answer, heartbeats skipped", func(t *testing.T) {
 		e := &fakeEngine{script: []step{{text: "Hel", delay: 30 * time.Millisecond}, {text: "lo"}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: 5 * time.Millisecond}})
-		text, res, err := start(t, r, &Request{Model: "m"}).Collect(context.Background())
+		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
+		text, res := a.Text, a.Result
 		require.NoError(t, err)
 		assert.Equal(t, "Hello", text)
 		assert.Equal(t, FinishStop, res.FinishReason)
@@ -553,7 +546,8 @@ func TestStreamCollect(t *testing.T) {
 	t.Run("text so far with the error", func(t *testing.T) {
 		e := &fakeEngine{script: append(texts("a", "b"), step{err: &EngineError{Engine: "fake", Cause: errors.New("device lost")}})}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
-		text, res, err := start(t, r, &Request{Model: "m"}).Collect(context.Background())
+		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
+		text, res := a.Text, a.Result
 		var engineErr *EngineError
 		require.ErrorAs(t, err, &engineErr)
 		assert.Equal(t, "ab", text)
@@ -599,7 +593,8 @@ func TestStreamSplitsReasoning(t *testing.T) {
 	e := &fakeEngine{script: texts("<thi", "nk>\nfirst ", "STOP then</think>", "\n\nthe answer", " STOP here")}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Stop: []string{"STOP"}})
-	text, reasoning, res, err := s.CollectWithReasoning(t.Context())
+	a, err := CollectAnswer(t.Context(), s.Next)
+	text, reasoning, res := a.Text, a.Reasoning, a.Result
 	require.NoError(t, err)
 	assert.Equal(t, "first STOP then", reasoning, "a stop string inside the reasoning does not stop the answer")
 	assert.Equal(t, "the answer ", text)

@@ -71,12 +71,6 @@ func toolSyntaxOf(format string) (toolSyntax, bool) {
 	return toolSyntax{}, false
 }
 
-// KnownToolFormat reports whether format is one the bridge parses.
-func KnownToolFormat(format string) bool {
-	_, ok := toolSyntaxOf(format)
-	return ok
-}
-
 // ToolCallDelta is a piece of a tool call the model is making, in the
 // order a client assembles it (OpenAI's delta.tool_calls): the first piece
 // of a call carries its ID and Name, the following ones further pieces of

@@ -7,9 +7,9 @@ import (
 
 // Validate checks the request against the engine's own limits: OpenVINO
 // GenAI's GenerationConfig::validate() bounds, and text the native side
-// cannot carry (a NUL would silently cut a C string short). Both API layers
-// call it after decoding, so they accept and refuse the same things; their
-// own protocol limits (OpenAI's temperature ≤ 2) come on top.
+// cannot carry (a NUL would silently cut a C string short). Every API calls
+// it after decoding, so they accept and refuse the same things, and none
+// keeps bounds of its own.
 func (r *Request) Validate() error {
 	bad := func(param, format string, args ...any) error {
 		return &InvalidRequestError{Param: param, Message: fmt.Sprintf(format, args...)}
@@ -38,22 +38,9 @@ func (r *Request) Validate() error {
 	// binding sets them only then too, but a value that would be refused
 	// once the model samples is refused always, so the answer does not
 	// depend on the model's generation_config.json.
-	type bound struct {
-		param  string
-		v      *float64
-		ok     func(float64) bool
-		expect string
-	}
-	for _, b := range []bound{
-		{"temperature", s.Temperature, func(v float64) bool { return v >= 0 }, "at least 0 (0 means greedy)"},
-		{"top_p", s.TopP, func(v float64) bool { return v > 0 && v <= 1 }, "greater than 0 and at most 1"},
-		{"min_p", s.MinP, func(v float64) bool { return v >= 0 && v < 1 }, "at least 0 and less than 1"},
-		{"repetition_penalty", s.RepetitionPenalty, func(v float64) bool { return v > 0 }, "greater than 0"},
-		{"presence_penalty", s.PresencePenalty, func(v float64) bool { return v >= -2 && v <= 2 }, "between -2 and 2"},
-		{"frequency_penalty", s.FrequencyPenalty, func(v float64) bool { return v >= -2 && v <= 2 }, "between -2 and 2"},
-	} {
-		if b.v != nil && !b.ok(*b.v) { // NaN fails every test
-			return bad(b.param, "'%s' must be %s, got %g", b.param, b.expect, *b.v)
+	for _, b := range samplingBounds {
+		if v := b.field(&s); v != nil && !b.holds(*v) {
+			return bad(b.param, "'%s' must be %s, got %g", b.param, b.text, *v)
 		}
 	}
 	if s.TopK != nil && *s.TopK < 0 {
@@ -76,4 +63,38 @@ func (r *Request) Normalize() {
 			m.Content = strings.TrimSpace(m.Content)
 		}
 	}
+}
+
+// samplingBound is the range a sampling parameter must fall in.
+type samplingBound struct {
+	param            string // as OpenAI names it; an API names it its own way when it reports it
+	field            func(*Sampling) *float64
+	min, max         float64
+	minOpen, maxOpen bool   // the bound itself is outside
+	text             string // the range, for people
+}
+
+// holds reports whether v is in the range; NaN is not.
+func (b samplingBound) holds(v float64) bool {
+	return v >= b.min && v <= b.max && !(b.minOpen && v == b.min) && !(b.maxOpen && v == b.max)
+}
+
+// samplingBounds is the one table of the sampling parameters' ranges, in
+// the order Validate checks them: GenAI's bounds (temperature at least 0,
+// top_p in (0, 1], min_p in [0, 1), a repetition penalty above 0), and
+// the ranges npud serves on top of them (temperature at most 2 and the
+// penalties as OpenAI's API has them, a repetition penalty at most 100).
+var samplingBounds = [...]samplingBound{
+	{param: "temperature", field: func(s *Sampling) *float64 { return s.Temperature },
+		min: 0, max: 2, text: "between 0 and 2 (0 means greedy)"},
+	{param: "top_p", field: func(s *Sampling) *float64 { return s.TopP },
+		min: 0, max: 1, minOpen: true, text: "greater than 0 and at most 1"},
+	{param: "min_p", field: func(s *Sampling) *float64 { return s.MinP },
+		min: 0, max: 1, maxOpen: true, text: "at least 0 and less than 1"},
+	{param: "repetition_penalty", field: func(s *Sampling) *float64 { return s.RepetitionPenalty },
+		min: 0, max: 100, minOpen: true, text: "greater than 0 and at most 100"},
+	{param: "presence_penalty", field: func(s *Sampling) *float64 { return s.PresencePenalty },
+		min: -2, max: 2, text: "between -2 and 2"},
+	{param: "frequency_penalty", field: func(s *Sampling) *float64 { return s.FrequencyPenalty },
+		min: -2, max: 2, text: "between -2 and 2"},
 }

@@ -28,6 +28,10 @@ func TestRequestValidateHasGenAIsBounds(t *testing.T) {
 		{"frequency_penalty", Request{Prompt: "hi", Sampling: Sampling{FrequencyPenalty: f(-3)}}, "frequency_penalty"},
 		{"temperature NaN", Request{Prompt: "hi", Sampling: Sampling{Temperature: f(math.NaN())}}, "temperature"},
 		{"negative temperature", Request{Prompt: "hi", Sampling: Sampling{Temperature: f(-1)}}, "temperature"},
+		// The ranges every API serves on top of GenAI's, once, here.
+		{"edges every API accepts", Request{Prompt: "hi", Sampling: Sampling{Temperature: f(2), RepetitionPenalty: f(100)}}, ""},
+		{"temperature over 2", Request{Prompt: "hi", Sampling: Sampling{Temperature: f(2.5)}}, "temperature"},
+		{"repetition_penalty over 100", Request{Prompt: "hi", Sampling: Sampling{RepetitionPenalty: f(100.5)}}, "repetition_penalty"},
 		{"negative top_k", Request{Prompt: "hi", Sampling: Sampling{TopK: k(-1)}}, "top_k"},
 		{"negative max_tokens", Request{Prompt: "hi", MaxTokens: -1}, "max_tokens"},
 		{"NUL in prompt", Request{Prompt: "a\x00b"}, "prompt"},

@@ -47,7 +47,6 @@ func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
 	return &API{runner: runner, cfg: cfg, log: log}
 }
 
-// Register adds the routes to r.
 // Shutdown is the API's part of a drain: nothing outlives its handlers,
 // which http.Server.Shutdown waits for.
 func (a *API) Shutdown(context.Context) error { return nil }
@@ -61,6 +60,7 @@ func (a *API) Routes() route.Set {
 	}
 }
 
+// Register adds the routes to r.
 func (a *API) Register(r gin.IRouter) {
 	r.GET("/", a.root)
 	r.HEAD("/", a.root)

@@ -269,13 +269,12 @@ func applyOption(key string, raw json.RawMessage, out *npu.Request, info npu.Mod
 		}
 		return v, nil
 	}
-	ranged := func(lo, hi float64, dst **float64) *Error {
+	// A number's range is checked with the engine's limits
+	// (npu.Request.Validate), the one table every API uses.
+	number := func(dst **float64) *Error {
 		v, err := num()
 		if err != nil {
 			return err
-		}
-		if *v < lo || *v > hi {
-			return badRequest("option %q must be between %g and %g, got %g", key, lo, hi, *v)
 		}
 		*dst = v
 		return nil
@@ -283,17 +282,17 @@ func applyOption(key string, raw json.RawMessage, out *npu.Request, info npu.Mod
 	s := &out.Sampling
 	switch key {
 	case "temperature":
-		return ranged(0, 2, &s.Temperature)
+		return number(&s.Temperature)
 	case "top_p":
-		return ranged(0, 1, &s.TopP)
+		return number(&s.TopP)
 	case "min_p":
-		return ranged(0, 1, &s.MinP)
+		return number(&s.MinP)
 	case "presence_penalty":
-		return ranged(-2, 2, &s.PresencePenalty)
+		return number(&s.PresencePenalty)
 	case "frequency_penalty":
-		return ranged(-2, 2, &s.FrequencyPenalty)
+		return number(&s.FrequencyPenalty)
 	case "repeat_penalty":
-		return ranged(0, 100, &s.RepetitionPenalty)
+		return number(&s.RepetitionPenalty)
 	case "top_k":
 		v, err := integer()
 		if err != nil {

@@ -111,8 +111,6 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	a.writeWhole(ctx, c, info, src, ep, id, req.Model)
 }
 
-// source is what a writer reads: the bridge's stream itself, or a cursor
-// on its journal when the client named its request.
 // createdAt is the completion's created time: the generation's start when
 // the source is a journal (joined and resumed readers repeat it), else the
 // request's.
@@ -123,6 +121,8 @@ func (s *source) createdAt(requestStart time.Time) time.Time {
 	return requestStart
 }
 
+// source is what a writer reads: the bridge's stream itself, or a cursor
+// on its journal when the client named its request.
 type source struct {
 	next         func(ctx context.Context) (npu.Event, error)
 	firstTokenAt func() time.Time

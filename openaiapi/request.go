@@ -13,15 +13,15 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
-
-// request holds the fields of both /v1/chat/completions and /v1/completions.
-// Unknown fields are ignored, as OpenAI-compatible servers do; known fields
 
 // maxTimeoutMS is the longest timeout_ms accepted: 7 days.
 const maxTimeoutMS = 7 * 24 * 3600 * 1000
 
+// request holds the fields of both /v1/chat/completions and /v1/completions.
+// Unknown fields are ignored, as OpenAI-compatible servers do; known fields
 // npud cannot honour are refused in validate rather than silently dropped.
 type request struct {
 	Model               string          `json:"model"`
@@ -81,24 +81,12 @@ type message struct {
 	ToolCallID string            `json:"tool_call_id"`
 }
 
-type messageToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type toolDef struct {
-	Type     string `json:"type"`
-	Function *struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-		Strict      *bool           `json:"strict"`
-	} `json:"function"`
-}
+// A message's tool calls and a request's tools are OpenAI's wire, declared
+// once for the API and the upstream engine that speaks it.
+type (
+	messageToolCall = openaiwire.ToolCall
+	toolDef         = openaiwire.Tool
+)
 
 // maxTools bounds the tools of one request (OpenAI's own limit).
 const maxTools = 128
@@ -293,9 +281,7 @@ func (req *request) toEngineRequest(ep endpoint, defaultTimeout time.Duration) (
 	if out.MaxTokens, err = req.maxTokens(); err != nil {
 		return nil, err
 	}
-	if out.Sampling, err = req.sampling(); err != nil {
-		return nil, err
-	}
+	out.Sampling = req.sampling() // its ranges are checked with the engine's limits (Validate)
 	for i, s := range req.Stop {
 		if s == "" {
 			return nil, invalid("stop", "invalid_value", "stop[%d] is empty: stop strings must not be empty", i)
@@ -491,36 +477,7 @@ func (req *request) maxTokens() (int, *Error) {
 	return *n, nil
 }
 
-func (req *request) sampling() (npu.Sampling, *Error) {
-	type bound struct {
-		param    string
-		v        *float64
-		lo, hi   float64
-		loOpen   bool
-		hiOpen   bool
-		describe string
-	}
-	for _, b := range []bound{
-		{"temperature", req.Temperature, 0, 2, false, false, "between 0 and 2"},
-		{"top_p", req.TopP, 0, 1, true, false, "greater than 0 and at most 1"},
-		{"presence_penalty", req.PresencePenalty, -2, 2, false, false, "between -2 and 2"},
-		{"frequency_penalty", req.FrequencyPenalty, -2, 2, false, false, "between -2 and 2"},
-		{"min_p", req.MinP, 0, 1, false, true, "at least 0 and less than 1"},
-	} {
-		if b.v == nil {
-			continue
-		}
-		v := *b.v
-		if v < b.lo || v > b.hi || (b.loOpen && v == b.lo) || (b.hiOpen && v == b.hi) {
-			return npu.Sampling{}, invalid(b.param, "invalid_value", "'%s' must be %s, got %g", b.param, b.describe, v)
-		}
-	}
-	if req.RepetitionPenalty != nil && *req.RepetitionPenalty <= 0 {
-		return npu.Sampling{}, invalid("repetition_penalty", "invalid_value", "'repetition_penalty' must be greater than 0, got %g", *req.RepetitionPenalty)
-	}
-	if req.TopK != nil && *req.TopK < 0 {
-		return npu.Sampling{}, invalid("top_k", "invalid_value", "'top_k' must be 0 (off) or more, got %d", *req.TopK)
-	}
+func (req *request) sampling() npu.Sampling {
 	return npu.Sampling{
 		Temperature:       req.Temperature,
 		TopP:              req.TopP,
@@ -530,5 +487,5 @@ func (req *request) sampling() (npu.Sampling, *Error) {
 		RepetitionPenalty: req.RepetitionPenalty,
 		PresencePenalty:   req.PresencePenalty,
 		FrequencyPenalty:  req.FrequencyPenalty,
-	}, nil
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/streamwriter"
 )
 
@@ -136,19 +137,8 @@ func (e *chunkEncoder) text(reasoning, s string) []byte {
 }
 
 // ToolCallDelta is a piece of a tool call in OpenAI's delta.tool_calls
-// shape (npud's WebSocket sends it too): the first piece of a call has its
-// id, type and name, the next ones pieces of its arguments.
-type ToolCallDelta struct {
-	Index    int               `json:"index"`
-	ID       string            `json:"id,omitempty"`
-	Type     string            `json:"type,omitempty"`
-	Function toolCallDeltaFunc `json:"function"`
-}
-
-type toolCallDeltaFunc struct {
-	Name      string `json:"name,omitempty"`
-	Arguments string `json:"arguments"`
-}
+// shape (npud's WebSocket sends it too).
+type ToolCallDelta = openaiwire.ToolCallDelta
 
 // ToolCallDeltas puts the bridge's pieces in OpenAI's shape; a piece that
 // only says a call is complete has nothing to send.
@@ -158,7 +148,7 @@ func ToolCallDeltas(pieces []npu.ToolCallDelta) []ToolCallDelta {
 		if d.ID == "" && d.Arguments == "" {
 			continue
 		}
-		td := ToolCallDelta{Index: d.Index, ID: d.ID, Function: toolCallDeltaFunc{Name: d.Name, Arguments: d.Arguments}}
+		td := ToolCallDelta{Index: d.Index, ID: d.ID, Function: openaiwire.FunctionCallDelta{Name: d.Name, Arguments: d.Arguments}}
 		if d.ID != "" {
 			td.Type = "function"
 		}

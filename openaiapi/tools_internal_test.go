@@ -1,12 +1,13 @@
 package openaiapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/wire/openaiwire"
 )
 
 // The tools of one request are bounded (a body limit larger than the
@@ -15,12 +16,7 @@ func TestTooManyTools(t *testing.T) {
 	req := request{Model: "sim", Messages: []message{{Role: "user", Content: contentText{Text: "x", present: true}}}}
 	for i := range maxTools + 1 {
 		td := toolDef{Type: "function"}
-		td.Function = &struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-		}{Name: fmt.Sprintf("f%d", i)}
+		td.Function = &openaiwire.Function{Name: fmt.Sprintf("f%d", i)}
 		req.Tools = append(req.Tools, td)
 	}
 	_, err := req.toEngineRequest(chatEndpoint, 0)

@@ -311,7 +311,10 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.mu.Unlock()
 
 	key := journal.Key{Tenant: engineReq.Tenant, ID: id}
-	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (*npu.Stream, error) {
+	// The journal's pump reads the stream under the stream's own context,
+	// not this connection's: a generation outlives its client by design
+	// (a resume or a repeated start joins it).
+	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (*npu.Stream, error) { //nolint:contextcheck // see above
 		s, err := rc.a.runner.Start(engineReq)
 		started = err == nil
 		return s, err
@@ -334,18 +337,21 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.mu.Lock()
 	r.cancel = cancel
 	rc.mu.Unlock()
+	// Counted before "started" goes out, so that a client that saw it sees
+	// the stream in the metrics too.
+	streamEnded := func() {}
+	if rc.cfg.StreamOpened != nil {
+		streamEnded = rc.cfg.StreamOpened()
+	}
 	if err := rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()}); err != nil {
 		// The connection is gone: this reader leaves at once.
+		streamEnded()
 		cancel(nil)
 		cur.Close()
 		rc.forget(id)
 		return err
 	}
 	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: start.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
-	streamEnded := func() {}
-	if rc.cfg.StreamOpened != nil {
-		streamEnded = rc.cfg.StreamOpened()
-	}
 	rc.wg.Add(1)
 	go func() {
 		defer rc.wg.Done()

@@ -29,7 +29,7 @@ func NewClient(t testing.TB, base string) *Client {
 // the response with its whole body.
 func (c *Client) Do(t testing.TB, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, c.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, c.URL+path, strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {

@@ -53,7 +53,9 @@ func StartSim(t testing.TB, mutate func(*daemon.Config), faults func(*npu.Reques
 // Health fetches and decodes GET /health from base.
 func Health(t testing.TB, hc *http.Client, base string) map[string]any {
 	t.Helper()
-	resp, err := hc.Get(base + "/health")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/health", nil)
+	require.NoError(t, err)
+	resp, err := hc.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var h map[string]any

@@ -29,7 +29,7 @@ func RunJS(t testing.TB, module, script string, args ...string) map[string]any {
 		}
 		t.Skipf("the %s npm package is not installed: run npm ci in testdata/js (%v)", module, err)
 	}
-	cmd := exec.Command(node, append([]string{script}, args...)...)
+	cmd := exec.CommandContext(t.Context(), node, append([]string{script}, args...)...)
 	cmd.Dir = JSClientDir
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.Output()

@@ -13,12 +13,12 @@ import (
 // the test's temporary folder.
 func BuildNPUD(t testing.TB) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	out, err := exec.CommandContext(t.Context(), "go", "env", "GOMOD").Output()
 	if err != nil {
 		t.Fatalf("go env GOMOD: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "npud")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
 	build.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if built, err := build.CombinedOutput(); err != nil {

@@ -460,7 +460,7 @@ func (c *Client) resume(ctx context.Context, repo, rev, file, local string, have
 				reported, reportedAt = have, time.Now()
 			}
 		}
-		if rerr == io.EOF {
+		if errors.Is(rerr, io.EOF) {
 			return out.Close()
 		}
 		if rerr != nil {

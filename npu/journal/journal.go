@@ -324,9 +324,6 @@ type Cursor struct {
 	timer  *time.Timer
 }
 
-// Next returns the next entry, waiting for it; a heartbeat after the
-// configured quiet time; ErrExpired when the entry is no longer kept; or
-// ctx's error (the reader left).
 // NextEvent is Next in the bridge's terms (npu.Event), so that writers
 // read a journal as they read a stream: a failure comes back as the
 // error, the position past the end as ErrAfterEnd. Index is the event's
@@ -348,6 +345,9 @@ func (c *Cursor) NextEvent(ctx context.Context) (ev npu.Event, index int, err er
 	return npu.Event{Text: e.Text, Reasoning: e.Reasoning, ToolCalls: e.ToolCalls, Tokens: e.Tokens}, e.Index, nil
 }
 
+// Next returns the next entry, waiting for it; a heartbeat after the
+// configured quiet time; ErrExpired when the entry is no longer kept; or
+// ctx's error (the reader left).
 func (c *Cursor) Next(ctx context.Context) (Entry, error) {
 	for {
 		c.j.mu.Lock()

@@ -517,7 +517,10 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 		return npu.Result{}, fmt.Errorf("the stream callback panicked, so the generation was cancelled: %w: %v", npu.ErrPanic, v)
 	}
 	if err := check(api, "ov_genai_llm_pipeline_generate", fmt.Sprintf("model %q, device %q", p.model, p.device), status); err != nil {
-		err.(*StatusError).BeforeOutput = state.calls.Load() == 0
+		var statusErr *StatusError
+		if errors.As(err, &statusErr) {
+			statusErr.BeforeOutput = state.calls.Load() == 0
+		}
 		return npu.Result{}, err
 	}
 	res, err := resultOf(api, results, maxNew, elapsed)

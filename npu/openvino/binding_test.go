@@ -73,7 +73,8 @@ func run(t testing.TB, r *npu.Runner, req *npu.Request) (string, npu.Result, err
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return s.Collect(ctx)
+	a, err := npu.CollectAnswer(ctx, s.Next)
+	return a.Text, a.Result, err
 }
 
 func seed(n int64) *int64 { return &n }

@@ -96,10 +96,9 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	return &Engine{cfg: cfg, log: log, devices: devices, catalog: catalog, pipelines: map[string]*pipeline{}}, nil
 }
 
-func (e *Engine) Name() string               { return "openvino" }
-func (e *Engine) Simulated() bool            { return false }
-func (e *Engine) Models() []npu.ModelInfo    { return e.catalog.Models() }
-func (e *Engine) AvailableDevices() []Device { return e.devices }
+func (e *Engine) Name() string            { return "openvino" }
+func (e *Engine) Simulated() bool         { return false }
+func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 
 // DeviceNames implements npu.DeviceLister.
 func (e *Engine) DeviceNames() map[string]string {

@@ -36,8 +36,8 @@ func TestDeleteWaitsForTheGenerationItRemoves(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		text, res, err := s.Collect(ctx)
-		done <- outcome{text, res, err}
+		a, err := npu.CollectAnswer(ctx, s.Next)
+		done <- outcome{a.Text, a.Result, err}
 	}()
 	time.Sleep(60 * time.Millisecond) // the generation is under way
 

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -339,7 +340,8 @@ func TestContextLength(t *testing.T) {
 				require.NoError(t, err)
 				defer s.Close()
 				assert.Equal(t, tc.clamped, s.MaxTokensClamped())
-				text, res, err := s.Collect(context.Background())
+				a, err := npu.CollectAnswer(context.Background(), s.Next)
+				text, res := a.Text, a.Result
 				require.NoError(t, err)
 				assert.Equal(t, joined(0, prompt, tc.wantTokens), text)
 				assert.Equal(t, tc.wantTokens, res.CompletionTokens)
@@ -349,7 +351,7 @@ func TestContextLength(t *testing.T) {
 				return
 			}
 			require.ErrorIs(t, err, npu.ErrContextLength)
-			assert.False(t, npu.Retryable(err))
+			assert.False(t, errclass.Of(err).Retryable)
 			assert.Empty(t, rec.chunks, "refused before any text")
 
 			r, e := newRunner(t, cfg, npu.StreamLimits{})

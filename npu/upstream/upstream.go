@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/openaiwire"
 )
 
 // Config describes one upstream server.
@@ -65,8 +66,10 @@ type Engine struct {
 	healthy   bool
 	lastError string
 	checking  bool
-	closed    chan struct{}
-	closeOnce sync.Once
+	// life is the engine's own context: health checks run under it, not
+	// under the request that found the upstream down, and Close ends it.
+	life context.Context
+	stop context.CancelFunc
 }
 
 var (
@@ -116,8 +119,9 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	// A redirect would carry the key (and the tenant's prompt) to wherever
 	// the upstream points: none is followed, the 3xx is an error.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	life, stop := context.WithCancel(context.Background())
 	return &Engine{cfg: cfg, base: base, client: client, log: log, created: time.Now(), healthy: true,
-		closed: make(chan struct{})}, nil
+		life: life, stop: stop}, nil
 }
 
 // Validate checks what New needs of cfg: a name and an http(s) URL.
@@ -184,8 +188,8 @@ func (e *Engine) Healthy() (bool, string) {
 	return e.healthy, e.lastError
 }
 
-// Close stops the health checks.
-func (e *Engine) Close() { e.closeOnce.Do(func() { close(e.closed) }) }
+// Close stops the health checks, one under way too.
+func (e *Engine) Close() { e.stop() }
 
 // markDown takes the upstream out of rotation and checks it until it
 // answers again.
@@ -204,16 +208,18 @@ func (e *Engine) markDown(why string) {
 	}
 }
 
+// checkUntilHealthy asks the upstream every HealthInterval until it answers
+// or the engine closes.
 func (e *Engine) checkUntilHealthy() {
 	t := time.NewTicker(e.cfg.HealthInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-e.closed:
+		case <-e.life.Done():
 			return
 		case <-t.C:
 		}
-		if err := e.Check(context.Background()); err == nil {
+		if err := e.Check(e.life); err == nil {
 			e.mu.Lock()
 			e.healthy, e.checking, e.lastError = true, false, ""
 			e.mu.Unlock()
@@ -259,42 +265,24 @@ type chatRequest struct {
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens         *int       `json:"max_tokens,omitempty"`
-	Temperature       *float64   `json:"temperature,omitempty"`
-	TopP              *float64   `json:"top_p,omitempty"`
-	Seed              *int64     `json:"seed,omitempty"`
-	PresencePenalty   *float64   `json:"presence_penalty,omitempty"`
-	FrequencyPenalty  *float64   `json:"frequency_penalty,omitempty"`
-	Stop              []string   `json:"stop,omitempty"`
-	ReasoningEffort   string     `json:"reasoning_effort,omitempty"`
-	Tools             []toolJSON `json:"tools,omitempty"`
-	ToolChoice        any        `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool      `json:"parallel_tool_calls,omitempty"`
+	MaxTokens         *int              `json:"max_tokens,omitempty"`
+	Temperature       *float64          `json:"temperature,omitempty"`
+	TopP              *float64          `json:"top_p,omitempty"`
+	Seed              *int64            `json:"seed,omitempty"`
+	PresencePenalty   *float64          `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64          `json:"frequency_penalty,omitempty"`
+	Stop              []string          `json:"stop,omitempty"`
+	ReasoningEffort   string            `json:"reasoning_effort,omitempty"`
+	Tools             []openaiwire.Tool `json:"tools,omitempty"`
+	ToolChoice        any               `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
 }
 
 type chatMessage struct {
-	Role       string         `json:"role"`
-	Content    any            `json:"content"` // a string, or parts with images
-	ToolCalls  []toolCallJSON `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-type toolJSON struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	} `json:"function"`
-}
-
-type toolCallJSON struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Role       string                `json:"role"`
+	Content    any                   `json:"content"` // a string, or parts with images
+	ToolCalls  []openaiwire.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string                `json:"tool_call_id,omitempty"`
 }
 
 func (e *Engine) body(req *npu.Request) ([]byte, error) {
@@ -328,16 +316,14 @@ func (e *Engine) body(req *npu.Request) ([]byte, error) {
 			cm.Content = parts
 		}
 		for _, c := range m.ToolCalls {
-			tc := toolCallJSON{ID: c.ID, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
-			cm.ToolCalls = append(cm.ToolCalls, tc)
+			cm.ToolCalls = append(cm.ToolCalls, openaiwire.ToolCall{ID: c.ID, Type: "function",
+				Function: openaiwire.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
 		}
 		out.Messages = append(out.Messages, cm)
 	}
 	for _, t := range req.Tools {
-		tj := toolJSON{Type: "function"}
-		tj.Function.Name, tj.Function.Description, tj.Function.Parameters = t.Name, t.Description, t.Parameters
-		out.Tools = append(out.Tools, tj)
+		out.Tools = append(out.Tools, openaiwire.Tool{Type: "function",
+			Function: &openaiwire.Function{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
 	if len(out.Tools) > 0 {
 		switch req.ToolChoice.Mode {
@@ -377,17 +363,10 @@ func imageParts(m npu.Message) ([]map[string]any, error) {
 type chunk struct {
 	Choices []struct {
 		Delta struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ToolCalls        []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Content          *string                    `json:"content"`
+			ReasoningContent *string                    `json:"reasoning_content"`
+			Reasoning        *string                    `json:"reasoning"`
+			ToolCalls        []openaiwire.ToolCallDelta `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -424,7 +403,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			return npu.Result{FinishReason: npu.FinishCancelled}, ctx.Err()
 		}
 		e.markDown(err.Error())
-		return npu.Result{}, fmt.Errorf("upstream %q: %v: %w", e.cfg.Name, err, npu.ErrUpstreamUnavailable)
+		return npu.Result{}, fmt.Errorf("upstream %q: %w: %w", e.cfg.Name, err, npu.ErrUpstreamUnavailable)
 	}
 	defer func() { _ = resp.Body.Close() }() // read only
 	if resp.StatusCode != http.StatusOK {
@@ -610,7 +589,7 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 		}
 		var c chunk
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %v", e.cfg.Name, err)}
+			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %w", e.cfg.Name, err)}
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
 			e.log.Warn("upstream failed mid-stream", "upstream", e.cfg.Name, "answer", e.clip(errorMessage([]byte(data))))

@@ -325,7 +325,10 @@ func (e *Engine) requestFault(req *npu.Request, fp string, p *proc, fault *Fault
 	if repeat {
 		e.cfg.Log.Warn("a request crashed an engine worker again; it is refused from now on",
 			"model", req.Model, "tenant", req.Tenant, "request", fp)
-		return fmt.Errorf("%v; the same request crashed it before, so it is refused for a while: %w", fault, npu.ErrEngineCrashedOnRequest)
+		// The fault is kept as text, not wrapped: wrapped, the refusal would
+		// also be an ErrEngineCrashed (retryable) and a FaultError, and its
+		// class would hang on every classifier checking this one first.
+		return fmt.Errorf("%v; the same request crashed it before, so it is refused for a while: %w", fault, npu.ErrEngineCrashedOnRequest) //nolint:errorlint // see above
 	}
 	return fault
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
 )
 
 // Issue 25 item 5: a request that crashed a worker twice is refused, not
@@ -85,10 +86,10 @@ func TestRepeatCrashIsRefusedAndKeepsTheBackoff(t *testing.T) {
 	}
 	err := crash()
 	require.ErrorIs(t, err, npu.ErrEngineCrashed)
-	assert.True(t, npu.Retryable(err), "the first crash may be retried")
+	assert.True(t, errclass.Of(err).Retryable, "the first crash may be retried")
 	err = crash()
 	require.ErrorIs(t, err, npu.ErrEngineCrashedOnRequest)
-	assert.False(t, npu.Retryable(err))
+	assert.False(t, errclass.Of(err).Retryable)
 	assert.Contains(t, err.Error(), "segmentation fault")
 	assert.Equal(t, 1, e.restarts["m"], "the repeat did not grow the backoff")
 	assert.Equal(t, 2, e.byModel["m"], "both restarts are counted")

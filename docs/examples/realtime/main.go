@@ -44,7 +44,8 @@ func main() {
 	if *key != "" {
 		opts.HTTPHeader = http.Header{"Authorization": {"Bearer " + *key}}
 	}
-	conn, _, err := websocket.Dial(ctx, *url, opts)
+	// The handshake response's body is websocket's to close, not ours.
+	conn, _, err := websocket.Dial(ctx, *url, opts) //nolint:bodyclose // see above
 	if err != nil {
 		log.Fatalf("dial: %v", err)
 	}

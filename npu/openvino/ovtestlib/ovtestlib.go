@@ -4,6 +4,7 @@
 package ovtestlib
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // EnvDir names a folder holding an already built test library, which
@@ -66,7 +68,11 @@ func Dir(v Variant) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("make", "--no-print-directory", "-C", src, "OUT="+tmp, "EXTRA_CFLAGS="+string(v))
+	// A build that hangs fails the tests that need it with an error, well
+	// before the test binary's own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", src, "OUT="+tmp, "EXTRA_CFLAGS="+string(v))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		_ = os.RemoveAll(tmp)
 		return "", fmt.Errorf("building the GenAI test library (needs make and gcc): %w\n%s", err, out)
