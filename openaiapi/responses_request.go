@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -195,12 +196,7 @@ func (r *responsesRequest) tools() ([]toolDef, *Error) {
 		}
 		var d toolDef
 		d.Type = "function"
-		d.Function = &struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-			Strict      *bool           `json:"strict"`
-		}{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}
+		d.Function = &openaiwire.Function{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}
 		out = append(out, d)
 	}
 	return out, nil
