@@ -61,6 +61,8 @@ func TestParseServeDefaults(t *testing.T) {
 		MaxLoadedModels:       2,
 		MaxEmbedInputs:        2048,
 		MaxImages:             4,
+		MaxAudioBytes:         25 << 20,
+		MaxAudioDuration:      30 * time.Minute,
 		MaxImageBytes:         8 << 20,
 		MaxImagePixels:        4096 * 4096,
 		MaxImageMemory:        1 << 30,
