@@ -42,7 +42,8 @@ func power(x []float32, freq float64) float64 {
 func TestDecodeEncodings(t *testing.T) {
 	for _, enc := range []wavtest.Encoding{wavtest.PCM8, wavtest.PCM16, wavtest.PCM24, wavtest.PCM32, wavtest.Float32, wavtest.Float64,
 		{Bits: 16, Extensible: true}, {Float: true, Bits: 32, Extensible: true}} {
-		for _, rate := range []int{8000, 16000, 22050, 44100, 48000} {
+		// 44099 Hz has too many phases for the polyphase table: the direct path.
+		for _, rate := range []int{8000, 16000, 22050, 44100, 48000, 44099} {
 			t.Run(fmt.Sprintf("%+v/%d", enc, rate), func(t *testing.T) {
 				wav := wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 1, rate)}, rate, enc)
 				clip, err := audioin.Decode(wav, audioin.Limits{})
