@@ -294,3 +294,23 @@ func TestTranscriptionQueueFullIs503(t *testing.T) {
 	resp, e = postForm(t, hc, srv.URL+"/v1/audio/transcriptions", body, ct)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%+v", e)
 }
+
+// A transcription counts against the tenant's stream cap with its
+// generations (--max-streams-per-key), as an embedding does: a 429 with
+// Retry-After while its one stream runs.
+func TestTranscriptionCountsAgainstTheStreamCap(t *testing.T) {
+	daemontest.SimOnly(t, "the simulated engine's transcriber")
+	srv := startSim(t, func(c *daemon.Config) { c.MaxStreams = 1 }, hogFaults(nil))
+	hc := &http.Client{}
+	release := startHog(t, hc, srv.URL)
+	body, ct := audioForm(t, "file", string(wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 1, 16000)}, 16000, wavtest.PCM16)), "model", "sim")
+	resp, e := postForm(t, hc, srv.URL+"/v1/audio/transcriptions", body, ct)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	retryAfter(t, resp)
+	require.NotNil(t, e.Error.Code)
+	assert.Equal(t, "too_many_streams", *e.Error.Code)
+	release()
+	waitFor(t, func() bool { return activeStreams(t, hc, srv.URL) == 0 })
+	resp, e = postForm(t, hc, srv.URL+"/v1/audio/transcriptions", body, ct)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%+v", e)
+}
