@@ -67,6 +67,7 @@ test: check ## vet, then every test under the race detector
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v x86_64-w64-mingw32-gcc >/dev/null || missing="$$missing gcc-mingw-w64-x86-64"; \
 	command -v zip >/dev/null || missing="$$missing zip"; \
+	command -v espeak-ng >/dev/null || missing="$$missing espeak-ng"; \
 	python3 -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi

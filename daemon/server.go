@@ -30,6 +30,7 @@ import (
 	"github.com/npud/npud/npu/worker"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/audioin"
 	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
@@ -347,6 +348,7 @@ func (s *Server) routes() http.Handler {
 	images := s.imageLimits()
 	s.openai = openaiapi.New(s.runner, openaiapi.Config{
 		Images:         images,
+		Audio:          audioin.Limits{MaxBytes: s.cfg.MaxAudioBytes, MaxDuration: s.cfg.MaxAudioDuration},
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
 		MaxEmbedInputs: s.cfg.MaxEmbedInputs,

@@ -120,6 +120,9 @@ type ModelDetails struct {
 	// Vision: the model's folder holds a vision encoder, so it takes
 	// images (through GenAI's VLM pipeline).
 	Vision bool
+	// Speech: the model transcribes audio (a Whisper folder, served by
+	// GenAI's Whisper pipeline).
+	Speech bool
 }
 
 // Message is one chat turn.

@@ -144,5 +144,8 @@ func Capabilities(m ModelInfo) []string {
 	if m.Details.Vision {
 		caps = append(caps, "vision")
 	}
+	if m.Details.Speech {
+		caps = append(caps, "audio")
+	}
 	return caps
 }

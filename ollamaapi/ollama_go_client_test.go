@@ -77,8 +77,8 @@ func TestClientHeartbeatVersionListShow(t *testing.T) {
 	assert.EqualValues(t, 32768, show.ModelInfo["sim.context_length"])
 	// Issue 17: "embedding" among the capabilities made `ollama run` print
 	// a vector instead of chatting.
-	assert.Equal(t, []model.Capability{model.CapabilityCompletion, model.CapabilityTools, model.CapabilityThinking, model.CapabilityVision},
-		show.Capabilities, "the simulated model calls tools, reasons and sees when asked")
+	assert.Equal(t, []model.Capability{model.CapabilityCompletion, model.CapabilityTools, model.CapabilityThinking, model.CapabilityVision, "audio"},
+		show.Capabilities, "the simulated model calls tools, reasons, sees and hears when asked")
 
 	_, err = f.client.Show(ctx, &api.ShowRequest{Model: "nope"})
 	var statusErr api.StatusError

@@ -7,6 +7,7 @@ package openaiapi
 import (
 	"context"
 	"fmt"
+	"github.com/npud/npud/wire/audioin"
 	"github.com/npud/npud/wire/imagein"
 	"log/slog"
 	"time"
@@ -22,6 +23,9 @@ import (
 type Config struct {
 	// Images bounds the images of a request (for vision models).
 	Images imagein.Limits
+	// Audio bounds the audio files of transcriptions (zero fields:
+	// audioin.DefaultLimits).
+	Audio audioin.Limits
 	// DefaultTimeout bounds generation time when a request has no
 	// timeout_ms; 0 = none.
 	DefaultTimeout time.Duration
@@ -70,8 +74,8 @@ func (a *API) Journals() *journal.Registry { return a.journals }
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
 	return route.Set{
-		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses"},
-		Embedding:  []string{"/v1/embeddings"},
+		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/audio/transcriptions", "/v1/audio/translations"},
+		Embedding:  []string{"/v1/embeddings", "/v1/audio/transcriptions", "/v1/audio/translations"},
 	}
 }
 
@@ -86,6 +90,8 @@ func (a *API) Register(r gin.IRouter) {
 	v1.DELETE("/responses/:id", a.deleteResponse)
 	v1.POST("/responses/:id/cancel", a.cancelResponse)
 	v1.POST("/embeddings", a.embeddings)
+	v1.POST("/audio/transcriptions", func(c *gin.Context) { a.audio(c, npu.TaskTranscribe) })
+	v1.POST("/audio/translations", func(c *gin.Context) { a.audio(c, npu.TaskTranslate) })
 	v1.GET("/models", a.listModels)
 	v1.GET("/models/*id", a.getModel)
 }

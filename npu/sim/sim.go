@@ -88,10 +88,10 @@ func (e *Engine) Simulated() bool { return true }
 
 func (e *Engine) Models() []npu.ModelInfo {
 	// The simulated model reasons when asked (Request.Think), calls tools
-	// and "sees" images: clients' thinking, tool and vision paths can be
+	// "sees" images and "hears" audio: clients' thinking, tool, vision and speech paths can be
 	// tested end to end.
 	return []npu.ModelInfo{{ID: ModelID, OwnedBy: OwnedBy, Created: e.created, ContextLength: e.cfg.ContextLength,
-		Details: npu.ModelDetails{Thinking: true, ToolFormat: npu.ToolFormatHermes, Vision: true}}}
+		Details: npu.ModelDetails{Thinking: true, ToolFormat: npu.ToolFormatHermes, Vision: true, Speech: true}}}
 }
 
 // Reload implements npu.Reloader. The simulated model has no files to read

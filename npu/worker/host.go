@@ -300,6 +300,19 @@ func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]
 	return done.Vectors, done.Tokens, nil
 }
 
+// Transcribe runs a transcription in the model's worker.
+func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
+	p, err := e.worker(req.Model)
+	if err != nil {
+		return npu.Transcript{}, err
+	}
+	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobTranscribe, Model: req.Model, Audio: req})
+	if err != nil {
+		return npu.Transcript{}, err
+	}
+	return done.Transcript, nil
+}
+
 // Close stops every worker.
 func (e *Engine) Close() {
 	e.mu.Lock()

@@ -27,8 +27,10 @@ const (
 	jobReload   = "reload"
 	jobGenerate = "generate"
 	jobEmbed    = "embed"
-	jobDevices  = "devices"
-	jobExit     = "exit"
+	// jobTranscribe: speech to text (npu.Transcriber).
+	jobTranscribe = "transcribe"
+	jobDevices    = "devices"
+	jobExit       = "exit"
 )
 
 // Job is one piece of work for a worker.
@@ -40,7 +42,8 @@ type Job struct {
 	// Request is a generation's request as JSON: gob drops a pointer to a
 	// zero value (think: false would arrive as "unset").
 	Request []byte
-	Inputs  []string // embed
+	Inputs  []string               // embed
+	Audio   *npu.TranscribeRequest // transcribe
 }
 
 // Done is a job's outcome.
@@ -52,7 +55,9 @@ type Done struct {
 	Devices []Device
 	Vectors [][]float32
 	Tokens  int
-	Err     *WireError
+	// Transcript is a transcription's result.
+	Transcript npu.Transcript
+	Err        *WireError
 }
 
 // Device is a device the worker's engine sees.

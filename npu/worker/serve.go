@@ -94,6 +94,13 @@ func run(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) Do
 			break
 		}
 		done.Vectors, done.Tokens, err = e.Embed(ctx, job.Model, job.Inputs)
+	case jobTranscribe:
+		t, ok := engine.(npu.Transcriber)
+		if !ok || job.Audio == nil {
+			err = fmt.Errorf("engine %s does not transcribe audio: %w", engine.Name(), npu.ErrNotSupported)
+			break
+		}
+		done.Transcript, err = t.Transcribe(ctx, job.Audio)
 	case jobDevices:
 		if d, ok := engine.(npu.DeviceLister); ok {
 			for name, full := range d.DeviceNames() {

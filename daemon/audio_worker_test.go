@@ -1,0 +1,44 @@
+//go:build cgo
+
+package daemon_test
+
+import (
+	"bytes"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/wire/audioin/wavtest"
+)
+
+// Issue 30: a transcription crosses the process boundary like an
+// embedding: with --isolation process the audio goes to the model's worker
+// and the transcript comes back.
+func TestTranscriptionInAWorker(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.Isolation = "sim", "process"
+	srv := daemontest.Start(t, cfg, nil)
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	fw, err := w.CreateFormFile("file", "tone.wav")
+	require.NoError(t, err)
+	_, err = fw.Write(wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 1.5, 22050)}, 22050, wavtest.PCM16))
+	require.NoError(t, err)
+	require.NoError(t, w.WriteField("model", "sim"))
+	require.NoError(t, w.WriteField("response_format", "text"))
+	require.NoError(t, w.Close())
+	resp, err := http.Post(srv.URL+"/v1/audio/transcriptions", w.FormDataContentType(), &body)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Regexp(t, `^1\.50 seconds, level 0\.35[0-9], pitch 44[01] Hz\.\n$`, string(raw))
+	h := daemontest.Health(t, daemontest.NewClient(t, srv.URL).HTTP, srv.URL)
+	assert.EqualValues(t, 0, h["worker_restarts"])
+}

@@ -1,0 +1,87 @@
+package npu
+
+import (
+	"context"
+	"fmt"
+)
+
+// Transcription tasks, as Whisper names them (GenAI's
+// ov_genai_whisper_generation_config_set_task takes "transcribe" or
+// "translate": openvino.genai src/c/include/openvino/genai/c/whisper_generation_config.h).
+const (
+	TaskTranscribe = "transcribe"
+	TaskTranslate  = "translate" // into English
+)
+
+// AudioSampleRate is the rate of TranscribeRequest.Samples: Whisper's.
+const AudioSampleRate = 16000
+
+// TranscribeRequest is one speech-to-text job.
+type TranscribeRequest struct {
+	Model       string
+	Samples     []float32 // mono, AudioSampleRate Hz, in [-1, 1]
+	Task        string    // TaskTranscribe or TaskTranslate
+	Language    string    // ISO-639-1 ("en"), or "" to detect
+	Prompt      string    // initial prompt: spelling, style, the previous text
+	Temperature float64
+}
+
+// Seconds is how long the audio plays.
+func (r *TranscribeRequest) Seconds() float64 {
+	return float64(len(r.Samples)) / AudioSampleRate
+}
+
+// Transcript is what a Transcriber heard.
+type Transcript struct {
+	Text     string
+	Language string // detected or given; "" when unknown
+	Segments []Segment
+}
+
+// Segment is a piece of a transcript with its place in the audio.
+type Segment struct {
+	Start, End float64 // seconds
+	Text       string
+}
+
+// Transcriber is implemented by engines that can turn speech into text.
+type Transcriber interface {
+	Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error)
+}
+
+// CheckSpeech refuses a model that cannot hear.
+func CheckSpeech(m ModelInfo) error {
+	if !m.Details.Speech {
+		return &InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q does not transcribe audio: it is not a speech (Whisper) model", m.ID)}
+	}
+	return nil
+}
+
+// Transcribe runs req while holding the engine's slot, through the same
+// queue, limits and Retry-After as generations. Engines that cannot
+// transcribe give an error wrapping ErrNotSupported; models that cannot
+// hear give an InvalidRequestError.
+func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
+	m, err := r.Model(req.Model)
+	if err != nil {
+		return Transcript{}, err
+	}
+	if r.owner(req.Model) != r {
+		return Transcript{}, fmt.Errorf("model %q is served by an upstream; transcription is not relayed to upstreams yet: %w", req.Model, ErrNotSupported)
+	}
+	t, ok := r.engine.(Transcriber)
+	if !ok {
+		return Transcript{}, fmt.Errorf("engine %s does not transcribe audio: %w", r.engine.Name(), ErrNotSupported)
+	}
+	if err := CheckSpeech(m); err != nil {
+		return Transcript{}, err
+	}
+	var out Transcript
+	err = r.withSlot(ctx, req.Model, func(m ModelInfo) error {
+		req.Model = m.ID
+		out, err = t.Transcribe(ctx, req)
+		return err
+	})
+	return out, err
+}
