@@ -219,10 +219,16 @@ func textOf(raw json.RawMessage, where string) (string, *Error) {
 	if err != nil {
 		return "", err
 	}
+	return joinText(blocks, where, "only text blocks are allowed here")
+}
+
+// joinText joins text blocks with newlines; any other block is refused
+// with refusal.
+func joinText(blocks []block, where, refusal string) (string, *Error) {
 	var b strings.Builder
 	for i, bl := range blocks {
 		if bl.Type != "text" {
-			return "", invalid("%s.%d.type: only text blocks are allowed here, got %q", where, i, reqinfo.Clip(bl.Type))
+			return "", invalid("%s.%d.type: %s, got %q", where, i, refusal, reqinfo.Clip(bl.Type))
 		}
 		if i > 0 {
 			b.WriteString("\n")
@@ -393,17 +399,7 @@ func toolResultText(raw json.RawMessage, where string) (string, *Error) {
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	for i, bl := range blocks {
-		if bl.Type != "text" {
-			return "", invalid("%s.%d.type: tool results may hold text blocks only here, got %q", where, i, reqinfo.Clip(bl.Type))
-		}
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(bl.Text)
-	}
-	return b.String(), nil
+	return joinText(blocks, where, "tool results may hold text blocks only here")
 }
 
 func (req *request) tools(out *npu.Request) *Error {
