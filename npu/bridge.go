@@ -271,6 +271,9 @@ func (s *Stream) sink(text string) Status {
 // finish records the engine's return. Text still held back (an incomplete
 // code point, a possible stop-string prefix) is released now.
 func (s *Stream) finish(res Result, err error) {
+	// The engine is done with the request's images: their memory goes back
+	// before a client can see the end and send its next request.
+	s.req.released()
 	s.mu.Lock()
 	defer s.signal()
 	defer s.mu.Unlock()

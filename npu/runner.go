@@ -195,9 +195,8 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 	}
 	r.inflight.Add(1)
 	go func() {
-		defer req.released() // the request's images are no longer needed
-		defer release()      // a generation counts until it ends, client or not
-		r.run(s, ticket)     // its end is reported by the stream (Stream.finish)
+		defer release()  // a generation counts until it ends, client or not
+		r.run(s, ticket) // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil
 }
