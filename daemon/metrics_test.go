@@ -102,9 +102,11 @@ func TestMetricsMoveWithEachEvent(t *testing.T) {
 	assert.Contains(t, string(raw), "token_timeout")
 
 	var m scrape
+	// A generation's end is reported when the engine returns, which for the
+	// stalled one comes after its client got the token_timeout error.
 	daemontest.Eventually(t, func() bool {
 		m = scrapeMetrics(t, srv.URL)
-		return m.sum("npud_requests_total") == 5
+		return m.sum("npud_requests_total") == 5 && m.sum("npud_engine_errors_total", "kind", "token_timeout") == 1
 	})
 	chatRoute := []string{"route", "/v1/chat/completions", "model", "sim", "tenant", "anonymous"}
 	assert.Equal(t, 1.0, m.sum("npud_requests_total", append(chatRoute, "finished_reason", "stop")...))
