@@ -39,7 +39,16 @@ type fixture struct {
 
 func newFixture(t *testing.T, itl time.Duration, cfg Config) *fixture {
 	t.Helper()
-	engine := &counting{RecordingEngine: &nputest.RecordingEngine{Engine: sim.New(sim.Config{ITL: itl})}}
+	// A generation asked for with the prompt "stall" stops producing after
+	// its first token until it is abandoned: it cannot end by itself
+	// before a window runs out, however slow the machine.
+	stall := func(r *npu.Request) sim.Fault {
+		if sim.PromptText(r) == "stall" {
+			return sim.Fault{StallAtToken: 2}
+		}
+		return sim.Fault{}
+	}
+	engine := &counting{RecordingEngine: &nputest.RecordingEngine{Engine: sim.New(sim.Config{ITL: itl, Faults: stall})}}
 	runner := npu.NewRunner(engine, npu.RunnerConfig{MaxQueue: 8, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}}, slog.New(slog.DiscardHandler))
 	if cfg.Window == 0 {
 		cfg.Window = time.Second
@@ -61,6 +70,13 @@ func newFixture(t *testing.T, itl time.Duration, cfg Config) *fixture {
 func (f *fixture) starter(tokens int) func() (*npu.Stream, error) {
 	return func() (*npu.Stream, error) {
 		return f.runner.Start(&npu.Request{Model: sim.ModelID, Prompt: "journal", MaxTokens: tokens})
+	}
+}
+
+// stallingStarter starts a generation that never ends by itself.
+func (f *fixture) stallingStarter() func() (*npu.Stream, error) {
+	return func() (*npu.Stream, error) {
+		return f.runner.Start(&npu.Request{Model: sim.ModelID, Prompt: "stall", MaxTokens: 100})
 	}
 }
 
@@ -183,7 +199,7 @@ func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	assert.Equal(t, sim.Text(0, "journal")[:len(got+rest)], got+rest)
 
 	// Resumable but nobody comes back: cancelled after the window.
-	gone, _, err := f.reg.Open(Key{ID: "gone"}, "gone", "fp", true, f.starter(20000))
+	gone, _, err := f.reg.Open(Key{ID: "gone"}, "gone", "fp", true, f.stallingStarter())
 	require.NoError(t, err)
 	gone.Attach(0).Close()
 	require.Eventually(t, func() bool { return f.runner.Running() == 0 }, 5*time.Second, time.Millisecond)
