@@ -34,22 +34,11 @@ func event(dst []byte, name string, data any) []byte {
 	return append(dst, '\n', '\n')
 }
 
-type startMessage struct {
-	ID           string         `json:"id"`
-	Type         string         `json:"type"`
-	Role         string         `json:"role"`
-	Model        string         `json:"model"`
-	Content      []contentBlock `json:"content"`
-	StopReason   *string        `json:"stop_reason"`
-	StopSequence *string        `json:"stop_sequence"`
-	Usage        usage          `json:"usage"`
-}
-
 // Open is message_start. The prompt's token count is known only at the
 // end, so it comes in message_delta's usage.
 func (f *framing) Open() []byte {
 	return event(nil, "message_start", map[string]any{"type": "message_start",
-		"message": startMessage{ID: f.id, Type: "message", Role: "assistant", Model: f.model, Content: []contentBlock{}}})
+		"message": messageObject{ID: f.id, Type: "message", Role: "assistant", Model: f.model, Content: []contentBlock{}}})
 }
 
 func (f *framing) closeBlock(dst []byte) []byte {
