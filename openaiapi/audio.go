@@ -169,13 +169,8 @@ func (a *API) audio(c *gin.Context, task string) {
 	job := &npu.TranscribeRequest{Model: req.model, Samples: clip.Samples, Task: task,
 		Language: req.language, Prompt: req.prompt, Temperature: req.temperature}
 	out, err := a.runner.Transcribe(c.Request.Context(), job)
-	if errors.Is(err, npu.ErrNotSupported) {
-		a.fail(c.Writer, info, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
-			Code: "unsupported_value", Message: err.Error(), Cause: err})
-		return
-	}
 	if err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
 	}
 	if a.runner.Simulated() {

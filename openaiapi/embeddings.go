@@ -96,14 +96,8 @@ func (a *API) embeddings(c *gin.Context) {
 		return
 	}
 	vectors, tokens, err := a.runner.Embed(c.Request.Context(), req.Model, inputs)
-	if errors.Is(err, npu.ErrNotSupported) {
-		// The model cannot do this: the request's fault, not the server's.
-		a.fail(c.Writer, info, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
-			Code: "unsupported_value", Message: err.Error(), Cause: err})
-		return
-	}
 	if err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
 	}
 	if req.Dimensions != nil {
@@ -137,4 +131,15 @@ func float32Base64(v []float32) string {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
 	}
 	return base64.StdEncoding.EncodeToString(b)
+}
+
+// modelWorkError is the answer to an embedding or transcription that
+// failed: a model that cannot do this kind of work is the request's fault
+// (400 on 'model'), not the server's; anything else as any generation's.
+func (a *API) modelWorkError(err error) *Error {
+	if errors.Is(err, npu.ErrNotSupported) {
+		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
+			Code: "unsupported_value", Message: err.Error(), Cause: err}
+	}
+	return toError(err, a.runner.RetryAfter)
 }
