@@ -82,6 +82,14 @@ type LibraryOptions struct {
 	Log *slog.Logger
 }
 
+// getenv is Getenv, or a lookup that finds nothing when it is nil.
+func (opts LibraryOptions) getenv() func(string) string {
+	if opts.Getenv == nil {
+		return func(string) string { return "" }
+	}
+	return opts.Getenv
+}
+
 // Attempt is one place discovery looked.
 type Attempt struct {
 	Source string `json:"source"` // --openvino-lib, OpenVINO_DIR, INTEL_OPENVINO_DIR, archive, python wheel, system
@@ -158,10 +166,7 @@ func OpenLibrary(opts LibraryOptions) (*Library, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv := opts.getenv()
 	lerr := &LoadError{}
 	for _, c := range discoverySteps(opts.Path, getenv) {
 		a := Attempt{Source: c.source, Where: c.where}
@@ -201,10 +206,7 @@ func OpenLibrary(opts LibraryOptions) (*Library, error) {
 // lists where it looked. Only the system step asks the loader, which
 // opens the library to answer.
 func FindLibrary(opts LibraryOptions) (string, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv := opts.getenv()
 	lerr := &LoadError{}
 	for _, c := range discoverySteps(opts.Path, getenv) {
 		if genai, _ := c.find(); genai != "" {
@@ -279,10 +281,7 @@ func (l *Library) readVersion(path string) error {
 // C++ library only). The Library it returns has no GenAI half: GenAIPath
 // is "" and it serves no pipeline.
 func OpenCore(opts LibraryOptions) (*Library, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv := opts.getenv()
 	lerr := &LoadError{}
 	for _, c := range discoverySteps(opts.Path, getenv) {
 		a := Attempt{Source: c.source, Where: c.where}
