@@ -3,12 +3,14 @@ package daemon
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/errclass"
@@ -28,6 +30,11 @@ var (
 // route templates, tenants named by API keys.
 type metrics struct {
 	registry *prometheus.Registry
+	// recording makes a scrape see each request's series all or none:
+	// requests record under the shared side, a gather takes the exclusive
+	// one (the registry reads its collectors concurrently, so ordering the
+	// increments alone would not do).
+	recording sync.RWMutex
 
 	ttft, e2e, queueWait, interToken, load *prometheus.HistogramVec
 
@@ -103,9 +110,17 @@ func (m *metrics) watch(runner *npu.Runner) {
 			func() float64 { return float64(runner.Running()) }))
 }
 
+// Gather implements prometheus.Gatherer: the registry's series, between
+// requests' recordings.
+func (m *metrics) Gather() ([]*dto.MetricFamily, error) {
+	m.recording.Lock()
+	defer m.recording.Unlock()
+	return m.registry.Gather()
+}
+
 // handler serves /metrics.
 func (m *metrics) handler() gin.HandlerFunc {
-	h := promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	h := promhttp.HandlerFor(m, promhttp.HandlerOpts{})
 	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
 }
 
@@ -177,8 +192,8 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info, ser
 		model = st.Model // the served name, not an alias
 	}
 	reason, cause := outcome(status, info)
-	// The request counter moves last, so that a scrape that sees it sees
-	// the request's other series too.
+	m.recording.RLock()
+	defer m.recording.RUnlock()
 	defer m.requests.WithLabelValues(model, route, info.Tenant, reason).Inc()
 	if cause != "" {
 		m.disconnects.WithLabelValues(route, cause).Inc()

@@ -138,7 +138,7 @@ func (s *Server) status(c *gin.Context) {
 // totals sums the daemon's own metrics over every label, so the status
 // shows what /metrics shows without naming any tenant.
 func (m *metrics) totals() (streams int, t statusTotals) {
-	families, err := m.registry.Gather()
+	families, err := m.Gather()
 	if err != nil {
 		return 0, t // a collector failed: the status still answers
 	}
