@@ -15,7 +15,7 @@ import (
 // they wait: the index of cfg.CacheDir, for an engine that compiles
 // models (not the simulated one); nil when there is no cache folder.
 func compileCacheFor(cfg Config, engine npu.Engine, log *slog.Logger) npu.CompileCache {
-	if _, loads := engine.(npu.ModelLoader); !loads || engine.Simulated() || cfg.CacheDir == "" {
+	if !engine.Describe().LoadsModels || engine.Simulated() || cfg.CacheDir == "" {
 		return nil
 	}
 	return compilecache.New(cfg.CacheDir, func(model string) string {

@@ -45,6 +45,9 @@ func newCompilingEngine(cacheDir string) *compilingEngine {
 
 func (e *compilingEngine) Name() string    { return "compiling" }
 func (e *compilingEngine) Simulated() bool { return false }
+func (e *compilingEngine) Describe() npu.Features {
+	return npu.Features{LoadsModels: true}
+}
 
 func (e *compilingEngine) Load(ctx context.Context, model string) error {
 	e.started <- model

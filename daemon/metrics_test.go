@@ -188,10 +188,11 @@ func mustRequest(t *testing.T, ctx context.Context, base string) *http.Request {
 }
 
 // flood produces far more text than socket buffers hold, as fast as it can.
-type flood struct{}
+type flood struct{ npu.Unsupported }
 
-func (flood) Name() string    { return "flood" }
-func (flood) Simulated() bool { return true }
+func (flood) Name() string           { return "flood" }
+func (flood) Simulated() bool        { return true }
+func (flood) Describe() npu.Features { return npu.Features{} }
 func (flood) Models() []npu.ModelInfo {
 	return []npu.ModelInfo{{ID: "sim", OwnedBy: "test", ContextLength: 1 << 20}}
 }

@@ -31,7 +31,7 @@ func (r *TranscribeRequest) Seconds() float64 {
 	return float64(len(r.Samples)) / AudioSampleRate
 }
 
-// Transcript is what a Transcriber heard.
+// Transcript is what an engine heard.
 type Transcript struct {
 	Text     string
 	Language string // detected or given; "" when unknown
@@ -42,11 +42,6 @@ type Transcript struct {
 type Segment struct {
 	Start, End float64 // seconds
 	Text       string
-}
-
-// Transcriber is implemented by engines that can turn speech into text.
-type Transcriber interface {
-	Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error)
 }
 
 // CheckSpeech refuses a model that cannot hear.
@@ -70,8 +65,7 @@ func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 	if r.owner(req.Model) != r {
 		return Transcript{}, fmt.Errorf("model %q is served by an upstream; transcription is not relayed to upstreams yet: %w", req.Model, ErrNotSupported)
 	}
-	t, ok := r.engine.(Transcriber)
-	if !ok {
+	if !r.engine.Describe().Transcribes {
 		return Transcript{}, fmt.Errorf("engine %s does not transcribe audio: %w", r.engine.Name(), ErrNotSupported)
 	}
 	if err := CheckSpeech(m); err != nil {
@@ -80,7 +74,7 @@ func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 	var out Transcript
 	err = r.withSlot(ctx, req.Model, func(m ModelInfo) error {
 		req.Model = m.ID
-		out, err = t.Transcribe(ctx, req)
+		out, err = r.engine.Transcribe(ctx, req)
 		return err
 	})
 	return out, err

@@ -23,6 +23,8 @@ type loadingEngine struct {
 	unloads int
 }
 
+func (e *loadingEngine) Describe() Features { return Features{LoadsModels: true} }
+
 func (e *loadingEngine) Load(ctx context.Context, model string) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
@@ -175,13 +177,15 @@ func TestAliasesNameServedModels(t *testing.T) {
 // twoModels serves "small" (loads at once) and "big" (its load waits for
 // gate, like a minutes-long NPU compile); both generate n tokens.
 type twoModels struct {
+	Unsupported
 	gate  chan struct{}
 	n     int
 	loads atomic.Int32
 }
 
-func (e *twoModels) Name() string    { return "two" }
-func (e *twoModels) Simulated() bool { return true }
+func (e *twoModels) Name() string       { return "two" }
+func (e *twoModels) Simulated() bool    { return true }
+func (e *twoModels) Describe() Features { return Features{LoadsModels: true} }
 func (e *twoModels) Models() []ModelInfo {
 	return []ModelInfo{{ID: "small", ContextLength: 1000}, {ID: "big", ContextLength: 1000}}
 }

@@ -52,17 +52,14 @@ type Config struct {
 
 // What the OpenVINO engine offers the runner, checked at compile time.
 var (
-	_ npu.Engine         = (*Engine)(nil)
-	_ npu.ModelLoader    = (*Engine)(nil)
-	_ npu.Reloader       = (*Engine)(nil)
-	_ npu.Registry       = (*Engine)(nil)
-	_ npu.DeviceReporter = (*Engine)(nil)
-	_ npu.Closer         = (*Engine)(nil)
-	_ npu.DeviceLister   = (*Engine)(nil)
+	_ npu.Engine   = (*Engine)(nil)
+	_ npu.Registry = (*Engine)(nil)
 )
 
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
 type Engine struct {
+	npu.Unsupported // no embedding or (yet) transcription pipeline bound
+
 	cfg     Config
 	log     *slog.Logger
 	devices []Device
@@ -100,7 +97,11 @@ func (e *Engine) Name() string            { return "openvino" }
 func (e *Engine) Simulated() bool         { return false }
 func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 
-// DeviceNames implements npu.DeviceLister.
+// Describe implements npu.Engine. GenAI's C API has no tokenizer to count
+// a prompt with before generating, and no embedding pipeline npud binds.
+func (e *Engine) Describe() npu.Features { return npu.Features{LoadsModels: true, Reloads: true} }
+
+// DeviceNames implements npu.Engine.
 func (e *Engine) DeviceNames() map[string]string {
 	out := make(map[string]string, len(e.devices))
 	for _, d := range e.devices {
@@ -219,7 +220,7 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 	return p, nil
 }
 
-// Load implements npu.ModelLoader: it compiles the model for the configured
+// Load implements npu.Engine: it compiles the model for the configured
 // device, or under AUTO for the first device that takes it.
 func (e *Engine) Load(ctx context.Context, model string) error {
 	return e.LoadAvoiding(ctx, model, nil)
@@ -272,7 +273,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 	return fmt.Errorf("no device could load model %q: %w", model, errors.Join(errs...))
 }
 
-// Reload implements npu.Reloader: it compiles the model folder again on the
+// Reload implements npu.Engine: it compiles the model folder again on the
 // device the model runs on, and swaps the new pipeline in only when that
 // worked; on failure the old pipeline keeps serving. The runner holds the
 // engine slot, so no generation uses the old pipeline meanwhile.
@@ -298,7 +299,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 	return nil
 }
 
-// Unload implements npu.ModelLoader.
+// Unload implements npu.Engine.
 func (e *Engine) Unload(model string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
