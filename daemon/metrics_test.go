@@ -325,7 +325,7 @@ func TestMetricsCountPanicsByType(t *testing.T) {
 	srv := daemontest.Start(t, daemontest.Defaults(t), panickingEngine{sim.New(sim.Config{})})
 	c := daemontest.NewClient(t, srv.URL)
 	_, raw := c.Do(t, "POST", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`)
-	assert.Contains(t, string(raw), "engine_error")
+	assert.Contains(t, string(raw), `"code":"engine_panic"`)
 	var m scrape
 	daemontest.Eventually(t, func() bool {
 		m = scrapeMetrics(t, srv.URL)
