@@ -220,7 +220,7 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 		return err
 	}
 	if !hasModel(files) {
-		return fmt.Errorf("repository %q has no openvino_model.xml (nor a VLM's openvino_language_model.xml): not an OpenVINO IR model", repo)
+		return fmt.Errorf("repository %q has no openvino_model.xml (nor a VLM's openvino_language_model.xml, nor Whisper's openvino_encoder_model.xml and openvino_decoder_model.xml): not an OpenVINO IR model", repo)
 	}
 	partial := dest + ".partial"
 	if err := c.checkRoom(repo, files, modelsDir, partial); err != nil {
@@ -283,12 +283,18 @@ func (e entry) size() int64 {
 }
 
 func hasModel(files []entry) bool {
+	encoder, decoder := false, false
 	for _, f := range files {
-		if f.Path == "openvino_model.xml" || f.Path == "openvino_language_model.xml" { // an LLM, or a VLM
+		switch f.Path {
+		case "openvino_model.xml", "openvino_language_model.xml": // an LLM, or a VLM
 			return true
+		case "openvino_encoder_model.xml":
+			encoder = true
+		case "openvino_decoder_model.xml":
+			decoder = true
 		}
 	}
-	return false
+	return encoder && decoder // Whisper (a speech model)
 }
 
 // maxListing bounds a repository listing (a hostile hub could send an
