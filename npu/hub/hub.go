@@ -363,6 +363,14 @@ func validRevision(s string) bool {
 	return true
 }
 
+func touch(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // fetch downloads one file of revision rev into dir, resuming a partial
 // one (also after a broken transfer, on retry), and checks it.
 func (c *Client) fetch(ctx context.Context, repo, rev string, f entry, dir string, progress func(Progress)) error {
@@ -383,6 +391,9 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f entry, dir strin
 			have = 0 // not a prefix of this file: start again
 		}
 		if have == size {
+			if size == 0 { // an empty file: nothing to fetch, but it must be there
+				return touch(local)
+			}
 			return nil
 		}
 		return c.resume(ctx, repo, rev, f.Path, local, have, size, progress)

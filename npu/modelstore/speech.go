@@ -47,7 +47,7 @@ var SpeechModelFiles = []RequiredFile{
 	{"openvino_decoder_model.bin", "the decoder's weights"},
 	{"openvino_tokenizer.xml", "the tokenizer"},
 	{"openvino_detokenizer.xml", "the detokenizer"},
-	{"generation_config.json", "the languages and tasks (lang_to_id)"},
+	{"generation_config.json", "the languages and tasks, lang_to_id"},
 }
 
 // MissingSpeechFiles lists what the speech model folder dir lacks of
