@@ -208,12 +208,23 @@ func (p *pipeline) transcribe(req *npu.TranscribeRequest) (npu.Transcript, error
 			"the audio is %d samples long at 16 kHz: OpenVINO GenAI's Whisper needs more than %d (%.1f ms)",
 			len(req.Samples), minSpeechSamples-1, float64(minSpeechSamples-1)*1000/npu.AudioSampleRate)}
 	}
+	name := filepath.Base(p.model)
+	if req.Prompt != "" && deviceKind(p.device) == "NPU" {
+		// GenAI compiles Whisper's NPU decoder for a prompt of 4 tokens, the
+		// start-of-transcript ones (src/cpp/src/utils.cpp:
+		// get_npu_model_config, MAX_PROMPT_LEN 4 for Whisper; the static
+		// pipeline's MAX_PROMPT_LEN in src/cpp/src/whisper/pipeline_static.cpp),
+		// and an initial prompt goes before them in the first window's
+		// prompt (context_tokens.cpp: get_prompt_tokens): it does not fit.
+		return npu.Transcript{}, &npu.InvalidRequestError{Param: "prompt", Message: fmt.Sprintf(
+			"model %q runs on the NPU, where OpenVINO GenAI's Whisper decoder is compiled for a 4-token prompt: "+
+				"it takes no initial prompt (send none, or run the model on the CPU or GPU)", name)}
+	}
 	if !p.busy.CompareAndSwap(false, true) {
 		return npu.Transcript{}, errors.New("openvino: concurrent generate on one pipeline (the scheduler must serialise them)")
 	}
 	defer p.busy.Store(false)
 	api := p.api
-	name := filepath.Base(p.model)
 	var cfg *C.ov_genai_whisper_generation_config
 	if err := check(api, "ov_genai_whisper_pipeline_get_generation_config", p.model, C.npud_whisper_config(api, p.whisper, &cfg)); err != nil {
 		return npu.Transcript{}, err

@@ -153,8 +153,9 @@ func TestWhisperRefusals(t *testing.T) {
 
 // On the NPU a Whisper pipeline gets none of the LLM properties npud sets
 // there (GenAI passes them to the plugins as they are, and they fail the
-// compile), and an indexed NPU is compiled as "NPU", the only name GenAI's
-// NPU path takes.
+// compile), an indexed NPU is compiled as "NPU", the only name GenAI's
+// NPU path takes, and an initial prompt, which GenAI's 4-token NPU decoder
+// prompt has no room for, is refused.
 func TestWhisperOnTheNPU(t *testing.T) {
 	for device, listed := range map[string]string{"NPU": "NPU,CPU", "NPU.0": "NPU.0,CPU"} {
 		t.Run(device, func(t *testing.T) {
@@ -164,6 +165,12 @@ func TestWhisperOnTheNPU(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "1.00 seconds, level 0.354, pitch 440 Hz.", out.Text)
 			assert.Equal(t, device, e.DeviceOf("whisper"))
+			before := int(testHook("ovtest_whisper_generates"))
+			_, err = r.Transcribe(context.Background(), &npu.TranscribeRequest{Model: "whisper", Samples: tone(440, 0.5, 1), Prompt: "NPU"})
+			var invalid *npu.InvalidRequestError
+			require.ErrorAs(t, err, &invalid, "no room for an initial prompt in the NPU decoder's 4-token prompt")
+			assert.Equal(t, "prompt", invalid.Param)
+			assert.Equal(t, before, int(testHook("ovtest_whisper_generates")))
 			_, _, err = run(t, r, &npu.Request{Model: "tiny", Prompt: "still a text model", MaxTokens: 3})
 			require.NoError(t, err)
 		})
