@@ -68,6 +68,7 @@ func TestWhisperHearsWhatItIsGiven(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, m.Details.Speech)
 	assert.Equal(t, []string{"audio"}, npu.Capabilities(m))
+	assert.Zero(t, m.ContextLength, "a speech model takes no prompt")
 
 	out, err := r.Transcribe(ctx, &npu.TranscribeRequest{Model: "whisper", Samples: tone(440, 0.5, 1.5), Task: npu.TaskTranscribe})
 	require.NoError(t, err)
