@@ -255,6 +255,11 @@ func (p *pipeline) transcribe(req *npu.TranscribeRequest) (npu.Transcript, error
 	// prepare_per_generate_config) and says only -17; validated first, a
 	// language the model does not know is the client's error.
 	if C.npud_whisper_validate(api, cfg) != C.OK {
+		if language == "" {
+			// Nothing of the request's was refused: the folder's config is.
+			return npu.Transcript{}, fmt.Errorf("model %q: OpenVINO GenAI refuses its Whisper config "+
+				"(a multilingual model needs lang_to_id in generation_config.json)", name)
+		}
 		return npu.Transcript{}, &npu.InvalidRequestError{Param: "language", Message: fmt.Sprintf(
 			"model %q does not take language %q (its generation_config.json lang_to_id does not list it)", name, req.Language)}
 	}

@@ -4,6 +4,7 @@ package openvino
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -192,4 +193,20 @@ func TestLibraryWithoutWhisperServesText(t *testing.T) {
 	_, err = r.Transcribe(context.Background(), &npu.TranscribeRequest{Model: "whisper", Samples: tone(440, 0.5, 1)})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ov_genai_whisper_pipeline_create")
+}
+
+// A multilingual model whose generation_config.json lists no languages is
+// refused by GenAI whatever the request: the folder's fault, an engine
+// error, not a 400.
+func TestWhisperWithoutLanguagesIsTheModelsFault(t *testing.T) {
+	models := modelsDir(t)
+	writeWhisperModel(t, models, "whisper", true)
+	require.NoError(t, os.WriteFile(filepath.Join(models, "whisper", "generation_config.json"), []byte(`{"is_multilingual": true}`), 0o644))
+	_, r := newTestEngine(t, "CPU", Config{Device: "CPU", ModelsDir: models})
+	_, err := r.Transcribe(context.Background(), &npu.TranscribeRequest{Model: "whisper", Samples: tone(440, 0.5, 1)})
+	var engineErr *npu.EngineError
+	require.ErrorAs(t, err, &engineErr)
+	assert.Contains(t, err.Error(), "lang_to_id")
+	var invalid *npu.InvalidRequestError
+	assert.False(t, errors.As(err, &invalid))
 }
