@@ -210,3 +210,25 @@ func TestWhisperWithoutLanguagesIsTheModelsFault(t *testing.T) {
 	var invalid *npu.InvalidRequestError
 	assert.False(t, errors.As(err, &invalid))
 }
+
+// Speech models go where language models go: a named device, or under
+// AUTO the NPU, then the GPU, then the CPU, the next one when a device
+// fails to compile the model.
+func TestWhisperDevices(t *testing.T) {
+	for _, tc := range []struct{ device, listed, broken, want string }{
+		{"CPU", "CPU", "", "CPU"},
+		{"GPU", "GPU,CPU", "", "GPU"},
+		{"AUTO", "NPU,GPU,CPU", "", "NPU"},
+		{"AUTO", "NPU,GPU,CPU", "NPU", "GPU"},
+		{"AUTO", "NPU,GPU,CPU", "NPU,GPU", "CPU"},
+	} {
+		t.Run(tc.device+" broken "+tc.broken, func(t *testing.T) {
+			t.Setenv("OVTEST_BROKEN_DEVICES", tc.broken)
+			e, r := speechEngine(t, tc.listed, Config{Device: tc.device})
+			out, err := r.Transcribe(context.Background(), &npu.TranscribeRequest{Model: "whisper", Samples: tone(440, 0.5, 1)})
+			require.NoError(t, err)
+			assert.Equal(t, "1.00 seconds, level 0.354, pitch 440 Hz.", out.Text)
+			assert.Equal(t, tc.want, e.DeviceOf("whisper"))
+		})
+	}
+}
