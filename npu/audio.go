@@ -53,8 +53,20 @@ func CheckSpeech(m ModelInfo) error {
 	return nil
 }
 
+// CheckGenerates refuses a prompt or chat for a speech-only model
+// (Whisper), which only transcribes: a 400 naming the endpoint it serves.
+func CheckGenerates(m ModelInfo) error {
+	if m.Details.SpeechOnly {
+		return &InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q is a speech (Whisper) model: it transcribes audio at /v1/audio/transcriptions and /v1/audio/translations, "+
+				"and takes no prompts or chat messages", m.ID)}
+	}
+	return nil
+}
+
 // Transcribe runs req while holding the engine's slot, through the same
-// queue, limits and Retry-After as generations. Engines that cannot
+// queue, limits and Retry-After as generations, on the model loaded
+// through the lifecycle like a generation's. Engines that cannot
 // transcribe give an error wrapping ErrNotSupported; models that cannot
 // hear give an InvalidRequestError.
 func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
@@ -70,6 +82,15 @@ func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 	}
 	if err := CheckSpeech(m); err != nil {
 		return Transcript{}, err
+	}
+	// The model is loaded outside the engine's slot, as for a generation
+	// (a compile must not hold up other models' streams), and kept loaded
+	// until the transcription ends; then its keep-alive starts.
+	if _, loads := r.engine.(ModelLoader); loads {
+		if _, err := r.life.acquire(ctx, m); err != nil {
+			return Transcript{}, err
+		}
+		defer r.life.release(m.ID, nil, false)
 	}
 	var out Transcript
 	err = r.withSlot(ctx, req.Model, func(m ModelInfo) error {

@@ -196,6 +196,9 @@ type ModelDetails struct {
 	// Speech: the model transcribes audio (a Whisper folder, served by
 	// GenAI's Whisper pipeline).
 	Speech bool
+	// SpeechOnly: the model only transcribes (Whisper): it takes no
+	// prompts or chat messages.
+	SpeechOnly bool
 }
 
 // Message is one chat turn.

@@ -122,10 +122,14 @@ func (r *Runner) modelNames() string {
 }
 
 // Capabilities lists what a model can do, in Ollama's words: completion
-// always; tools, thinking and vision when its folder says so. Never
+// (except for a speech-only model); tools, thinking, vision and audio when
+// its folder says so. Never
 // "embedding" for a chat model: the Ollama CLI would print vectors for
 // `ollama run` (/api/embed works without it).
 func Capabilities(m ModelInfo) []string {
+	if m.Details.SpeechOnly {
+		return []string{"audio"} // it transcribes; it completes nothing
+	}
 	caps := []string{"completion"}
 	if m.Details.ToolFormat != "" {
 		caps = append(caps, "tools")

@@ -171,6 +171,9 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Model = m.ID // an alias names the model the engine knows
+	if err := CheckGenerates(m); err != nil {
+		return nil, err
+	}
 	if req.Think != nil && *req.Think && !m.Details.Thinking {
 		return nil, &InvalidRequestError{Param: "think", Message: fmt.Sprintf(
 			"model %q does not support thinking: its chat template takes no enable_thinking and opens no <think>", m.ID)}

@@ -125,7 +125,15 @@ func (e *Engine) DeviceOf(model string) string {
 // (modelstore.PropertiesFile), which wins for the keys it names.
 func (e *Engine) properties(dir, device string) ([]property, error) {
 	var props []property
-	if deviceKind(device) == "NPU" { // also NPU.0, NPU.1
+	// Not for a speech model: GenAI's Whisper pipeline passes its
+	// properties to the plugins as they are (src/c/src/whisper_pipeline.cpp
+	// converts none), so MAX_PROMPT_LEN and MIN_RESPONSE_LEN would reach
+	// pop_int_and_cast as strings, which it refuses, and PREFILL_HINT,
+	// GENERATE_HINT and NPUW_LLM_*, which update_npu_config_whisper
+	// (src/cpp/src/utils.cpp) neither renames nor sets, would be unknown to
+	// the NPU plugin. GenAI sizes Whisper's NPU decoder itself: a prompt of
+	// 4 tokens and a KV cache of 448 (utils.cpp: get_npu_model_config).
+	if deviceKind(device) == "NPU" && !modelstore.IsSpeechModel(dir) { // also NPU.0, NPU.1
 		if e.cfg.MaxPromptLen > 0 {
 			props = append(props, property{"MAX_PROMPT_LEN", strconv.Itoa(e.cfg.MaxPromptLen)})
 		}
@@ -203,7 +211,7 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 		return nil, err
 	}
 	p.device = device
-	if deviceKind(device) == "NPU" {
+	if deviceKind(device) == "NPU" && p.whisper == nil {
 		// What GenAI was given decides its prompt check and KV cache.
 		p.promptLimit, p.responseLen = 1024, 128
 		for _, pr := range props {
@@ -386,6 +394,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	e.mu.Unlock()
 	if !ok {
 		return npu.Result{}, fmt.Errorf("model %q is not loaded: %w", req.Model, npu.ErrModelNotFound)
+	}
+	if p.whisper != nil {
+		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{SpeechOnly: true}})
 	}
 	// Without max_tokens GenAI would generate up to SIZE_MAX tokens: cap at
 	// the context (the prompt's share of it is not known beforehand, see

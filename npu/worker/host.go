@@ -305,16 +305,31 @@ func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]
 	return done.Vectors, done.Tokens, nil
 }
 
-// Transcribe runs a transcription in the model's worker.
+// Transcribe runs a transcription in the model's worker, restarted (and
+// the model loaded again) first if a fault took the last one. A worker that
+// dies during it is a fault like a generation's: the transcription ends
+// with engine_crashed, the device is charged and the next request restarts
+// the worker. There is no watchdog: GenAI's Whisper pipeline calls nothing
+// back while it decodes (its C API has no streamer).
 func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
-	p, err := e.worker(req.Model)
+	p, err := e.running(ctx, req.Model)
 	if err != nil {
 		return npu.Transcript{}, err
 	}
+	device := e.DeviceOf(req.Model)
 	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobTranscribe, Model: req.Model, Audio: req})
+	var fault *FaultError
+	if errors.As(err, &fault) {
+		fault.Device = device
+		e.fault(req.Model, p, fault, "", true)
+		return npu.Transcript{}, fault
+	}
 	if err != nil {
 		return npu.Transcript{}, err
 	}
+	e.mu.Lock()
+	e.restarts[req.Model] = 0
+	e.mu.Unlock()
 	return done.Transcript, nil
 }
 
