@@ -86,7 +86,7 @@ func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 	// The model is loaded outside the engine's slot, as for a generation
 	// (a compile must not hold up other models' streams), and kept loaded
 	// until the transcription ends; then its keep-alive starts.
-	if _, loads := r.engine.(ModelLoader); loads {
+	if r.engine.Describe().LoadsModels {
 		if _, err := r.life.acquire(ctx, m); err != nil {
 			return Transcript{}, err
 		}

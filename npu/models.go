@@ -55,6 +55,19 @@ func (r *Runner) Embed(ctx context.Context, model string, inputs []string) (vect
 		}
 		return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", model, ErrNotSupported)
 	}
+	// Loaded through the lifecycle, as for a generation: outside the slot,
+	// kept until the embedding ends, then its keep-alive starts (and
+	// /api/ps shows it).
+	if r.owner(model) == r && r.engine.Describe().LoadsModels {
+		m, err := r.Model(model)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := r.life.acquire(ctx, m); err != nil {
+			return nil, 0, err
+		}
+		defer r.life.release(m.ID, nil, false)
+	}
 	err = r.withSlot(ctx, model, func(m ModelInfo) error {
 		vectors, promptTokens, err = r.engine.Embed(ctx, m.ID, inputs)
 		return err

@@ -58,7 +58,7 @@ var (
 
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
 type Engine struct {
-	npu.Unsupported // no embedding or (yet) transcription pipeline bound
+	npu.Unsupported // no embedding pipeline bound
 
 	cfg     Config
 	log     *slog.Logger
@@ -98,8 +98,12 @@ func (e *Engine) Simulated() bool         { return false }
 func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 
 // Describe implements npu.Engine. GenAI's C API has no tokenizer to count
-// a prompt with before generating, and no embedding pipeline npud binds.
-func (e *Engine) Describe() npu.Features { return npu.Features{LoadsModels: true, Reloads: true} }
+// a prompt with before generating, and no embedding pipeline npud binds;
+// speech models transcribe (a library without the Whisper functions fails
+// their load, naming what it lacks).
+func (e *Engine) Describe() npu.Features {
+	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true}
+}
 
 // DeviceNames implements npu.Engine.
 func (e *Engine) DeviceNames() map[string]string {

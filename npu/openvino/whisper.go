@@ -118,9 +118,6 @@ import (
 	"github.com/npud/npud/npu"
 )
 
-// The OpenVINO engine transcribes speech models.
-var _ npu.Transcriber = (*Engine)(nil)
-
 // maxWhisperProperties is what the Whisper constructor shim accepts: the
 // engine passes none of the NPU's LLM properties to it, so a few suffice.
 const maxWhisperProperties = 8
@@ -168,7 +165,7 @@ func compileWhisper(api *C.npud_ov_api, dir, device string, props []property) (*
 
 func freeWhisper(api *C.npud_ov_api, w *C.ov_genai_whisper_pipeline) { C.npud_whisper_free(api, w) }
 
-// Transcribe implements npu.Transcriber: the model's Whisper pipeline
+// Transcribe implements npu.Engine: the model's Whisper pipeline
 // hears req's samples. The runner has loaded the model and holds its slot.
 func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
 	e.mu.Lock()
