@@ -332,3 +332,30 @@ func TestUnloadDoesNotHoldTheLifecycle(t *testing.T) {
 	assert.EqualValues(t, 2, e.loadCount("big"), "loaded again once its old instance was gone")
 	assert.Len(t, l.list(), 2)
 }
+
+// embeddingLoader loads its models and embeds.
+type embeddingLoader struct{ loadingEngine }
+
+func (e *embeddingLoader) Describe() Features { return Features{LoadsModels: true, Embeds: true} }
+
+func (e *embeddingLoader) Embed(_ context.Context, _ string, inputs []string) ([][]float32, int, error) {
+	return make([][]float32, len(inputs)), len(inputs), nil
+}
+
+// An embedding loads its model through the lifecycle, as a generation
+// does: the engine is asked to load it once, and the model is then listed
+// as loaded (/api/ps) with its keep-alive, not used behind the lifecycle's
+// back.
+func TestEmbedLoadsThroughTheLifecycle(t *testing.T) {
+	e := &embeddingLoader{}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+	for range 2 {
+		vectors, _, err := r.Embed(context.Background(), "m", []string{"a", "b"})
+		require.NoError(t, err)
+		require.Len(t, vectors, 2)
+	}
+	loads, _ := e.counts()
+	assert.Equal(t, 1, loads, "loaded once, then kept")
+	require.Len(t, r.Loaded(), 1)
+	assert.Equal(t, "m", r.Loaded()[0].Model.ID)
+}
