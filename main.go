@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/cli"
 )
 
 func main() {
@@ -24,7 +24,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	code := daemon.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := cli.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -1,4 +1,4 @@
-package daemon
+package cli
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu/modelstore"
 )
 
@@ -107,7 +108,7 @@ func doctor(ctx context.Context, args []string, getenv func(string) string, stdo
 			rest = append(rest, a)
 		}
 	}
-	cfg, err := ParseServe(rest, getenv, io.Discard)
+	cfg, err := daemon.ParseServe(rest, getenv, io.Discard)
 	if err != nil {
 		fmt.Fprintf(stderr, "npud doctor: %v\n", err)
 		return 2
@@ -127,7 +128,7 @@ func doctor(ctx context.Context, args []string, getenv func(string) string, stdo
 }
 
 // examine runs every check.
-func examine(ctx context.Context, cfg Config, getenv func(string) string) doctorReport {
+func examine(ctx context.Context, cfg daemon.Config, getenv func(string) string) doctorReport {
 	r := doctorReport{Devices: []doctorDevice{}, Models: []string{}}
 	libraryOK := examineLibrary(cfg, getenv, &r)
 	devicesOK := libraryOK && examineDevices(&r)

@@ -1,4 +1,4 @@
-package daemon_test
+package cli_test
 
 import (
 	"bufio"
