@@ -32,6 +32,9 @@ Usage:
                        chat with a model of the running daemon (a prompt: answer and exit;
                        none: an interactive chat; Ctrl-C stops an answer); --verbose timings,
                        --think[=false|low|medium|high] a reasoning model's thinking, shown apart
+  npud launch codex|claude|opencode [--model MODEL] [--print]
+                       start a coding agent pointed at the running daemon (checks the model
+                       can call tools; --print shows the agent's configuration instead)
   npud list | ps | show MODEL | rm MODEL | cp SOURCE DESTINATION | stop MODEL
                        the running daemon's models, as Ollama's CLI (stop unloads a model)
                        (--host, else NPUD_HOST, OLLAMA_HOST, 127.0.0.1:11434; key NPUD_API_KEY)
@@ -75,6 +78,8 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 		return serviceMain(args[1:], getenv, stdout, stderr)
 	case "run":
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "launch":
+		return launchCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "list", "ls", "ps", "show", "rm", "cp", "stop":
 		name := args[0]
 		if name == "ls" {

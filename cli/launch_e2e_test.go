@@ -1,0 +1,251 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/cli"
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
+)
+
+// fakeAgents puts codex, claude and opencode on a PATH of their own: each
+// records its arguments and environment (NUL-separated) and exits 7.
+func fakeAgents(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("the fake agents are shell scripts")
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"codex", "claude", "opencode"} {
+		script := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\0' \"$@\" > '%[1]s/%[2]s.args'\nenv -0 > '%[1]s/%[2]s.env'\nexit 7\n", dir, name)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755))
+	}
+	return dir
+}
+
+// recorded is what a fake agent was started with.
+func recorded(t *testing.T, dir, name string) (args []string, env map[string]string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, name+".args"))
+	require.NoError(t, err, "%s was not started", name)
+	args = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+	raw, err = os.ReadFile(filepath.Join(dir, name+".env"))
+	require.NoError(t, err)
+	env = map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	return args, env
+}
+
+func launch(t *testing.T, getenv func(string) string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = cli.MainIO(t.Context(), append([]string{"launch"}, args...), getenv, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// codexSetting is the value of a `-c key=value` override Codex got.
+func codexSetting(t *testing.T, args []string, key string) string {
+	t.Helper()
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, key+"="); ok && i > 0 && args[i-1] == "-c" {
+			return v
+		}
+	}
+	t.Fatalf("codex got no -c %s=…: %q", key, args)
+	return ""
+}
+
+func unquote(t *testing.T, toml string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, json.Unmarshal([]byte(toml), &s), toml)
+	return s
+}
+
+func callContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Issue 29 item 4: npud launch starts each agent (a fake one on PATH that
+// records what it got) pointed at a real npud with an API key: the
+// configuration reaches the agent, the key only through its environment,
+// a real Anthropic key in the user's environment not to Claude Code, the agent's
+// own arguments after --, and its exit code back. Then what each agent
+// got is used with the official clients against the daemon, as the agent
+// would: it works as given.
+func TestLaunchStartsEachAgentPointedAtNpud(t *testing.T) {
+	const key = "k-launch-0123456789abcdef"
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.APIKeys = []daemon.APIKey{{Name: "dev", Key: key}}
+	}, nil)
+	dir := fakeAgents(t)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-the-users-real-key")
+	getenv := func(k string) string {
+		return map[string]string{"PATH": dir, "NPUD_API_KEY": key, "NPUD_HOST": srv.URL}[k]
+	}
+
+	for _, agent := range []string{"codex", "claude", "opencode"} {
+		code, stdout, stderr := launch(t, getenv, agent, "--", "--agent-flag", "its value")
+		require.Equal(t, 7, code, "the agent's exit code\nstdout: %s\nstderr: %s", stdout, stderr)
+		assert.Contains(t, stderr, `starting `+agent+` with model "sim"`)
+		args, env := recorded(t, dir, agent)
+		assert.Equal(t, []string{"--agent-flag", "its value"}, args[len(args)-2:], "%s: its own arguments last", agent)
+		assert.NotContains(t, strings.Join(args, "\x00"), key, "%s: the key is never in argv", agent)
+		assert.NotContains(t, stdout+stderr, key)
+		if agent == "claude" {
+			assert.NotContains(t, env, "ANTHROPIC_API_KEY", "a real Anthropic key never reaches Claude Code pointed at npud")
+		}
+	}
+
+	// Codex: a Responses provider with the daemon's /v1 and the key in the
+	// variable env_key names.
+	args, env := recorded(t, dir, "codex")
+	assert.Equal(t, `"npud"`, codexSetting(t, args, "model_provider"))
+	assert.Equal(t, `"responses"`, codexSetting(t, args, "model_providers.npud.wire_api"))
+	baseURL := unquote(t, codexSetting(t, args, "model_providers.npud.base_url"))
+	assert.Equal(t, srv.URL+"/v1", baseURL)
+	envKey := unquote(t, codexSetting(t, args, "model_providers.npud.env_key"))
+	model := unquote(t, codexSetting(t, args, "model"))
+	assert.Equal(t, "32768", codexSetting(t, args, "model_context_window"), "the sim model's context")
+	oc := openai.NewClient(option.WithBaseURL(baseURL+"/"), option.WithAPIKey(env[envKey]), option.WithMaxRetries(0))
+	resp, err := oc.Responses.New(callContext(t), responses.ResponseNewParams{
+		Model: model, Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("hello")},
+	})
+	require.NoError(t, err, "Codex's request with Codex's configuration")
+	assert.NotEmpty(t, resp.OutputText())
+
+	// Claude Code: the Messages API at ANTHROPIC_BASE_URL with the token,
+	// the npud model for the main and the small/fast model.
+	_, env = recorded(t, dir, "claude")
+	assert.Equal(t, srv.URL, env["ANTHROPIC_BASE_URL"])
+	assert.Equal(t, key, env["ANTHROPIC_AUTH_TOKEN"])
+	ac := anthropic.NewClient(anthropicoption.WithBaseURL(env["ANTHROPIC_BASE_URL"]),
+		anthropicoption.WithAuthToken(env["ANTHROPIC_AUTH_TOKEN"]), anthropicoption.WithMaxRetries(0))
+	for _, v := range []string{"ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"} {
+		msg, err := ac.Messages.New(callContext(t), anthropic.MessageNewParams{
+			Model: anthropic.Model(env[v]), MaxTokens: 16,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello"))},
+		})
+		require.NoError(t, err, "Claude Code's %s", v)
+		assert.NotEmpty(t, msg.Content)
+	}
+
+	// OpenCode: its OpenAI-compatible provider, the key through {env:…}.
+	_, env = recorded(t, dir, "opencode")
+	var config struct {
+		Model    string `json:"model"`
+		Provider map[string]struct {
+			Options struct {
+				BaseURL string `json:"baseURL"`
+				APIKey  string `json:"apiKey"`
+			} `json:"options"`
+		} `json:"provider"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(env["OPENCODE_CONFIG_CONTENT"]), &config))
+	provider, model, ok := strings.Cut(config.Model, "/")
+	require.True(t, ok, config.Model)
+	p := config.Provider[provider]
+	keyVar, ok := strings.CutSuffix(strings.TrimPrefix(p.Options.APIKey, "{env:"), "}")
+	require.True(t, ok, p.Options.APIKey)
+	oc = openai.NewClient(option.WithBaseURL(p.Options.BaseURL+"/"), option.WithAPIKey(env[keyVar]), option.WithMaxRetries(0))
+	chat, err := oc.Chat.Completions.New(callContext(t), openai.ChatCompletionNewParams{
+		Model: model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")},
+	})
+	require.NoError(t, err, "OpenCode's request with OpenCode's configuration")
+	assert.NotEmpty(t, chat.Choices)
+}
+
+// withoutTools is the simulated engine with a model that cannot call tools
+// and a short context.
+type withoutTools struct{ npu.Engine }
+
+func (e withoutTools) Models() []npu.ModelInfo {
+	ms := slices.Clone(e.Engine.Models())
+	for i := range ms {
+		ms[i].Details.ToolFormat = ""
+	}
+	return ms
+}
+
+// What launch says instead of starting an agent that could not work.
+func TestLaunchChecksTheDaemonAndTheModel(t *testing.T) {
+	dir := fakeAgents(t)
+	srv := daemontest.StartSim(t, nil, nil)
+	env := func(pairs ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(pairs); i += 2 {
+				if pairs[i] == k {
+					return pairs[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	onPath := env("PATH", dir)
+
+	code, _, stderr := launch(t, onPath, "codex", "--host", "127.0.0.1:1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "no npud answers at http://127.0.0.1:1")
+
+	code, _, stderr = launch(t, onPath, "claude", "--host", srv.URL, "--model", "no-such-model")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `model "no-such-model"`)
+
+	code, _, stderr = launch(t, onPath, "aider", "--host", srv.URL)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown agent "aider"`)
+
+	// --print shows the configuration and starts nothing.
+	code, stdout, stderr := launch(t, onPath, "codex", "--host", srv.URL, "--print")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "[model_providers.npud]\n")
+	assert.Contains(t, stdout, `base_url = "`+srv.URL+`/v1"`)
+	assert.NoFileExists(t, filepath.Join(dir, "codex.args"))
+
+	// An agent that is not installed: how to install it, and its
+	// configuration.
+	code, _, stderr = launch(t, env("PATH", t.TempDir()), "opencode", "--host", srv.URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "opencode is not installed (npm install -g opencode-ai)")
+	assert.Contains(t, stderr, `"baseURL": "`+srv.URL+`/v1"`)
+
+	// A model that cannot call tools is refused; a short context is a
+	// warning, and the agent starts.
+	cfg := daemontest.Defaults(t)
+	noTools := daemontest.Start(t, cfg, withoutTools{sim.New(sim.Config{})})
+	code, _, stderr = launch(t, onPath, "claude", "--host", noTools.URL)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `model "sim" cannot call tools`)
+	assert.NoFileExists(t, filepath.Join(dir, "claude.args"))
+
+	short := daemontest.Start(t, daemontest.Defaults(t), sim.New(sim.Config{ContextLength: 4096}))
+	code, _, stderr = launch(t, onPath, "claude", "--host", short.URL)
+	assert.Equal(t, 7, code, stderr)
+	assert.Contains(t, stderr, `warning: model "sim" serves a context of 4096 tokens`)
+	assert.FileExists(t, filepath.Join(dir, "claude.args"))
+}
