@@ -35,6 +35,8 @@ Usage:
   npud launch codex|claude|opencode [--model MODEL] [--print]
                        start a coding agent pointed at the running daemon (checks the model
                        can call tools; --print shows the agent's configuration instead)
+  npud transcribe FILE [--model MODEL] [--format text|json|srt|vtt|verbose_json] [--language xx] [--translate]
+                       the running daemon's speech model transcribes (or translates) an audio file
   npud list | ps | show MODEL | rm MODEL | cp SOURCE DESTINATION | stop MODEL
                        the running daemon's models, as Ollama's CLI (stop unloads a model)
                        (--host, else NPUD_HOST, OLLAMA_HOST, 127.0.0.1:11434; key NPUD_API_KEY)
@@ -80,6 +82,8 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "launch":
 		return launchCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "transcribe":
+		return transcribeCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "list", "ls", "ps", "show", "rm", "cp", "stop":
 		name := args[0]
 		if name == "ls" {
