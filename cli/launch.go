@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -392,9 +393,15 @@ func agentEnv(environ []string, setup agentSetup) []string {
 }
 
 // runAgent runs the agent on this terminal and returns its exit code. Ctrl-C
-// is the agent's (main does not catch it for launch); when ctx ends (npud
-// is told to stop) the agent gets SIGTERM.
+// is the agent's: the terminal sends it to both, and npud (main does not
+// catch it for launch) takes it here and does nothing, rather than die
+// under the agent; caught, not ignored, so the agent does not inherit an
+// ignored SIGINT. When ctx ends (npud is told to stop) the agent gets
+// SIGTERM.
 func runAgent(ctx context.Context, program string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
 	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr

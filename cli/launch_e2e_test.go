@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/creack/pty"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -248,4 +250,59 @@ func TestLaunchChecksTheDaemonAndTheModel(t *testing.T) {
 	assert.Equal(t, 7, code, stderr)
 	assert.Contains(t, stderr, `warning: model "sim" serves a context of 4096 tokens`)
 	assert.FileExists(t, filepath.Join(dir, "claude.args"))
+}
+
+// Ctrl-C belongs to the agent: through a real pseudo-terminal the agent
+// gets it and decides (this one exits 5), and npud, which the terminal
+// signals too, waits for it and returns its exit code instead of dying
+// under it.
+func TestLaunchLeavesCtrlCToTheAgent(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a pseudo-terminal")
+	}
+	srv := daemontest.StartSim(t, nil, nil)
+	dir := t.TempDir()
+	script := "#!/bin/sh\ntrap 'echo agent got Ctrl-C; exit 5' INT\necho agent ready\nwhile :; do sleep 0.05; done\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755))
+	bin := daemontest.BuildNPUD(t)
+	cmd := exec.Command(bin, "launch", "claude", "--host", srv.URL)
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	tty, err := pty.Start(cmd)
+	require.NoError(t, err)
+	defer tty.Close()
+	out := make(chan string, 64)
+	go func() {
+		defer close(out)
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			if n > 0 {
+				out <- string(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var seen strings.Builder
+	deadline := time.After(30 * time.Second)
+	for !strings.Contains(seen.String(), "agent ready") {
+		select {
+		case s, ok := <-out:
+			require.True(t, ok, "npud launch ended before the agent started:\n%s", seen.String())
+			seen.WriteString(s)
+		case <-deadline:
+			t.Fatalf("the agent did not start:\n%s", seen.String())
+		}
+	}
+	_, err = tty.Write([]byte{3}) // Ctrl-C: SIGINT to the terminal's foreground group
+	require.NoError(t, err)
+	err = cmd.Wait()
+	for s := range out { // what was written before the terminal closed
+		seen.WriteString(s)
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "npud exits with the agent's code")
+	assert.Equal(t, 5, exit.ExitCode(), "npud was not killed by the Ctrl-C: %v\n%s", err, seen.String())
+	assert.Contains(t, seen.String(), "agent got Ctrl-C")
 }
