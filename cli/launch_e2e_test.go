@@ -5,12 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,4 +309,105 @@ func TestLaunchLeavesCtrlCToTheAgent(t *testing.T) {
 	require.ErrorAs(t, err, &exit, "npud exits with the agent's code")
 	assert.Equal(t, 5, exit.ExitCode(), "npud was not killed by the Ctrl-C: %v\n%s", err, seen.String())
 	assert.Contains(t, seen.String(), "agent got Ctrl-C")
+}
+
+// installedAgent is an agent's binary as testdata pins it (`make test`
+// installs it), or the test is skipped (failed in CI, where it must be).
+func installedAgent(t *testing.T, pattern, what string) string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join("..", "testdata", pattern))
+	if len(matches) == 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed (make test installs it)", what)
+		}
+		t.Skipf("%s is not installed (make test installs it)", what)
+	}
+	abs, err := filepath.Abs(matches[0])
+	require.NoError(t, err)
+	return abs
+}
+
+// The real Claude Code (pinned in testdata/agents), started by npud
+// launch against a daemon with an API key, offline: with only what launch
+// gave it (the token, the base URL, the npud model for every model it
+// picks) it goes through a tool loop with the simulated model, which calls
+// its Read tool; the user's real Anthropic key is not what it sends.
+func TestLaunchRunsClaudeCode(t *testing.T) {
+	daemontest.SimOnly(t, "the simulated engine's tool call drives the loop")
+	claude := installedAgent(t, "agents/node_modules/@anthropic-ai/claude-code-*/claude", "Claude Code")
+	const key = "k-claude-0123456789abcdef"
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.APIKeys = []daemon.APIKey{{Name: "dev", Key: key}}
+	}, nil)
+	// What reaches the daemon's address, header by header.
+	var mu sync.Mutex
+	var credentials []string
+	target, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		mu.Lock()
+		credentials = append(credentials, r.In.Header.Get("Authorization"), r.In.Header.Get("X-Api-Key"))
+		mu.Unlock()
+		r.SetURL(target)
+	}})
+	defer proxy.Close()
+	bin := t.TempDir()
+	require.NoError(t, os.Symlink(claude, filepath.Join(bin, "claude")))
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "notes.txt"), []byte("hello\n"), 0o600))
+	t.Chdir(work)
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-the-users-real-key") // would be refused by the daemon
+	t.Setenv("ENABLE_TOOL_SEARCH", "false")                    // one tool declared: the model's call is Read
+	t.Setenv("DISABLE_AUTOUPDATER", "1")
+	getenv := func(k string) string {
+		return map[string]string{"PATH": bin, "NPUD_API_KEY": key, "NPUD_HOST": proxy.URL}[k]
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := cli.MainIO(ctx, []string{"launch", "claude", "--", "-p", "Read notes.txt",
+		"--tools", "Read", "--allowedTools", "Read", "--output-format", "stream-json", "--verbose"},
+		getenv, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut.String(), out.String())
+
+	var calls, results []string
+	var result map[string]any
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue // Claude Code's own notes
+		}
+		var l struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content []struct {
+					Type      string `json:"type"`
+					ID        string `json:"id"`
+					Name      string `json:"name"`
+					ToolUseID string `json:"tool_use_id"`
+				} `json:"content"`
+			} `json:"message"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &l), line)
+		for _, c := range l.Message.Content {
+			switch {
+			case l.Type == "assistant" && c.Type == "tool_use":
+				assert.Equal(t, "Read", c.Name)
+				calls = append(calls, c.ID)
+			case l.Type == "user" && c.Type == "tool_result":
+				results = append(results, c.ToolUseID)
+			}
+		}
+		if l.Type == "result" {
+			require.NoError(t, json.Unmarshal([]byte(line), &result))
+		}
+	}
+	require.Len(t, calls, 1, out.String())
+	assert.Equal(t, calls, results, "Claude Code ran the call and sent its result back")
+	require.NotNil(t, result, out.String())
+	assert.Equal(t, false, result["is_error"], out.String())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, credentials, "Bearer "+key)
+	assert.NotContains(t, strings.Join(credentials, " "), "sk-ant-the-users-real-key", "the user's Anthropic key never reaches npud")
 }
