@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -410,4 +411,88 @@ func TestLaunchRunsClaudeCode(t *testing.T) {
 	defer mu.Unlock()
 	assert.Contains(t, credentials, "Bearer "+key)
 	assert.NotContains(t, strings.Join(credentials, " "), "sk-ant-the-users-real-key", "the user's Anthropic key never reaches npud")
+}
+
+// The real OpenCode (pinned in testdata/opencode), started by npud launch
+// against a daemon with an API key, offline: the provider launch hands it
+// in OPENCODE_CONFIG_CONTENT (merged over the project's opencode.json,
+// which here only narrows its permissions) reaches npud with the key
+// through {env:…}, and the simulated model's tool call goes round: the
+// call, then OpenCode's result of it.
+func TestLaunchRunsOpenCode(t *testing.T) {
+	daemontest.SimOnly(t, "the simulated engine's tool call drives the loop")
+	opencode := installedAgent(t, "opencode/node_modules/opencode-linux-x64*/bin/opencode", "OpenCode")
+	const key = "k-opencode-0123456789abcdef"
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.APIKeys = []daemon.APIKey{{Name: "dev", Key: key}}
+	}, nil)
+	type seen struct {
+		auth string
+		body map[string]any
+	}
+	var mu sync.Mutex
+	var chats []seen
+	target, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		if r.In.URL.Path == "/v1/chat/completions" {
+			raw, err := io.ReadAll(r.In.Body)
+			if err == nil {
+				var body map[string]any
+				_ = json.Unmarshal(raw, &body)
+				mu.Lock()
+				chats = append(chats, seen{r.In.Header.Get("Authorization"), body})
+				mu.Unlock()
+			}
+			r.Out.Body = io.NopCloser(bytes.NewReader(raw))
+			r.Out.ContentLength = int64(len(raw))
+		}
+		r.SetURL(target)
+	}})
+	defer proxy.Close()
+
+	bin, root := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(opencode, filepath.Join(bin, "opencode")))
+	project, home := filepath.Join(root, "project"), filepath.Join(root, "home")
+	require.NoError(t, os.MkdirAll(project, 0o755))
+	require.NoError(t, os.MkdirAll(home, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(project, "notes.txt"), []byte("hello\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(project, "opencode.json"),
+		[]byte(`{"permission": {"*": "deny", "read": "allow"}, "autoupdate": false, "share": "disabled"}`), 0o600))
+	t.Chdir(project)
+	for k, v := range map[string]string{
+		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "XDG_DATA_HOME": filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME": filepath.Join(home, ".cache"), "XDG_STATE_HOME": filepath.Join(home, ".local", "state"), "TMPDIR": root,
+		"OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+		"OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+	} {
+		t.Setenv(k, v)
+	}
+	getenv := func(k string) string {
+		return map[string]string{"PATH": bin, "NPUD_API_KEY": key, "NPUD_HOST": proxy.URL}[k]
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := cli.MainIO(ctx, []string{"launch", "opencode", "--", "run", "--format", "json", "Use your tool once, then say what happened."},
+		getenv, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut.String(), out.String())
+
+	mu.Lock()
+	defer mu.Unlock()
+	var withTools []map[string]any
+	for _, c := range chats {
+		assert.Equal(t, "Bearer "+key, c.auth, "the key from {env:NPUD_API_KEY}")
+		assert.Equal(t, "sim", c.body["model"], "the npud model launch named")
+		if tools, _ := c.body["tools"].([]any); len(tools) > 0 {
+			withTools = append(withTools, c.body)
+		}
+	}
+	require.GreaterOrEqual(t, len(withTools), 2, "a turn with the call and one with its result:\n%s", out.String())
+	messages, _ := withTools[1]["messages"].([]any)
+	roles := make([]any, 0, len(messages))
+	for _, m := range messages {
+		roles = append(roles, m.(map[string]any)["role"])
+	}
+	assert.Contains(t, roles, "tool", "OpenCode sent its tool's result back")
 }
