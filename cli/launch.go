@@ -105,6 +105,13 @@ func codexConfig(t launchTarget) agentSetup {
 		{"model_providers.npud.base_url", tomlString(t.Base + "/v1")},
 		{"model_providers.npud.wire_api", `"responses"`},
 		{"model_providers.npud.supports_websockets", strconv.FormatBool(t.WebSocket)},
+		// What Codex 0.169 would send that /v1/responses refuses, off: a
+		// web_search tool, its sub-agent tools as a "namespace" tool, and
+		// its goals, whose progress it reports as a function_call_output
+		// with no call_id.
+		{"web_search", `"disabled"`},
+		{"features.multi_agent", "false"},
+		{"features.goals", "false"},
 	}
 	if t.Context > 0 {
 		settings = append(settings, [2]string{"model_context_window", strconv.Itoa(t.Context)})
@@ -114,16 +121,20 @@ func codexConfig(t launchTarget) agentSetup {
 		settings = append(settings, [2]string{"model_providers.npud.env_key", tomlString(apiKeyEnv)})
 		s.Env[apiKeyEnv] = t.Key
 	}
-	var top, provider strings.Builder
+	var top, features, provider strings.Builder
 	for _, kv := range settings {
 		s.Args = append(s.Args, "-c", kv[0]+"="+kv[1])
-		if name, ok := strings.CutPrefix(kv[0], "model_providers.npud."); ok {
+		switch name, table := strings.CutPrefix(kv[0], "model_providers.npud."); {
+		case table:
 			fmt.Fprintf(&provider, "%s = %s\n", name, kv[1])
-		} else {
+		case strings.HasPrefix(kv[0], "features."):
+			fmt.Fprintf(&features, "%s = %s\n", strings.TrimPrefix(kv[0], "features."), kv[1])
+		default:
 			fmt.Fprintf(&top, "%s = %s\n", kv[0], kv[1])
 		}
 	}
 	s.Print = "# ~/.codex/config.toml (npud launch codex passes the same with -c)\n" + top.String() +
+		"\n[features]\n" + features.String() +
 		"\n[model_providers.npud]\n" + provider.String()
 	if t.Key != "" {
 		s.Print += "\n# Codex reads the key from " + apiKeyEnv + ": export " + apiKeyEnv + "=<the daemon's key>\n"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -495,4 +497,98 @@ func TestLaunchRunsOpenCode(t *testing.T) {
 		roles = append(roles, m.(map[string]any)["role"])
 	}
 	assert.Contains(t, roles, "tool", "OpenCode sent its tool's result back")
+}
+
+// The real Codex CLI (pinned in testdata/agents), started by npud launch
+// against a daemon with an API key, offline: the model provider launch
+// passes with -c reaches /v1/responses with the key from env_key, Codex
+// declares only function tools (its web search and sub-agent tools,
+// which npud refuses, are off), and the simulated model's tool call goes
+// round: the call, then Codex's function_call_output.
+func TestLaunchRunsCodex(t *testing.T) {
+	daemontest.SimOnly(t, "the simulated engine's tool call drives the loop")
+	codex := installedAgent(t, "agents/node_modules/@openai/codex-*/vendor/*/bin/codex", "Codex")
+	const key = "k-codex-0123456789abcdef"
+	srv := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.APIKeys = []daemon.APIKey{{Name: "dev", Key: key}}
+	}, nil)
+	type seen struct {
+		auth, method, path string
+		status             int
+		body               map[string]any
+	}
+	var mu sync.Mutex
+	var requests []*seen
+	target, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	proxy := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			s := &seen{auth: r.In.Header.Get("Authorization"), method: r.In.Method, path: r.In.URL.Path}
+			if r.In.Body != nil {
+				raw, err := io.ReadAll(r.In.Body)
+				if err == nil {
+					_ = json.Unmarshal(raw, &s.body)
+				}
+				r.Out.Body = io.NopCloser(bytes.NewReader(raw))
+				r.Out.ContentLength = int64(len(raw))
+			}
+			mu.Lock()
+			requests = append(requests, s)
+			mu.Unlock()
+			r.Out.Header.Set("X-Test-Request", strconv.Itoa(len(requests)-1))
+			r.SetURL(target)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			i, err := strconv.Atoi(resp.Request.Header.Get("X-Test-Request"))
+			if err == nil {
+				mu.Lock()
+				requests[i].status = resp.StatusCode
+				mu.Unlock()
+			}
+			return nil
+		},
+	})
+	defer proxy.Close()
+
+	bin, home, work := t.TempDir(), t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(codex, filepath.Join(bin, "codex")))
+	require.NoError(t, os.WriteFile(filepath.Join(work, "notes.txt"), []byte("hello\n"), 0o600))
+	t.Chdir(work)
+	t.Setenv("HOME", home)
+	t.Setenv("CODEX_HOME", home)
+	t.Setenv("OPENAI_API_KEY", "sk-the-users-real-openai-key")
+	getenv := func(k string) string {
+		return map[string]string{"PATH": bin, "NPUD_API_KEY": key, "NPUD_HOST": proxy.URL}[k]
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := cli.MainIO(ctx, []string{"launch", "codex", "--", "exec", "--skip-git-repo-check", "Read notes.txt"},
+		getenv, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut.String(), out.String())
+
+	mu.Lock()
+	defer mu.Unlock()
+	var turns []map[string]any
+	for _, r := range requests {
+		assert.NotContains(t, r.auth, "sk-the-users-real-openai-key", "the user's OpenAI key never reaches npud")
+		if r.method != http.MethodPost || r.path != "/v1/responses" {
+			continue // launch's WebSocket probe, Codex's model list
+		}
+		assert.Equal(t, "Bearer "+key, r.auth, "the key from env_key")
+		assert.Equal(t, http.StatusOK, r.status, "every turn is served")
+		assert.Equal(t, "sim", r.body["model"], "the npud model launch named")
+		tools, _ := r.body["tools"].([]any)
+		for _, tool := range tools {
+			assert.Equal(t, "function", tool.(map[string]any)["type"], "only tools npud runs: %v", tool)
+		}
+		turns = append(turns, r.body)
+	}
+	require.GreaterOrEqual(t, len(turns), 2, "a turn with the call and one with its result:\n%s", errOut.String())
+	var types []any
+	for _, item := range turns[1]["input"].([]any) {
+		types = append(types, item.(map[string]any)["type"])
+	}
+	assert.Contains(t, types, "function_call")
+	assert.Contains(t, types, "function_call_output", "Codex sent its tool's result back")
 }

@@ -31,15 +31,23 @@ func TestAgentConfig(t *testing.T) {
 				"-c", `model_providers.npud.base_url="http://127.0.0.1:11434/v1"`,
 				"-c", `model_providers.npud.wire_api="responses"`,
 				"-c", `model_providers.npud.supports_websockets=true`,
+				"-c", `web_search="disabled"`,
+				"-c", `features.multi_agent=false`,
+				"-c", `features.goals=false`,
 				"-c", `model_context_window=40960`,
 				"-c", `model_providers.npud.env_key="NPUD_API_KEY"`,
 			}, s.Args)
 			assert.Equal(t, map[string]string{"NPUD_API_KEY": key}, s.Env)
 			// The printed file is Codex's config.toml, the same settings.
 			var file struct {
-				Model          string `toml:"model"`
-				ModelProvider  string `toml:"model_provider"`
-				ContextWindow  int    `toml:"model_context_window"`
+				Model         string `toml:"model"`
+				ModelProvider string `toml:"model_provider"`
+				ContextWindow int    `toml:"model_context_window"`
+				WebSearch     string `toml:"web_search"`
+				Features      struct {
+					MultiAgent *bool `toml:"multi_agent"`
+					Goals      *bool `toml:"goals"`
+				} `toml:"features"`
 				ModelProviders map[string]struct {
 					Name              string `toml:"name"`
 					BaseURL           string `toml:"base_url"`
@@ -52,6 +60,11 @@ func TestAgentConfig(t *testing.T) {
 			assert.Equal(t, "qwen3-8b", file.Model)
 			assert.Equal(t, "npud", file.ModelProvider)
 			assert.Equal(t, 40960, file.ContextWindow)
+			assert.Equal(t, "disabled", file.WebSearch, "no web_search tool: npud cannot run it")
+			require.NotNil(t, file.Features.MultiAgent)
+			assert.False(t, *file.Features.MultiAgent, "no sub-agent namespace tool")
+			require.NotNil(t, file.Features.Goals)
+			assert.False(t, *file.Features.Goals, "no goal items without a call_id")
 			p := file.ModelProviders["npud"]
 			assert.Equal(t, "http://127.0.0.1:11434/v1", p.BaseURL)
 			assert.Equal(t, "responses", p.WireAPI)
