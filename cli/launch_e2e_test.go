@@ -264,6 +264,9 @@ func TestLaunchChecksTheDaemonAndTheModel(t *testing.T) {
 // signals too, waits for it and returns its exit code instead of dying
 // under it.
 func TestLaunchLeavesCtrlCToTheAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the npud binary")
+	}
 	if runtime.GOOS == "windows" {
 		t.Skip("a pseudo-terminal")
 	}
@@ -318,6 +321,9 @@ func TestLaunchLeavesCtrlCToTheAgent(t *testing.T) {
 // installs it), or the test is skipped (failed in CI, where it must be).
 func installedAgent(t *testing.T, pattern, what string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("runs %s", what)
+	}
 	matches, _ := filepath.Glob(filepath.Join("..", "testdata", pattern))
 	if len(matches) == 0 {
 		if os.Getenv("CI") != "" {
