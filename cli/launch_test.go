@@ -2,9 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/coder/websocket"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,4 +175,31 @@ func TestAgentEnv(t *testing.T) {
 	setup := agentSetup{Env: map[string]string{"B": "new", "C": "3"}, Unset: []string{"GONE"}}
 	got := agentEnv([]string{"A=1", "B=old", "GONE=secret", "PATH=/bin"}, setup)
 	assert.Equal(t, []string{"A=1", "PATH=/bin", "B=new", "C=3"}, got)
+}
+
+// Codex is told the daemon has the Responses API's WebSocket mode only when
+// the handshake on /v1/responses succeeds (with the key), not when the
+// route answers plain HTTP.
+func TestLaunchProbesTheResponsesWebSocket(t *testing.T) {
+	const key = "k-ws-0123456789abcdef"
+	upgrades := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/responses" || r.Header.Get("Authorization") != "Bearer "+key {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		_, _, _ = conn.Read(r.Context()) // until launch closes it
+	}))
+	defer upgrades.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":{"message":"method not allowed"}}`, http.StatusMethodNotAllowed)
+	}))
+	defer plain.Close()
+
+	assert.True(t, (&apiClient{base: upgrades.URL, key: key, http: &http.Client{}}).servesResponsesWebSocket(t.Context()))
+	assert.False(t, (&apiClient{base: upgrades.URL, key: "wrong", http: &http.Client{}}).servesResponsesWebSocket(t.Context()))
+	assert.False(t, (&apiClient{base: plain.URL, http: &http.Client{}}).servesResponsesWebSocket(t.Context()))
 }
