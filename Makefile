@@ -78,9 +78,9 @@ test: check ## vet, then every test under the race detector
 	@# and npm ci refuses a lock without every optional platform package; install keeps the lock's
 	@# versions and integrity (--no-save: the lock is never rewritten).
 	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm install --no-save --no-audit --no-fund --loglevel=error)
-	@# Claude Code, pinned by testdata/agents/package-lock.json (a native binary for this platform).
+	@# Claude Code and Codex, pinned by testdata/agents/package-lock.json (native binaries for this platform).
 	@# npm install, not npm ci, for the reason above.
-	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
+	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino
@@ -110,7 +110,7 @@ openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/open
 test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
 	@# The whole binding (every cgo preamble) compiled against the wheel's core C headers.
 	CGO_ENABLED=1 CGO_CFLAGS="-I$$(ls -d $(OVVENV)/lib/python3*/site-packages/openvino/include)" $(GO) build -o /dev/null ./npu/openvino/
-	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/
+	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/
 
 test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI test library; the headers alone
 	$(MAKE) --no-print-directory -C testdata/ovgenai check-headers

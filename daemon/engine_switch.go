@@ -34,7 +34,7 @@ func (f *modelsFolder) open() (*modelstore.Catalog, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.catalog == nil {
-		c, err := modelstore.OpenCatalog(modelstore.New(f.cfg.ModelsDir, f.cfg.hubClient()), openvinoLimits(f.cfg))
+		c, err := modelstore.OpenCatalog(modelstore.New(f.cfg.ModelsDir, f.cfg.HubClient()), openvinoLimits(f.cfg))
 		if err != nil {
 			return nil, err
 		}

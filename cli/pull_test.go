@@ -1,4 +1,4 @@
-package daemon
+package cli
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub/hubtest"
 )
@@ -77,10 +78,10 @@ func TestByteSize(t *testing.T) {
 func TestPullThroughADaemonOnTheSimulatedEngine(t *testing.T) {
 	hubSrv := hubtest.Serve(t, "OpenVINO/tiny-ov", map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"})
 	models := filepath.Join(t.TempDir(), "models")
-	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "sim", "--models-dir", models,
+	cfg, err := daemon.ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "sim", "--models-dir", models,
 		"--hub-endpoint", hubSrv.URL}, env(), io.Discard)
 	require.NoError(t, err)
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
+	srv, err := daemon.New(cfg, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package daemon
+package cli
 
 import (
 	"os"

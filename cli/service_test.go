@@ -1,4 +1,4 @@
-package daemon
+package cli
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/packaging"
 	"github.com/npud/npud/systemd"
 )
@@ -129,7 +130,7 @@ func TestInstallWritesTheDefaultConfigurationOnce(t *testing.T) {
 			assert.Equal(t, os.FileMode(0o644), st.Mode().Perm(), "as the packages install it")
 
 			// What was written parses: the service can start with it.
-			_, err = ParseServe([]string{"--config", config}, env(), io.Discard)
+			_, err = daemon.ParseServe([]string{"--config", config}, env(), io.Discard)
 			require.NoError(t, err)
 
 			require.NoError(t, os.WriteFile(config, []byte("listen = \"0.0.0.0:11434\"\n"), 0o600))

@@ -1,4 +1,4 @@
-package daemon_test
+package cli_test
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/cli"
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
@@ -24,7 +25,7 @@ import (
 func npud(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = daemon.MainIO(t.Context(), args, func(string) string { return "" }, strings.NewReader(stdin), &out, &errOut)
+	code = cli.MainIO(t.Context(), args, func(string) string { return "" }, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -90,7 +91,7 @@ func TestRunInteractiveThroughAPseudoTerminal(t *testing.T) {
 	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.SimITL = 100 * time.Millisecond }, nil)
 	long := sim.Tokens(0, "user: short question\nassistant: "+sim.Text(0, "user: short question\n")+"\nuser: a question with a long answer please\n")
 	require.Greater(t, len(long), 20, "the answer Ctrl-C stops lasts seconds")
-	bin := buildBinary(t)
+	bin := daemontest.BuildNPUD(t)
 	cmd := exec.Command(bin, "run", "--host", srv.URL, "sim")
 	tty, err := pty.Start(cmd)
 	require.NoError(t, err)

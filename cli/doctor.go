@@ -1,4 +1,4 @@
-package daemon
+package cli
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu/modelstore"
 )
 
@@ -107,7 +108,7 @@ func doctor(ctx context.Context, args []string, getenv func(string) string, stdo
 			rest = append(rest, a)
 		}
 	}
-	cfg, err := ParseServe(rest, getenv, io.Discard)
+	cfg, err := daemon.ParseServe(rest, getenv, io.Discard)
 	if err != nil {
 		fmt.Fprintf(stderr, "npud doctor: %v\n", err)
 		return 2
@@ -127,7 +128,7 @@ func doctor(ctx context.Context, args []string, getenv func(string) string, stdo
 }
 
 // examine runs every check.
-func examine(ctx context.Context, cfg Config, getenv func(string) string) doctorReport {
+func examine(ctx context.Context, cfg daemon.Config, getenv func(string) string) doctorReport {
 	r := doctorReport{Devices: []doctorDevice{}, Models: []string{}}
 	libraryOK := examineLibrary(cfg, getenv, &r)
 	devicesOK := libraryOK && examineDevices(&r)
@@ -268,6 +269,19 @@ func examineModels(dir string, r *doctorReport) bool {
 			continue
 		}
 		folder := filepath.Join(dir, e.Name())
+		if modelstore.IsSpeechModel(folder) {
+			// A Whisper export: its own files, and no chat template to want.
+			name := "model " + e.Name()
+			if missing := modelstore.MissingSpeechFiles(folder); len(missing) > 0 {
+				r.add(name, checkFail, "a speech model missing "+strings.Join(missing, ", "),
+					"pull it again (npud pull OpenVINO/"+e.Name()+"), or export it with optimum-cli, which writes the tokenizers and generation_config.json too")
+				continue
+			}
+			r.Models = append(r.Models, e.Name())
+			good++
+			r.add(name, checkOK, "a speech (Whisper) model: encoder, decoder, tokenizer, detokenizer and generation config present; it transcribes at /v1/audio/transcriptions", "")
+			continue
+		}
 		var missing []string
 		for _, f := range modelFiles {
 			if modelstore.HasVisionEncoder(folder) && strings.HasPrefix(f.file, "openvino_model.") {

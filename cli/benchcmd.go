@@ -1,4 +1,4 @@
-package daemon
+package cli
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/npud/npud/daemon/bench"
+	"github.com/npud/npud/cli/bench"
 )
 
 const benchUsage = `usage: npud bench [--preset quick|standard|soak] [flags]

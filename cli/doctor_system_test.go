@@ -1,6 +1,6 @@
 //go:build cgo
 
-package daemon_test
+package cli_test
 
 import (
 	"encoding/json"

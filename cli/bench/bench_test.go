@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/npud/npud/cli/bench"
 	"github.com/npud/npud/daemon"
-	"github.com/npud/npud/daemon/bench"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/sim"

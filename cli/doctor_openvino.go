@@ -1,14 +1,75 @@
 //go:build cgo
 
-package daemon
+package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu/openvino"
 )
+
+// openLibrary finds and loads OpenVINO GenAI's C library as the daemon
+// would (its --openvino-lib, else discovery).
+func openLibrary(cfg daemon.Config, getenv func(string) string) (*openvino.Library, error) {
+	return openvino.OpenLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: getenv})
+}
+
+// printDevices lists the devices OpenVINO sees.
+func printDevices(cfg daemon.Config, w io.Writer) error {
+	lib, err := openLibrary(cfg, os.Getenv)
+	if err != nil {
+		return err
+	}
+	devices, err := lib.Devices()
+	if err != nil {
+		return err
+	}
+	for _, d := range devices {
+		fmt.Fprintf(w, "%-8s %s\n", d.Name, d.FullName)
+	}
+	return nil
+}
+
+// examineLibrary is npud doctor's look at OpenVINO GenAI: the library
+// (or where it was looked for) and the devices it sees.
+func examineLibrary(cfg daemon.Config, getenv func(string) string, r *doctorReport) bool {
+	lib, err := openLibrary(cfg, getenv)
+	if err != nil {
+		var lerr *openvino.LoadError
+		if errors.As(err, &lerr) {
+			for _, a := range lerr.Attempts {
+				r.Searched = append(r.Searched, doctorAttempt(a))
+			}
+		}
+		if errors.Is(err, openvino.ErrNotFound) && examineCore(cfg, getenv, r) {
+			return false
+		}
+		fix := fixOpenVINO
+		if errors.Is(err, openvino.ErrTooOld) || errors.Is(err, openvino.ErrMissingSymbol) {
+			fix = "upgrade OpenVINO GenAI to " + openvino.MinVersion.String() + " or newer (docs/OPENVINO.md)"
+		}
+		r.add("openvino library", checkFail, err.Error(), fix)
+		return false
+	}
+	r.Library = &doctorLibrary{Path: lib.GenAIPath, Core: lib.CorePath, Version: lib.Version.String(), Build: lib.Build, Source: lib.Source}
+	r.add("openvino library", checkOK, fmt.Sprintf("OpenVINO GenAI %s from %s (found by %s)", lib.Build, lib.GenAIPath, lib.Source), "")
+	examineServiceCanSee(lib.GenAIPath, r)
+	devices, err := lib.Devices()
+	if err != nil {
+		r.add("devices", checkFail, "listing devices: "+err.Error(), fixNPUDriver)
+		return true
+	}
+	for _, d := range devices {
+		r.Devices = append(r.Devices, doctorDevice{Name: d.Name, FullName: d.FullName, DriverVersion: d.DriverVersion})
+	}
+	return true
+}
 
 // fixGenAIC is how to get GenAI's C library where only the PyPI wheels
 // are installed: they hold GenAI's C++ library and Python module only
@@ -23,7 +84,7 @@ const fixGenAIC = "GenAI's C library (libopenvino_genai_c) is in the OpenVINO Ge
 // core C library is there (a pip install of openvino-genai, the path most
 // users take), doctor reports its real version and devices and says that
 // GenAI's C library is what is missing, and how to get it.
-func examineCore(cfg Config, getenv func(string) string, r *doctorReport) bool {
+func examineCore(cfg daemon.Config, getenv func(string) string, r *doctorReport) bool {
 	core, err := openvino.OpenCore(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: getenv})
 	if err != nil {
 		return false

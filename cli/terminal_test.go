@@ -1,10 +1,12 @@
-package daemon_test
+package cli_test
 
 import (
 	"bufio"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,6 +40,11 @@ func TestCLIPrintsNoTerminalEscapes(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":"boom` + j + `"}` + "\n"))
 		case "/api/pull":
 			_, _ = w.Write([]byte(`{"status":"pulling ` + j + `"}` + "\n" + `{"error":"disk` + j + `"}` + "\n"))
+		case "/v1/audio/transcriptions":
+			_, _ = w.Write([]byte("heard " + hostile + "\n"))
+		case "/v1/audio/translations":
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":{"message":"bad audio` + j + `","type":"invalid_request_error"}}`))
 		case "/api/delete":
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write([]byte(`{"error":"not here` + j + `"}`))
@@ -48,10 +55,13 @@ func TestCLIPrintsNoTerminalEscapes(t *testing.T) {
 	}))
 	defer srv.Close()
 	host := "--host=" + srv.URL
+	audio := filepath.Join(t.TempDir(), "a.wav")
+	require.NoError(t, os.WriteFile(audio, []byte("RIFF"), 0o600))
 	var all strings.Builder
 	for _, args := range [][]string{
 		{"list", host}, {"ps", host}, {"show", host, "m"}, {"run", host, "m", "hi"},
 		{"pull", host, "o/m"}, {"rm", host, "m"}, {"stop", host, "m"},
+		{"transcribe", audio, host, "--model", "m"}, {"transcribe", audio, host, "--model", "m", "--translate"},
 	} {
 		_, out, errOut := npud(t, "", args...)
 		all.WriteString(out + errOut)
@@ -79,7 +89,7 @@ func TestCLIPrintsNoTerminalEscapes(t *testing.T) {
 	all.WriteString(errOut)
 	text := all.String()
 	assert.Contains(t, text, "line one\n\tindented", "model text keeps its newlines and tabs")
-	for _, want := range []string{"evil", "boom", "pulling", "disk", "not here", "plain"} {
+	for _, want := range []string{"evil", "boom", "pulling", "disk", "not here", "plain", "heard", "bad audio"} {
 		assert.Contains(t, text, want, "the text itself is shown")
 	}
 	require.NotContains(t, text, "pwned")

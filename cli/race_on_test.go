@@ -1,5 +1,5 @@
 //go:build race
 
-package daemon
+package cli
 
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package daemon
+package cli
 
 import (
 	"bufio"
@@ -103,11 +103,16 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (*htt
 		}
 		r = bytes.NewReader(b)
 	}
+	return c.send(ctx, method, path, "application/json", r)
+}
+
+// send is do with the body as it is, of the content type given.
+func (c *apiClient) send(ctx context.Context, method, path, contentType string, r io.Reader) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}

@@ -1,24 +1,23 @@
 //go:build cgo
 
-package daemon
+package cli
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/npud/npud/npu/openvino"
+	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/openvino/ovtestlib"
 	"github.com/npud/npud/systemd"
 )
@@ -51,6 +50,20 @@ func writeModel(t *testing.T, models, name string, without ...string) {
 	}
 	for f, content := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644))
+	}
+}
+
+// writeSpeechModel makes a Whisper model folder (modelstore's speech
+// files), less the ones named in without.
+func writeSpeechModel(t *testing.T, models, name string, without ...string) {
+	t.Helper()
+	dir := filepath.Join(models, name)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, f := range modelstore.SpeechModelFiles {
+		if slices.Contains(without, f.Name) {
+			continue
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f.Name), []byte("x"), 0o644))
 	}
 }
 
@@ -96,6 +109,10 @@ func TestDoctor(t *testing.T) {
 	noTemplate := t.TempDir()
 	writeModel(t, noTemplate, "base", "tokenizer_config.json")
 	emptyModels := t.TempDir()
+	whisper := t.TempDir()
+	writeSpeechModel(t, whisper, "whisper-tiny-fp16-ov")
+	whisperNoConfig := t.TempDir()
+	writeSpeechModel(t, whisperNoConfig, "whisper-base-ov", "generation_config.json")
 	noEnv := env("INTEL_OPENVINO_DIR", t.TempDir())
 	common := func(models string) []string {
 		return []string{"--models-dir", models, "--cache-dir", filepath.Join(t.TempDir(), "cache"), "--listen", freeAddr(t)}
@@ -124,6 +141,12 @@ func TestDoctor(t *testing.T) {
 			"model broken", checkFail, "openvino_detokenizer.xml", "optimum-cli"},
 		{"a model without a chat template", append([]string{"--openvino-lib", lib}, common(noTemplate)...), nil, 0,
 			"model base", checkWarn, "no chat template", "instruct"},
+		// Issue 30: a Whisper export is a model of its own kind, not a
+		// chat model missing openvino_model.xml.
+		{"a speech model", append([]string{"--openvino-lib", lib}, common(whisper)...), nil, 0,
+			"model whisper-tiny-fp16-ov", checkOK, "speech (Whisper) model", ""},
+		{"a speech model without its generation config", append([]string{"--openvino-lib", lib}, common(whisperNoConfig)...), nil, 1,
+			"model whisper-base-ov", checkFail, "generation_config.json", "npud pull OpenVINO/whisper-base-ov"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.setenv {
@@ -176,69 +199,6 @@ func TestDoctorNamesAnOllamaOnTheAddress(t *testing.T) {
 	assert.Equal(t, checkFail, c.Status)
 	assert.Contains(t, c.Detail, "Ollama listens on")
 	assert.Contains(t, c.Fix, "systemctl disable --now ollama")
-}
-
-// Issue 14: --engine auto serves OpenVINO when the library loads and a
-// model is there, else the simulated engine with the reason; --engine
-// openvino without the library is an error that says where it looked.
-func TestEngineSelection(t *testing.T) {
-	lib := testLibraryDir(t, ovtestlib.Current)
-	t.Setenv("OVTEST_DEVICES", "CPU")
-	withModel := t.TempDir()
-	writeModel(t, withModel, "tiny")
-	log := slog.New(slog.DiscardHandler)
-	base := func(engine, libPath, models string) Config {
-		cfg, err := ParseServe([]string{"--engine", engine, "--openvino-lib", libPath, "--models-dir", models, "--cache-dir", ""}, env(), io.Discard)
-		require.NoError(t, err)
-		return cfg
-	}
-
-	engine, reason, err := newEngine(base("auto", lib, withModel), log)
-	require.NoError(t, err)
-	assert.Equal(t, "openvino", engine.Name())
-	assert.Empty(t, reason)
-
-	empty := t.TempDir()
-	engine, reason, err = newEngine(base("auto", lib, empty), log)
-	require.NoError(t, err)
-	assert.True(t, engine.Simulated())
-	assert.Contains(t, reason, "holds no model")
-	assert.Contains(t, reason, empty)
-
-	missing := filepath.Join(t.TempDir(), "nothing-here")
-	engine, reason, err = newEngine(base("auto", missing, withModel), log)
-	require.NoError(t, err)
-	assert.True(t, engine.Simulated(), "auto falls back")
-	assert.Contains(t, reason, missing)
-
-	_, _, err = newEngine(base("openvino", missing, withModel), log)
-	require.Error(t, err, "an explicit openvino engine does not fall back")
-	assert.True(t, errors.Is(err, openvino.ErrNotFound), "%v", err)
-	assert.Contains(t, err.Error(), "--engine openvino")
-}
-
-// Issue 14: under --engine auto without the library, /health says the
-// engine is simulated and why.
-func TestHealthSaysWhyTheEngineIsSimulated(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "no-openvino-here")
-	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "auto", "--openvino-lib", missing}, env(), io.Discard)
-	require.NoError(t, err)
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-served)
-	}()
-	resp, err := http.Get("http://" + srv.Addr().String() + "/health")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var h map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
-	assert.Equal(t, true, h["simulated"])
-	assert.Contains(t, h["simulated_why"], missing)
 }
 
 // Issue 27: doctor told people to `usermod -aG render npud`, but the unit

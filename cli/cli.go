@@ -1,4 +1,4 @@
-package daemon
+package cli
 
 import (
 	"context"
@@ -6,22 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/coreos/go-systemd/v22/activation"
-
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/hub"
 	"github.com/npud/npud/npu/modelstore"
 )
-
-// Version is the npud version; release builds set it with -ldflags.
-var Version = "0.1.0-dev"
 
 const usage = `npud: a streaming LLM server for Intel NPUs (OpenAI- and Ollama-compatible)
 
@@ -39,6 +32,11 @@ Usage:
                        chat with a model of the running daemon (a prompt: answer and exit;
                        none: an interactive chat; Ctrl-C stops an answer); --verbose timings,
                        --think[=false|low|medium|high] a reasoning model's thinking, shown apart
+  npud launch codex|claude|opencode [--model MODEL] [--print]
+                       start a coding agent pointed at the running daemon (checks the model
+                       can call tools; --print shows the agent's configuration instead)
+  npud transcribe FILE [--model MODEL] [--format text|json|srt|vtt|verbose_json] [--language xx] [--translate]
+                       the running daemon's speech model transcribes (or translates) an audio file
   npud list | ps | show MODEL | rm MODEL | cp SOURCE DESTINATION | stop MODEL
                        the running daemon's models, as Ollama's CLI (stop unloads a model)
                        (--host, else NPUD_HOST, OLLAMA_HOST, 127.0.0.1:11434; key NPUD_API_KEY)
@@ -71,17 +69,21 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 	case "worker":
 		// Started by the daemon only, with its configuration in the
 		// environment: not in the usage.
-		if !IsWorker() {
+		if !daemon.IsWorker() {
 			fmt.Fprintln(stderr, "npud worker is started by npud serve for its engine (--isolation process), not by hand")
 			return 2
 		}
-		return RunWorker(ctx)
+		return daemon.RunWorker(ctx)
 	case "pull":
 		return pull(ctx, args[1:], getenv, stdout, stderr)
 	case "service":
 		return serviceMain(args[1:], getenv, stdout, stderr)
 	case "run":
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "launch":
+		return launchCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "transcribe":
+		return transcribeCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "list", "ls", "ps", "show", "rm", "cp", "stop":
 		name := args[0]
 		if name == "ls" {
@@ -106,7 +108,7 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 			fmt.Fprintf(stderr, "npud devices takes no arguments, got %q\n", strings.Join(args[1:], " "))
 			return 2
 		}
-		cfg, err := ParseServe(nil, getenv, io.Discard)
+		cfg, err := daemon.ParseServe(nil, getenv, io.Discard)
 		if err != nil {
 			fmt.Fprintf(stderr, "npud devices: %v\n", err)
 			return 2
@@ -121,7 +123,7 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 			fmt.Fprintf(stderr, "npud version takes no arguments, got %q\n", strings.Join(args[1:], " "))
 			return 2
 		}
-		fmt.Fprintf(stdout, "npud %s\n", Version)
+		fmt.Fprintf(stdout, "npud %s\n", daemon.Version)
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -133,112 +135,10 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
 	// Under the Windows service manager, Start and Stop replace signals.
-	if code, ok := runUnderServiceManager(func(ctx context.Context) int { return serveUntil(ctx, args, getenv, stderr) }); ok {
+	if code, ok := runUnderServiceManager(func(ctx context.Context) int { return daemon.Run(ctx, args, getenv, stderr) }); ok {
 		return code
 	}
-	return serveUntil(ctx, args, getenv, stderr)
-}
-
-func serveUntil(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
-	cfg, err := ParseServe(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "npud serve: %v\n", err)
-		return 2
-	}
-	level := new(slog.LevelVar)
-	level.Set(cfg.LogLevel)
-	log := newLogger(cfg, level, stderr)
-	opts := []Option{WithLogLevel(level)}
-	// Under systemd socket activation (npud.socket) the listener is
-	// inherited, and --listen is not used.
-	if lns, err := activation.Listeners(); err != nil {
-		log.Error("cannot use the socket-activated listeners", "err", err)
-		return 1
-	} else if len(lns) > 0 {
-		if lns[0] == nil {
-			log.Error("the first socket systemd passed is not a stream listener (npud.socket needs ListenStream=)")
-			return 1
-		}
-		log.Info("serving on the socket systemd passed", "addr", lns[0].Addr().String(), "sockets", len(lns))
-		for _, extra := range lns[1:] {
-			if extra != nil {
-				_ = extra.Close() // one listener is served; npud.socket declares one
-			}
-		}
-		opts = append(opts, WithListener(lns[0]))
-	}
-	// New takes no context yet: its start-up (the listener, the engine
-	// workers' device probe) cannot be cut short by a signal. Giving it
-	// one changes every caller's signature (issue 28).
-	srv, err := New(cfg, log, opts...) //nolint:contextcheck // see above
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return 1
-	}
-	// SIGHUP stays handled until the process exits: once the drain began,
-	// its default action (termination) would cut the streams the drain is
-	// finishing.
-	hupDone := make(chan struct{})
-	defer close(hupDone)
-	go srv.reloadOnHangup(ctx, hupDone, args, getenv)
-	// A client or journald going away must not kill the daemon: writes to
-	// them fail with EPIPE instead, as they do on sockets.
-	signal.Ignore(syscall.SIGPIPE)
-	if err := srv.Serve(ctx); err != nil {
-		log.Error("stopped with an error", "err", err)
-		return 1
-	}
-	return 0
-}
-
-func newLogger(cfg Config, level slog.Leveler, w io.Writer) *slog.Logger {
-	return NewLogger(cfg.LogFormat, level, w)
-}
-
-// NewLogger is npud's logger for a --log-format ("text" or "json"):
-// durations readable in text, in milliseconds in JSON.
-func NewLogger(format string, level slog.Leveler, w io.Writer) *slog.Logger {
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationsInMilliseconds}))
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: readableDurations}))
-}
-
-// readableDurations writes durations for people: "412.3ms", "3.21s",
-// "2m5s", rounded to what a person reads.
-func readableDurations(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		return slog.String(a.Key, readableDuration(a.Value.Duration()))
-	}
-	return a
-}
-
-func readableDuration(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0s"
-	case d < time.Microsecond:
-		return d.String()
-	case d < time.Millisecond:
-		return d.Round(100 * time.Nanosecond).String()
-	case d < time.Second:
-		return d.Round(100 * time.Microsecond).String()
-	case d < time.Minute:
-		return d.Round(10 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
-}
-
-// durationsInMilliseconds writes durations for machines: "ttft_ms": 412.3
-// (slog's JSON would give integer nanoseconds under the bare key).
-func durationsInMilliseconds(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		return slog.Float64(a.Key+"_ms", float64(a.Value.Duration())/float64(time.Millisecond))
-	}
-	return a
+	return daemon.Run(ctx, args, getenv, stderr)
 }
 
 // pull asks the running daemon to pull a model, showing its progress;
@@ -281,7 +181,7 @@ func pullLocal(ctx context.Context, args []string, getenv func(string) string, s
 	if n := len(args); n > 0 && !strings.HasPrefix(args[n-1], "-") {
 		repo, flags = args[n-1], args[:n-1]
 	}
-	cfg, err := ParseServe(flags, getenv, stderr)
+	cfg, err := daemon.ParseServe(flags, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -292,7 +192,7 @@ func pullLocal(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return 2
 	}
-	err = modelstore.New(cfg.ModelsDir, cfg.hubClient()).Pull(ctx, repo, pullPrinter(stdout, time.Now))
+	err = modelstore.New(cfg.ModelsDir, cfg.HubClient()).Pull(ctx, repo, pullPrinter(stdout, time.Now))
 	if err != nil {
 		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
 		return 1
@@ -335,10 +235,6 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
-func (c Config) hubClient() *hub.Client {
-	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken, MaxModelBytes: c.MaxModelBytes}
-}
-
 // configCommand runs `npud config check`: the same parsing and validation
 // as serve, then the effective configuration in the file's format.
 func configCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
@@ -351,7 +247,8 @@ func configCommand(args []string, getenv func(string) string, stdout, stderr io.
 		fmt.Fprintln(stderr, "npud config: "+usage)
 		return 2
 	}
-	_, fs, err := parseConfig(args[1:], getenv, stderr)
+	var effective strings.Builder
+	err := daemon.CheckConfig(args[1:], getenv, &effective, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -360,6 +257,6 @@ func configCommand(args []string, getenv func(string) string, stdout, stderr io.
 		return 1
 	}
 	fmt.Fprintln(stdout, "# npud: effective configuration (file < NPUD_* environment < flags); secrets masked")
-	printEffective(stdout, fs)
+	fmt.Fprint(stdout, effective.String())
 	return 0
 }
