@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -217,4 +218,61 @@ func TestTranscriptionStreamErrors(t *testing.T) {
 	resp2, e := postForm(t, hc, srv.URL+"/v1/audio/transcriptions", body, ct)
 	require.Equal(t, http.StatusNotFound, resp2.StatusCode)
 	assert.Equal(t, "model_not_found", *e.Error.Code)
+}
+
+// Transcriptions alone are bounded as generations are: --sim-slots run
+// at once (the OpenVINO engine has one slot), --max-queue wait, and the
+// next is a real 503 queue_full with Retry-After at once; the ones held
+// then finish.
+func TestTranscriptionJobsAreBoundedAndQueued(t *testing.T) {
+	daemontest.SimOnly(t, "the simulated engine's transcriber")
+	var (
+		mu            sync.Mutex
+		running, most int
+		release       = make(chan struct{})
+	)
+	srv := startSimHearing(t, func(c *daemon.Config) { c.SimSlots, c.MaxQueue = 2, 1 }, func(ctx context.Context, window int) error {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		defer func() { mu.Lock(); running--; mu.Unlock() }()
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	hc := &http.Client{}
+	body, ct := audioForm(t, "file", string(wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 1, 16000)}, 16000, wavtest.PCM16)), "model", "sim")
+	statuses := make(chan int, 3)
+	for range 3 {
+		go func() {
+			resp, err := hc.Post(srv.URL+"/v1/audio/transcriptions", ct, bytes.NewReader(body))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			_ = resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	// Two on the engine, one waiting.
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return running == 2 && queued(t, hc, srv.URL) == 1
+	})
+	resp, e := postForm(t, &http.Client{Timeout: 10 * time.Second}, srv.URL+"/v1/audio/transcriptions", body, ct)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%+v", e)
+	retryAfter(t, resp)
+	assert.Equal(t, "queue_full", *e.Error.Code)
+	close(release)
+	for range 3 {
+		assert.Equal(t, http.StatusOK, <-statuses)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, 2, most, "never more than the engine's slots at once")
 }
