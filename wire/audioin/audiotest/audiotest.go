@@ -66,7 +66,7 @@ func Encode(t testing.TB, format string, channels [][]float64, rate int) []byte 
 		t.Fatalf("audiotest: no format %q", format)
 	}
 	Require(t, cmd[0])
-	if b, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+	if b, err := exec.CommandContext(t.Context(), cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %v\n%s", cmd, err, b)
 	}
 	data, err := os.ReadFile(out)
