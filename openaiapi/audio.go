@@ -176,18 +176,17 @@ func (a *API) audio(c *gin.Context, task string) {
 	req.file = nil // the upload is no longer needed while the job waits
 	job := &npu.TranscribeRequest{Model: req.model, Samples: clip.Samples, Task: task,
 		Language: req.language, Prompt: req.prompt, Temperature: req.temperature}
-	if a.runner.Simulated() {
-		c.Header("X-Npud-Simulated", "true")
-	}
 	if req.stream {
 		a.streamTranscript(c, info, job)
 		return
 	}
 	out, err := a.runner.Transcribe(c.Request.Context(), job)
 	if err != nil {
-		c.Writer.Header().Del("X-Npud-Simulated")
 		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
+	}
+	if a.runner.Simulated() {
+		c.Header("X-Npud-Simulated", "true")
 	}
 	writeTranscript(c, req.responseFormat, task, job.Seconds(), req.temperature, out)
 }
@@ -213,8 +212,11 @@ func (a *API) decodeAudio(ctx context.Context, info *reqinfo.Info, file []byte, 
 		if ctx.Err() != nil {
 			return audioin.Clip{}, toError(context.Cause(ctx), a.runner.RetryAfter)
 		}
+		// The external decoder could not run: the server's fault, and its
+		// path is the server's business (the log has it).
+		a.log.Error("decoding an audio upload failed", "request_id", info.ID, "err", err)
 		return audioin.Clip{}, &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error",
-			Message: "the audio could not be decoded: " + err.Error(), Cause: err}
+			Message: "the audio decoder failed (the server's log says why)", Cause: err}
 	}
 	var decoderErr *audioin.DecoderError
 	if errors.As(err, &decoderErr) {

@@ -31,9 +31,15 @@ func (a *API) streamTranscript(c *gin.Context, info *reqinfo.Info, job *npu.Tran
 		out, err := a.runner.Transcribe(ctx, job)
 		src.finish(out, err)
 	}()
+	if a.runner.Simulated() {
+		c.Header("X-Npud-Simulated", "true") // sent with the stream's headers
+	}
 	w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
 	relay.Run(ctx, w, src, &transcriptFraming{a: a, src: src, seconds: job.Seconds()}, info,
-		func(err error) { a.fail(c.Writer, info, a.modelWorkError(err)) })
+		func(err error) {
+			c.Writer.Header().Del("X-Npud-Simulated") // an error is no simulated answer
+			a.fail(c.Writer, info, a.modelWorkError(err))
+		})
 }
 
 // transcriptSource hands a transcription's segments to the relay as the

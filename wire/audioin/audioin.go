@@ -89,7 +89,7 @@ func (c Clip) Duration() time.Duration {
 // (decode), or by the external decoder with its demuxer forced.
 type container struct {
 	name    string
-	decode  func([]byte, Limits) (Clip, error)
+	decode  func(context.Context, []byte, Limits) (Clip, error)
 	demuxer string
 }
 
@@ -165,7 +165,7 @@ func DecodeContext(ctx context.Context, data []byte, l Limits, ext *External) (C
 	case !ok:
 		return Clip{}, unsupported("this file (not a format npud recognises)", ext)
 	case c.decode != nil:
-		return c.decode(data, l)
+		return c.decode(ctx, data, l)
 	case ext == nil:
 		return Clip{}, unsupported(c.name+" without an external decoder", ext)
 	}
@@ -178,7 +178,7 @@ func DecodeContext(ctx context.Context, data []byte, l Limits, ext *External) (C
 	return ext.decode(ctx, data, c.demuxer, c.name, l)
 }
 
-func decodeWAV(data []byte, l Limits) (Clip, error) {
+func decodeWAV(_ context.Context, data []byte, l Limits) (Clip, error) {
 	var (
 		f       *waveFormat
 		pcm     []byte

@@ -101,6 +101,21 @@ func TestDecodeCompressedChannels(t *testing.T) {
 	}
 }
 
+// The built-in decoders stop when the request ends, as ffmpeg is killed.
+func TestBuiltInDecodersStopWithTheRequest(t *testing.T) {
+	gone := errors.New("the client left")
+	for _, format := range []string{"flac", "mp3", "ogg-vorbis"} {
+		t.Run(format, func(t *testing.T) {
+			data := audiotest.Tone(t, format, 440, 0.5, 1, 16000, 1)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(gone)
+			_, err := audioin.DecodeContext(ctx, data, audioin.Limits{}, nil)
+			require.ErrorIs(t, err, gone)
+			assert.NotErrorIs(t, err, audioin.ErrInvalid, "not the client's file's fault")
+		})
+	}
+}
+
 // A compressed file's length is checked before it is decoded where the
 // header says it, and counted as it is decoded; the external decoder's
 // output is bounded the same way.

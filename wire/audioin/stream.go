@@ -1,6 +1,7 @@
 package audioin
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -74,6 +75,7 @@ func (r *streamResampler) finish() []float32 {
 // file's header may lie about its length), and resampled a block at a
 // time.
 type clipWriter struct {
+	ctx            context.Context // the request: a client that left stops the decode
 	rate, channels int
 	format         string
 	maxFrames      int64
@@ -83,14 +85,14 @@ type clipWriter struct {
 	mono           []float32
 }
 
-func newClipWriter(rate, channels int, format string, l Limits) (*clipWriter, error) {
+func newClipWriter(ctx context.Context, rate, channels int, format string, l Limits) (*clipWriter, error) {
 	if channels < 1 || channels > l.MaxChannels {
 		return nil, invalid("%s with %d channels: 1 to %d are accepted", format, channels, l.MaxChannels)
 	}
 	if rate < 1000 || rate > 768000 {
 		return nil, invalid("%s sample rate %d Hz: 1000 to 768000 are accepted", format, rate)
 	}
-	return &clipWriter{rate: rate, channels: channels, format: format, maxDuration: l.MaxDuration,
+	return &clipWriter{ctx: ctx, rate: rate, channels: channels, format: format, maxDuration: l.MaxDuration,
 		maxFrames: int64(l.MaxDuration.Seconds() * float64(rate)), rs: newStreamResampler(rate, SampleRate)}, nil
 }
 
@@ -110,6 +112,9 @@ func tooLong(d, limit time.Duration) error {
 // add mixes frames frames down, reading sample (frame, channel) through
 // at, in [-1, 1].
 func (w *clipWriter) add(frames int, at func(frame, channel int) float64) error {
+	if w.ctx.Err() != nil {
+		return context.Cause(w.ctx)
+	}
 	w.frames += int64(frames)
 	if err := w.checkFrames(w.frames); err != nil {
 		return err
