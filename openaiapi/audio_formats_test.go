@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -59,6 +60,40 @@ func TestOpenAIGoTranscriptionCompressed(t *testing.T) {
 			assert.InDelta(t, 2.5, h.seconds, 0.08)
 			assert.InDelta(t, 0.354, h.level, levelTo)
 			assert.InDelta(t, 440, h.pitch, pitchTo)
+		})
+	}
+}
+
+// Speech made by Debian's espeak-ng, compressed as phones and browsers
+// send it (MP3, Opus in WebM, AAC in M4A), is heard whole through
+// openai-go: as long as the WAV it came from, and not silence.
+func TestOpenAIGoTranscriptionEspeakCompressed(t *testing.T) {
+	daemontest.SimOnly(t, "the simulated engine's transcriber")
+	espeak := audiotest.Require(t, "espeak-ng")
+	wavPath := filepath.Join(t.TempDir(), "speech.wav")
+	out, err := exec.CommandContext(t.Context(), espeak, "-w", wavPath, "The NPU transcribes speech on this machine.").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	f := newSDKFixture(t, nil, nil)
+	whole := func(data []byte, name string) heard {
+		resp, err := f.client.Audio.Transcriptions.New(sdkContext(t), openai.AudioTranscriptionNewParams{
+			File: openai.File(bytes.NewReader(data), name, "application/octet-stream"), Model: "sim"})
+		require.NoError(t, err)
+		return parseHeard(t, resp.Text)
+	}
+	wav, err := os.ReadFile(wavPath)
+	require.NoError(t, err)
+	reference := whole(wav, "speech.wav")
+	for _, format := range []string{"mp3", "webm", "m4a"} {
+		t.Run(format, func(t *testing.T) {
+			h := whole(audiotest.Convert(t, format, wavPath), "speech."+format)
+			lengthTo := 0.08
+			if format == "mp3" {
+				// lame's encoder delay and padding: up to two 1152-sample
+				// frames at espeak-ng's 22.05 kHz.
+				lengthTo = 0.15
+			}
+			assert.InDelta(t, reference.seconds, h.seconds, lengthTo)
+			assert.InDelta(t, reference.level, h.level, 0.2*reference.level)
 		})
 	}
 }

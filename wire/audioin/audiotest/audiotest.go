@@ -35,12 +35,18 @@ var Formats = []string{"flac", "mp3", "ogg-vorbis", "ogg-opus", "webm", "m4a", "
 // ffmpeg and many recorders write it) or aiff (ffmpeg).
 func Encode(t testing.TB, format string, channels [][]float64, rate int) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	wav := filepath.Join(dir, "in.wav")
+	wav := filepath.Join(t.TempDir(), "in.wav")
 	if err := os.WriteFile(wav, wavtest.Encode(channels, rate, wavtest.PCM16), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "out")
+	return Convert(t, format, wav)
+}
+
+// Convert turns the WAV file at wav (espeak-ng's speech, say) into format,
+// as Encode does.
+func Convert(t testing.TB, format, wav string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
 	var cmd []string
 	ff := func(args ...string) []string {
 		return append([]string{"ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", wav}, args...)
