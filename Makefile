@@ -54,7 +54,8 @@ check: ## gofmt, go vet, golangci-lint (errcheck, errorlint, staticcheck, ...) a
 test: check ## vet, then every test under the race detector
 	@# -race needs a C compiler, the proxy tests nginx and HAProxy, the JS client tests Node,
 	@# the unit and package checks systemd-analyze, lintian, rpm and shellcheck,
-	@# the web console's tests Chromium:
+	@# the web console's tests Chromium, the audio tests espeak-ng, sox, lame and ffmpeg
+	@# (ffmpeg is also npud's optional decoder of Opus, WebM and M4A):
 	@# a fresh Debian may lack them.
 	@missing=""; command -v gcc >/dev/null || missing="gcc libc6-dev"; \
 	[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing="$$missing nginx-light"; \
@@ -68,6 +69,9 @@ test: check ## vet, then every test under the race detector
 	command -v x86_64-w64-mingw32-gcc >/dev/null || missing="$$missing gcc-mingw-w64-x86-64"; \
 	command -v zip >/dev/null || missing="$$missing zip"; \
 	command -v espeak-ng >/dev/null || missing="$$missing espeak-ng"; \
+	command -v sox >/dev/null || missing="$$missing sox"; \
+	command -v lame >/dev/null || missing="$$missing lame"; \
+	command -v ffmpeg >/dev/null || missing="$$missing ffmpeg"; \
 	python3 -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then echo "installing $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
@@ -141,6 +145,7 @@ fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; s
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wire/audioin/
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/

@@ -42,3 +42,32 @@ func TestTranscriptionInAWorker(t *testing.T) {
 	h := daemontest.Health(t, daemontest.NewClient(t, srv.URL).HTTP, srv.URL)
 	assert.EqualValues(t, 0, h["worker_restarts"])
 }
+
+// A streamed transcription through a worker: the segment callback does not
+// cross the process boundary (gob leaves func fields out), so the worker's
+// segments come back with the transcript and go out as deltas then, the
+// stream as complete as in process.
+func TestStreamedTranscriptionInAWorker(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.Isolation = "sim", "process"
+	srv := daemontest.Start(t, cfg, nil)
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	fw, err := w.CreateFormFile("file", "tone.wav")
+	require.NoError(t, err)
+	_, err = fw.Write(wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 65, 16000)}, 16000, wavtest.PCM16))
+	require.NoError(t, err)
+	require.NoError(t, w.WriteField("model", "sim"))
+	require.NoError(t, w.WriteField("stream", "true"))
+	require.NoError(t, w.Close())
+	resp, err := http.Post(srv.URL+"/v1/audio/transcriptions", w.FormDataContentType(), &body)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Regexp(t, `^data: \{"type":"transcript.text.delta","delta":"30.00 seconds[^"]*"\}\n\n`+
+		`data: \{"type":"transcript.text.delta","delta":" 30.00 seconds[^"]*"\}\n\n`+
+		`data: \{"type":"transcript.text.delta","delta":" 5.00 seconds[^"]*"\}\n\n`+
+		`data: \{"type":"transcript.text.done","text":"30.00 seconds[^"]*5.00 seconds[^"]*","usage":\{"type":"duration","seconds":65\}\}\n\n$`, string(raw))
+}

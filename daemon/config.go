@@ -76,6 +76,8 @@ type Config struct {
 	MaxImages        int           // images one request may carry
 	MaxAudioBytes    int64         // largest audio file for transcriptions
 	MaxAudioDuration time.Duration // longest audio for transcriptions
+	MaxAudioDecodes  int           // uploads decoded at once; 0 = one per CPU
+	AudioDecoder     string        // ffmpeg for Opus, WebM, M4A: "" = found on PATH, "none" = off
 	MaxImageBytes    int64         // largest image file
 	MaxImagePixels   int64         // largest image, width × height
 	AllowImageURLs   bool          // fetch http(s) image_url addresses
@@ -361,6 +363,8 @@ func (c *Config) options(ls *layers) []option {
 		{"overflow-after", "a request for a local model goes to an upstream serving the same model (by name or alias) when its estimated wait for the local engine is longer, or the local queue is full; 0 = never", dur(&c.OverflowAfter, 0)},
 		{"max-audio-bytes", "largest audio file for /v1/audio/transcriptions and /translations (also bounded by --max-body-bytes); larger is a 413", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxAudioBytes, n, 25<<20, u) }},
 		{"max-audio-duration", "longest audio for /v1/audio/transcriptions and /translations; longer is a 400", dur(&c.MaxAudioDuration, 30*time.Minute)},
+		{"max-audio-decodes", "audio uploads decoded at once (before they queue for the engine); more are a 503 with Retry-After; 0 = one per CPU", num(&c.MaxAudioDecodes, 0)},
+		{"audio-decoder", "ffmpeg, which decodes the uploads npud does not decode itself (Opus, WebM, M4A/AAC): empty = ffmpeg on PATH if there is one, none = never (those formats are a 400), or its path", str(&c.AudioDecoder, "")},
 		{"max-images", "images one request may carry, for vision models; more are a 400", num(&c.MaxImages, 4)},
 		{"max-image-bytes", "largest image file (JPEG or PNG); larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageBytes, n, 8<<20, u) }},
 		{"max-image-pixels", "largest image, width × height; checked before decoding, larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImagePixels, n, 4096*4096, u) }},
@@ -515,6 +519,7 @@ func (c Config) Validate() error {
 	check(c.MaxQueue >= 0, "--max-queue must be 0 or more, got %d", c.MaxQueue)
 	check(c.MaxEmbedInputs > 0, "--max-embed-inputs must be positive, got %d", c.MaxEmbedInputs)
 	check(c.MaxAudioBytes > 0 && c.MaxAudioDuration > 0, "--max-audio-bytes and --max-audio-duration must be positive")
+	check(c.MaxAudioDecodes >= 0, "--max-audio-decodes must be 0 or more, got %d", c.MaxAudioDecodes)
 	check(c.MaxImages >= 0, "--max-images must be 0 or more, got %d", c.MaxImages)
 	check(c.MaxImageBytes > 0, "--max-image-bytes must be positive, got %d", c.MaxImageBytes)
 	check(c.MaxImagePixels > 0, "--max-image-pixels must be positive, got %d", c.MaxImagePixels)

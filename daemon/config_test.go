@@ -136,6 +136,8 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"max-embed-inputs", "16", func(c Config) any { return c.MaxEmbedInputs }, 16},
 		{"max-audio-bytes", "1000", func(c Config) any { return c.MaxAudioBytes }, int64(1000)},
 		{"max-audio-duration", "90s", func(c Config) any { return c.MaxAudioDuration }, 90 * time.Second},
+		{"max-audio-decodes", "3", func(c Config) any { return c.MaxAudioDecodes }, 3},
+		{"audio-decoder", "none", func(c Config) any { return c.AudioDecoder }, "none"},
 		{"max-images", "2", func(c Config) any { return c.MaxImages }, 2},
 		{"max-image-bytes", "1024", func(c Config) any { return c.MaxImageBytes }, int64(1024)},
 		{"max-image-pixels", "640000", func(c Config) any { return c.MaxImagePixels }, int64(640000)},

@@ -23,6 +23,9 @@ var (
 	latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120}
 	gapBuckets     = []float64{.001, .0025, .005, .01, .02, .03, .05, .075, .1, .15, .25, .5, 1, 2.5, 5}
 	loadBuckets    = []float64{.1, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+	// A real-time factor is the engine's time over the audio's: below 1
+	// is faster than real time (Whisper on an NPU runs far below it).
+	rtfBuckets = []float64{.01, .025, .05, .1, .2, .3, .5, .75, 1, 1.5, 2, 5}
 )
 
 // metrics is npud's Prometheus instrumentation, on its own registry (no
@@ -37,6 +40,8 @@ type metrics struct {
 	recording sync.RWMutex
 
 	ttft, e2e, queueWait, interToken, load *prometheus.HistogramVec
+	realTimeFactor                         *prometheus.HistogramVec
+	audioSeconds                           *prometheus.CounterVec
 
 	requests, promptTokens, completionTokens *prometheus.CounterVec
 	disconnects, slowConsumer, engineErrors  *prometheus.CounterVec
@@ -64,6 +69,8 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.queueWait = hist("npud_queue_wait_seconds", "Time a generation waited for the engine (excluding model load).", latencyBuckets, "model")
 	m.interToken = hist("npud_inter_token_latency_seconds", "Time between consecutive pieces of text handed to a client's writer.", gapBuckets, "model", "device")
 	m.load = hist("npud_model_load_seconds", "Time to load (compile) a model on its device.", loadBuckets, "model", "device")
+	m.realTimeFactor = hist("npud_transcription_real_time_factor", "A transcription's time on the engine over the audio's duration (below 1: faster than real time).", rtfBuckets, "model", "device")
+	m.audioSeconds = counter("npud_audio_seconds_total", "Seconds of audio transcribed or translated (task) by the engine.", "model", "task")
 	m.requests = counter("npud_requests_total", "Generation requests by how they finished: stop, length, abort (the client left or could not keep up) or error.", "model", "route", "tenant", "finished_reason")
 	m.promptTokens = counter("npud_prompt_tokens_total", "Prompt tokens of finished generations.", "model", "tenant")
 	m.completionTokens = counter("npud_completion_tokens_total", "Completion tokens of finished generations.", "model", "tenant")
@@ -82,7 +89,7 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.describeEngine(engine)
 	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,
 		m.completionTokens, m.disconnects, m.slowConsumer, m.engineErrors, m.rateLimitedTotal, m.activeStreams,
-		m.prefillTokens, m.conversationCache, m.workerRestarts, m.deviceHealthy,
+		m.prefillTokens, m.conversationCache, m.workerRestarts, m.deviceHealthy, m.realTimeFactor, m.audioSeconds,
 		m.build, m.devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -230,6 +237,22 @@ func (m *metrics) GenerationEnded(g npu.GenerationReport) {
 		m.promptTokens.WithLabelValues(g.Model, g.Tenant).Add(float64(g.Result.PromptTokens))
 		m.completionTokens.WithLabelValues(g.Model, g.Tenant).Add(float64(g.Result.CompletionTokens))
 	}
+}
+
+// TranscriptionEnded implements npu.TranscriptionObserver: the audio the
+// engine got through, and how fast, once per transcription; a failure
+// counts as an engine error as a generation's does.
+func (m *metrics) TranscriptionEnded(t npu.TranscriptionReport) {
+	if kind := engineErrorKind(t.Err); kind != "" {
+		m.engineErrors.WithLabelValues(t.Model, t.Device, kind).Inc()
+	}
+	if t.Err != nil {
+		return
+	}
+	m.recording.RLock()
+	defer m.recording.RUnlock()
+	m.audioSeconds.WithLabelValues(t.Model, t.Task).Add(t.AudioSeconds)
+	m.realTimeFactor.WithLabelValues(t.Model, t.Device).Observe(t.RealTimeFactor())
 }
 
 // outcome classifies a generation request: its finished_reason and, for a

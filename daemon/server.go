@@ -40,12 +40,15 @@ import (
 // Server is one running npud: a listener, an HTTP server and the runner
 // that feeds it.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	runner  *npu.Runner
-	ln      net.Listener
-	http    *http.Server
-	started time.Time
+	cfg Config
+	// audioDecoder is ffmpeg for the audio formats npud does not decode
+	// itself (--audio-decoder); nil without it.
+	audioDecoder *audioin.External
+	log          *slog.Logger
+	runner       *npu.Runner
+	ln           net.Listener
+	http         *http.Server
+	started      time.Time
 	// handlers is the parent of every request context. It is not the
 	// shutdown signal: a drain lets requests finish, and only an expired
 	// drain cancels them.
@@ -158,6 +161,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	m.watch(runner)
+	audioDecoder, err := audioin.FindExternal(cfg.AudioDecoder)
+	if err != nil {
+		return nil, err
+	}
+	if audioDecoder != nil {
+		log.Debug("audio: Opus, WebM, M4A and AAC uploads are decoded by ffmpeg", "path", audioDecoder.Path)
+	}
 	ln := o.listener
 	if ln == nil {
 		var err error
@@ -182,6 +192,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		cfg: cfg, log: log, runner: runner, ln: ln, started: time.Now(),
 		handlers: handlers, cancelHandlers: cancel, draining: make(chan struct{}),
 		limits: newTenantLimits(), metrics: m, logLevel: o.logLevel, simReason: simReason,
+		audioDecoder: audioDecoder,
 	}
 	s.running = cfg
 	s.policy.Store(pol)
@@ -352,11 +363,13 @@ func (s *Server) routes() http.Handler {
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
 	images := s.imageLimits()
 	s.openai = openaiapi.New(s.runner, openaiapi.Config{
-		Images:         images,
-		Audio:          audioin.Limits{MaxBytes: s.cfg.MaxAudioBytes, MaxDuration: s.cfg.MaxAudioDuration},
-		DefaultTimeout: s.cfg.RequestTimeout,
-		WriteTimeout:   s.cfg.TokenTimeout,
-		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
+		Images:          images,
+		Audio:           audioin.Limits{MaxBytes: s.cfg.MaxAudioBytes, MaxDuration: s.cfg.MaxAudioDuration},
+		AudioDecoder:    s.audioDecoder,
+		MaxAudioDecodes: s.cfg.MaxAudioDecodes,
+		DefaultTimeout:  s.cfg.RequestTimeout,
+		WriteTimeout:    s.cfg.TokenTimeout,
+		MaxEmbedInputs:  s.cfg.MaxEmbedInputs,
 		Journal: journal.Config{
 			Window:    s.cfg.ResumeWindow,
 			MaxBytes:  s.cfg.ResumeMaxBytes,

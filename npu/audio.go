@@ -3,6 +3,7 @@ package npu
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Transcription tasks, as Whisper names them (GenAI's
@@ -24,6 +25,14 @@ type TranscribeRequest struct {
 	Language    string    // ISO-639-1 ("en"), or "" to detect
 	Prompt      string    // initial prompt: spelling, style, the previous text
 	Temperature float64
+	// OnSegment, when set, hears each segment as soon as the engine has
+	// it, for streamed transcriptions; it is called from the engine's
+	// goroutine, in order, and must not block. An engine that learns its
+	// segments only at the end (GenAI's C Whisper pipeline takes no
+	// streamer; a worker process returns them whole) does not call it:
+	// the caller takes them from the Transcript. gob leaves func fields
+	// out, so it never crosses to a worker.
+	OnSegment func(Segment)
 }
 
 // Seconds is how long the audio plays.
@@ -92,11 +101,46 @@ func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 		}
 		defer r.life.release(m.ID, nil, false)
 	}
-	var out Transcript
+	var (
+		out   Transcript
+		took  time.Duration
+		ran   bool
+		model = m.ID
+	)
 	err = r.withSlot(ctx, req.Model, func(m ModelInfo) error {
-		req.Model = m.ID
+		req.Model, model, ran = m.ID, m.ID, true
+		start := time.Now()
 		out, err = r.engine.Transcribe(ctx, req)
+		took = time.Since(start)
 		return err
 	})
+	if o, ok := r.cfg.Observer.(TranscriptionObserver); ok && ran {
+		o.TranscriptionEnded(TranscriptionReport{Model: model, Device: r.DeviceOf(model), Task: req.Task,
+			AudioSeconds: req.Seconds(), Took: took, Err: err})
+	}
 	return out, err
+}
+
+// TranscriptionObserver is an Observer that also hears transcriptions.
+type TranscriptionObserver interface {
+	// TranscriptionEnded reports each transcription the engine ran, once.
+	TranscriptionEnded(TranscriptionReport)
+}
+
+// TranscriptionReport is how a transcription went on the engine.
+type TranscriptionReport struct {
+	Model, Device string
+	Task          string  // TaskTranscribe or TaskTranslate
+	AudioSeconds  float64 // how long the audio plays
+	Took          time.Duration
+	Err           error
+}
+
+// RealTimeFactor is the engine's time over the audio's: below 1 is
+// faster than real time.
+func (t TranscriptionReport) RealTimeFactor() float64 {
+	if t.AudioSeconds <= 0 {
+		return 0
+	}
+	return t.Took.Seconds() / t.AudioSeconds
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/npud/npud/wire/audioin"
 	"github.com/npud/npud/wire/imagein"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -26,6 +27,13 @@ type Config struct {
 	// Audio bounds the audio files of transcriptions (zero fields:
 	// audioin.DefaultLimits).
 	Audio audioin.Limits
+	// AudioDecoder decodes the formats the built-in decoders cannot
+	// (Opus, WebM, M4A, AAC); nil: they are refused with a 400.
+	AudioDecoder *audioin.External
+	// MaxAudioDecodes bounds the uploads decoded at once (before they
+	// queue for the engine); past it a request is a 503 with
+	// Retry-After. 0: one per CPU.
+	MaxAudioDecodes int
 	// DefaultTimeout bounds generation time when a request has no
 	// timeout_ms; 0 = none.
 	DefaultTimeout time.Duration
@@ -73,12 +81,17 @@ type API struct {
 	journals *journal.Registry
 	// responses are the stored responses (previous_response_id, GET).
 	responses *responseStore
+	// decodes holds a token per audio upload being decoded.
+	decodes chan struct{}
 }
 
 // New returns the API for runner.
 func New(runner Runner, cfg Config, log *slog.Logger) *API {
+	if cfg.MaxAudioDecodes <= 0 {
+		cfg.MaxAudioDecodes = runtime.NumCPU()
+	}
 	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal),
-		responses: newResponseStore(cfg.Responses)}
+		responses: newResponseStore(cfg.Responses), decodes: make(chan struct{}, cfg.MaxAudioDecodes)}
 }
 
 // Shutdown waits, for a drain, until the journals' pumps have ended (they

@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -156,18 +158,28 @@ func (a *API) audio(c *gin.Context, task string) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	clip, err := audioin.Decode(req.file, limits)
+	// The model first: an unknown one is a 404, one that cannot hear a
+	// 400, before any audio is decoded.
+	m, err := a.runner.Model(req.model)
+	if err == nil {
+		err = npu.CheckSpeech(m)
+	}
 	if err != nil {
-		e := invalid("file", "invalid_value", "%v", err)
-		if errors.Is(err, audioin.ErrTooLarge) {
-			e.Code = "audio_too_long"
-		}
-		e.Cause = err
-		a.fail(c.Writer, info, e)
+		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
 	}
+	clip, apiErr := a.decodeAudio(c.Request.Context(), info, req.file, limits)
+	if apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
+	req.file = nil // the upload is no longer needed while the job waits
 	job := &npu.TranscribeRequest{Model: req.model, Samples: clip.Samples, Task: task,
 		Language: req.language, Prompt: req.prompt, Temperature: req.temperature}
+	if req.stream {
+		a.streamTranscript(c, info, job)
+		return
+	}
 	out, err := a.runner.Transcribe(c.Request.Context(), job)
 	if err != nil {
 		a.fail(c.Writer, info, a.modelWorkError(err))
@@ -177,6 +189,47 @@ func (a *API) audio(c *gin.Context, task string) {
 		c.Header("X-Npud-Simulated", "true")
 	}
 	writeTranscript(c, req.responseFormat, task, job.Seconds(), req.temperature, out)
+}
+
+// decodeAudio decodes an upload, at most MaxAudioDecodes at once: a
+// compressed file costs CPU (and the external decoder a process) before
+// the job ever reaches the engine's queue, so uploads past the bound are
+// refused like a full queue, with Retry-After.
+func (a *API) decodeAudio(ctx context.Context, info *reqinfo.Info, file []byte, limits audioin.Limits) (audioin.Clip, *Error) {
+	select {
+	case a.decodes <- struct{}{}:
+		defer func() { <-a.decodes }()
+	default:
+		return audioin.Clip{}, &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "queue_full",
+			RetryAfter: time.Second, Cause: npu.ErrQueueFull,
+			Message: fmt.Sprintf("%d audio files are being decoded (max-audio-decodes): retry shortly", cap(a.decodes))}
+	}
+	clip, err := audioin.DecodeContext(ctx, file, limits, a.cfg.AudioDecoder)
+	if err == nil {
+		return clip, nil
+	}
+	if !errors.Is(err, audioin.ErrInvalid) {
+		if ctx.Err() != nil {
+			return audioin.Clip{}, toError(context.Cause(ctx), a.runner.RetryAfter)
+		}
+		// The external decoder could not run: the server's fault, and its
+		// path is the server's business (the log has it).
+		a.log.Error("decoding an audio upload failed", "request_id", info.ID, "err", err)
+		return audioin.Clip{}, &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error",
+			Message: "the audio decoder failed (the server's log says why)", Cause: err}
+	}
+	var decoderErr *audioin.DecoderError
+	if errors.As(err, &decoderErr) {
+		// What ffmpeg said may quote the file: the log has it, escaped.
+		a.log.Info("the external audio decoder refused a file", "request_id", info.ID, "format", decoderErr.Format,
+			"err", decoderErr.Err, "stderr", reqinfo.Clip(decoderErr.Stderr))
+	}
+	e := invalid("file", "invalid_value", "%v", err)
+	if errors.Is(err, audioin.ErrTooLarge) {
+		e.Code = "audio_too_long"
+	}
+	e.Cause = err
+	return audioin.Clip{}, e
 }
 
 func (r *audioRequest) validate(task string) *Error {
@@ -213,8 +266,11 @@ func (r *audioRequest) validate(task string) *Error {
 	if len(r.granularities) > 0 && r.responseFormat != "verbose_json" {
 		return invalid("timestamp_granularities[]", "invalid_value", "'timestamp_granularities[]' needs response_format verbose_json")
 	}
-	if r.stream {
-		return invalid("stream", "unsupported_value", "streamed transcriptions are not supported yet: send stream=false")
+	if r.stream && task == npu.TaskTranslate {
+		return invalid("stream", "unsupported_value", "translations are not streamed (OpenAI streams transcriptions only): send stream=false")
+	}
+	if r.stream && r.responseFormat != "json" && r.responseFormat != "text" {
+		return invalid("stream", "unsupported_value", "streamed transcriptions are events of text: response_format json or text, not %s", r.responseFormat)
 	}
 	return nil
 }

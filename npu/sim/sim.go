@@ -43,6 +43,10 @@ type Config struct {
 	Faults func(*npu.Request) Fault
 	// ReloadFault, when set, makes Reload fail with its error (tests).
 	ReloadFault func(model string) error
+	// HearWindow, when set, runs before each 30-second window of a
+	// transcription is heard (tests): it may hold the engine there, or
+	// fail the transcription with its error.
+	HearWindow func(ctx context.Context, window int) error
 }
 
 // Fault is a failure to inject into one generation.

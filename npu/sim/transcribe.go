@@ -30,10 +30,21 @@ func Hear(samples []float32) Heard {
 		return h
 	}
 	var sum float64
-	crossings, first, last := 0, -1, -1
-	for i, v := range samples {
+	for _, v := range samples {
 		sum += float64(v) * float64(v)
-		if i > 0 && samples[i-1] < 0 && v >= 0 {
+	}
+	h.RMS = math.Sqrt(sum / float64(len(samples)))
+	// Upward zero crossings, with hysteresis: the signal must first fall
+	// below a tenth of its RMS, so the noise of a lossy codec's padding
+	// (MP3's encoder delay) is not counted as pitch.
+	threshold := float32(h.RMS / 10)
+	crossings, first, last, armed := 0, -1, -1, false
+	for i, v := range samples {
+		switch {
+		case v < -threshold:
+			armed = true
+		case armed && v >= 0:
+			armed = false
 			crossings++
 			if first < 0 {
 				first = i
@@ -41,7 +52,6 @@ func Hear(samples []float32) Heard {
 			last = i
 		}
 	}
-	h.RMS = math.Sqrt(sum / float64(len(samples)))
 	if crossings > 1 && h.RMS > 1e-4 {
 		h.PitchHz = float64(crossings-1) * npu.AudioSampleRate / float64(last-first)
 	}
@@ -83,13 +93,21 @@ func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (np
 		if err := ctx.Err(); err != nil {
 			return npu.Transcript{}, err
 		}
+		if e.cfg.HearWindow != nil {
+			if err := e.cfg.HearWindow(ctx, start/window); err != nil {
+				return npu.Transcript{}, err
+			}
+		}
 		end := min(start+window, len(req.Samples))
 		words := Hear(req.Samples[start:end]).Words()
 		if start == 0 && req.Task == npu.TaskTranslate {
 			words = "Translated: " + words
 		}
-		out.Segments = append(out.Segments, npu.Segment{
-			Start: float64(start) / npu.AudioSampleRate, End: float64(end) / npu.AudioSampleRate, Text: words})
+		seg := npu.Segment{Start: float64(start) / npu.AudioSampleRate, End: float64(end) / npu.AudioSampleRate, Text: words}
+		out.Segments = append(out.Segments, seg)
+		if req.OnSegment != nil {
+			req.OnSegment(seg) // as Whisper finishes each window
+		}
 		texts = append(texts, words)
 	}
 	out.Text = strings.Join(texts, " ")

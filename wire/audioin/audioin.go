@@ -7,14 +7,16 @@
 //
 // It decodes WAV (RIFF/WAVE: integer PCM of 8, 16, 24 or 32 bits, IEEE
 // float of 32 or 64 bits, WAVE_FORMAT_EXTENSIBLE of either, any sample rate
-// and any number of channels). Channels are averaged; the rate is changed
-// with a windowed-sinc resampler (resample.go). Other containers (mp3, flac,
-// ogg, webm, m4a) are recognised and refused with a message that lists what
-// is decoded.
+// and any number of channels) and, with pure-Go decoders, FLAC, MP3 and Ogg
+// Vorbis (compressed.go). Channels are averaged; the rate is changed with
+// a windowed-sinc resampler (resample.go). Opus, WebM, MP4/M4A and AAC go
+// to the optional external decoder (external.go) when one is configured.
+// A file it cannot decode is refused with a message that lists what it
+// can.
 package audioin
 
 import (
-	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,8 +27,15 @@ import (
 // SampleRate is the rate of every decoded clip: Whisper's.
 const SampleRate = 16000
 
-// Supported says what Decode reads, for error messages and docs.
-const Supported = "WAV (RIFF/WAVE: 8/16/24/32-bit integer PCM or 32/64-bit float, any sample rate, any channel count)"
+// Supported says what DecodeContext reads, with the external decoder or
+// without it, for error messages and docs.
+func Supported(ext *External) string {
+	s := "WAV (8/16/24/32-bit integer PCM or 32/64-bit float, any sample rate and channel count), FLAC, MP3, Ogg Vorbis"
+	if ext != nil {
+		return s + ", and through ffmpeg Ogg Opus, WebM/Matroska, MP4/M4A (AAC), AAC (ADTS) and AIFF"
+	}
+	return s + " (Opus, WebM, M4A and AAC need ffmpeg: --audio-decoder)"
+}
 
 // Limits bound one upload.
 type Limits struct {
@@ -76,33 +85,51 @@ func (c Clip) Duration() time.Duration {
 	return time.Duration(float64(len(c.Samples)) / SampleRate * float64(time.Second))
 }
 
-// magic names containers npud recognises but does not decode, so the
-// refusal can say what the client sent.
-var magic = []struct {
-	name   string
-	prefix []byte
-	offset int
-}{
-	{"FLAC", []byte("fLaC"), 0},
-	{"Ogg (Vorbis/Opus)", []byte("OggS"), 0},
-	{"MP3", []byte("ID3"), 0},
-	{"WebM/Matroska", []byte{0x1a, 0x45, 0xdf, 0xa3}, 0},
-	{"MP4/M4A", []byte("ftyp"), 4},
-	{"AIFF", []byte("FORM"), 0},
+// container is a kind of file DecodeContext recognises: decoded in Go
+// (decode), or by the external decoder with its demuxer forced.
+type container struct {
+	name    string
+	decode  func(context.Context, []byte, Limits) (Clip, error)
+	demuxer string
 }
 
-func unsupported(data []byte) error {
-	what := "this file"
-	for _, m := range magic {
-		if len(data) >= m.offset+len(m.prefix) && bytes.Equal(data[m.offset:m.offset+len(m.prefix)], m.prefix) {
-			what = m.name
-			break
+// sniff recognises a file by its first bytes, never by its name.
+func sniff(data []byte) (container, bool) {
+	at := func(off int, magic string) bool {
+		return len(data) >= off+len(magic) && string(data[off:off+len(magic)]) == magic
+	}
+	switch {
+	case at(0, "RIFF") && at(8, "WAVE"):
+		return container{name: "WAV", decode: decodeWAV}, true
+	case at(0, "fLaC") || at(id3Size(data), "fLaC"):
+		return container{name: "FLAC", decode: decodeFLAC}, true
+	case at(0, "ID3"):
+		return container{name: "MP3", decode: decodeMP3}, true
+	case at(0, "OggS"):
+		// The first page holds the first packet, which names the codec.
+		switch {
+		case at(28, "\x01vorbis"):
+			return container{name: "Ogg Vorbis", decode: decodeVorbis}, true
+		case at(28, "OpusHead"):
+			return container{name: "Ogg Opus", demuxer: "ogg"}, true
 		}
+		return container{name: "Ogg", demuxer: "ogg"}, true
+	case at(0, "\x1a\x45\xdf\xa3"):
+		return container{name: "WebM/Matroska", demuxer: "matroska"}, true
+	case at(4, "ftyp"):
+		return container{name: "MP4/M4A", demuxer: "mov"}, true
+	case at(0, "FORM") && (at(8, "AIFF") || at(8, "AIFC")):
+		return container{name: "AIFF", demuxer: "aiff"}, true
+	case len(data) >= 2 && data[0] == 0xff && data[1]&0xf6 == 0xf0:
+		return container{name: "AAC (ADTS)", demuxer: "aac"}, true // sync, layer 0
+	case len(data) >= 2 && data[0] == 0xff && data[1]&0xe0 == 0xe0 && data[1]&0x06 != 0:
+		return container{name: "MP3", decode: decodeMP3}, true // a frame sync, layer I-III
 	}
-	if what == "this file" && len(data) >= 2 && data[0] == 0xff && data[1]&0xe0 == 0xe0 {
-		what = "MP3"
-	}
-	return invalid("npud cannot decode %s: it decodes %s; other formats are not supported yet (convert first, e.g. ffmpeg -i in -ar 16000 -ac 1 out.wav)", what, Supported)
+	return container{}, false
+}
+
+func unsupported(what string, ext *External) error {
+	return invalid("npud cannot decode %s: it decodes %s", what, Supported(ext))
 }
 
 const (
@@ -119,16 +146,39 @@ type waveFormat struct {
 	bits       int
 }
 
-// Decode reads a whole file (already bounded by l.MaxBytes by the caller,
-// checked again here) into a 16 kHz mono clip.
+// Decode reads a whole file with the decoders built in (no external
+// decoder, no context): DecodeContext(context.Background(), data, l, nil).
 func Decode(data []byte, l Limits) (Clip, error) {
+	return DecodeContext(context.Background(), data, l, nil)
+}
+
+// DecodeContext reads a whole file (already bounded by l.MaxBytes by the
+// caller, checked again here) into a 16 kHz mono clip. ext, when not nil,
+// decodes what the built-in decoders cannot; it is stopped when ctx ends.
+func DecodeContext(ctx context.Context, data []byte, l Limits, ext *External) (Clip, error) {
 	l = l.WithDefaults()
 	if int64(len(data)) > l.MaxBytes {
 		return Clip{}, fmt.Errorf("%w: %w: the file is %d bytes: at most %d are accepted", ErrInvalid, ErrTooLarge, len(data), l.MaxBytes)
 	}
-	if len(data) < 12 || string(data[0:4]) != "RIFF" || string(data[8:12]) != "WAVE" {
-		return Clip{}, unsupported(data)
+	c, ok := sniff(data)
+	switch {
+	case !ok:
+		return Clip{}, unsupported("this file (not a format npud recognises)", ext)
+	case c.decode != nil:
+		return c.decode(ctx, data, l)
+	case ext == nil:
+		return Clip{}, unsupported(c.name+" without an external decoder", ext)
 	}
+	if c.demuxer == "mov" {
+		var err error
+		if data, err = moovFirst(data); err != nil {
+			return Clip{}, err
+		}
+	}
+	return ext.decode(ctx, data, c.demuxer, c.name, l)
+}
+
+func decodeWAV(_ context.Context, data []byte, l Limits) (Clip, error) {
 	var (
 		f       *waveFormat
 		pcm     []byte
@@ -175,7 +225,7 @@ func Decode(data []byte, l Limits) (Clip, error) {
 		return Clip{}, invalid("WAV has no samples")
 	}
 	if d := time.Duration(float64(frames) / float64(f.rate) * float64(time.Second)); d > l.MaxDuration {
-		return Clip{}, fmt.Errorf("%w: %w: the audio is %s long: at most %s is accepted", ErrInvalid, ErrTooLarge, d.Round(time.Millisecond), l.MaxDuration)
+		return Clip{}, tooLong(d, l.MaxDuration)
 	}
 	mono := mixDown(pcm[:frames*f.blockAlign], *f, frames)
 	return Clip{Samples: Resample(mono, f.rate, SampleRate), SourceRate: f.rate, SourceChannels: f.channels, SourceFormat: f.name()}, nil
@@ -211,9 +261,9 @@ func parseFormat(b []byte, l Limits) (waveFormat, error) {
 	case f.tag == formatPCM && (f.bits == 8 || f.bits == 16 || f.bits == 24 || f.bits == 32):
 	case f.tag == formatFloat && (f.bits == 32 || f.bits == 64):
 	case f.tag == formatPCM || f.tag == formatFloat:
-		return waveFormat{}, invalid("WAV with %d-bit samples: npud decodes %s", f.bits, Supported)
+		return waveFormat{}, invalid("WAV with %d-bit samples: npud decodes %s", f.bits, Supported(nil))
 	default:
-		return waveFormat{}, invalid("WAV encoding 0x%04x (compressed, e.g. ADPCM or µ-law): npud decodes %s", f.tag, Supported)
+		return waveFormat{}, invalid("WAV encoding 0x%04x (compressed, e.g. ADPCM or µ-law): npud decodes %s", f.tag, Supported(nil))
 	}
 	if f.channels < 1 || f.channels > l.MaxChannels {
 		return waveFormat{}, invalid("WAV with %d channels: 1 to %d are accepted", f.channels, l.MaxChannels)

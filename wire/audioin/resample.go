@@ -80,7 +80,7 @@ func Resample(x []float32, in, out int) []float32 {
 		if wsum != 0 {
 			// Normalising by the weights keeps a constant constant, also
 			// at the clip's ends where the kernel is cut.
-			y[i] = float32(sum / wsum)
+			y[i] = float32(clamp(sum / wsum))
 		}
 	}
 	return y
@@ -139,7 +139,9 @@ func (p *polyphase) run(x, y []float32, in, out int) {
 		for t, v := range x[lo : lo+len(w)] {
 			sum += float64(v) * w[t]
 		}
-		y[i] = float32(sum)
+		// A full-scale step rings past ±1 through any band-limited
+		// filter: clamped, as Clip promises.
+		y[i] = float32(clamp(sum))
 	}
 }
 
@@ -154,7 +156,7 @@ func edge(x []float32, w []float64, lo int) float32 {
 	if wsum == 0 {
 		return 0
 	}
-	return float32(sum / wsum)
+	return float32(clamp(sum / wsum))
 }
 
 func gcd(a, b int) int {

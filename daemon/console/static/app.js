@@ -20,8 +20,9 @@ function headers(extra) {
 // (Ollama's {"error": …} or OpenAI's {"error": {"message": …}}) into a
 // thrown Error with the server's own words.
 async function call(method, path, body, signal) {
-  const init = { method, headers: headers(body ? { "Content-Type": "application/json" } : {}), signal };
-  if (body) init.body = JSON.stringify(body);
+  const form = body instanceof FormData;
+  const init = { method, headers: headers(body && !form ? { "Content-Type": "application/json" } : {}), signal };
+  if (body) init.body = form ? body : JSON.stringify(body);
   const resp = await fetch(path, init);
   if (resp.status === 401) {
     askForKey(sessionStorage.getItem(keyStore) ? "The API key was refused." : "");
@@ -91,6 +92,7 @@ for (const b of document.querySelectorAll("button.tab")) {
     for (const p of document.querySelectorAll(".tab-panel")) p.hidden = p.id !== "tab-" + b.dataset.tab;
     $("error").hidden = true; // an error belongs to the tab it happened on
     if (b.dataset.tab === "models") loadModels();
+    if (b.dataset.tab === "transcribe") loadSpeechModels();
   });
 }
 
@@ -400,6 +402,110 @@ $("chat-clear").addEventListener("click", () => {
   $("chat-log").replaceChildren();
   $("chat-timings").textContent = "";
 });
+
+// ---- transcription ---------------------------------------------------------------
+// The file goes to OpenAI's /v1/audio/transcriptions (or /translations) as
+// a multipart form; text is streamed (transcript.text.delta events, one
+// per window of the recording), subtitles come whole. What comes back is
+// shown as text, never as markup.
+
+async function loadSpeechModels() {
+  try {
+    const resp = await call("GET", "/v1/models");
+    const ids = (await resp.json()).data.filter((m) => (m.capabilities || []).includes("audio")).map((m) => m.id);
+    const select = $("stt-model");
+    const chosen = select.value;
+    select.replaceChildren(...ids.map((id) => {
+      const o = document.createElement("option");
+      o.value = o.textContent = id;
+      return o;
+    }));
+    if (ids.includes(chosen)) select.value = chosen;
+    $("stt-send").disabled = !ids.length;
+    if (!ids.length) $("stt-info").textContent = "No speech (Whisper) model is served: pull one on the Models tab.";
+  } catch (err) {
+    showError(err);
+  }
+}
+
+// sse reads a server-sent event stream, calling onData with each event's
+// parsed data; [DONE] ends it.
+async function sse(resp, onData) {
+  const reader = resp.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  const take = (block) => {
+    for (const line of block.split("\n")) {
+      if (!line.startsWith("data: ")) continue; // comments: heartbeats
+      const data = line.slice(6);
+      if (data !== "[DONE]") onData(JSON.parse(data));
+    }
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, { stream: true });
+    let end;
+    while ((end = buf.indexOf("\n\n")) >= 0) {
+      take(buf.slice(0, end));
+      buf = buf.slice(end + 2);
+    }
+  }
+  if (buf.trim()) take(buf);
+}
+
+let sttAbort = null;
+
+$("stt-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const file = $("stt-file").files[0];
+  if (!file) return;
+  const task = $("stt-task").value, format = $("stt-format").value;
+  const stream = task === "transcribe" && format === "text";
+  const form = new FormData();
+  form.append("file", file, file.name);
+  form.append("model", $("stt-model").value);
+  form.append("response_format", stream ? "json" : format);
+  if (stream) form.append("stream", "true");
+  const out = $("stt-text"), info = $("stt-info");
+  out.textContent = "";
+  out.dataset.state = "running";
+  info.textContent = "Decoding and " + (task === "translate" ? "translating" : "transcribing") + " " + file.name + "…";
+  sttAbort = new AbortController();
+  $("stt-send").disabled = true;
+  $("stt-stop").disabled = false;
+  const started = performance.now();
+  try {
+    const path = task === "translate" ? "/v1/audio/translations" : "/v1/audio/transcriptions";
+    const resp = await call("POST", path, form, sttAbort.signal);
+    if (stream) {
+      await sse(resp, (ev) => {
+        if (ev.error) throw new Error(ev.error.message);
+        if (ev.type === "transcript.text.delta") out.textContent += ev.delta;
+        if (ev.type === "transcript.text.done") {
+          out.textContent = ev.text;
+          if (ev.usage?.seconds) info.textContent = ev.usage.seconds + " s of audio";
+        }
+      });
+    } else {
+      out.textContent = await resp.text();
+      info.textContent = "";
+    }
+    out.dataset.state = "done";
+    info.textContent = (info.textContent ? info.textContent + ", " : "") +
+      "done in " + ((performance.now() - started) / 1000).toFixed(1) + " s";
+  } catch (err) {
+    out.dataset.state = err?.name === "AbortError" ? "stopped" : "failed";
+    info.textContent = out.dataset.state === "stopped" ? "Stopped." : "Failed.";
+    showError(err);
+  } finally {
+    sttAbort = null;
+    $("stt-send").disabled = false;
+    $("stt-stop").disabled = true;
+  }
+});
+
+$("stt-stop").addEventListener("click", () => sttAbort?.abort());
 
 // ---- models ------------------------------------------------------------------
 

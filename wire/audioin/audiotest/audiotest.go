@@ -1,0 +1,103 @@
+// Package audiotest makes compressed audio files for tests with Debian's
+// sox, lame and ffmpeg (the Makefile's test target installs them), from
+// tones made in Go.
+package audiotest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/npud/npud/wire/audioin/wavtest"
+)
+
+// Require skips a test when tool is not installed, and fails it under CI,
+// where make test has installed it.
+func Require(t testing.TB, tool string) string {
+	t.Helper()
+	path, err := exec.LookPath(tool)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing: make test installs it", tool)
+		}
+		t.Skipf("%s is not installed (make test installs it)", tool)
+	}
+	return path
+}
+
+// Formats are the files Encode makes.
+var Formats = []string{"flac", "mp3", "ogg-vorbis", "ogg-opus", "webm", "m4a", "m4a-moov-last", "aiff"}
+
+// Encode writes channels (at rate) as a WAV and converts it to format:
+// flac (sox), mp3 (lame), ogg-vorbis, ogg-opus, webm (Opus), m4a (AAC,
+// the index first), m4a-moov-last (the index after the audio, as
+// ffmpeg and many recorders write it) or aiff (ffmpeg).
+func Encode(t testing.TB, format string, channels [][]float64, rate int) []byte {
+	t.Helper()
+	wav := filepath.Join(t.TempDir(), "in.wav")
+	if err := os.WriteFile(wav, wavtest.Encode(channels, rate, wavtest.PCM16), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Convert(t, format, wav)
+}
+
+// Convert turns the WAV file at wav (espeak-ng's speech, say) into format,
+// as Encode does.
+func Convert(t testing.TB, format, wav string) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	var cmd []string
+	ff := func(args ...string) []string {
+		return append([]string{"ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", wav}, args...)
+	}
+	switch format {
+	case "flac":
+		cmd = []string{"sox", wav, "-t", "flac", out}
+	case "mp3":
+		cmd = []string{"lame", "--quiet", "-b", "128", wav, out}
+	case "ogg-vorbis":
+		cmd = ff("-c:a", "libvorbis", "-f", "ogg", out)
+	case "ogg-opus":
+		cmd = ff("-c:a", "libopus", "-f", "ogg", out)
+	case "webm":
+		cmd = ff("-c:a", "libopus", "-f", "webm", out)
+	case "m4a":
+		cmd = ff("-c:a", "aac", "-movflags", "+faststart", "-f", "ipod", out)
+	case "m4a-moov-last":
+		cmd = ff("-c:a", "aac", "-f", "ipod", out)
+	case "aiff":
+		cmd = ff("-f", "aiff", out)
+	default:
+		t.Fatalf("audiotest: no format %q", format)
+	}
+	Require(t, cmd[0])
+	if b, err := exec.CommandContext(t.Context(), cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", cmd, err, b)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// Tone is a sine of freq Hz and peak amp, seconds long, on every one of
+// channels, as format.
+func Tone(t testing.TB, format string, freq, amp, seconds float64, rate, channels int) []byte {
+	t.Helper()
+	tone := wavtest.Tone(freq, amp, seconds, rate)
+	chans := make([][]float64, channels)
+	for i := range chans {
+		chans[i] = tone
+	}
+	return Encode(t, format, chans, rate)
+}
+
+// LeftOnly is a stereo file with the tone on the left and silence on the
+// right.
+func LeftOnly(t testing.TB, format string, freq, amp, seconds float64, rate int) []byte {
+	t.Helper()
+	tone := wavtest.Tone(freq, amp, seconds, rate)
+	return Encode(t, format, [][]float64{tone, make([]float64, len(tone))}, rate)
+}
