@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,10 @@ import (
 
 func TestMain(m *testing.M) {
 	daemontest.ServeIfWorker()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		simBinary.Remove()
+		os.Exit(code)
+	}))
 }
 
 // syncBuffer is a log destination safe for the server's goroutines.

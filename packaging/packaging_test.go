@@ -117,6 +117,9 @@ func withoutEnv(names ...string) []string {
 }
 
 func TestPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the .deb and .rpm: not with -short")
+	}
 	need(t, "dpkg-deb", "dpkg")
 	deb, rpm, version := buildPackages(t)
 
@@ -357,6 +360,9 @@ func TestMaintainerScriptsOutsideSystemd(t *testing.T) {
 // with a tmpfs on /run holding /run/systemd/system (the host's /run is not
 // touched), and the fake systemctl. Needs CAP_SYS_ADMIN; skipped without.
 func TestMaintainerScriptsUnderSystemd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the scripts in a mount namespace: not with -short")
+	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare (util-linux)")
@@ -672,6 +678,9 @@ func TestPostinstallPointsToDoctor(t *testing.T) {
 // (Their tests cannot run under Debian 12's Wine 8: Go's runtime needs
 // bcryptprimitives.dll's ProcessPrng, which that Wine lacks.)
 func TestWindowsZip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the Windows zip: not with -short")
+	}
 	need(t, "x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")
 	need(t, "zip", "zip")
 	dist := t.TempDir()

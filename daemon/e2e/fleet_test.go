@@ -72,6 +72,7 @@ func runHAProxy(t *testing.T, conf func(addr string) string) string {
 // --drain-delay): its running stream finishes whole, its /health answers
 // 503, and every new stream goes to the other box and completes.
 func TestFleetDrain(t *testing.T) {
+	daemontest.Integration(t, "nginx and HAProxy")
 	for _, lb := range []string{"nginx", "haproxy"} {
 		t.Run(lb, func(t *testing.T) { testFleetDrain(t, lb) })
 	}

@@ -131,6 +131,7 @@ func runProxy(t *testing.T, name, addr string, cmd *exec.Cmd) string {
 }
 
 func TestStreamingThroughNginx(t *testing.T) {
+	daemontest.Integration(t, "nginx")
 	const stall = 2 * time.Second
 	cfg := daemontest.Defaults(t)
 	engine := sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond,
