@@ -32,7 +32,7 @@ func TestTranscriptionInAWorker(t *testing.T) {
 	require.NoError(t, w.WriteField("model", "sim"))
 	require.NoError(t, w.WriteField("response_format", "text"))
 	require.NoError(t, w.Close())
-	resp, err := http.Post(srv.URL+"/v1/audio/transcriptions", w.FormDataContentType(), &body)
+	resp, err := daemontest.Post(t.Context(), nil, srv.URL+"/v1/audio/transcriptions", w.FormDataContentType(), &body)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

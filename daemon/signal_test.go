@@ -56,7 +56,7 @@ func startBinary(t *testing.T, bin string, args ...string) *process {
 // returns once it logged its address.
 func startBinaryEnv(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.CommandContext(t.Context(), bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

@@ -386,7 +386,7 @@ func TestConsoleChartsAndModelsTab(t *testing.T) {
 	daemontest.Integration(t, "Chromium")
 	srv := daemontest.StartSim(t, nil, nil)
 	for i := range 6 {
-		resp, err := http.Post(srv.URL+"/api/generate", "application/json",
+		resp, err := daemontest.Post(t.Context(), nil, srv.URL+"/api/generate", "application/json",
 			strings.NewReader(fmt.Sprintf(`{"model":"sim","prompt":"question %d","stream":false,"options":{"num_predict":%d}}`, i, 3+2*i)))
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, resp.Body)
