@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -91,7 +92,9 @@ func TestLifecycleKeepAlive(t *testing.T) {
 	}
 }
 
-func TestLifecycleIdleModelsUnload(t *testing.T) {
+func TestLifecycleIdleModelsUnload(t *testing.T) { synctest.Test(t, testLifecycleIdleModelsUnload) }
+
+func testLifecycleIdleModelsUnload(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: 20 * time.Millisecond})
 	generateOnce(t, r, &Request{Model: "m"})
@@ -101,7 +104,9 @@ func TestLifecycleIdleModelsUnload(t *testing.T) {
 	assert.Equal(t, 1, unloads)
 }
 
-func TestLoadAndUnloadModel(t *testing.T) {
+func TestLoadAndUnloadModel(t *testing.T) { synctest.Test(t, testLoadAndUnloadModel) }
+
+func testLoadAndUnloadModel(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	_, err := r.LoadModel(context.Background(), "m", nil)
@@ -132,6 +137,10 @@ func (e *twoModelEngine) Models() []ModelInfo {
 }
 
 func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
+	synctest.Test(t, testLifecycleCapEvictsTheLeastRecentlyUsed)
+}
+
+func testLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour, MaxLoadedModels: 1})
 	generateOnce(t, r, &Request{Model: "m"})
@@ -150,7 +159,9 @@ func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	assert.Len(t, uncapped.Loaded(), 2)
 }
 
-func TestAliasesNameServedModels(t *testing.T) {
+func TestAliasesNameServedModels(t *testing.T) { synctest.Test(t, testAliasesNameServedModels) }
+
+func testAliasesNameServedModels(t *testing.T) {
 	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
 		Aliases: map[string]string{"fast": "n", "ghost": "missing"}})
@@ -206,6 +217,10 @@ func (e *twoModels) Generate(ctx context.Context, req *Request, sink Sink) (Resu
 // A model that takes long to load holds no engine slot meanwhile: other
 // models' requests run and stream, and the big one runs once loaded.
 func TestLoadingOneModelDoesNotStallOthers(t *testing.T) {
+	synctest.Test(t, testLoadingOneModelDoesNotStallOthers)
+}
+
+func testLoadingOneModelDoesNotStallOthers(t *testing.T) {
 	e := &twoModels{gate: make(chan struct{}), n: 20}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
 	big := start(t, r, &Request{Model: "big"})
@@ -240,6 +255,10 @@ func TestLoadingOneModelDoesNotStallOthers(t *testing.T) {
 
 // Requests for a model being loaded wait for the one load.
 func TestConcurrentRequestsShareOneLoad(t *testing.T) {
+	synctest.Test(t, testConcurrentRequestsShareOneLoad)
+}
+
+func testConcurrentRequestsShareOneLoad(t *testing.T) {
 	e := &twoModels{gate: make(chan struct{}), n: 3}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
 	var wg sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -57,6 +58,10 @@ func TestStreamCoalescesWhileTheReaderIsBehind(t *testing.T) {
 }
 
 func TestStreamHardLimitCancelsTheEngine(t *testing.T) {
+	synctest.Test(t, testStreamHardLimitCancelsTheEngine)
+}
+
+func testStreamHardLimitCancelsTheEngine(t *testing.T) {
 	const limit = 100
 	e := &fakeEngine{script: repeatStep(step{text: "0123456789"}, 1000), flush: []string{"FLUSH"}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: limit, TokenTimeout: 5 * time.Second}})
@@ -140,6 +145,10 @@ func TestStreamTokenTimeout(t *testing.T) {
 }
 
 func TestStreamDeadlineFinishesWithLength(t *testing.T) {
+	synctest.Test(t, testStreamDeadlineFinishesWithLength)
+}
+
+func testStreamDeadlineFinishesWithLength(t *testing.T) {
 	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500), flush: []string{"!"}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 	begin := time.Now()
@@ -159,6 +168,10 @@ func TestStreamDeadlineFinishesWithLength(t *testing.T) {
 // TestStreamDeadlineWithoutAReader: a writer stuck on a slow client (not
 // calling Next) must not let the engine run past the deadline.
 func TestStreamDeadlineWithoutAReader(t *testing.T) {
+	synctest.Test(t, testStreamDeadlineWithoutAReader)
+}
+
+func testStreamDeadlineWithoutAReader(t *testing.T) {
 	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500)}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Timeout: 30 * time.Millisecond})
@@ -222,6 +235,10 @@ func TestStreamClientGone(t *testing.T) {
 }
 
 func TestStreamClientGoneWrapsTheContextCause(t *testing.T) {
+	synctest.Test(t, testStreamClientGoneWrapsTheContextCause)
+}
+
+func testStreamClientGoneWrapsTheContextCause(t *testing.T) {
 	stalled := make(chan struct{})
 	defer close(stalled)
 	e := &fakeEngine{script: []step{{text: "a", gate: stalled}}}
@@ -399,7 +416,9 @@ func TestRunnerQueueFull(t *testing.T) {
 	}
 }
 
-func TestRunnerQueueTimeout(t *testing.T) {
+func TestRunnerQueueTimeout(t *testing.T) { synctest.Test(t, testRunnerQueueTimeout) }
+
+func testRunnerQueueTimeout(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
@@ -412,7 +431,9 @@ func TestRunnerQueueTimeout(t *testing.T) {
 	assert.Equal(t, 1, e.calls())
 }
 
-func TestRunnerReportsQueueTime(t *testing.T) {
+func TestRunnerReportsQueueTime(t *testing.T) { synctest.Test(t, testRunnerReportsQueueTime) }
+
+func testRunnerReportsQueueTime(t *testing.T) {
 	gate := make(chan struct{})
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
