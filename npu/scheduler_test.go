@@ -181,7 +181,7 @@ func testTicketWaitMaxWait(t *testing.T) {
 	start := time.Now()
 	err := waiter.Wait(context.Background(), 10*time.Millisecond)
 	require.ErrorIs(t, err, ErrQueueTimeout)
-	assert.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond)
+	assert.Equal(t, 10*time.Millisecond, time.Since(start), "the max wait exactly, on the bubble's clock")
 	assert.Zero(t, s.Waiting(), "a timed-out ticket left the queue")
 	running.Release()
 	assert.Zero(t, s.Running(), "nobody was left to take the slot")
