@@ -65,7 +65,7 @@ func TestLifecycleKeepAlive(t *testing.T) {
 		{"negative keeps forever", dur(-1), true, true},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, inBubble(func(t *testing.T) {
 			e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 			generateOnce(t, r, &Request{Model: "m", KeepAlive: tc.keepAlive})
@@ -88,7 +88,7 @@ func TestLifecycleKeepAlive(t *testing.T) {
 			assert.Zero(t, final.Result.Timings.Load, "no load time when the model was loaded")
 			loads, _ := e.counts()
 			assert.Equal(t, 1, loads, "a loaded model is not loaded again")
-		})
+		}))
 	}
 }
 

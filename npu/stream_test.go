@@ -84,7 +84,7 @@ func testStreamHardLimitCancelsTheEngine(t *testing.T) {
 func TestStreamTokenTimeout(t *testing.T) {
 	limits := StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 20 * time.Millisecond}
 
-	t.Run("engine ignores ctx", func(t *testing.T) {
+	t.Run("engine ignores ctx", inBubble(func(t *testing.T) {
 		stalled := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: stalled}, {text: "c"}}, flush: []string{"z"}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -108,9 +108,9 @@ func TestStreamTokenTimeout(t *testing.T) {
 
 		_, err = next(t, s)
 		require.ErrorIs(t, err, ErrTokenTimeout, "no text after the timeout, and the error stays")
-	})
+	}))
 
-	t.Run("engine returns ctx error", func(t *testing.T) {
+	t.Run("engine returns ctx error", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: []step{{text: "a"}, {stall: true}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
 		s := start(t, r, &Request{Model: "m"})
@@ -121,9 +121,9 @@ func TestStreamTokenTimeout(t *testing.T) {
 		_, err = next(t, s)
 		require.ErrorIs(t, err, ErrTokenTimeout, "the engine's context.Canceled is reported as its cause")
 		assert.NotErrorIs(t, err, context.Canceled)
-	})
+	}))
 
-	t.Run("queued time does not count", func(t *testing.T) {
+	t.Run("queued time does not count", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -141,7 +141,7 @@ func TestStreamTokenTimeout(t *testing.T) {
 		assert.Equal(t, "a", text)
 		assert.True(t, final.Done)
 		assert.Equal(t, []Status{Cancel}, e.waitReturned(t, 0).statuses)
-	})
+	}))
 }
 
 func TestStreamDeadlineFinishesWithLength(t *testing.T) {
@@ -343,7 +343,7 @@ func TestStreamHeartbeats(t *testing.T) {
 	const beat = 10 * time.Millisecond
 	limits := StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: beat}
 
-	t.Run("while queued, and leaving the queue", func(t *testing.T) {
+	t.Run("while queued, and leaving the queue", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -379,9 +379,9 @@ func TestStreamHeartbeats(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "a", text)
 		assert.Equal(t, 2, e.calls())
-	})
+	}))
 
-	t.Run("while the engine is silent", func(t *testing.T) {
+	t.Run("while the engine is silent", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -395,7 +395,7 @@ func TestStreamHeartbeats(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "a", text)
 		assert.True(t, final.Done)
-	})
+	}))
 }
 
 func TestRunnerQueueFull(t *testing.T) {
@@ -554,7 +554,7 @@ func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
 }
 
 func TestCollectAnswer(t *testing.T) {
-	t.Run("whole answer, heartbeats skipped", func(t *testing.T) {
+	t.Run("whole answer, heartbeats skipped", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: []step{{text: "Hel", delay: 30 * time.Millisecond}, {text: "lo"}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: 5 * time.Millisecond}})
 		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
@@ -563,8 +563,8 @@ func TestCollectAnswer(t *testing.T) {
 		assert.Equal(t, "Hello", text)
 		assert.Equal(t, FinishStop, res.FinishReason)
 		assert.Equal(t, 2, res.CompletionTokens)
-	})
-	t.Run("text so far with the error", func(t *testing.T) {
+	}))
+	t.Run("text so far with the error", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: append(texts("a", "b"), step{err: &EngineError{Engine: "fake", Cause: errors.New("device lost")}})}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
@@ -573,7 +573,7 @@ func TestCollectAnswer(t *testing.T) {
 		require.ErrorAs(t, err, &engineErr)
 		assert.Equal(t, "ab", text)
 		assert.Zero(t, res)
-	})
+	}))
 }
 
 func TestStatusString(t *testing.T) {
