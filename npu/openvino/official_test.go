@@ -24,6 +24,9 @@ const EnvOpenVINOVenv = "NPUD_OPENVINO_VENV"
 // skips the test.
 func realVenv(t *testing.T) (venv, site string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the tests against the official OpenVINO runtime are integration tests: not with -short")
+	}
 	venv = os.Getenv(EnvOpenVINOVenv)
 	if venv == "" {
 		t.Skipf("%s is not set: the tests against the official OpenVINO wheels run in make test (make openvino-venv)", EnvOpenVINOVenv)
