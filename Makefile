@@ -49,7 +49,7 @@ check: ## gofmt, go vet, golangci-lint (errcheck, errorlint, staticcheck, ...) a
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack -o /dev/null .
 	@# The arrows between packages, the CGO_ENABLED=0 link, and what the binary
 	@# links (deps.txt; a new dependency: go test -run TestDependencies -update .).
-	$(GO) test -count=1 -run 'TestLayering|TestTheBinaryHasNoTestingPackage|TestBuildsWithoutCgo|TestDependencies' .
+	$(GO) test -count=1 -timeout 5m -run 'TestLayering|TestTheBinaryHasNoTestingPackage|TestBuildsWithoutCgo|TestDependencies' .
 
 test: check ## vet, then every test under the race detector
 	@# -race needs a C compiler, the proxy tests nginx and HAProxy, the JS client tests Node,
@@ -85,7 +85,9 @@ test: check ## vet, then every test under the race detector
 	@# Claude Code and Codex, pinned by testdata/agents/package-lock.json (native binaries for this platform).
 	@# npm install, not npm ci, for the reason above.
 	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	@# A timeout of our own for each package's test binary: Go's default 10 minutes is
+	@# too tight for the daemon's suite under -race on a loaded machine.
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino
 	$(MAKE) --no-print-directory test-openvino-asan
@@ -114,14 +116,14 @@ openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/open
 test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
 	@# The whole binding (every cgo preamble) compiled against the wheel's core C headers.
 	CGO_ENABLED=1 CGO_CFLAGS="-I$$(ls -d $(OVVENV)/lib/python3*/site-packages/openvino/include)" $(GO) build -o /dev/null ./npu/openvino/
-	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/
+	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -timeout 15m -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/
 
 test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI test library; the headers alone
 	$(MAKE) --no-print-directory -C testdata/ovgenai check-headers
 	@# The binding's own tests ran in `go test ./...`, through run-time
 	@# loading; here the API suites run on the OpenVINO engine (tests that
 	@# need the simulator's text, timing or faults skip themselves).
-	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 ./openaiapi/ ./ollamaapi/ ./wsapi/ ./anthropicapi/
+	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./openaiapi/ ./ollamaapi/ ./wsapi/ ./anthropicapi/
 
 # The same binding against the test library built with AddressSanitizer:
 # a use of a freed pipeline, config or history aborts the run. go test -asan
@@ -130,8 +132,8 @@ test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI tes
 OVASAN := $(OVTEST)/build-asan
 test-openvino-asan: ## the cgo binding and the daemon's OpenVINO suites under AddressSanitizer
 	$(MAKE) --no-print-directory -C testdata/ovgenai OUT=build-asan EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
-	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test -asan -count=1 ./npu/openvino/
-	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test -asan -count=1 -run OpenVINO ./daemon/
+	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test -asan -count=1 -timeout 20m ./npu/openvino/
+	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test -asan -count=1 -timeout 20m -run OpenVINO ./daemon/
 
 SOAK_STREAMS ?= 5000
 SOAK_WORKER_STREAMS ?= 600
@@ -139,13 +141,15 @@ soak: ## the soak and fault harness at full size (make test runs a small one): S
 	NPUD_SOAK_STREAMS=$(SOAK_STREAMS) NPUD_SOAK_WORKER_STREAMS=$(SOAK_WORKER_STREAMS) $(GO) test -race -count=1 -run 'Soak' -v -timeout 60m ./daemon/e2e/ 2>&1 | grep --line-buffered -v 'level='
 
 FUZZTIME ?= 60s
+# Each target's bound as a whole; a FUZZTIME near it needs a larger one.
+FUZZTIMEOUT ?= 15m
 fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
-	$(GO) test -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
-	$(GO) test -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/
-	$(GO) test -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
-	$(GO) test -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
-	$(GO) test -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wire/audioin/
+	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
+	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/
+	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
+	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
+	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/
+	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wire/audioin/
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/

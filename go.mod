@@ -22,6 +22,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/time v0.16.0
+	golang.org/x/tools v0.49.0
 )
 
 require (

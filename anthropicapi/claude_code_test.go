@@ -21,6 +21,7 @@ import (
 // installs the one for this platform), or "" when it is not installed.
 func claudeCode(t *testing.T) string {
 	t.Helper()
+	daemontest.Integration(t, "runs Claude Code")
 	matches, _ := filepath.Glob(filepath.Join("..", "testdata", "agents", "node_modules", "@anthropic-ai", "claude-code-*", "claude"))
 	if len(matches) == 0 {
 		if os.Getenv("CI") != "" {

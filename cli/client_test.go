@@ -92,7 +92,7 @@ func TestRunInteractiveThroughAPseudoTerminal(t *testing.T) {
 	long := sim.Tokens(0, "user: short question\nassistant: "+sim.Text(0, "user: short question\n")+"\nuser: a question with a long answer please\n")
 	require.Greater(t, len(long), 20, "the answer Ctrl-C stops lasts seconds")
 	bin := daemontest.BuildNPUD(t)
-	cmd := exec.Command(bin, "run", "--host", srv.URL, "sim")
+	cmd := exec.CommandContext(t.Context(), bin, "run", "--host", srv.URL, "sim")
 	tty, err := pty.Start(cmd)
 	require.NoError(t, err)
 	defer tty.Close()

@@ -25,7 +25,7 @@ func TestDoctorFindsTheLibraryOnTheLoaderPath(t *testing.T) {
 	for _, f := range []string{"openvino_model.bin", "openvino_tokenizer.xml", "openvino_detokenizer.xml"} {
 		require.NoError(t, os.WriteFile(models+"/tiny/"+f, []byte("x"), 0o644))
 	}
-	cmd := exec.Command(bin, "doctor", "--json", "--models-dir", models, "--cache-dir", t.TempDir(), "--listen", "127.0.0.1:0")
+	cmd := exec.CommandContext(t.Context(), bin, "doctor", "--json", "--models-dir", models, "--cache-dir", t.TempDir(), "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+lib, "OpenVINO_DIR=", "INTEL_OPENVINO_DIR=", "VIRTUAL_ENV=")
 	stdout, err := cmd.Output()
 	require.NoError(t, err, "exit 0: ready; %s", stdout)

@@ -89,7 +89,7 @@ func check(r doctorReport, name string) doctorCheck {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
@@ -189,7 +189,7 @@ func TestDoctor(t *testing.T) {
 
 // Issue 14: an Ollama on npud's address is named, with how to move one.
 func TestDoctorNamesAnOllamaOnTheAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "Ollama is running") })}
 	go func() { _ = srv.Serve(ln) }()

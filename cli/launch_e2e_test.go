@@ -275,7 +275,7 @@ func TestLaunchLeavesCtrlCToTheAgent(t *testing.T) {
 	script := "#!/bin/sh\ntrap 'echo agent got Ctrl-C; exit 5' INT\necho agent ready\nwhile :; do sleep 0.05; done\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755))
 	bin := daemontest.BuildNPUD(t)
-	cmd := exec.Command(bin, "launch", "claude", "--host", srv.URL)
+	cmd := exec.CommandContext(t.Context(), bin, "launch", "claude", "--host", srv.URL)
 	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	tty, err := pty.Start(cmd)
 	require.NoError(t, err)

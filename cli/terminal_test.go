@@ -70,7 +70,7 @@ func TestCLIPrintsNoTerminalEscapes(t *testing.T) {
 		}
 	}
 	// A status line's reason phrase is the server's too.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
 	go func() {

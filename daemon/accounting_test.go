@@ -27,6 +27,7 @@ func holdStream(t *testing.T, url, key, model string) (stop func()) {
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	_, err = resp.Body.Read(make([]byte, 1))
 	require.NoError(t, err)

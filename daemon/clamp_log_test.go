@@ -28,7 +28,7 @@ func TestAccessLogSaysMaxTokensClamped(t *testing.T) {
 		{"clamp-none", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, false},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodPost, r.url+tc.path, strings.NewReader(tc.body))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.url+tc.path, strings.NewReader(tc.body))
 			require.NoError(t, err)
 			req.Header.Set("X-Request-ID", tc.id)
 			resp, err := r.client.Do(req)

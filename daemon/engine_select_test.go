@@ -105,7 +105,9 @@ func TestHealthSaysWhyTheEngineIsSimulated(t *testing.T) {
 		cancel()
 		require.NoError(t, <-served)
 	}()
-	resp, err := http.Get("http://" + srv.Addr().String() + "/health")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+srv.Addr().String()+"/health", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var h map[string]any

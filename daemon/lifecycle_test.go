@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,10 @@ import (
 
 func TestMain(m *testing.M) {
 	daemontest.ServeIfWorker()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		simBinary.Remove()
+		os.Exit(code)
+	}))
 }
 
 // syncBuffer is a log destination safe for the server's goroutines.
@@ -268,7 +272,7 @@ func texts(fs []frame) string {
 
 // refused reports whether a new TCP connection to addr is refused.
 func refused(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	c, err := (&net.Dialer{Timeout: time.Second}).DialContext(context.Background(), "tcp", addr)
 	if err == nil {
 		c.Close()
 		return false
@@ -278,7 +282,7 @@ func refused(addr string) bool {
 
 func TestHealthReportsEngineAndModels(t *testing.T) {
 	r := startServer(t, nil, nil)
-	resp, err := r.client.Get(r.url + "/health")
+	resp, err := daemontest.Get(t.Context(), r.client, r.url+"/health")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -367,7 +371,7 @@ func TestAccessLogLine(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			id := "access-log-" + string(rune('a'+i))
-			req, err := http.NewRequest(tc.method, r.url+tc.path, strings.NewReader(tc.body))
+			req, err := http.NewRequestWithContext(t.Context(), tc.method, r.url+tc.path, strings.NewReader(tc.body))
 			require.NoError(t, err)
 			req.Header.Set("X-Request-ID", id)
 			resp, err := r.client.Do(req)
@@ -533,7 +537,7 @@ func TestDrainTimeoutEndsStreamsWithAnErrorEvent(t *testing.T) {
 	}
 	queued := make(chan answer, 1)
 	go func() {
-		resp, err := r.client.Post(r.url+"/v1/chat/completions", "application/json", strings.NewReader(chat("queued", "")))
+		resp, err := daemontest.Post(t.Context(), r.client, r.url+"/v1/chat/completions", "application/json", strings.NewReader(chat("queued", "")))
 		if err != nil {
 			queued <- answer{err: err}
 			return

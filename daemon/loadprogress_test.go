@@ -109,9 +109,16 @@ func waitLine(t *testing.T, from <-chan string, want string) string {
 	}
 }
 
+// postStream posts a JSON body and checks the 200; the response's body
+// closes when the test ends.
+//
+//bodyclose:handled
 func postStream(t *testing.T, url, body string) *http.Response {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -120,7 +127,9 @@ func postStream(t *testing.T, url, body string) *http.Response {
 
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(v))

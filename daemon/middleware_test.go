@@ -68,7 +68,7 @@ func TestPanicIsAnsweredAndLogged(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodGet, "http://"+srv.Addr().String()+tc.path, nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+srv.Addr().String()+tc.path, nil)
 			require.NoError(t, err)
 			req.Header.Set("X-Request-ID", tc.id)
 			resp, err := client.Do(req)
@@ -121,7 +121,7 @@ func TestClientStringsAreClippedInTheLog(t *testing.T) {
 	require.NoError(t, err)
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, path := range []string{"/api/generate", "/v1/chat/completions"} {
-		req, err := http.NewRequest(http.MethodPost, "http://"+srv.Addr().String()+path, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+srv.Addr().String()+path, bytes.NewReader(body))
 		require.NoError(t, err)
 		req.Header.Set("X-Request-ID", "clip-"+strings.Trim(path, "/")[:3])
 		resp, err := client.Do(req)

@@ -2,7 +2,6 @@ package daemon_test
 
 import (
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +82,7 @@ func TestSocketActivation(t *testing.T) {
 		requireTool(t, "systemd-socket-activate (Debian package systemd)")
 	}
 	bin := buildBinary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close() // systemd-socket-activate binds it again
@@ -93,7 +92,7 @@ func TestSocketActivation(t *testing.T) {
 	go func() {
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
-			resp, err := http.Get("http://" + addr + "/health")
+			resp, err := daemontest.Get(t.Context(), nil, "http://"+addr+"/health")
 			if err == nil {
 				resp.Body.Close()
 				first <- resp.StatusCode

@@ -130,7 +130,7 @@ func TestOpenVINOTranscriptionFormats(t *testing.T) {
 		assert.Len(t, heardBy.FindAllString(resp.Text, -1), 3)
 		assert.False(t, strings.HasPrefix(resp.Text, " "), "GenAI's leading space is trimmed: %q", resp.Text)
 	})
-	raw := func(t *testing.T, format openai.AudioResponseFormat) (*http.Response, string) {
+	raw := func(t *testing.T, format openai.AudioResponseFormat) (http.Header, string) {
 		var hr *http.Response
 		_, err := client.Audio.Transcriptions.New(audioContext(t), openai.AudioTranscriptionNewParams{
 			File: wavUpload(wav), Model: "whisper", ResponseFormat: format}, option.WithResponseBodyInto(&hr))
@@ -138,13 +138,13 @@ func TestOpenVINOTranscriptionFormats(t *testing.T) {
 		defer hr.Body.Close()
 		b, err := io.ReadAll(hr.Body)
 		require.NoError(t, err)
-		return hr, string(b)
+		return hr.Header, string(b)
 	}
 	t.Run("text", func(t *testing.T) {
-		hr, body := raw(t, openai.AudioResponseFormatText)
-		assert.True(t, strings.HasPrefix(hr.Header.Get("Content-Type"), "text/plain"))
+		hdr, body := raw(t, openai.AudioResponseFormatText)
+		assert.True(t, strings.HasPrefix(hdr.Get("Content-Type"), "text/plain"))
 		assert.Regexp(t, `^30.00 seconds, level 0.35[0-9], pitch 44[01] Hz\. 30.00 seconds, .* 5.00 seconds, level 0.35[0-9], pitch 44[01] Hz\.\n$`, body)
-		assert.Empty(t, hr.Header.Get("X-Npud-Simulated"))
+		assert.Empty(t, hdr.Get("X-Npud-Simulated"))
 	})
 	t.Run("srt", func(t *testing.T) {
 		_, body := raw(t, openai.AudioResponseFormatSRT)
@@ -153,8 +153,8 @@ func TestOpenVINOTranscriptionFormats(t *testing.T) {
 			`3\n00:01:00,000 --> 00:01:05,000\n5.00 seconds, [^\n]+\n\n$`, body)
 	})
 	t.Run("vtt", func(t *testing.T) {
-		hr, body := raw(t, openai.AudioResponseFormatVTT)
-		assert.True(t, strings.HasPrefix(hr.Header.Get("Content-Type"), "text/vtt"))
+		hdr, body := raw(t, openai.AudioResponseFormatVTT)
+		assert.True(t, strings.HasPrefix(hdr.Get("Content-Type"), "text/vtt"))
 		assert.Regexp(t, `^WEBVTT\n\n00:00:00.000 --> 00:00:30.000\n30.00 seconds, [^\n]+\n\n`+
 			`00:00:30.000 --> 00:01:00.000\n[^\n]+\n\n00:01:00.000 --> 00:01:05.000\n5.00 seconds, [^\n]+\n\n$`, body)
 	})
@@ -177,7 +177,7 @@ func TestOpenVINOTranscriptionEspeak(t *testing.T) {
 		t.Skip("espeak-ng is not installed (make test installs it)")
 	}
 	path := filepath.Join(t.TempDir(), "speech.wav")
-	out, err := exec.Command(espeak, "-w", path, "The NPU transcribes speech on this machine.").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), espeak, "-w", path, "The NPU transcribes speech on this machine.").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	wav, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -199,6 +199,7 @@ func TestOpenVINOTranscriptionEspeak(t *testing.T) {
 	assert.InDelta(t, clip.Duration().Seconds(), v.Segments[0].End, 0.02)
 }
 
+//bodyclose:handled
 func postAudio(t *testing.T, c *daemontest.Client, path string, wav []byte, fields ...string) (*http.Response, []byte) {
 	t.Helper()
 	var body bytes.Buffer

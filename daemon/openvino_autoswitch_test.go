@@ -98,13 +98,13 @@ func TestAutoServesOpenVINOAfterTheFirstPull(t *testing.T) {
 	assert.NotEmpty(t, text.String())
 	assert.Equal(t, "length", finish)
 
-	resp, err := hc.Get(base + "/api/ps")
+	resp, err := daemontest.Get(t.Context(), hc, base+"/api/ps")
 	require.NoError(t, err)
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Contains(t, string(raw), `"device":"CPU"`, "the answer came from the OpenVINO engine on the test library")
 
-	resp, err = hc.Get(base + "/metrics")
+	resp, err = daemontest.Get(t.Context(), hc, base+"/metrics")
 	require.NoError(t, err)
 	raw, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()

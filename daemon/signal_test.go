@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -18,23 +17,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu/sim"
 )
 
-// buildBinary builds the npud command from the module root.
+// simBinary is npud without cgo (the simulated engine only), built once
+// for the tests that run it as a command.
+var simBinary daemontest.Binary
+
+// buildBinary returns the npud command, built once; it skips under -short.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	require.NoError(t, err)
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	require.FileExists(t, filepath.Join(root, "main.go"))
-	bin := filepath.Join(t.TempDir(), "npud")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	built, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", built)
-	return bin
+	return simBinary.Path(t)
 }
 
 var listeningAddr = regexp.MustCompile(`msg="npud listening" addr=(\S+)`)
@@ -62,7 +56,7 @@ func startBinary(t *testing.T, bin string, args ...string) *process {
 // returns once it logged its address.
 func startBinaryEnv(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.CommandContext(t.Context(), bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

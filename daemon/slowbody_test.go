@@ -18,15 +18,20 @@ import (
 
 // slowBodyRequest sends a request's headers and the first bytes of a body
 // it announces as far longer, over a raw connection, and returns the
-// connection and what the server answered.
+// connection and what the server answered, its body read and closed.
+//
+//bodyclose:handled
 func slowBodyRequest(t *testing.T, base, headers string) (net.Conn, *http.Response) {
 	t.Helper()
 	return slowBody(t, base, "POST", headers)
 }
 
+// slowBody is slowBodyRequest with method.
+//
+//bodyclose:handled
 func slowBody(t *testing.T, base, method, headers string) (net.Conn, *http.Response) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	conn, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", strings.TrimPrefix(base, "http://"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	_, err = conn.Write([]byte(method + " /v1/chat/completions HTTP/1.1\r\n" + headers +
@@ -40,6 +45,7 @@ func slowBody(t *testing.T, base, method, headers string) (net.Conn, *http.Respo
 	require.NoError(t, err)
 	_, err = io.ReadAll(resp.Body)
 	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
 	_, err = r.ReadByte()
 	require.ErrorIs(t, err, io.EOF, "the server closed the connection, before the client's deadline")
 	return conn, resp

@@ -69,7 +69,7 @@ func TestTLS(t *testing.T) {
 	require.NoError(t, stream.Err())
 	assert.Greater(t, n, 1)
 
-	resp, err := http.Get(srv.URL + "/health") // plain HTTP to a TLS port
+	resp, err := daemontest.Get(t.Context(), nil, srv.URL+"/health") // plain HTTP to a TLS port
 	if err == nil {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "a plain request is refused")

@@ -109,19 +109,14 @@ func TestUpstreamMaxTokensIsEnforced(t *testing.T) {
 	url, closed := endlessUpstream(t)
 	front := daemontest.StartSim(t, func(c *daemon.Config) { c.Upstreams = []string{"far=" + url + ";models=far"} }, nil)
 	client := &http.Client{Timeout: 20 * time.Second}
-	stream := func(body string) *http.Response {
-		resp, err := client.Post(front.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		require.NoError(t, err)
-		return resp
-	}
-	text, codes, done := sse(t, stream(`{"model":"far","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"x"}]}`))
+	chat := front.URL + "/v1/chat/completions"
+	text, codes, done := sse(t, postWith(t, client, chat, `{"model":"far","stream":true,"max_tokens":5,"messages":[{"role":"user","content":"x"}]}`))
 	assert.Equal(t, strings.Repeat("tok ", 5), text)
 	assert.Empty(t, codes)
 	assert.True(t, done)
 	<-closed
 
-	resp := stream(`{"model":"far","stream":false,"max_tokens":7,"messages":[{"role":"user","content":"x"}]}`)
-	defer resp.Body.Close()
+	resp := postWith(t, client, chat, `{"model":"far","stream":false,"max_tokens":7,"messages":[{"role":"user","content":"x"}]}`)
 	var whole struct {
 		Choices []struct {
 			Message      struct{ Content string }
@@ -139,7 +134,7 @@ func TestUpstreamMaxTokensIsEnforced(t *testing.T) {
 // ends and a stream that goes silent; a stalled upstream leaves the
 // rotation.
 func TestUpstreamStallsAreBounded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() { // accepts, and never says a word of TLS
@@ -164,18 +159,14 @@ func TestUpstreamStallsAreBounded(t *testing.T) {
 		}
 	}, nil)
 	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Post(front.URL+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"handshake","messages":[{"role":"user","content":"x"}]}`))
-	require.NoError(t, err, "the handshake was cut at the upstream's timeout")
+	// The handshake is cut at the upstream's timeout.
+	resp := postWith(t, client, front.URL+"/v1/chat/completions", `{"model":"handshake","messages":[{"role":"user","content":"x"}]}`)
 	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
 	assert.Contains(t, string(raw), "upstream_unavailable")
 
-	resp, err = client.Post(front.URL+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"quiet","stream":true,"messages":[{"role":"user","content":"x"}]}`))
-	require.NoError(t, err, "the silent stream was cut at the upstream's timeout")
-	text, codes, done := sse(t, resp)
+	// The silent stream is cut at the upstream's timeout.
+	text, codes, done := sse(t, postWith(t, client, front.URL+"/v1/chat/completions", `{"model":"quiet","stream":true,"messages":[{"role":"user","content":"x"}]}`))
 	assert.Equal(t, "Hel", text)
 	assert.Equal(t, []string{"upstream_unavailable"}, codes)
 	assert.True(t, done)

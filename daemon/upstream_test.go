@@ -32,9 +32,24 @@ import (
 	"github.com/npud/npud/npu/sim"
 )
 
+// post posts a JSON body; the response's body closes when the test ends.
+//
+//bodyclose:handled
 func post(t *testing.T, url, body string) *http.Response {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	return postWith(t, http.DefaultClient, url, body)
+}
+
+// postWith posts a JSON body with hc; the response's body closes when the
+// test ends.
+//
+//bodyclose:handled
+func postWith(t *testing.T, hc *http.Client, url, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp
@@ -238,7 +253,7 @@ func TestUpstreamMisbehaving(t *testing.T) {
 // Issue 19: an unreachable upstream is a retryable 503 and leaves the
 // rotation; its health check brings it back when it answers again.
 func TestUpstreamOutOfRotationAndBack(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // nothing listens there now
@@ -256,7 +271,7 @@ func TestUpstreamOutOfRotationAndBack(t *testing.T) {
 	assert.Contains(t, string(raw), "out of rotation", "a second request does not wait on a dead upstream")
 
 	// The upstream comes back on its address.
-	ln, err = net.Listen("tcp", addr)
+	ln, err = (&net.ListenConfig{}).Listen(t.Context(), "tcp", addr)
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/models" {

@@ -62,7 +62,7 @@ func TestWorkerFaultsEndTheirStreamsAndTheNextRequestIsServed(t *testing.T) {
 	} {
 		t.Run(tc.marker, func(t *testing.T) {
 			start := time.Now()
-			req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("tell me "+tc.marker)))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("tell me "+tc.marker)))
 			require.NoError(t, err)
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := c.HTTP.Do(req)
@@ -223,7 +223,7 @@ func TestWorkersDieWithTheDaemon(t *testing.T) {
 	bin := daemontest.BuildNPUD(t)
 	models := t.TempDir()
 	daemontest.WriteOpenVINOModel(t, models, "tiny")
-	cmd := exec.Command(bin, "serve", "--engine", "openvino", "--openvino-lib", daemontest.TestLibrary(t),
+	cmd := exec.CommandContext(t.Context(), bin, "serve", "--engine", "openvino", "--openvino-lib", daemontest.TestLibrary(t),
 		"--models-dir", models, "--cache-dir", "", "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "OVTEST_DEVICES=CPU")
 	stderr, err := cmd.StderrPipe()
@@ -248,7 +248,7 @@ func TestWorkersDieWithTheDaemon(t *testing.T) {
 	}
 	// The worker is stuck in a native call that never returns (it cannot
 	// notice its connection closing): only the kernel can end it.
-	resp, err := http.Post(base+"/api/generate", "application/json", strings.NewReader(`{"model":"tiny","prompt":"OVTEST_HANG"}`))
+	resp, err := daemontest.Post(t.Context(), nil, base+"/api/generate", "application/json", strings.NewReader(`{"model":"tiny","prompt":"OVTEST_HANG"}`))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -288,7 +288,7 @@ func TestWorkerBrokenDeviceFailsOver(t *testing.T) {
 func TestRequestsQueuedBehindAFaultWaitForTheRestart(t *testing.T) {
 	srv, _ := startWorkers(t, "CPU", nil, "tiny")
 	c := daemontest.NewClient(t, srv.URL)
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("OVTEST_HANG here")))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("OVTEST_HANG here")))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.HTTP.Do(req)

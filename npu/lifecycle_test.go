@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -66,7 +67,7 @@ func TestLifecycleKeepAlive(t *testing.T) {
 		{"negative keeps forever", dur(-1), true, true},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.name, inBubble(func(t *testing.T) {
 			e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 			generateOnce(t, r, &Request{Model: "m", KeepAlive: tc.keepAlive})
@@ -89,11 +90,13 @@ func TestLifecycleKeepAlive(t *testing.T) {
 			assert.Zero(t, final.Result.Timings.Load, "no load time when the model was loaded")
 			loads, _ := e.counts()
 			assert.Equal(t, 1, loads, "a loaded model is not loaded again")
-		})
+		}))
 	}
 }
 
-func TestLifecycleIdleModelsUnload(t *testing.T) {
+func TestLifecycleIdleModelsUnload(t *testing.T) { synctest.Test(t, testLifecycleIdleModelsUnload) }
+
+func testLifecycleIdleModelsUnload(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: 20 * time.Millisecond})
 	generateOnce(t, r, &Request{Model: "m"})
@@ -103,7 +106,9 @@ func TestLifecycleIdleModelsUnload(t *testing.T) {
 	assert.Equal(t, 1, unloads)
 }
 
-func TestLoadAndUnloadModel(t *testing.T) {
+func TestLoadAndUnloadModel(t *testing.T) { synctest.Test(t, testLoadAndUnloadModel) }
+
+func testLoadAndUnloadModel(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	_, err := r.LoadModel(context.Background(), "m", nil)
@@ -134,6 +139,10 @@ func (e *twoModelEngine) Models() []ModelInfo {
 }
 
 func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
+	synctest.Test(t, testLifecycleCapEvictsTheLeastRecentlyUsed)
+}
+
+func testLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour, MaxLoadedModels: 1})
 	generateOnce(t, r, &Request{Model: "m"})
@@ -152,7 +161,9 @@ func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	assert.Len(t, uncapped.Loaded(), 2)
 }
 
-func TestAliasesNameServedModels(t *testing.T) {
+func TestAliasesNameServedModels(t *testing.T) { synctest.Test(t, testAliasesNameServedModels) }
+
+func testAliasesNameServedModels(t *testing.T) {
 	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
 		Aliases: map[string]string{"fast": "n", "ghost": "missing"}})
@@ -210,6 +221,10 @@ func (e *twoModels) Generate(ctx context.Context, req *Request, sink Sink) (Resu
 // A model that takes long to load holds no engine slot meanwhile: other
 // models' requests run and stream, and the big one runs once loaded.
 func TestLoadingOneModelDoesNotStallOthers(t *testing.T) {
+	synctest.Test(t, testLoadingOneModelDoesNotStallOthers)
+}
+
+func testLoadingOneModelDoesNotStallOthers(t *testing.T) {
 	e := &twoModels{gate: make(chan struct{}), n: 20}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
 	big := start(t, r, &Request{Model: "big"})
@@ -244,6 +259,10 @@ func TestLoadingOneModelDoesNotStallOthers(t *testing.T) {
 
 // Requests for a model being loaded wait for the one load.
 func TestConcurrentRequestsShareOneLoad(t *testing.T) {
+	synctest.Test(t, testConcurrentRequestsShareOneLoad)
+}
+
+func testConcurrentRequestsShareOneLoad(t *testing.T) {
 	e := &twoModels{gate: make(chan struct{}), n: 3}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
 	var wg sync.WaitGroup

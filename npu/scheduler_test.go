@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -171,14 +172,16 @@ func TestTicketWaitUnblocksWhenCancelled(t *testing.T) {
 	assert.Zero(t, s.Waiting())
 }
 
-func TestTicketWaitMaxWait(t *testing.T) {
+func TestTicketWaitMaxWait(t *testing.T) { synctest.Test(t, testTicketWaitMaxWait) }
+
+func testTicketWaitMaxWait(t *testing.T) {
 	s := NewScheduler(1, 4)
 	running := mustEnqueue(t, s)
 	waiter := mustEnqueue(t, s)
 	start := time.Now()
 	err := waiter.Wait(context.Background(), 10*time.Millisecond)
 	require.ErrorIs(t, err, ErrQueueTimeout)
-	assert.GreaterOrEqual(t, time.Since(start), 10*time.Millisecond)
+	assert.Equal(t, 10*time.Millisecond, time.Since(start), "the max wait exactly, on the bubble's clock")
 	assert.Zero(t, s.Waiting(), "a timed-out ticket left the queue")
 	running.Release()
 	assert.Zero(t, s.Running(), "nobody was left to take the slot")
@@ -218,7 +221,9 @@ func TestTicketAbandonAfterGrantHandsTheSlotOn(t *testing.T) {
 
 // TestSchedulerLosesNoSlot races many cancellations, timeouts and releases
 // against grants, and checks the slot is never held twice nor lost.
-func TestSchedulerLosesNoSlot(t *testing.T) {
+func TestSchedulerLosesNoSlot(t *testing.T) { synctest.Test(t, testSchedulerLosesNoSlot) }
+
+func testSchedulerLosesNoSlot(t *testing.T) {
 	const slots = 2
 	s := NewScheduler(slots, 1000)
 	var holders, maxHolders atomic.Int32
@@ -294,7 +299,9 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestRetryAfterLearnsFromService(t *testing.T) {
+func TestRetryAfterLearnsFromService(t *testing.T) { synctest.Test(t, testRetryAfterLearnsFromService) }
+
+func testRetryAfterLearnsFromService(t *testing.T) {
 	s := NewScheduler(1, 64)
 	tk := mustEnqueue(t, s)
 	time.Sleep(5 * time.Millisecond)
@@ -322,6 +329,10 @@ func conv(turns ...string) []Message {
 // conversation goes first; one that does not is passed over at most
 // MaxOvertakes times.
 func TestAffinityPrefersAContinuationWithinTheFairnessBound(t *testing.T) {
+	synctest.Test(t, testAffinityPrefersAContinuationWithinTheFairnessBound)
+}
+
+func testAffinityPrefersAContinuationWithinTheFairnessBound(t *testing.T) {
 	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 2, MaxWait: time.Hour})
 	run, err := s.EnqueueConversation("m", conv("a1"))
 	require.NoError(t, err)
@@ -357,6 +368,10 @@ func TestAffinityPrefersAContinuationWithinTheFairnessBound(t *testing.T) {
 
 // Issue 18: after waiting MaxWait a request is never passed over.
 func TestAffinityNeverPassesOverALongWaiter(t *testing.T) {
+	synctest.Test(t, testAffinityNeverPassesOverALongWaiter)
+}
+
+func testAffinityNeverPassesOverALongWaiter(t *testing.T) {
 	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 100, MaxWait: 20 * time.Millisecond})
 	run, err := s.EnqueueConversation("m", conv("a1"))
 	require.NoError(t, err)
@@ -374,7 +389,9 @@ func TestAffinityNeverPassesOverALongWaiter(t *testing.T) {
 }
 
 // Plain FIFO when affinity is off.
-func TestAffinityOffIsFIFO(t *testing.T) {
+func TestAffinityOffIsFIFO(t *testing.T) { synctest.Test(t, testAffinityOffIsFIFO) }
+
+func testAffinityOffIsFIFO(t *testing.T) {
 	s := NewScheduler(1, 16)
 	run, err := s.EnqueueConversation("m", conv("a1"))
 	require.NoError(t, err)
@@ -395,6 +412,10 @@ func TestAffinityOffIsFIFO(t *testing.T) {
 // another model's request does not wait; a person's conversation (slower
 // than Linger) is never waited for; the linger ends in time.
 func TestAffinityLingerKeepsTheCacheForAQuickConversation(t *testing.T) {
+	synctest.Test(t, testAffinityLingerKeepsTheCacheForAQuickConversation)
+}
+
+func testAffinityLingerKeepsTheCacheForAQuickConversation(t *testing.T) {
 	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: 200 * time.Millisecond})
 	run, err := s.EnqueueConversation("m", conv("a1"))
 	require.NoError(t, err)
@@ -423,6 +444,10 @@ func TestAffinityLingerKeepsTheCacheForAQuickConversation(t *testing.T) {
 }
 
 func TestAffinityNeverLingersForAPersonsConversation(t *testing.T) {
+	synctest.Test(t, testAffinityNeverLingersForAPersonsConversation)
+}
+
+func testAffinityNeverLingersForAPersonsConversation(t *testing.T) {
 	s := NewAffinityScheduler(1, 16, Affinity{MaxOvertakes: 4, MaxWait: time.Hour, Linger: 20 * time.Millisecond})
 	run, err := s.EnqueueConversation("m", conv("a1"))
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -57,6 +58,10 @@ func TestStreamCoalescesWhileTheReaderIsBehind(t *testing.T) {
 }
 
 func TestStreamHardLimitCancelsTheEngine(t *testing.T) {
+	synctest.Test(t, testStreamHardLimitCancelsTheEngine)
+}
+
+func testStreamHardLimitCancelsTheEngine(t *testing.T) {
 	const limit = 100
 	e := &fakeEngine{script: repeatStep(step{text: "0123456789"}, 1000), flush: []string{"FLUSH"}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: limit, TokenTimeout: 5 * time.Second}})
@@ -79,7 +84,7 @@ func TestStreamHardLimitCancelsTheEngine(t *testing.T) {
 func TestStreamTokenTimeout(t *testing.T) {
 	limits := StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 20 * time.Millisecond}
 
-	t.Run("engine ignores ctx", func(t *testing.T) {
+	t.Run("engine ignores ctx", inBubble(func(t *testing.T) {
 		stalled := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: stalled}, {text: "c"}}, flush: []string{"z"}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -103,9 +108,9 @@ func TestStreamTokenTimeout(t *testing.T) {
 
 		_, err = next(t, s)
 		require.ErrorIs(t, err, ErrTokenTimeout, "no text after the timeout, and the error stays")
-	})
+	}))
 
-	t.Run("engine returns ctx error", func(t *testing.T) {
+	t.Run("engine returns ctx error", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: []step{{text: "a"}, {stall: true}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
 		s := start(t, r, &Request{Model: "m"})
@@ -116,9 +121,9 @@ func TestStreamTokenTimeout(t *testing.T) {
 		_, err = next(t, s)
 		require.ErrorIs(t, err, ErrTokenTimeout, "the engine's context.Canceled is reported as its cause")
 		assert.NotErrorIs(t, err, context.Canceled)
-	})
+	}))
 
-	t.Run("queued time does not count", func(t *testing.T) {
+	t.Run("queued time does not count", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -136,10 +141,14 @@ func TestStreamTokenTimeout(t *testing.T) {
 		assert.Equal(t, "a", text)
 		assert.True(t, final.Done)
 		assert.Equal(t, []Status{Cancel}, e.waitReturned(t, 0).statuses)
-	})
+	}))
 }
 
 func TestStreamDeadlineFinishesWithLength(t *testing.T) {
+	synctest.Test(t, testStreamDeadlineFinishesWithLength)
+}
+
+func testStreamDeadlineFinishesWithLength(t *testing.T) {
 	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500), flush: []string{"!"}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 	begin := time.Now()
@@ -159,6 +168,10 @@ func TestStreamDeadlineFinishesWithLength(t *testing.T) {
 // TestStreamDeadlineWithoutAReader: a writer stuck on a slow client (not
 // calling Next) must not let the engine run past the deadline.
 func TestStreamDeadlineWithoutAReader(t *testing.T) {
+	synctest.Test(t, testStreamDeadlineWithoutAReader)
+}
+
+func testStreamDeadlineWithoutAReader(t *testing.T) {
 	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500)}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Timeout: 30 * time.Millisecond})
@@ -222,6 +235,10 @@ func TestStreamClientGone(t *testing.T) {
 }
 
 func TestStreamClientGoneWrapsTheContextCause(t *testing.T) {
+	synctest.Test(t, testStreamClientGoneWrapsTheContextCause)
+}
+
+func testStreamClientGoneWrapsTheContextCause(t *testing.T) {
 	stalled := make(chan struct{})
 	defer close(stalled)
 	e := &fakeEngine{script: []step{{text: "a", gate: stalled}}}
@@ -326,7 +343,7 @@ func TestStreamHeartbeats(t *testing.T) {
 	const beat = 10 * time.Millisecond
 	limits := StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: beat}
 
-	t.Run("while queued, and leaving the queue", func(t *testing.T) {
+	t.Run("while queued, and leaving the queue", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -362,9 +379,9 @@ func TestStreamHeartbeats(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "a", text)
 		assert.Equal(t, 2, e.calls())
-	})
+	}))
 
-	t.Run("while the engine is silent", func(t *testing.T) {
+	t.Run("while the engine is silent", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
@@ -378,7 +395,7 @@ func TestStreamHeartbeats(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "a", text)
 		assert.True(t, final.Done)
-	})
+	}))
 }
 
 func TestRunnerQueueFull(t *testing.T) {
@@ -399,7 +416,9 @@ func TestRunnerQueueFull(t *testing.T) {
 	}
 }
 
-func TestRunnerQueueTimeout(t *testing.T) {
+func TestRunnerQueueTimeout(t *testing.T) { synctest.Test(t, testRunnerQueueTimeout) }
+
+func testRunnerQueueTimeout(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
@@ -412,7 +431,9 @@ func TestRunnerQueueTimeout(t *testing.T) {
 	assert.Equal(t, 1, e.calls())
 }
 
-func TestRunnerReportsQueueTime(t *testing.T) {
+func TestRunnerReportsQueueTime(t *testing.T) { synctest.Test(t, testRunnerReportsQueueTime) }
+
+func testRunnerReportsQueueTime(t *testing.T) {
 	gate := make(chan struct{})
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
@@ -425,7 +446,7 @@ func TestRunnerReportsQueueTime(t *testing.T) {
 	require.NoError(t, err)
 	_, second, err := drain(t, queued)
 	require.NoError(t, err)
-	assert.GreaterOrEqual(t, second.Result.Timings.Queue, 30*time.Millisecond)
+	assert.Equal(t, 30*time.Millisecond, second.Result.Timings.Queue, "the wait exactly, on the bubble's clock")
 	assert.Less(t, first.Result.Timings.Queue, second.Result.Timings.Queue)
 }
 
@@ -533,7 +554,7 @@ func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
 }
 
 func TestCollectAnswer(t *testing.T) {
-	t.Run("whole answer, heartbeats skipped", func(t *testing.T) {
+	t.Run("whole answer, heartbeats skipped", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: []step{{text: "Hel", delay: 30 * time.Millisecond}, {text: "lo"}}}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: 5 * time.Millisecond}})
 		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
@@ -542,8 +563,8 @@ func TestCollectAnswer(t *testing.T) {
 		assert.Equal(t, "Hello", text)
 		assert.Equal(t, FinishStop, res.FinishReason)
 		assert.Equal(t, 2, res.CompletionTokens)
-	})
-	t.Run("text so far with the error", func(t *testing.T) {
+	}))
+	t.Run("text so far with the error", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: append(texts("a", "b"), step{err: &EngineError{Engine: "fake", Cause: errors.New("device lost")}})}
 		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
 		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
@@ -552,7 +573,7 @@ func TestCollectAnswer(t *testing.T) {
 		require.ErrorAs(t, err, &engineErr)
 		assert.Equal(t, "ab", text)
 		assert.Zero(t, res)
-	})
+	}))
 }
 
 func TestStatusString(t *testing.T) {

@@ -92,7 +92,7 @@ func FuzzGenerateAndChat(f *testing.F) {
 		served := make(chan struct{})
 		go func() {
 			defer close(served)
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+			h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, path, strings.NewReader(body)))
 		}()
 		select {
 		case <-served:

@@ -31,6 +31,10 @@ func newWire(t *testing.T, mutate func(*daemon.Config), faults func(*npu.Request
 	return &wireFixture{Client: c, url: c.URL, hc: c.HTTP}
 }
 
+// do sends body and returns the response with its whole body, read and
+// closed (daemontest.Client.Do).
+//
+//bodyclose:handled
 func (f *wireFixture) do(t *testing.T, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	return f.Do(t, method, path, body, header...)

@@ -135,7 +135,7 @@ func TestTranscriptionDecodesAreBounded(t *testing.T) {
 	body, ct := audioForm(t, "file", string(opus), "model", "sim")
 	first := make(chan int, 1)
 	go func() {
-		resp, err := hc.Post(srv.URL+"/v1/audio/transcriptions", ct, bytes.NewReader(body))
+		resp, err := daemontest.Post(t.Context(), hc, srv.URL+"/v1/audio/transcriptions", ct, bytes.NewReader(body))
 		if err != nil {
 			first <- 0
 			return
@@ -220,7 +220,7 @@ func TestTranscriptionStreamErrors(t *testing.T) {
 	hc := &http.Client{}
 	wav := string(wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 40, 16000)}, 16000, wavtest.PCM16))
 	body, ct := audioForm(t, "file", wav, "model", "sim", "stream", "true")
-	resp, err := hc.Post(srv.URL+"/v1/audio/transcriptions", ct, bytes.NewReader(body))
+	resp, err := daemontest.Post(t.Context(), hc, srv.URL+"/v1/audio/transcriptions", ct, bytes.NewReader(body))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -284,7 +284,7 @@ func TestTranscriptionJobsAreBoundedAndQueued(t *testing.T) {
 	statuses := make(chan int, 3)
 	for range 3 {
 		go func() {
-			resp, err := hc.Post(srv.URL+"/v1/audio/transcriptions", ct, bytes.NewReader(body))
+			resp, err := daemontest.Post(t.Context(), hc, srv.URL+"/v1/audio/transcriptions", ct, bytes.NewReader(body))
 			if err != nil {
 				statuses <- 0
 				return

@@ -113,7 +113,7 @@ func TestOpenAIGoTranscriptionFormats(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 3, len(heardWords.FindAllString(resp.Text, -1)))
 	})
-	raw := func(t *testing.T, format openai.AudioResponseFormat) (*http.Response, string) {
+	raw := func(t *testing.T, format openai.AudioResponseFormat) (http.Header, string) {
 		var hr *http.Response
 		_, err := f.client.Audio.Transcriptions.New(sdkContext(t), openai.AudioTranscriptionNewParams{
 			File: wavFile(wav), Model: "sim", ResponseFormat: format}, option.WithResponseBodyInto(&hr))
@@ -121,11 +121,11 @@ func TestOpenAIGoTranscriptionFormats(t *testing.T) {
 		defer hr.Body.Close()
 		b, err := io.ReadAll(hr.Body)
 		require.NoError(t, err)
-		return hr, string(b)
+		return hr.Header, string(b)
 	}
 	t.Run("text", func(t *testing.T) {
-		hr, body := raw(t, openai.AudioResponseFormatText)
-		assert.True(t, strings.HasPrefix(hr.Header.Get("Content-Type"), "text/plain"))
+		header, body := raw(t, openai.AudioResponseFormatText)
+		assert.True(t, strings.HasPrefix(header.Get("Content-Type"), "text/plain"))
 		assert.Regexp(t, `^0?30.00 seconds, level 0.35[0-9], pitch 440 Hz\. 30.00 seconds, .* 5.00 seconds, level 0.35[0-9], pitch 440 Hz\.\n$`, body)
 	})
 	t.Run("srt", func(t *testing.T) {
@@ -135,8 +135,8 @@ func TestOpenAIGoTranscriptionFormats(t *testing.T) {
 			`3\n00:01:00,000 --> 00:01:05,000\n5.00 seconds, [^\n]+\n\n$`, body)
 	})
 	t.Run("vtt", func(t *testing.T) {
-		hr, body := raw(t, openai.AudioResponseFormatVTT)
-		assert.True(t, strings.HasPrefix(hr.Header.Get("Content-Type"), "text/vtt"))
+		header, body := raw(t, openai.AudioResponseFormatVTT)
+		assert.True(t, strings.HasPrefix(header.Get("Content-Type"), "text/vtt"))
 		assert.Regexp(t, `^WEBVTT\n\n00:00:00.000 --> 00:00:30.000\n30.00 seconds, [^\n]+\n\n`+
 			`00:00:30.000 --> 00:01:00.000\n[^\n]+\n\n00:01:00.000 --> 00:01:05.000\n5.00 seconds, [^\n]+\n\n$`, body)
 	})
@@ -154,7 +154,7 @@ func TestOpenAIGoTranscriptionEspeak(t *testing.T) {
 		t.Skip("espeak-ng is not installed (make test installs it)")
 	}
 	path := filepath.Join(t.TempDir(), "speech.wav")
-	out, err := exec.Command(espeak, "-w", path, "The NPU transcribes speech on this machine.").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), espeak, "-w", path, "The NPU transcribes speech on this machine.").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	wav, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -199,9 +199,16 @@ func audioForm(t *testing.T, fields ...string) (body []byte, contentType string)
 	return b.Bytes(), w.FormDataContentType()
 }
 
+// postForm posts body and returns the response, its body read and
+// closed, and the OpenAI error it carried unless it was a 200.
+//
+//bodyclose:handled
 func postForm(t *testing.T, hc *http.Client, url string, body []byte, contentType string) (*http.Response, apiError) {
 	t.Helper()
-	resp, err := hc.Post(url, contentType, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", contentType)
+	resp, err := hc.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

@@ -106,7 +106,7 @@ func FuzzChatCompletions(f *testing.F) {
 		if legacy {
 			path = "/v1/completions"
 		}
-		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader([]byte(body)))
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, path, bytes.NewReader([]byte(body)))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		checkOpenAIResponse(t, rec)

@@ -100,7 +100,7 @@ func TestClientGoneWhileQueuedLeavesTheQueue(t *testing.T) {
 	// The freed place takes a new request, which runs once the hog leaves.
 	answered := make(chan []byte, 1)
 	go func() {
-		resp, err := f.HTTP.Post(f.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody(`"max_tokens":3`)))
+		resp, err := daemontest.Post(t.Context(), f.HTTP, f.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody(`"max_tokens":3`)))
 		if err != nil {
 			answered <- nil
 			return

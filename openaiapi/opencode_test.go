@@ -55,7 +55,7 @@ func openCode(t *testing.T) string {
 		filepath.Join(modules, platform, "bin", "opencode"),
 		filepath.Join(modules, platform+"-baseline", "bin", "opencode"),
 	} {
-		out, err := exec.Command(bin, "--version").Output()
+		out, err := exec.CommandContext(t.Context(), bin, "--version").Output()
 		if err == nil && strings.TrimSpace(string(out)) == pinned {
 			abs, err := filepath.Abs(bin)
 			require.NoError(t, err)

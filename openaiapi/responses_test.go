@@ -241,7 +241,7 @@ func TestResponsesBadInput(t *testing.T) {
 		{"not json", `{"model":`, "", "invalid_json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := f.http.Post(f.srv.URL+"/v1/responses", "application/json", bytes.NewBufferString(tc.body))
+			resp, err := daemontest.Post(t.Context(), f.http, f.srv.URL+"/v1/responses", "application/json", bytes.NewBufferString(tc.body))
 			require.NoError(t, err)
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)

@@ -75,7 +75,7 @@ func TestSlowReaderIsBoundedAndToldSo(t *testing.T) {
 	transport := &http.Transport{}
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Transport: transport, Timeout: 60 * time.Second}
-	resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json",
+	resp, err := daemontest.Post(t.Context(), client, srv.URL+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"sim","stream":true,"messages":[{"role":"user","content":"flood"}]}`))
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -29,7 +29,10 @@ func newWireFixture(t *testing.T, mutate func(*daemon.Config), faults func(*npu.
 	return &wireFixture{Client: daemontest.NewClient(t, srv.URL), srv: srv}
 }
 
-// post sends body and returns the response with its whole body.
+// post sends body and returns the response with its whole body, read
+// and closed (daemontest.Client.Do).
+//
+//bodyclose:handled
 func (f *wireFixture) post(t *testing.T, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	return f.Do(t, http.MethodPost, path, body, header...)

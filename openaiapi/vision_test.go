@@ -113,7 +113,7 @@ func TestImageMemoryBudget(t *testing.T) {
 
 	first := make(chan int, 1)
 	go func() {
-		resp, err := hc.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(imageChat("sim", grayPNG(t, side, side))))
+		resp, err := daemontest.Post(t.Context(), hc, srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(imageChat("sim", grayPNG(t, side, side))))
 		if err != nil {
 			first <- 0
 			return

@@ -133,7 +133,7 @@ func TestWireDoneThenEOF(t *testing.T) {
 			if path == "/v1/completions" {
 				body = `{"model":"sim","prompt":"hi","max_tokens":3,"stream":true}`
 			}
-			resp, err := f.HTTP.Post(f.URL+path, "application/json", strings.NewReader(body))
+			resp, err := daemontest.Post(t.Context(), f.HTTP, f.URL+path, "application/json", strings.NewReader(body))
 			require.NoError(t, err)
 			defer resp.Body.Close()
 			r := bufio.NewReader(resp.Body)

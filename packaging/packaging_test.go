@@ -49,7 +49,7 @@ func need(t *testing.T, tool, debianPackage string) string {
 // run runs a command and returns its output, failing the test on an error.
 func run(t *testing.T, name string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), name, args...).CombinedOutput()
 	require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
 	return string(out)
 }
@@ -80,7 +80,7 @@ func buildPackages(t *testing.T) (deb, rpm, version string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "npud")
-	build := exec.Command("go", "build", "-tags", "nomsgpack", "-buildmode=pie",
+	build := exec.CommandContext(t.Context(), "go", "build", "-tags", "nomsgpack", "-buildmode=pie",
 		"-ldflags", "-s -w -linkmode=external -extldflags=-Wl,-z,relro,-z,now", "-o", bin, ".")
 	build.Dir = ".."
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
@@ -88,7 +88,7 @@ func buildPackages(t *testing.T) (deb, rpm, version string) {
 	require.NoError(t, err, "go build:\n%s", out)
 
 	dist := filepath.Join(dir, "dist")
-	cmd := exec.Command("bash", "build.sh")
+	cmd := exec.CommandContext(t.Context(), "bash", "build.sh")
 	cmd.Env = append(withoutEnv("VERSION", "DIST_DIR", "NPUD_BINARY"), "NPUD_BINARY="+bin, "DIST_DIR="+dist)
 	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, "build.sh:\n%s", out)
@@ -117,6 +117,9 @@ func withoutEnv(names ...string) []string {
 }
 
 func TestPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the .deb and .rpm: not with -short")
+	}
 	need(t, "dpkg-deb", "dpkg")
 	deb, rpm, version := buildPackages(t)
 
@@ -210,7 +213,7 @@ func TestPackages(t *testing.T) {
 		})
 
 		// The packaged binary runs.
-		out, err := exec.Command(filepath.Join(root, "usr/bin/npud"), "version").CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), filepath.Join(root, "usr/bin/npud"), "version").CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		servesThroughTheTestLibrary(t, filepath.Join(root, "usr/bin/npud"))
 	})
@@ -218,7 +221,7 @@ func TestPackages(t *testing.T) {
 	t.Run("lintian", func(t *testing.T) {
 		lintian := need(t, "lintian", "lintian")
 		// lintian exits non-zero on errors; its output decides.
-		out, _ := exec.Command(lintian, "--tag-display-limit", "0", deb).CombinedOutput()
+		out, _ := exec.CommandContext(t.Context(), lintian, "--tag-display-limit", "0", deb).CombinedOutput()
 		var errs, others []string
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			switch {
@@ -269,7 +272,7 @@ func TestBuildScriptRejectsBadInput(t *testing.T) {
 		{"no binary", []string{"VERSION=1.0.0", "NPUD_BINARY=" + filepath.Join(t.TempDir(), "npud")}, "run make build first"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command("bash", "build.sh")
+			cmd := exec.CommandContext(t.Context(), "bash", "build.sh")
 			cmd.Env = append(withoutEnv("VERSION", "NPUD_BINARY", "DIST_DIR"), append(tc.env, "DIST_DIR="+dist)...)
 			out, err := cmd.CombinedOutput()
 			require.Error(t, err, "%s", out)
@@ -341,7 +344,7 @@ func TestMaintainerScriptsOutsideSystemd(t *testing.T) {
 	for _, c := range scriptCalls {
 		script, err := filepath.Abs(filepath.Join("scripts", c.script))
 		require.NoError(t, err)
-		cmd := exec.Command("sh", append([]string{script}, c.args...)...)
+		cmd := exec.CommandContext(t.Context(), "sh", append([]string{script}, c.args...)...)
 		cmd.Dir = cwd
 		cmd.Env = env
 		out, err := cmd.CombinedOutput()
@@ -357,13 +360,16 @@ func TestMaintainerScriptsOutsideSystemd(t *testing.T) {
 // with a tmpfs on /run holding /run/systemd/system (the host's /run is not
 // touched), and the fake systemctl. Needs CAP_SYS_ADMIN; skipped without.
 func TestMaintainerScriptsUnderSystemd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the scripts in a mount namespace: not with -short")
+	}
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare (util-linux)")
 	}
 	// $0 is the script, the rest its arguments.
 	const inNamespace = `mount -t tmpfs npud-test /run && mkdir -p /run/systemd/system && exec sh "$0" "$@"`
-	probe := exec.Command(unshare, "--mount", "--propagation", "private", "--", "sh", "-c", inNamespace, "/dev/null")
+	probe := exec.CommandContext(t.Context(), unshare, "--mount", "--propagation", "private", "--", "sh", "-c", inNamespace, "/dev/null")
 	if out, err := probe.CombinedOutput(); err != nil {
 		t.Skipf("cannot make a private mount namespace here (%v): %s", err, out)
 	}
@@ -371,7 +377,7 @@ func TestMaintainerScriptsUnderSystemd(t *testing.T) {
 	runScript := func(script string, args []string, extraEnv ...string) (string, error) {
 		path, err := filepath.Abs(filepath.Join("scripts", script))
 		require.NoError(t, err)
-		cmd := exec.Command(unshare, append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", inNamespace, path}, args...)...)
+		cmd := exec.CommandContext(t.Context(), unshare, append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", inNamespace, path}, args...)...)
 		cmd.Dir = t.TempDir()
 		cmd.Env = slices.Concat(env, extraEnv)
 		out, err := cmd.CombinedOutput()
@@ -582,7 +588,7 @@ func servesThroughTheTestLibrary(t *testing.T, bin string) {
 	} {
 		require.NoError(t, os.WriteFile(filepath.Join(models, "tiny", f), []byte(content), 0o644))
 	}
-	cmd := exec.Command(bin, "serve", "--engine", "openvino", "--openvino-lib", lib, "--models-dir", models,
+	cmd := exec.CommandContext(t.Context(), bin, "serve", "--engine", "openvino", "--openvino-lib", lib, "--models-dir", models,
 		"--cache-dir", "", "--device", "CPU", "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "OVTEST_DEVICES=CPU")
 	stderr, err := cmd.StderrPipe()
@@ -619,8 +625,11 @@ func servesThroughTheTestLibrary(t *testing.T, bin string) {
 		for range lines { // keep the pipe drained
 		}
 	}()
-	resp, err := http.Post("http://"+addr+"/api/chat", "application/json",
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+addr+"/api/chat",
 		strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"hello from the package"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -658,7 +667,7 @@ func TestPostinstallPointsToDoctor(t *testing.T) {
 		{"ready", []string{"configure", ""}, false},
 		{"missing", []string{"abort-upgrade", "1.0"}, false},
 	} {
-		cmd := exec.Command("sh", append([]string{script}, tc.args...)...)
+		cmd := exec.CommandContext(t.Context(), "sh", append([]string{script}, tc.args...)...)
 		cmd.Env = append(withoutEnv("NPUD_BIN"), "NPUD_BIN="+filepath.Join(dir, tc.npud))
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
@@ -672,10 +681,13 @@ func TestPostinstallPointsToDoctor(t *testing.T) {
 // (Their tests cannot run under Debian 12's Wine 8: Go's runtime needs
 // bcryptprimitives.dll's ProcessPrng, which that Wine lacks.)
 func TestWindowsZip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the Windows zip: not with -short")
+	}
 	need(t, "x86_64-w64-mingw32-gcc", "gcc-mingw-w64-x86-64")
 	need(t, "zip", "zip")
 	dist := t.TempDir()
-	cmd := exec.Command("bash", "build-windows.sh")
+	cmd := exec.CommandContext(t.Context(), "bash", "build-windows.sh")
 	cmd.Env = append(withoutEnv("VERSION", "DIST_DIR"), "VERSION=1.2.3", "DIST_DIR="+dist)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -706,7 +718,7 @@ func TestWindowsZip(t *testing.T) {
 	cfgData, err := io.ReadAll(mustOpen(t, files["npud/npud.toml"]))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(cfgFile, cfgData, 0o644))
-	check := exec.Command("go", "run", ".", "config", "check", "--config", cfgFile)
+	check := exec.CommandContext(t.Context(), "go", "run", ".", "config", "check", "--config", cfgFile)
 	check.Dir = ".."
 	out, err = check.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -715,7 +727,7 @@ func TestWindowsZip(t *testing.T) {
 	// exported by the DLL that ships it.
 	need(t, "x86_64-w64-mingw32-objdump", "binutils-mingw-w64-x86-64")
 	dlls := t.TempDir()
-	out, err = exec.Command("make", "--no-print-directory", "-C", ovtestlib.Source(), "windows", "WINOUT="+dlls).CombinedOutput()
+	out, err = exec.CommandContext(t.Context(), "make", "--no-print-directory", "-C", ovtestlib.Source(), "windows", "WINOUT="+dlls).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	header, err := os.ReadFile(filepath.Join("..", "npu", "openvino", "ovapi.h"))
 	require.NoError(t, err)
@@ -734,7 +746,7 @@ func TestWindowsZip(t *testing.T) {
 // zip is skipped, with how to get it.
 func TestWindowsZipSkippedWithoutMingw(t *testing.T) {
 	dist := t.TempDir()
-	cmd := exec.Command("bash", "build-windows.sh")
+	cmd := exec.CommandContext(t.Context(), "bash", "build-windows.sh")
 	cmd.Env = append(withoutEnv("WINCC", "DIST_DIR"), "WINCC=no-such-compiler", "DIST_DIR="+dist)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -761,7 +773,7 @@ func TestOneVersionEverywhere(t *testing.T) {
 	want := strings.TrimSpace(run(t, "bash", "version.sh"))
 	assert.Regexp(t, `^[0-9][A-Za-z0-9.+~]*$`, want, "a Debian and RPM version")
 
-	cmd := exec.Command(makeTool, "-s", "-n", "package")
+	cmd := exec.CommandContext(t.Context(), makeTool, "-s", "-n", "package")
 	cmd.Dir = ".."
 	cmd.Env = withoutEnv("VERSION", "MAKEFLAGS")
 	out, err := cmd.CombinedOutput()
@@ -830,7 +842,7 @@ func assertLinksResolve(t *testing.T, dir string, installed func(abs string) boo
 // in the same column, after at least two spaces.
 func TestMakeHelpAligns(t *testing.T) {
 	makeTool := need(t, "make", "make")
-	cmd := exec.Command(makeTool, "-s", "help")
+	cmd := exec.CommandContext(t.Context(), makeTool, "-s", "help")
 	cmd.Dir = ".."
 	cmd.Env = withoutEnv("MAKEFLAGS")
 	out, err := cmd.CombinedOutput()

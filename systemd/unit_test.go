@@ -211,6 +211,9 @@ func keys(u unitFile) []string {
 // (make test installs it), so there a missing one is a failure.
 func systemdAnalyze(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs systemd-analyze: not with -short")
+	}
 	path, err := exec.LookPath("systemd-analyze")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -239,7 +242,7 @@ func unitDir(t *testing.T) string {
 func TestUnitsVerify(t *testing.T) {
 	analyze := systemdAnalyze(t)
 	dir := unitDir(t)
-	cmd := exec.Command(analyze, "verify", filepath.Join(dir, "npud.service"), filepath.Join(dir, "npud.socket"))
+	cmd := exec.CommandContext(t.Context(), analyze, "verify", filepath.Join(dir, "npud.service"), filepath.Join(dir, "npud.socket"))
 	cmd.Env = append(os.Environ(), "SYSTEMD_LOG_COLOR=0")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -251,7 +254,7 @@ var exposure = regexp.MustCompile(`Overall exposure level for npud\.service: ([0
 func TestServiceUnitSecurityExposure(t *testing.T) {
 	analyze := systemdAnalyze(t)
 	dir := unitDir(t)
-	cmd := exec.Command(analyze, "security", "--offline=yes", "--no-pager", filepath.Join(dir, "npud.service"))
+	cmd := exec.CommandContext(t.Context(), analyze, "security", "--offline=yes", "--no-pager", filepath.Join(dir, "npud.service"))
 	cmd.Env = append(os.Environ(), "SYSTEMD_LOG_COLOR=0", "SYSTEMD_COLORS=0")
 	// It exits non-zero above its own --threshold; the score decides here.
 	out, _ := cmd.CombinedOutput()

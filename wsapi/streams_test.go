@@ -54,6 +54,10 @@ type serverMsg struct {
 	} `json:"tool_calls"`
 }
 
+// dialWS opens npud's WebSocket at base (query appended) and returns the
+// handshake's response, whose body coder/websocket closes itself.
+//
+//bodyclose:handled
 func dialWS(t *testing.T, base string, opts *websocket.DialOptions, query string) (*wsClient, *http.Response, error) {
 	t.Helper()
 	url := strings.Replace(base, "http://", "ws://", 1) + wsapi.StreamsPath + query

@@ -1,6 +1,7 @@
 package daemontest
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -26,7 +27,9 @@ func NewClient(t testing.TB, base string) *Client {
 }
 
 // Do sends body to path with the given header name/value pairs and returns
-// the response with its whole body.
+// the response with its whole body, read and closed.
+//
+//bodyclose:handled
 func (c *Client) Do(t testing.TB, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, c.URL+path, strings.NewReader(body))
@@ -45,4 +48,31 @@ func (c *Client) Do(t testing.TB, method, path, body string, header ...string) (
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp, raw
+}
+
+// Post is hc.Post under ctx: the request ends with ctx (the test's, as a
+// rule). A nil hc is http.DefaultClient.
+func Post(ctx context.Context, hc *http.Client, url, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	return client(hc).Do(req)
+}
+
+// Get is hc.Get under ctx. A nil hc is http.DefaultClient.
+func Get(ctx context.Context, hc *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return client(hc).Do(req)
+}
+
+func client(hc *http.Client) *http.Client {
+	if hc == nil {
+		return http.DefaultClient
+	}
+	return hc
 }

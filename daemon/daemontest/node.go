@@ -16,9 +16,11 @@ var JSClientDir = filepath.Join("..", "testdata", "js")
 
 // RunJS runs script (a scenario file in JSClientDir) with node and args,
 // and decodes the JSON object it printed. It skips when node or the npm
-// package module is missing, except in CI, where `make test` installs them.
+// package module is missing, except in CI, where `make test` installs them,
+// and under -short.
 func RunJS(t testing.TB, module, script string, args ...string) map[string]any {
 	t.Helper()
+	Integration(t, "runs the official npm client")
 	node, err := exec.LookPath("node")
 	if err == nil {
 		_, err = os.Stat(filepath.Join(JSClientDir, "node_modules", module))

@@ -24,6 +24,7 @@ import (
 // takes over without a restart, and the page shows it: the engine badge,
 // the model, and a chat answered by it.
 func TestConsolePullOnAFreshInstall(t *testing.T) {
+	daemontest.Integration(t, "Chromium")
 	lib := daemontest.TestLibrary(t)
 	chromiumPath(t)
 	t.Setenv("OVTEST_DEVICES", "CPU")

@@ -190,6 +190,7 @@ func (e htmlEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sin
 // engine sees Cancel) and renders Markdown without running markup from
 // the answer; the page reports no error.
 func TestConsoleStatusChatAndStop(t *testing.T) {
+	daemontest.Integration(t, "Chromium")
 	cfg := daemontest.Defaults(t)
 	cfg.SimITL = 60 * time.Millisecond
 	recording := &nputest.RecordingEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: cfg.SimITL})}
@@ -319,6 +320,7 @@ func (e pullEngine) Copy(context.Context, string, string) error { return npu.Err
 
 // Issue 17: a pull started in the console shows its bytes moving.
 func TestConsolePullProgress(t *testing.T) {
+	daemontest.Integration(t, "Chromium")
 	cfg := daemontest.Defaults(t)
 	engine := pullEngine{Engine: sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond}), step: make(chan struct{})}
 	srv := daemontest.Start(t, cfg, engine)
@@ -349,6 +351,7 @@ func TestConsolePullProgress(t *testing.T) {
 // Issue 17: with keys configured the page asks for one, keeps it in the
 // tab's session only, and then shows the status.
 func TestConsoleAsksForAnAPIKey(t *testing.T) {
+	daemontest.Integration(t, "Chromium")
 	srv := daemontest.StartSim(t, func(c *daemon.Config) {
 		c.APIKeys = []daemon.APIKey{{Name: "alice", Key: "alice-key-0123456789abcdef"}}
 	}, nil)
@@ -380,9 +383,10 @@ func TestConsoleAsksForAnAPIKey(t *testing.T) {
 // draw the daemon's own record of the last requests, one point each, on an
 // axis with room above the highest point and its labels in a margin.
 func TestConsoleChartsAndModelsTab(t *testing.T) {
+	daemontest.Integration(t, "Chromium")
 	srv := daemontest.StartSim(t, nil, nil)
 	for i := range 6 {
-		resp, err := http.Post(srv.URL+"/api/generate", "application/json",
+		resp, err := daemontest.Post(t.Context(), nil, srv.URL+"/api/generate", "application/json",
 			strings.NewReader(fmt.Sprintf(`{"model":"sim","prompt":"question %d","stream":false,"options":{"num_predict":%d}}`, i, 3+2*i)))
 		require.NoError(t, err)
 		_, _ = io.Copy(io.Discard, resp.Body)

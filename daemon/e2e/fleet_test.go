@@ -26,7 +26,7 @@ import (
 func streamThrough(t *testing.T, hc *http.Client, base, prompt string) (string, bool) {
 	t.Helper()
 	body := `{"model":"sim","stream":true,"seed":1,"max_tokens":40,"messages":[{"role":"user","content":"` + prompt + `"}]}`
-	resp, err := hc.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := daemontest.Post(t.Context(), hc, base+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		return err.Error(), false
 	}
@@ -64,7 +64,7 @@ func runHAProxy(t *testing.T, conf func(addr string) string) string {
 	addr := freeAddr(t)
 	path := filepath.Join(t.TempDir(), "haproxy.cfg")
 	require.NoError(t, os.WriteFile(path, []byte(conf(addr)), 0o600))
-	return runProxy(t, "haproxy", addr, exec.Command(bin, "-db", "-f", path))
+	return runProxy(t, "haproxy", addr, exec.CommandContext(t.Context(), bin, "-db", "-f", path))
 }
 
 // Issue 19: two npud boxes behind a real nginx, then a real HAProxy, with
@@ -72,6 +72,7 @@ func runHAProxy(t *testing.T, conf func(addr string) string) string {
 // --drain-delay): its running stream finishes whole, its /health answers
 // 503, and every new stream goes to the other box and completes.
 func TestFleetDrain(t *testing.T) {
+	daemontest.Integration(t, "nginx and HAProxy")
 	for _, lb := range []string{"nginx", "haproxy"} {
 		t.Run(lb, func(t *testing.T) { testFleetDrain(t, lb) })
 	}
@@ -113,7 +114,7 @@ func testFleetDrain(t *testing.T, lb string) {
 	// Both boxes in rotation (a balancer's first health checks may still
 	// be under way): short requests until each has served one.
 	require.Eventually(t, func() bool {
-		resp, err := hc.Post(proxy+"/v1/chat/completions", "application/json",
+		resp, err := daemontest.Post(t.Context(), hc, proxy+"/v1/chat/completions", "application/json",
 			strings.NewReader(`{"model":"sim","max_tokens":1,"messages":[{"role":"user","content":"warm up"}]}`))
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
@@ -141,7 +142,7 @@ func testFleetDrain(t *testing.T, lb string) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- a.Stop() }() // SIGTERM's drain
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(a.URL + "/health")
+		resp, err := daemontest.Get(t.Context(), nil, a.URL+"/health")
 		if err != nil {
 			return false
 		}

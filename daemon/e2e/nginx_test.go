@@ -70,7 +70,7 @@ func runNginx(t *testing.T, conf func(dir, addr string) string) string {
 	addr := freeAddr(t)
 	confPath := filepath.Join(dir, "nginx.conf")
 	require.NoError(t, os.WriteFile(confPath, []byte(conf(dir, addr)), 0o600))
-	return runProxy(t, "nginx", addr, exec.Command(bin, "-e", "stderr", "-c", confPath, "-p", dir))
+	return runProxy(t, "nginx", addr, exec.CommandContext(t.Context(), bin, "-e", "stderr", "-c", confPath, "-p", dir))
 }
 
 // proxyBinary finds a proxy's program; it skips the test when it is
@@ -94,7 +94,7 @@ func proxyBinary(t *testing.T, name, debianPackage string) string {
 // freeAddr is a loopback address nothing listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
@@ -108,6 +108,8 @@ func runProxy(t *testing.T, name, addr string, cmd *exec.Cmd) string {
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second // workers inherit the output pipe
+	// At the test's end as in the cleanup: the master stops its workers.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM) // the master stops its workers
@@ -118,7 +120,7 @@ func runProxy(t *testing.T, name, addr string, cmd *exec.Cmd) string {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.Dial("tcp", addr)
+		c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr)
 		if err == nil {
 			c.Close()
 			return "http://" + addr
@@ -131,6 +133,7 @@ func runProxy(t *testing.T, name, addr string, cmd *exec.Cmd) string {
 }
 
 func TestStreamingThroughNginx(t *testing.T) {
+	daemontest.Integration(t, "nginx")
 	const stall = 2 * time.Second
 	cfg := daemontest.Defaults(t)
 	engine := sim.New(sim.Config{TTFT: time.Millisecond, ITL: time.Millisecond,

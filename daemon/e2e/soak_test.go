@@ -88,11 +88,13 @@ func rssKiB(t *testing.T) int {
 }
 
 func TestSoak(t *testing.T) {
+	daemontest.Integration(t, "the soak")
 	runSoak(t, false, envInt("NPUD_SOAK_STREAMS", 300), envInt("NPUD_SOAK_CONCURRENCY", 32))
 }
 
 // Through Debian's nginx with its default proxy_buffering on.
 func TestSoakThroughNginx(t *testing.T) {
+	daemontest.Integration(t, "the soak through nginx")
 	runSoak(t, true, envInt("NPUD_SOAK_STREAMS", 300)/3, 16)
 }
 

@@ -35,6 +35,7 @@ var workerFaults = []string{"", "", "", "OVTEST_CRASH", "OVTEST_ABORT", "OVTEST_
 // every stream of the model "steady" completes with the engine's whole
 // answer; afterwards no slot is held and no worker or goroutine is left.
 func TestSoakWithWorkerFaults(t *testing.T) {
+	daemontest.Integration(t, "the soak with worker faults")
 	streams := envInt("NPUD_SOAK_WORKER_STREAMS", 60)
 	models := t.TempDir()
 	for _, m := range []string{"steady", "faulty"} {

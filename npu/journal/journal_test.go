@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -170,6 +171,10 @@ func TestResumeFromAnyPositionHasNoGapAndNoDuplicate(t *testing.T) {
 }
 
 func TestLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
+	synctest.Test(t, testLastReaderLeavingCancelsAtOnceUnlessResumable)
+}
+
+func testLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	f := newFixture(t, 5*time.Millisecond, Config{Window: 300 * time.Millisecond})
 	j, _, err := f.reg.Open(Key{ID: "plain"}, "plain", "fp", false, f.starter(10000))
 	require.NoError(t, err)
@@ -279,7 +284,9 @@ func mustAttach(t *testing.T, f *fixture, id string) *Cursor {
 	return j.Attach(0)
 }
 
-func TestCursorHeartbeatsAndLeaves(t *testing.T) {
+func TestCursorHeartbeatsAndLeaves(t *testing.T) { synctest.Test(t, testCursorHeartbeatsAndLeaves) }
+
+func testCursorHeartbeatsAndLeaves(t *testing.T) {
 	f := newFixture(t, 200*time.Millisecond, Config{Heartbeat: 20 * time.Millisecond})
 	j, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, f.starter(1000))
 	require.NoError(t, err)

@@ -61,9 +61,9 @@ func TestOfficialCoreHeadersMatchTheVendored(t *testing.T) {
 		prog.WriteString("    return 0;\n}\n")
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "enums.c"), []byte(prog.String()), 0o644))
 		bin := filepath.Join(dir, "enums")
-		out, err := exec.Command("gcc", "-Wall", "-Werror", "-I", include, "-o", bin, filepath.Join(dir, "enums.c")).CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), "gcc", "-Wall", "-Werror", "-I", include, "-o", bin, filepath.Join(dir, "enums.c")).CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		out, err = exec.Command(bin).Output()
+		out, err = exec.CommandContext(t.Context(), bin).Output()
 		require.NoError(t, err)
 		return string(out)
 	}
@@ -74,7 +74,7 @@ func TestOfficialCoreHeadersMatchTheVendored(t *testing.T) {
 	// The binding (every function npud resolves, typed from the headers
 	// and checked by static assertions) compiles against the official core
 	// headers; GenAI's C headers are in no wheel, so they stay npud's.
-	out, err := exec.Command("gcc", "-fsyntax-only", "-Wall", "-Werror", "-I", official, "-I", ours, "loader.c").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "gcc", "-fsyntax-only", "-Wall", "-Werror", "-I", official, "-I", ours, "loader.c").CombinedOutput()
 	assert.NoError(t, err, "the binding against the wheel's headers: %s", out)
 }
 

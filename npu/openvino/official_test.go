@@ -24,6 +24,9 @@ const EnvOpenVINOVenv = "NPUD_OPENVINO_VENV"
 // skips the test.
 func realVenv(t *testing.T) (venv, site string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("the tests against the official OpenVINO runtime are integration tests: not with -short")
+	}
 	venv = os.Getenv(EnvOpenVINOVenv)
 	if venv == "" {
 		t.Skipf("%s is not set: the tests against the official OpenVINO wheels run in make test (make openvino-venv)", EnvOpenVINOVenv)
@@ -132,7 +135,7 @@ func TestOfficialDependencyChain(t *testing.T) {
 	require.NotEmpty(t, core)
 
 	run := func(mode string) (string, error) {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestOfficialDependencyChainChild$", "-test.count=1", "-test.v")
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run", "^TestOfficialDependencyChainChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), "NPUD_CHAIN_CHILD="+mode, "NPUD_CHAIN_GENAI="+genaiCpp, "NPUD_CHAIN_CORE="+core)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -178,7 +181,7 @@ func TestOfficialDependencyChainChild(t *testing.T) {
 func TestOfficialConformance(t *testing.T) {
 	venv, _ := realVenv(t)
 	root := filepath.Join("..", "..", "testdata", "openvino")
-	cmd := exec.Command(filepath.Join(venv, "bin", "python"), filepath.Join(root, "conformance", "conformance.py"),
+	cmd := exec.CommandContext(t.Context(), filepath.Join(venv, "bin", "python"), filepath.Join(root, "conformance", "conformance.py"),
 		"--model", filepath.Join(root, "tinymodel", "model"), "--testlib", filepath.Dir(testLib.GenAIPath))
 	out, err := cmd.CombinedOutput()
 	t.Logf("conformance:\n%s", out)

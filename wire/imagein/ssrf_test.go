@@ -35,7 +35,7 @@ func TestFetchRefusesNonPublic(t *testing.T) {
 	}))
 	defer srv.Close()
 	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	closed, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closedURL := "http://" + closed.Addr().String() + "/cat.png"
 	require.NoError(t, closed.Close())

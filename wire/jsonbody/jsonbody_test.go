@@ -37,7 +37,7 @@ func TestDecode(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body))
+			r := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/", strings.NewReader(tc.body))
 			r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, tc.limit)
 			var v sample
 			err := Decode(r, &v)
