@@ -95,8 +95,8 @@ func (a *API) messages(c *gin.Context) {
 	id := "msg_" + info.ID
 	if req.Stream {
 		w := streamwriter.New(c.Writer, a.cfg.WriteTimeout)
-		relay.Run(ctx, w, src, &framing{a: a, id: id, model: req.Model}, info,
-			func(err error) { a.fail(c.Writer, info, a.toError(err)) })
+		info.Record(relay.Run(ctx, w, src, &framing{a: a, id: id, model: req.Model},
+			func(err error) { a.fail(c.Writer, info, a.toError(err)) }))
 		return
 	}
 	a.writeWhole(ctx, c, info, src, id, req.Model)

@@ -258,8 +258,8 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 // streaming protocol shares: the 200 is committed at the first event, so
 // early failures stay real HTTP errors.
 func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
-	relay.Run(ctx, streamwriter.New(rw, a.cfg.WriteTimeout), stream, &lineFraming{sse: sse, ep: ep, model: model, start: info.Start, a: a}, info,
-		func(err error) { a.fail(rw, info, toError(err, a.runner.RetryAfter)) })
+	info.Record(relay.Run(ctx, streamwriter.New(rw, a.cfg.WriteTimeout), stream, &lineFraming{sse: sse, ep: ep, model: model, start: info.Start, a: a},
+		func(err error) { a.fail(rw, info, toError(err, a.runner.RetryAfter)) }))
 }
 
 // lineFraming is Ollama's stream: one JSON object a line (or an SSE

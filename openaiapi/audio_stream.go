@@ -35,11 +35,11 @@ func (a *API) streamTranscript(c *gin.Context, info *reqinfo.Info, job *npu.Tran
 		c.Header("X-Npud-Simulated", "true") // sent with the stream's headers
 	}
 	w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
-	relay.Run(ctx, w, src, &transcriptFraming{a: a, src: src, seconds: job.Seconds()}, info,
+	info.Record(relay.Run(ctx, w, src, &transcriptFraming{a: a, src: src, seconds: job.Seconds()},
 		func(err error) {
 			c.Writer.Header().Del("X-Npud-Simulated") // an error is no simulated answer
 			a.fail(c.Writer, info, a.modelWorkError(err))
-		})
+		}))
 }
 
 // transcriptSource hands a transcription's segments to the relay as the

@@ -259,8 +259,8 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 // timed out, context too long) stay real HTTP errors.
 func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, src *source, ep endpoint, enc *chunkEncoder, includeUsage bool) {
 	w := newSSEWriter(rw, a.cfg.WriteTimeout)
-	relay.Run(ctx, w, sourceEvents(src.next), &sseFraming{a: a, ep: ep, src: src, enc: enc, includeUsage: includeUsage}, info,
-		func(err error) { a.fail(rw, info, a.toError(err, ep)) })
+	info.Record(relay.Run(ctx, w, sourceEvents(src.next), &sseFraming{a: a, ep: ep, src: src, enc: enc, includeUsage: includeUsage},
+		func(err error) { a.fail(rw, info, a.toError(err, ep)) }))
 }
 
 // sourceEvents adapts a source's next function to relay.Source.

@@ -416,7 +416,7 @@ func (a *API) createResponse(c *gin.Context) {
 		f := &responseFraming{a: a, run: run}
 		run.builder = newResponseBuilder(id, f.emit)
 		w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
-		relay.Run(ctx, w, stream, f, info, func(err error) { a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint))) })
+		info.Record(relay.Run(ctx, w, stream, f, func(err error) { a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint))) }))
 		if f.ended {
 			keep()
 		}

@@ -423,8 +423,8 @@ func (rc *realtimeConn) forget(id string) {
 // a slow consumer, as an unread SSE stream would.
 func (rc *realtimeConn) relay(ctx, rctx context.Context, r *realtimeRequest, cur *journal.Cursor, info *reqinfo.Info) {
 	f := &wsFraming{rc: rc, r: r, rctx: rctx}
-	relay.Run(rctx, wsWriter{rc: rc, ctx: ctx}, &wsSource{r: r, cur: cur, index: &f.index}, f, info,
-		func(error) {}) // a WebSocket is always committed
+	info.Record(relay.Run(rctx, wsWriter{rc: rc, ctx: ctx}, &wsSource{r: r, cur: cur, index: &f.index}, f,
+		func(error) {})) // a WebSocket is always committed
 }
 
 // wsWriter writes frames as messages on the connection, which has no

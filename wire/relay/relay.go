@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
@@ -65,15 +66,18 @@ var ErrAfterEnd = journal.ErrAfterEnd
 
 // Run relays src through f to w until the end, a failure or the client
 // leaving. early answers a failure that comes before the commit, as a
-// real HTTP error in the protocol's shape. info gathers what the access
-// log and the metrics report.
-func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Info, early func(error)) {
+// real HTTP error in the protocol's shape. What the relay learned of the
+// stream (first text, tokens delivered, finish reason, failure) comes
+// back as its report, for the caller to record (reqinfo.Info.Record): the
+// relay writes into no shared request record.
+func Run(ctx context.Context, w Writer, src Source, f Framing, early func(error)) reqinfo.StreamReport {
+	var report reqinfo.StreamReport
 	write := func(frame []byte, flush bool) bool {
 		if frame == nil {
 			return true
 		}
 		if err := w.Write(frame, flush); err != nil {
-			info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
+			report.Err = fmt.Errorf("%w: %w", reqinfo.ErrWrite, err)
 			return false
 		}
 		return true
@@ -85,7 +89,7 @@ func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Inf
 				w.Commit(f.ContentType())
 			}
 			write(f.Terminator(), false)
-			return
+			return report
 		}
 		if err != nil {
 			if cause := context.Cause(ctx); errors.Is(cause, npu.ErrKeyRevoked) {
@@ -93,45 +97,47 @@ func Run(ctx context.Context, w Writer, src Source, f Framing, info *reqinfo.Inf
 			}
 			if !w.Committed() {
 				early(err)
-				return
+				return report
 			}
 			frame, reason, failure := f.Fail(err)
 			if failure != nil {
-				info.Fail(failure)
+				report.Err = failure
 			} else {
-				info.FinishReason = reason
+				report.FinishReason = reason
 			}
 			if frame != nil {
 				// The failure is the outcome, whether or not the client can
 				// still be told (a slow reader often cannot).
 				_ = w.Write(frame, false)
 			}
-			return
+			return report
 		}
 		if !w.Committed() {
 			w.Commit(f.ContentType())
 			if !write(f.Open(), false) {
-				return
+				return report
 			}
 		}
 		switch {
 		case ev.Heartbeat:
 			if !write(f.Heartbeat(ev.Loading), true) {
-				return
+				return report
 			}
 		case ev.Done:
 			frame, reason := f.End(ev.Result)
-			info.TokensOut, info.FinishReason = ev.Result.CompletionTokens, reason
+			report.Tokens, report.FinishReason = ev.Result.CompletionTokens, reason
 			write(frame, false)
-			return
+			return report
 		default:
-			info.MarkFirstToken()
+			if report.FirstText.IsZero() {
+				report.FirstText = time.Now()
+			}
 			if !write(f.Text(&ev), true) {
-				return
+				return report
 			}
 			// What the client has got so far: the access log's count when
 			// it leaves before the end.
-			info.TokensOut += ev.Tokens
+			report.Tokens += ev.Tokens
 		}
 	}
 }

@@ -94,21 +94,27 @@ func TestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &writer{failAfter: tc.failAfter}
-			info := &reqinfo.Info{Start: time.Now()}
 			early := false
-			Run(t.Context(), w, tc.src, framing{}, info, func(error) { early = true })
+			report := Run(t.Context(), w, tc.src, framing{}, func(error) { early = true })
 			assert.Equal(t, tc.want, w.out.String())
 			assert.Equal(t, tc.wantEarly, early)
 			assert.Equal(t, !tc.wantEarly, w.Committed(), "committed unless it failed first")
 			assert.LessOrEqual(t, w.commitCount, 1)
 			if tc.wantErr != nil {
-				assert.ErrorIs(t, info.Err, tc.wantErr)
+				assert.ErrorIs(t, report.Err, tc.wantErr)
 			} else {
-				assert.NoError(t, info.Err)
+				assert.NoError(t, report.Err)
 			}
+			assert.Equal(t, tc.wantReason, report.FinishReason)
+			assert.Equal(t, tc.wantTTFT, !report.FirstText.IsZero())
+			assert.Equal(t, tc.wantTokens, report.Tokens)
+			// What the access log and the metrics then record.
+			info := &reqinfo.Info{Start: time.Now().Add(-time.Millisecond)}
+			info.Record(report)
 			assert.Equal(t, tc.wantReason, info.FinishReason)
 			assert.Equal(t, tc.wantTTFT, info.TTFT > 0)
 			assert.Equal(t, tc.wantTokens, info.TokensOut)
+			assert.Equal(t, report.Err, info.Err)
 		})
 	}
 }

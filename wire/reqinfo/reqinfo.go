@@ -67,6 +67,32 @@ func From(ctx context.Context) *Info {
 	return &Info{Start: time.Now()}
 }
 
+// StreamReport is what a relay learned of the stream it wrote
+// (wire/relay.Run): it returns one instead of writing into the request's
+// record as it goes.
+type StreamReport struct {
+	FirstText    time.Time // when the first text was written; zero without any
+	Tokens       int       // what the client got: the completion's tokens at the end, else those written
+	FinishReason string    // how it ended; "" for a failure
+	Err          error     // why it failed (a write, the engine, the client's leaving); nil when it ended well
+}
+
+// Record takes a relay's report into the request's record. A zero report
+// (a failure answered before the commit, which recorded itself) changes
+// nothing.
+func (i *Info) Record(r StreamReport) {
+	i.MarkFirstTokenAt(r.FirstText)
+	if r.Tokens > 0 {
+		i.TokensOut = r.Tokens
+	}
+	if r.FinishReason != "" {
+		i.FinishReason = r.FinishReason
+	}
+	if r.Err != nil {
+		i.Fail(r.Err)
+	}
+}
+
 // MarkFirstToken records the time to first token once: now.
 func (i *Info) MarkFirstToken() { i.MarkFirstTokenAt(time.Now()) }
 

@@ -220,9 +220,9 @@ func replay(t *testing.T, fr Framer, steps []Step) []byte {
 	framing, relaySrc := fr.New(t, src)
 	w := &writer{messages: fr.Messages}
 	info := &reqinfo.Info{Start: time.Now()}
-	relay.Run(t.Context(), w, relaySrc, framing, info, func(err error) {
+	info.Record(relay.Run(t.Context(), w, relaySrc, framing, func(err error) {
 		w.out.WriteString("(answered before the commit: " + err.Error() + ")\n")
-	})
+	}))
 	out := w.out.Bytes()
 	for _, v := range fr.Varying {
 		out = v.Pattern.ReplaceAll(out, []byte(v.With))
