@@ -176,8 +176,16 @@ func (r *responsesRequest) checkUnsupported() *Error {
 	return nil
 }
 
-// tools translates the function tools into chat's shape. Hosted tools
-// (web search, file search, computer use, code interpreter, MCP, image
+// ignoredTools are tool types left out of what the model is told rather
+// than refused: Codex CLI sends them with every request (web_search with
+// external_web_access false, and a namespace of sub-agent functions), so
+// refusing them would refuse Codex. The model cannot call a hosted search
+// npud does not run, and a namespaced call would need a namespace field on
+// the call that npud's tool-call parsers cannot give.
+var ignoredTools = map[string]bool{"web_search": true, "web_search_preview": true, "namespace": true}
+
+// tools translates the function tools into chat's shape. Other hosted
+// tools (file search, computer use, code interpreter, MCP, image
 // generation, local shell, custom/freeform) need something npud does not
 // run: each is a 400 naming its type.
 func (r *responsesRequest) tools() ([]toolDef, *Error) {
@@ -187,6 +195,9 @@ func (r *responsesRequest) tools() ([]toolDef, *Error) {
 	out := make([]toolDef, 0, len(r.Tools))
 	for i, t := range r.Tools {
 		param := fmt.Sprintf("tools[%d]", i)
+		if ignoredTools[t.Type] {
+			continue
+		}
 		if t.Type != "function" {
 			return nil, invalid(param+".type", "unsupported_value",
 				"%s.type %q is not supported: npud runs only tools of type \"function\", which the client executes", param, reqinfo.Clip(t.Type))
