@@ -61,6 +61,7 @@ func TestParseServeDefaults(t *testing.T) {
 		ResponsesMaxBytes:     64 << 20,
 		ResponsesMaxAge:       24 * time.Hour,
 		WSMaxRequests:         8,
+		WSMaxMessages:         10000,
 		MaxLoadedModels:       2,
 		MaxEmbedInputs:        2048,
 		MaxImages:             4,
