@@ -78,9 +78,10 @@ test: check ## vet, then every test under the race detector
 	@# and npm ci refuses a lock without every optional platform package; install keeps the lock's
 	@# versions and integrity (--no-save: the lock is never rewritten).
 	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm install --no-save --no-audit --no-fund --loglevel=error)
-	@# Claude Code, pinned by testdata/agents/package-lock.json (a native binary for this platform).
-	@# npm install, not npm ci, for the reason above.
-	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
+	@# Claude Code and Codex CLI, pinned by testdata/agents/package-lock.json (native binaries for this
+	@# platform: @openai/codex-linux-x64 is npm:@openai/codex@VERSION-linux-x64). npm install, not npm ci,
+	@# for the reason above.
+	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino

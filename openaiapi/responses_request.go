@@ -95,6 +95,7 @@ type inputItem struct {
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
 	ID        string          `json:"id"`
+	Namespace string          `json:"namespace"`
 }
 
 // inputPart is a part of a message's content.
@@ -297,12 +298,25 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 				r.origins = append(r.origins, param)
 			}
 		case "function_call_output":
-			if it.CallID == "" {
+			if it.CallID == "" && it.Name == "" {
 				return nil, invalid(param+".call_id", "missing_required_parameter", "%s.call_id is required", param)
 			}
 			text, err := outputText(param+".output", it.Output)
 			if err != nil {
 				return nil, err
+			}
+			if it.CallID == "" {
+				// An output no call asked for, named instead (Codex sends its
+				// goal this way: name goal_objective, namespace agent). A chat
+				// template has no tool turn without a call: it reaches the
+				// model as what it is, a named piece of context from the client.
+				name := it.Name
+				if it.Namespace != "" {
+					name = it.Namespace + "." + name
+				}
+				out = append(out, message{Role: "user", Content: textContent(name + ": " + text)})
+				r.origins = append(r.origins, param)
+				continue
 			}
 			out = append(out, message{Role: "tool", Content: textContent(text), ToolCallID: it.CallID})
 			r.origins = append(r.origins, param)

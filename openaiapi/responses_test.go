@@ -237,6 +237,23 @@ func TestResponsesIgnoresToolsCodexAlwaysSends(t *testing.T) {
 	assert.Equal(t, "get_weather", last.Name, "%s", raw)
 }
 
+// Codex sends its goal as a function_call_output no call asked for, named
+// (goal_objective in namespace agent) instead of a call_id: it reaches the
+// model as a user message naming it, instead of a 400 that stopped Codex.
+func TestResponsesNamedOutputWithoutACall(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	body := `{"model":"sim","input":[{"role":"user","content":"hi"},` +
+		`{"type":"function_call_output","name":"goal_objective","namespace":"agent","output":"processing"}]}`
+	resp, err := f.http.Post(f.srv.URL+"/v1/responses", "application/json", bytes.NewBufferString(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var out responses.Response
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.Equal(t, int64(sim.CountTokens(userPrompt("hi")+userPrompt("agent.goal_objective: processing"))), out.Usage.InputTokens)
+}
+
 // Every bad input is a 400 in OpenAI's shape naming the field.
 func TestResponsesBadInput(t *testing.T) {
 	f := newSDKFixture(t, nil, nil)
