@@ -173,14 +173,7 @@ func (s *source) Next(ctx context.Context) (npu.Event, error) {
 }
 
 func (a *API) toError(err error) *Error {
-	return toError(err, a.runner.RetryAfter, func() []string {
-		models := a.runner.Models()
-		names := make([]string, len(models))
-		for i, m := range models {
-			names[i] = m.ID
-		}
-		return names
-	})
+	return toError(err, a.runner.RetryAfter, func() []string { return errclass.ServedNames(a.runner) })
 }
 
 // fail answers an error before the response began.

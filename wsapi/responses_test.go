@@ -252,6 +252,9 @@ func TestResponsesWebSocketErrors(t *testing.T) {
 			assert.Equal(t, tc.param, e.Error.Param)
 			assert.NotEmpty(t, e.Error.Message)
 			assert.Equal(t, "invalid_request_error", e.Error.Type)
+			if tc.code == "model_not_found" {
+				assert.Contains(t, e.Error.Message, "--alias NAME=MODEL")
+			}
 		})
 	}
 	// Codex acknowledges each response; that needs no answer.
