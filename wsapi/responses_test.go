@@ -3,6 +3,8 @@ package wsapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -418,4 +420,38 @@ func TestResponsesWebSocketNeedsTheUpgrade(t *testing.T) {
 	}
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
 	assert.Equal(t, "websocket_upgrade_required", e.Error.Code)
+}
+
+// Each response of a connection is a generation in the metrics, on the
+// route /v1/responses, as an HTTP one is; the connection itself is none
+// (GET /v1/responses shares its path with a generation route).
+func TestResponsesWebSocketMetrics(t *testing.T) {
+	srv := startSim(t, nil, nil)
+	c := mustDialResponses(t, srv.URL)
+	for range 2 {
+		c.create(map[string]any{"model": "sim", "input": "hi"})
+		c.turn()
+	}
+	metric := func(prefix string) float64 {
+		resp, err := http.Get(srv.URL + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var n float64
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, prefix+"{") && strings.Contains(line, `route="/v1/responses"`) {
+				var v float64
+				_, err := fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &v)
+				require.NoError(t, err, line)
+				n += v
+			}
+		}
+		return n
+	}
+	total := func() float64 { return metric("npud_requests_total") }
+	waitFor(t, func() bool { return total() == 2 })
+	// Open and idle, the connection is no active stream.
+	assert.Zero(t, metric("npud_active_streams"))
+	require.NoError(t, c.conn.Close())
+	assert.Equal(t, 2.0, total(), "the connection's end adds no request")
 }
