@@ -247,7 +247,12 @@ func (rc *responsesConn) revoke() {
 		rc.current.Abort(npu.ErrKeyRevoked)
 	}
 	rc.mu.Unlock()
-	go func() { _ = rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked") }()
+	go func() {
+		// The running response ends first with its error event and
+		// response.failed (no stream ends without its terminal event).
+		rc.wg.Wait()
+		_ = rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked")
+	}()
 }
 
 // responsesWriter writes a response's events, one message each. It
