@@ -178,6 +178,7 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"responses-max-age", "2h", func(c Config) any { return c.ResponsesMaxAge }, 2 * time.Hour},
 		{"sim-slots", "16", func(c Config) any { return c.SimSlots }, 16},
 		{"ws-max-requests", "3", func(c Config) any { return c.WSMaxRequests }, 3},
+		{"ws-max-messages", "50", func(c Config) any { return c.WSMaxMessages }, 50},
 		{"rate-limit", "60", func(c Config) any { return c.RateLimit }, 60},
 		{"rate-burst", "3", func(c Config) any { return c.RateBurst }, 3},
 		{"affinity-max-overtakes", "2", func(c Config) any { return c.AffinityMaxOvertakes }, 2},
