@@ -75,6 +75,9 @@ type codexLine struct {
 // the transport Codex used.
 func TestCodexToolLoop(t *testing.T) {
 	daemontest.SimOnly(t, "the simulated engine's tool call drives the loop")
+	if testing.Short() {
+		t.Skip("runs Codex CLI twice: not with -short")
+	}
 	bin := codex(t)
 	for _, tc := range []struct {
 		name       string

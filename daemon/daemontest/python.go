@@ -45,6 +45,9 @@ func PythonVenv(t testing.TB) string {
 // printed.
 func RunPython(t testing.TB, script string, args ...string) map[string]any {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Python and its client, about a second each: not with -short")
+	}
 	python := filepath.Join(PythonVenv(t), "bin", "python")
 	cmd := exec.CommandContext(t.Context(), python, append([]string{script}, args...)...)
 	cmd.Dir = PythonClientDir
