@@ -130,7 +130,7 @@ python-venv: ## the pinned official Python clients from PyPI in testdata/python/
 test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
 	@# The whole binding (every cgo preamble) compiled against the wheel's core C headers.
 	CGO_ENABLED=1 CGO_CFLAGS="-I$$(ls -d $(OVVENV)/lib/python3*/site-packages/openvino/include)" $(GO) build -o /dev/null ./npu/openvino/
-	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/
+	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/
 
 test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI test library; the headers alone
 	$(MAKE) --no-print-directory -C testdata/ovgenai check-headers

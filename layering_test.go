@@ -79,8 +79,9 @@ var apiImportsToUndo = map[[2]string]bool{
 	{module + "/wsapi", module + "/openaiapi"}: true,
 }
 
-// The data flows down: APIs → wire → npu; the daemon sits on top and
-// nothing imports it; no API imports another. These rules keep it so
+// The data flows down: APIs → wire → npu; the daemon sits on them, the
+// commands people type (cli) on the daemon, and main on top; nothing below
+// imports what sits above it; no API imports another. These rules keep it so
 // (issues 13 and 28).
 func TestLayering(t *testing.T) {
 	pkgs := listPackages(t, nil, "./...")
@@ -108,8 +109,11 @@ func TestLayering(t *testing.T) {
 	seenToUndo := map[[2]string]bool{}
 	for _, p := range pkgs {
 		for _, imp := range p.Imports {
-			if under(imp, "daemon") && !under(p.ImportPath, "daemon") && p.ImportPath != module {
-				assert.Failf(t, "imports the daemon", "%s imports %s: only main sits above the daemon", p.ImportPath, imp)
+			if under(imp, "daemon") && !under(p.ImportPath, "daemon") && !under(p.ImportPath, "cli") && p.ImportPath != module {
+				assert.Failf(t, "imports the daemon", "%s imports %s: only the commands (cli) and main sit above the daemon", p.ImportPath, imp)
+			}
+			if under(imp, "cli") && !under(p.ImportPath, "cli") && p.ImportPath != module {
+				assert.Failf(t, "imports the commands", "%s imports %s: only main sits above the commands", p.ImportPath, imp)
 			}
 			if (under(p.ImportPath, "wire") || under(p.ImportPath, "npu")) && isAPI(imp) {
 				assert.Failf(t, "imports an API", "%s imports %s: the APIs sit above it", p.ImportPath, imp)

@@ -32,15 +32,25 @@ const (
 	CountTokensPath = "/v1/messages/count_tokens"
 )
 
+// Runner is what the Messages API needs of npu.Runner, declared here so
+// its tests can put a fake in front of the runner (an error the engine
+// gives, a queue that is full) without starting a daemon.
+type Runner interface {
+	Start(req *npu.Request) (*npu.Stream, error)
+	Model(id string) (npu.ModelInfo, error)
+	Models() []npu.ModelInfo
+	RetryAfter() time.Duration
+}
+
 // API serves the Messages API routes.
 type API struct {
-	runner *npu.Runner
+	runner Runner
 	cfg    Config
 	log    *slog.Logger
 }
 
 // New returns the API for runner.
-func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
+func New(runner Runner, cfg Config, log *slog.Logger) *API {
 	return &API{runner: runner, cfg: cfg, log: log}
 }
 

@@ -38,16 +38,14 @@ func (s *Server) adminReload(c *gin.Context) {
 	if err != nil {
 		info.Fail(err)
 		s.log.Warn("admin reload failed; the loaded model keeps serving", "model", reqinfo.Clip(req.Model), "err", err)
-		e := &openaiapi.Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "reload_failed", Message: err.Error(), Cause: err}
+		e := openaiapi.ErrorOf(err, s.runner.RetryAfter)
 		switch {
-		case errors.Is(err, npu.ErrModelNotFound):
-			e.Status, e.Type, e.Code, e.Param = http.StatusNotFound, "invalid_request_error", "model_not_found", "model"
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, npu.ErrQueueTimeout):
-			e.Status, e.Code = http.StatusServiceUnavailable, "drain_timeout"
+			e.Status, e.Type, e.Code = http.StatusServiceUnavailable, "server_error", "drain_timeout"
 			e.Message = "the model's streams did not finish within the drain timeout (" + s.cfg.DrainTimeout.String() + "); nothing was reloaded"
 			e.RetryAfter = time.Second
-		case errors.Is(err, npu.ErrQueueFull) || errors.Is(err, npu.ErrShuttingDown):
-			e.Status, e.RetryAfter = http.StatusServiceUnavailable, s.runner.RetryAfter()
+		case e.Code == npu.CodeInternalError || e.Code == npu.CodeEngineError:
+			e.Code = "reload_failed" // the new instance failed; the loaded one keeps serving
 		}
 		openaiapi.WriteError(c.Writer, e)
 		return

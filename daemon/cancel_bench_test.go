@@ -15,12 +15,14 @@ import (
 // tickEngine emits a token every itl and reports when its sink first
 // answered Cancel: the moment the engine was told.
 type tickEngine struct {
+	npu.Unsupported
 	itl  time.Duration
 	told chan time.Time
 }
 
-func (e *tickEngine) Name() string    { return "tick" }
-func (e *tickEngine) Simulated() bool { return true }
+func (e *tickEngine) Name() string           { return "tick" }
+func (e *tickEngine) Simulated() bool        { return true }
+func (e *tickEngine) Describe() npu.Features { return npu.Features{} }
 func (e *tickEngine) Models() []npu.ModelInfo {
 	return []npu.ModelInfo{{ID: "sim", OwnedBy: "test", ContextLength: 1 << 20}}
 }

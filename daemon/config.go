@@ -13,6 +13,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/npud/npud/npu/hub"
 )
 
 // Config is the daemon's configuration. Every field has a flag, an NPUD_*
@@ -423,7 +425,7 @@ func ParseServe(args []string, getenv func(string) string, usageOut io.Writer) (
 }
 
 // parseConfig is ParseServe that also returns the flag set, whose values
-// `npud config check` prints.
+// CheckConfig prints.
 func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (Config, *flag.FlagSet, error) {
 	var cfg Config
 	var ls layers
@@ -502,7 +504,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.Engine == "sim" || c.Engine == "auto" || (c.Engine == "openvino" && openvinoBuilt), "--engine %q: %s", c.Engine, engineChoices())
+	check(c.Engine == "sim" || c.Engine == "auto" || (c.Engine == "openvino" && OpenVINOBuilt), "--engine %q: %s", c.Engine, engineChoices())
 	check(c.Isolation == "auto" || c.Isolation == "process" || c.Isolation == "none", "--isolation must be auto, process or none, got %q", c.Isolation)
 	check(c.DeviceFailures >= 1, "--device-failures must be 1 or more, got %d", c.DeviceFailures)
 	check(c.NPUMaxPromptLen >= 0 && c.NPUMinResponseLen >= 0, "--npu-max-prompt-len and --npu-min-response-len must not be negative")
@@ -556,7 +558,7 @@ func (c Config) Validate() error {
 }
 
 func engineChoices() string {
-	if openvinoBuilt {
+	if OpenVINOBuilt {
 		return `use "auto", "openvino" or "sim" (simulated)`
 	}
 	return `this build has no cgo, so only "auto" and the simulated engine "sim" (build with CGO_ENABLED=1 for "openvino")`
@@ -641,4 +643,10 @@ func defaultStateDir(name, unix string) string {
 		base = `C:\ProgramData`
 	}
 	return filepath.Join(base, "npud", name)
+}
+
+// HubClient is the model hub client the configuration describes (for the
+// models this daemon pulls, and `npud pull --local`).
+func (c Config) HubClient() *hub.Client {
+	return &hub.Client{Endpoint: c.HubEndpoint, Token: c.HubToken, MaxModelBytes: c.MaxModelBytes}
 }

@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"flag"
 	"io"
 	"log/slog"
@@ -347,84 +345,6 @@ func zeroDurations(c Config) Config {
 	c.SimTTFT, c.SimITL, c.SimPromptTokenCost = 0, 0, 0
 	c.Heartbeat, c.QueueTimeout, c.TokenTimeout, c.RequestTimeout, c.DrainTimeout = 0, 0, 0, 0, 0
 	return c
-}
-
-type mainCase struct {
-	name       string
-	args       []string
-	code       int
-	stdout     string // exact
-	stderrHas  []string
-	stderrNone bool
-}
-
-func TestMainCommands(t *testing.T) {
-	tests := []mainCase{
-		{"version", []string{"version"}, 0, "npud " + Version + "\n", nil, true},
-		{"--version", []string{"--version"}, 0, "npud " + Version + "\n", nil, true},
-		{"no command", nil, 2, "", []string{"Usage:", "npud serve", "npud version"}, false},
-		{"unknown command", []string{"frobnicate"}, 2, "", []string{`unknown command "frobnicate"`, "Usage:"}, false},
-		{"help", []string{"help"}, 0, usage, nil, true},
-		{"serve -h", []string{"serve", "-h"}, 0, "", []string{"-max-queue", "NPUD_MAX_QUEUE"}, false},
-		{"serve --help", []string{"serve", "--help"}, 0, "", []string{"-drain-timeout"}, false},
-		{"serve bad flag value", []string{"serve", "--max-queue", "x"}, 2, "", []string{"max-queue"}, false},
-		{"serve unknown flag", []string{"serve", "--frob"}, 2, "", []string{"flag provided but not defined: -frob"}, false},
-		{"serve invalid value", []string{"serve", "--log-format", "xml"}, 2, "", []string{"npud serve:", "--log-format"}, false},
-		{"serve extra argument", []string{"serve", "now"}, 2, "", []string{"unexpected arguments: now"}, false},
-		{"serve cannot listen", []string{"serve", "--listen", "256.0.0.1:1"}, 1, "", []string{"cannot start", "256.0.0.1:1"}, false},
-	}
-	if !openvinoBuilt {
-		tests = append(tests, mainCase{"devices without openvino", []string{"devices"}, 1, "", []string{"npud devices:", "without the OpenVINO"}, false})
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := Main(context.Background(), tc.args, env(), &stdout, &stderr)
-			assert.Equal(t, tc.code, code, "stderr: %s", stderr.String())
-			assert.Equal(t, tc.stdout, stdout.String())
-			for _, s := range tc.stderrHas {
-				assert.Contains(t, stderr.String(), s)
-			}
-			if tc.stderrNone {
-				assert.Empty(t, stderr.String())
-			}
-		})
-	}
-}
-
-// TestMainServeUsesTheEnvironment runs `npud serve` in-process with its
-// configuration from the environment only: a JSON log on stderr that
-// reports the address and settings, and exit 0 once ctx ends.
-func TestMainServeUsesTheEnvironment(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // a signal that came before the server was up: it still starts and drains
-	var stdout, stderr bytes.Buffer
-	code := Main(ctx, []string{"serve"}, env("NPUD_LISTEN", "127.0.0.1:0", "NPUD_LOG_FORMAT", "json",
-		"NPUD_MAX_QUEUE", "7", "NPUD_LOG_LEVEL", "debug"), &stdout, &stderr)
-	require.Equal(t, 0, code, "stderr: %s", stderr.String())
-	assert.Empty(t, stdout.String())
-	var listening, configuration map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &m), "every log line is JSON: %s", line)
-		switch m["msg"] {
-		case "npud listening":
-			listening = m
-		case "configuration":
-			configuration = m
-		}
-	}
-	require.NotNil(t, listening, "stderr: %s", stderr.String())
-	assert.Regexp(t, `^127\.0\.0\.1:[1-9][0-9]*$`, listening["addr"])
-	// Issue 17: the start-up line says what a person checks first, not
-	// every setting; those come at debug level.
-	assert.Equal(t, "off", listening["auth"])
-	assert.Equal(t, []any{"sim"}, listening["models"])
-	assert.Equal(t, []any{"simulated"}, listening["devices"])
-	assert.NotContains(t, listening, "config")
-	require.NotNil(t, configuration, "the whole configuration at debug level")
-	assert.Equal(t, float64(7), configuration["config"].(map[string]any)["max_queue"])
-	assert.Contains(t, stderr.String(), `"msg":"stopped"`)
 }
 
 func TestRequestID(t *testing.T) {

@@ -106,8 +106,22 @@ func fileValues(v any) ([]string, error) {
 	return nil, fmt.Errorf("unsupported value type %T", v)
 }
 
+// CheckConfig parses and validates the configuration as ParseServe does
+// (file < environment < args; usage and flag errors on usageOut) and, when
+// it is valid, writes the effective configuration to w in the file's own
+// format with secrets masked, so `npud config check` output can seed a
+// file. flag.ErrHelp when args asked for help.
+func CheckConfig(args []string, getenv func(string) string, w, usageOut io.Writer) error {
+	_, fs, err := parseConfig(args, getenv, usageOut)
+	if err != nil {
+		return err
+	}
+	printEffective(w, fs)
+	return nil
+}
+
 // printEffective writes the configuration in the file's own format, with
-// secrets masked, so `npud config check` output can seed a file.
+// secrets masked.
 func printEffective(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name == "config" {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -135,35 +134,6 @@ func TestAPIKeyFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(keys, []byte("dave\n"), 0o600))
 	_, err = ParseServe([]string{"--api-key-file", keys}, env(), io.Discard)
 	require.ErrorContains(t, err, keys+":1")
-}
-
-func TestConfigCheckCommand(t *testing.T) {
-	path := writeConfig(t, "max-queue = 5\napi-key = [\"alice:topsecret-0123456789abcdef\", \"ops:alsosecret-0123456789abcdef:admin\"]\nhub-token = \"hf_secret\"\n")
-	var out, errOut bytes.Buffer
-	code := Main(t.Context(), []string{"config", "check", "--config", path, "--heartbeat", "2s"}, env("NPUD_LISTEN", "127.0.0.1:9"), &out, &errOut)
-	require.Equal(t, 0, code, errOut.String())
-	text := out.String()
-	assert.Contains(t, text, "max-queue = 5\n")
-	assert.Contains(t, text, "heartbeat = \"2s\"\n")
-	assert.Contains(t, text, "listen = \"127.0.0.1:9\"\n")
-	assert.Contains(t, text, `api-key = ["alice:****", "ops:****:admin"]`)
-	assert.Contains(t, text, `hub-token = "****"`)
-	for _, secret := range []string{"topsecret", "alsosecret", "hf_secret"} {
-		assert.NotContains(t, text, secret)
-	}
-	// The output is itself a valid configuration file.
-	again := writeConfig(t, text)
-	_, err := ParseServe([]string{"--config", again, "--api-key", "x:y-0123456789abcdef", "--hub-token", "t"}, env(), io.Discard)
-	require.NoError(t, err)
-
-	out.Reset()
-	errOut.Reset()
-	bad := writeConfig(t, "max-queue = -3\nlog-format = \"xml\"\n")
-	code = Main(t.Context(), []string{"config", "check", "--config", bad}, env(), &out, &errOut)
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut.String(), "--max-queue")
-	assert.Contains(t, errOut.String(), "--log-format")
-	assert.Equal(t, 2, Main(t.Context(), []string{"config"}, env(), &out, &errOut))
 }
 
 // The packaged configuration file documents every key and parses as is,

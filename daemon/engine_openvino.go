@@ -3,9 +3,7 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
@@ -14,9 +12,9 @@ import (
 	"github.com/npud/npud/npu/openvino"
 )
 
-// openvinoBuilt says this binary carries the OpenVINO GenAI engine (it
+// OpenVINOBuilt says this binary carries the OpenVINO GenAI engine (it
 // loads the library at run time; every cgo build does).
-const openvinoBuilt = true
+const OpenVINOBuilt = true
 
 // openLibrary finds and loads OpenVINO GenAI's C library as configured.
 func openLibrary(cfg Config, getenv func(string) string, log *slog.Logger) (*openvino.Library, error) {
@@ -34,7 +32,7 @@ func newOpenVINOEngine(cfg Config, log *slog.Logger) (npu.Engine, error) {
 
 func startOpenVINO(cfg Config, lib *openvino.Library, log *slog.Logger) (npu.Engine, error) {
 	ocfg := openvinoConfig(cfg, lib)
-	ocfg.Hub = cfg.hubClient()
+	ocfg.Hub = cfg.HubClient()
 	return openvino.New(ocfg, log)
 }
 
@@ -69,57 +67,6 @@ func autoEngine(cfg Config, log *slog.Logger) (npu.Engine, string, error) {
 	}
 	engine, err := startOpenVINO(cfg, lib, log)
 	return engine, "", err
-}
-
-// printDevices lists the devices OpenVINO sees.
-func printDevices(cfg Config, w io.Writer) error {
-	lib, err := openLibrary(cfg, os.Getenv, nil)
-	if err != nil {
-		return err
-	}
-	devices, err := lib.Devices()
-	if err != nil {
-		return err
-	}
-	for _, d := range devices {
-		fmt.Fprintf(w, "%-8s %s\n", d.Name, d.FullName)
-	}
-	return nil
-}
-
-// examineLibrary is npud doctor's look at OpenVINO GenAI: the library
-// (or where it was looked for) and the devices it sees.
-func examineLibrary(cfg Config, getenv func(string) string, r *doctorReport) bool {
-	lib, err := openLibrary(cfg, getenv, nil)
-	if err != nil {
-		var lerr *openvino.LoadError
-		if errors.As(err, &lerr) {
-			for _, a := range lerr.Attempts {
-				r.Searched = append(r.Searched, doctorAttempt(a))
-			}
-		}
-		if errors.Is(err, openvino.ErrNotFound) && examineCore(cfg, getenv, r) {
-			return false
-		}
-		fix := fixOpenVINO
-		if errors.Is(err, openvino.ErrTooOld) || errors.Is(err, openvino.ErrMissingSymbol) {
-			fix = "upgrade OpenVINO GenAI to " + openvino.MinVersion.String() + " or newer (docs/OPENVINO.md)"
-		}
-		r.add("openvino library", checkFail, err.Error(), fix)
-		return false
-	}
-	r.Library = &doctorLibrary{Path: lib.GenAIPath, Core: lib.CorePath, Version: lib.Version.String(), Build: lib.Build, Source: lib.Source}
-	r.add("openvino library", checkOK, fmt.Sprintf("OpenVINO GenAI %s from %s (found by %s)", lib.Build, lib.GenAIPath, lib.Source), "")
-	examineServiceCanSee(lib.GenAIPath, r)
-	devices, err := lib.Devices()
-	if err != nil {
-		r.add("devices", checkFail, "listing devices: "+err.Error(), fixNPUDriver)
-		return true
-	}
-	for _, d := range devices {
-		r.Devices = append(r.Devices, doctorDevice{Name: d.Name, FullName: d.FullName, DriverVersion: d.DriverVersion})
-	}
-	return true
 }
 
 // openvinoLimits is what the OpenVINO engine's models report: on the NPU

@@ -34,7 +34,7 @@ func (f *modelsFolder) open() (*modelstore.Catalog, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.catalog == nil {
-		c, err := modelstore.OpenCatalog(modelstore.New(f.cfg.ModelsDir, f.cfg.hubClient()), openvinoLimits(f.cfg))
+		c, err := modelstore.OpenCatalog(modelstore.New(f.cfg.ModelsDir, f.cfg.HubClient()), openvinoLimits(f.cfg))
 		if err != nil {
 			return nil, err
 		}
@@ -159,61 +159,55 @@ func (e *switchingEngine) Generate(ctx context.Context, req *npu.Request, sink n
 	return e.engineFor(req.Model).Generate(ctx, req, sink)
 }
 
+// Describe is the current engine's: the OpenVINO engine's once it serves.
+// A request the simulated engine admitted before the switch still finishes
+// on it; Load and Unload below answer for that engine's models.
+func (e *switchingEngine) Describe() npu.Features { return e.current().Describe() }
+
 func (e *switchingEngine) Load(ctx context.Context, model string) error {
-	if l, ok := e.engineFor(model).(npu.ModelLoader); ok {
-		return l.Load(ctx, model)
+	if engine := e.engineFor(model); engine.Describe().LoadsModels {
+		return engine.Load(ctx, model)
 	}
 	return nil // the simulated engine serves its models at any time
 }
 
 func (e *switchingEngine) Unload(model string) error {
-	if l, ok := e.engineFor(model).(npu.ModelLoader); ok {
-		return l.Unload(model)
+	if engine := e.engineFor(model); engine.Describe().LoadsModels {
+		return engine.Unload(model)
 	}
 	return nil
 }
 
 func (e *switchingEngine) Reload(ctx context.Context, model string) error {
-	engine := e.engineFor(model)
-	if r, ok := engine.(npu.Reloader); ok {
-		return r.Reload(ctx, model)
-	}
-	return fmt.Errorf("model %q: engine %s cannot reload a model: %w", model, engine.Name(), npu.ErrNotSupported)
+	return e.engineFor(model).Reload(ctx, model)
 }
 
 func (e *switchingEngine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
-	if em, ok := e.engineFor(model).(npu.Embedder); ok {
-		return em.Embed(ctx, model, inputs)
-	}
-	return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", model, npu.ErrNotSupported)
+	return e.engineFor(model).Embed(ctx, model, inputs)
 }
 
-func (e *switchingEngine) DeviceOf(model string) string {
-	if d, ok := e.engineFor(model).(npu.DeviceReporter); ok {
-		return d.DeviceOf(model)
-	}
-	return ""
+func (e *switchingEngine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
+	return e.engineFor(req.Model).Transcribe(ctx, req)
 }
 
-func (e *switchingEngine) DeviceNames() map[string]string { return deviceNames(e.current()) }
+func (e *switchingEngine) PromptTokens(req *npu.Request) (int, bool) {
+	return e.engineFor(req.Model).PromptTokens(req)
+}
+
+func (e *switchingEngine) DeviceOf(model string) string { return e.engineFor(model).DeviceOf(model) }
+
+func (e *switchingEngine) DeviceNames() map[string]string { return e.current().DeviceNames() }
 
 func (e *switchingEngine) ModelRestarts(model string) int {
-	if r, ok := e.engineFor(model).(npu.RestartReporter); ok {
-		return r.ModelRestarts(model)
-	}
-	return 0
+	return e.engineFor(model).ModelRestarts(model)
 }
 
 // Close closes both engines: every generation has returned.
 func (e *switchingEngine) Close() {
 	if r := e.real.Load(); r != nil {
-		if c, ok := (*r).(npu.Closer); ok {
-			c.Close()
-		}
+		(*r).Close()
 	}
-	if c, ok := e.sim.(npu.Closer); ok {
-		c.Close()
-	}
+	e.sim.Close()
 }
 
 // Pull fetches a model into the models folder; the first one that leaves

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"path/filepath"
 
@@ -15,7 +14,7 @@ import (
 // they wait: the index of cfg.CacheDir, for an engine that compiles
 // models (not the simulated one); nil when there is no cache folder.
 func compileCacheFor(cfg Config, engine npu.Engine, log *slog.Logger) npu.CompileCache {
-	if _, loads := engine.(npu.ModelLoader); !loads || engine.Simulated() || cfg.CacheDir == "" {
+	if !engine.Describe().LoadsModels || engine.Simulated() || cfg.CacheDir == "" {
 		return nil
 	}
 	return compilecache.New(cfg.CacheDir, func(model string) string {
@@ -35,32 +34,4 @@ func namedDevice(device string) string {
 		return ""
 	}
 	return device
-}
-
-// loadLine shows `npud run` the progress of the model's load that the
-// stream's heartbeats carry: one line kept up to date on a terminal, a
-// line each otherwise; cleared when the answer starts.
-type loadLine struct {
-	w        io.Writer
-	terminal bool
-	shown    bool
-}
-
-func (l *loadLine) show(status string) {
-	if status == "" {
-		return
-	}
-	if l.terminal {
-		fmt.Fprintf(l.w, "\r\033[K%s", terminalSafe(status, false))
-	} else {
-		fmt.Fprintln(l.w, terminalSafe(status, false))
-	}
-	l.shown = true
-}
-
-func (l *loadLine) clear() {
-	if l.shown && l.terminal {
-		fmt.Fprint(l.w, "\r\033[K")
-	}
-	l.shown = false
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/cli"
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
@@ -45,6 +46,9 @@ func newCompilingEngine(cacheDir string) *compilingEngine {
 
 func (e *compilingEngine) Name() string    { return "compiling" }
 func (e *compilingEngine) Simulated() bool { return false }
+func (e *compilingEngine) Describe() npu.Features {
+	return npu.Features{LoadsModels: true}
+}
 
 func (e *compilingEngine) Load(ctx context.Context, model string) error {
 	e.started <- model
@@ -272,7 +276,7 @@ func TestRunShowsTheFirstCompile(t *testing.T) {
 	var stdout strings.Builder
 	code := make(chan int, 1)
 	go func() {
-		code <- daemon.MainIO(t.Context(), []string{"run", "--host=" + srv.URL, "sim", "hello"},
+		code <- cli.MainIO(t.Context(), []string{"run", "--host=" + srv.URL, "sim", "hello"},
 			func(string) string { return "" }, strings.NewReader(""), &stdout, stderr)
 	}()
 	<-engine.started

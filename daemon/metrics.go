@@ -96,7 +96,7 @@ func (m *metrics) describeEngine(engine npu.Engine) {
 	if engine.Simulated() {
 		m.devices.WithLabelValues("simulated", "npud simulated engine (no inference)").Set(1)
 	}
-	for name, full := range deviceNames(engine) {
+	for name, full := range engine.DeviceNames() {
 		m.devices.WithLabelValues(name, full).Set(1)
 	}
 }

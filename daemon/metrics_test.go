@@ -188,10 +188,11 @@ func mustRequest(t *testing.T, ctx context.Context, base string) *http.Request {
 }
 
 // flood produces far more text than socket buffers hold, as fast as it can.
-type flood struct{}
+type flood struct{ npu.Unsupported }
 
-func (flood) Name() string    { return "flood" }
-func (flood) Simulated() bool { return true }
+func (flood) Name() string           { return "flood" }
+func (flood) Simulated() bool        { return true }
+func (flood) Describe() npu.Features { return npu.Features{} }
 func (flood) Models() []npu.ModelInfo {
 	return []npu.ModelInfo{{ID: "sim", OwnedBy: "test", ContextLength: 1 << 20}}
 }
@@ -324,7 +325,7 @@ func TestMetricsCountPanicsByType(t *testing.T) {
 	srv := daemontest.Start(t, daemontest.Defaults(t), panickingEngine{sim.New(sim.Config{})})
 	c := daemontest.NewClient(t, srv.URL)
 	_, raw := c.Do(t, "POST", "/v1/chat/completions", `{"model":"sim","messages":[{"role":"user","content":"hi"}]}`)
-	assert.Contains(t, string(raw), "engine_error")
+	assert.Contains(t, string(raw), `"code":"engine_panic"`)
 	var m scrape
 	daemontest.Eventually(t, func() bool {
 		m = scrapeMetrics(t, srv.URL)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/cli"
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu/hub/hubtest"
@@ -62,7 +63,7 @@ func TestAutoServesOpenVINOAfterTheFirstPull(t *testing.T) {
 	// `npud pull`, the command the start-up log suggests, through the
 	// daemon's /api/pull.
 	var stdout, stderr bytes.Buffer
-	code := daemon.Main(t.Context(), []string{"pull", "--host", srv.Addr().String(), "OpenVINO/tiny-ov"},
+	code := cli.Main(t.Context(), []string{"pull", "--host", srv.Addr().String(), "OpenVINO/tiny-ov"},
 		func(string) string { return "" }, &stdout, &stderr)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 	assert.Contains(t, stdout.String(), "success")

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/cli"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu/hub/hubtest"
 )
@@ -107,18 +107,18 @@ func TestOpenVINOPullThroughTheDaemon(t *testing.T) {
 	srv := daemontest.Start(t, cfg, nil)
 
 	var out, errOut bytes.Buffer
-	code := daemon.MainIO(t.Context(), []string{"pull", "--host", srv.URL, "OpenVINO/other-ov"}, func(string) string { return "" },
+	code := cli.MainIO(t.Context(), []string{"pull", "--host", srv.URL, "OpenVINO/other-ov"}, func(string) string { return "" },
 		strings.NewReader(""), &out, &errOut)
 	require.Equal(t, 0, code, "%s", errOut.String())
 	assert.Contains(t, out.String(), "pulling manifest")
 	assert.Contains(t, out.String(), "success: OpenVINO/other-ov")
 
 	out.Reset()
-	code = daemon.MainIO(t.Context(), []string{"list", "--host", srv.URL}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
+	code = cli.MainIO(t.Context(), []string{"list", "--host", srv.URL}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
 	require.Equal(t, 0, code, "%s", errOut.String())
 	assert.Contains(t, out.String(), "other-ov")
 
-	code = daemon.MainIO(t.Context(), []string{"pull", "--host", srv.URL, "not a repo"}, func(string) string { return "" },
+	code = cli.MainIO(t.Context(), []string{"pull", "--host", srv.URL, "not a repo"}, func(string) string { return "" },
 		strings.NewReader(""), &out, &errOut)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "OWNER/NAME")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/cli"
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 )
@@ -61,12 +62,12 @@ func TestUpstreamSecretsAreMasked(t *testing.T) {
 	const spec = "far=http://bob:pw-url-secret@127.0.0.1:9/v1;models=m;key=sk-up-secret-0123"
 	noEnv := func(string) string { return "" }
 	var out, errOut bytes.Buffer
-	require.Equal(t, 0, daemon.Main(t.Context(), []string{"config", "check", "--upstream", spec}, noEnv, &out, &errOut), errOut.String())
+	require.Equal(t, 0, cli.Main(t.Context(), []string{"config", "check", "--upstream", spec}, noEnv, &out, &errOut), errOut.String())
 	assert.Contains(t, out.String(), `upstream = ["far=http://bob:xxxxx@127.0.0.1:9/v1;models=m;key=****"]`)
 
 	bad := spec + ";colour=blue"
 	out.Reset()
-	assert.Equal(t, 1, daemon.Main(t.Context(), []string{"config", "check", "--upstream", bad}, noEnv, &out, &errOut))
+	assert.Equal(t, 1, cli.Main(t.Context(), []string{"config", "check", "--upstream", bad}, noEnv, &out, &errOut))
 	assert.Contains(t, errOut.String(), `unknown option "colour"`)
 	_, err := daemon.ParseServe(nil, func(k string) string {
 		if k == "NPUD_UPSTREAM" {

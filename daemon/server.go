@@ -117,6 +117,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		stream.TokenTimeout = 0
 		w.SetObserver(m)
 	}
+	// The models folder belongs to the daemon: the engine that serves from
+	// one (OpenVINO's catalog, the workers' catalog, --engine auto's
+	// folder) hands it over here, and the runner takes it as data.
+	folder, _ := engine.(npu.Registry)
 	var store npu.Registry
 	if sw, ok := engine.(*switchingEngine); ok {
 		// The OpenVINO engine it may start runs as configured from the
@@ -126,7 +130,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			stream.TokenTimeout = 0
 		}
 		sw.observer, sw.onChange = m, m.describeEngine
-	} else if _, registry := engine.(npu.Registry); !registry && o.engine == nil {
+	} else if folder == nil && o.engine == nil {
 		store = newModelsFolder(cfg) // --engine sim: pulls still fill the models folder
 	}
 	rc := npu.RunnerConfig{
@@ -143,6 +147,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 			Linger:       cfg.AffinityLinger,
 		},
 		Stream:       stream,
+		Models:       folder,
 		Store:        store,
 		CompileCache: compileCacheFor(cfg, engine, log),
 		Device:       cfg.Device,
@@ -540,19 +545,9 @@ func (s *Server) drain(ctx context.Context) error {
 			return err
 		}
 	}
-	if c, ok := s.runner.Engine().(npu.Closer); ok {
-		c.Close() // every generate has returned: free the native pipelines
-	}
+	s.runner.Engine().Close() // every generate has returned: free the native pipelines
 	closeUpstreams(s.runner)
 	s.log.Info("stopped")
-	return nil
-}
-
-// deviceNames maps each device the engine runs on to its full name.
-func deviceNames(engine npu.Engine) map[string]string {
-	if d, ok := engine.(npu.DeviceLister); ok {
-		return d.DeviceNames()
-	}
 	return nil
 }
 
@@ -562,7 +557,7 @@ func deviceList(engine npu.Engine) []string {
 		return []string{"simulated"}
 	}
 	names := make([]string, 0, 4)
-	for name := range deviceNames(engine) {
+	for name := range engine.DeviceNames() {
 		names = append(names, name)
 	}
 	slices.Sort(names)

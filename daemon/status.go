@@ -104,7 +104,7 @@ func (s *Server) status(c *gin.Context) {
 		report.Status = "draining"
 	default:
 	}
-	full := deviceNames(engine)
+	full := engine.DeviceNames()
 	var health map[string]bool
 	if w, ok := isolation(engine); ok {
 		health = w.DeviceHealth() // crashes and hangs counted by the workers

@@ -116,6 +116,7 @@ func startUpstreams(cfg Config, getenv func(string) string, local *npu.Runner, r
 		urc := rc
 		urc.Slots, urc.Aliases, urc.Affinity, urc.MaxLoadedModels = us.Slots, nil, npu.Affinity{}, 0
 		urc.CompileCache, urc.Device = nil, "" // an upstream compiles nothing here
+		urc.Models = nil                       // nor has a models folder here
 		ups = append(ups, npu.Upstream{Name: us.Name, Runner: npu.NewRunner(engine, urc, log),
 			Healthy: func() bool { ok, _ := engine.Healthy(); return ok }})
 		log.Info("upstream", "name", us.Name, "url", maskURL(us.URL), "models", us.Models, "slots", us.Slots)
@@ -127,8 +128,6 @@ func startUpstreams(cfg Config, getenv func(string) string, local *npu.Runner, r
 // closeUpstreams stops the upstreams' health checks.
 func closeUpstreams(r *npu.Runner) {
 	for _, up := range r.Upstreams() {
-		if c, ok := up.Runner.Engine().(npu.Closer); ok {
-			c.Close()
-		}
+		up.Runner.Engine().Close()
 	}
 }

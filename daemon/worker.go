@@ -92,7 +92,7 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 	if simulated {
 		catalog = sim.New(sim.Config{})
 	} else {
-		store, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.hubClient()), openvinoLimits(cfg))
+		store, err := modelstore.OpenCatalog(modelstore.New(cfg.ModelsDir, cfg.HubClient()), openvinoLimits(cfg))
 		if err != nil {
 			return nil, err
 		}

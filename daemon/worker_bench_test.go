@@ -67,10 +67,8 @@ func benchmarkGenerations(b *testing.B, cfg Config, isolation string, log *slog.
 			if err != nil {
 				b.Fatal(err)
 			}
-			if c, ok := engine.(npu.Closer); ok {
-				defer c.Close()
-			}
-			if err := engine.(npu.ModelLoader).Load(context.Background(), "tiny"); err != nil {
+			defer engine.Close()
+			if err := engine.Load(context.Background(), "tiny"); err != nil {
 				b.Fatal(err)
 			}
 			var ttfts, gaps []time.Duration

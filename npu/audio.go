@@ -31,7 +31,7 @@ func (r *TranscribeRequest) Seconds() float64 {
 	return float64(len(r.Samples)) / AudioSampleRate
 }
 
-// Transcript is what a Transcriber heard.
+// Transcript is what an engine heard.
 type Transcript struct {
 	Text     string
 	Language string // detected or given; "" when unknown
@@ -44,11 +44,6 @@ type Segment struct {
 	Text       string
 }
 
-// Transcriber is implemented by engines that can turn speech into text.
-type Transcriber interface {
-	Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error)
-}
-
 // CheckSpeech refuses a model that cannot hear.
 func CheckSpeech(m ModelInfo) error {
 	if !m.Details.Speech {
@@ -58,8 +53,20 @@ func CheckSpeech(m ModelInfo) error {
 	return nil
 }
 
+// CheckGenerates refuses a prompt or chat for a speech-only model
+// (Whisper), which only transcribes: a 400 naming the endpoint it serves.
+func CheckGenerates(m ModelInfo) error {
+	if m.Details.SpeechOnly {
+		return &InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q is a speech (Whisper) model: it transcribes audio at /v1/audio/transcriptions and /v1/audio/translations, "+
+				"and takes no prompts or chat messages", m.ID)}
+	}
+	return nil
+}
+
 // Transcribe runs req while holding the engine's slot, through the same
-// queue, limits and Retry-After as generations. Engines that cannot
+// queue, limits and Retry-After as generations, on the model loaded
+// through the lifecycle like a generation's. Engines that cannot
 // transcribe give an error wrapping ErrNotSupported; models that cannot
 // hear give an InvalidRequestError.
 func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
@@ -70,17 +77,25 @@ func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 	if r.owner(req.Model) != r {
 		return Transcript{}, fmt.Errorf("model %q is served by an upstream; transcription is not relayed to upstreams yet: %w", req.Model, ErrNotSupported)
 	}
-	t, ok := r.engine.(Transcriber)
-	if !ok {
+	if !r.engine.Describe().Transcribes {
 		return Transcript{}, fmt.Errorf("engine %s does not transcribe audio: %w", r.engine.Name(), ErrNotSupported)
 	}
 	if err := CheckSpeech(m); err != nil {
 		return Transcript{}, err
 	}
+	// The model is loaded outside the engine's slot, as for a generation
+	// (a compile must not hold up other models' streams), and kept loaded
+	// until the transcription ends; then its keep-alive starts.
+	if r.engine.Describe().LoadsModels {
+		if _, err := r.life.acquire(ctx, m); err != nil {
+			return Transcript{}, err
+		}
+		defer r.life.release(m.ID, nil, false)
+	}
 	var out Transcript
 	err = r.withSlot(ctx, req.Model, func(m ModelInfo) error {
 		req.Model = m.ID
-		out, err = t.Transcribe(ctx, req)
+		out, err = r.engine.Transcribe(ctx, req)
 		return err
 	})
 	return out, err

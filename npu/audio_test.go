@@ -17,6 +17,8 @@ type transcribingEngine struct {
 	release chan struct{}
 }
 
+func (e *transcribingEngine) Describe() Features { return Features{Transcribes: true} }
+
 func (e *transcribingEngine) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
 	e.entered <- struct{}{}
 	select {

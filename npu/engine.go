@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -49,16 +50,26 @@ func (s Status) String() string {
 // The engine must not call it concurrently with itself.
 type Sink func(text string) Status
 
-// Engine runs generations. The runner calls Generate from as many
-// goroutines at once as it has scheduler slots (RunnerConfig.Slots): one
-// for a GenAI pipeline, which is not safe for concurrent generate; more for
-// the simulated engine (--sim-slots) and an upstream (its slots=N), which
-// run generations side by side.
+// Engine is the one contract between the runner and what runs models. The
+// runner calls Generate from as many goroutines at once as it has
+// scheduler slots (RunnerConfig.Slots): one for a GenAI pipeline, which is
+// not safe for concurrent generate; more for the simulated engine
+// (--sim-slots) and an upstream (its slots=N), which run generations side
+// by side.
+//
+// What an engine can do beyond generating is data (Describe), not a set of
+// optional interfaces to probe: an operation it cannot perform answers an
+// error wrapping ErrNotSupported, and the reports (DeviceOf, DeviceNames,
+// ModelRestarts) answer their zero value. Engines embed Unsupported and
+// override what they do; AssertFeatures in npu/nputest checks that an
+// engine's Describe and its methods agree.
 type Engine interface {
 	// Name describes the engine for logs and /health ("sim", "openvino").
 	Name() string
 	// Simulated reports whether the engine makes up its text.
 	Simulated() bool
+	// Describe says which optional operations the engine performs.
+	Describe() Features
 	// Models lists the models this engine serves.
 	Models() []ModelInfo
 	// Generate runs one generation, calling sink with each decoded chunk.
@@ -66,23 +77,85 @@ type Engine interface {
 	// from the sink, by ctx ending, or by an error. Errors returned before
 	// the first sink call are request errors (see ErrContextLength).
 	Generate(ctx context.Context, req *Request, sink Sink) (Result, error)
-}
 
-// Closer is implemented by engines that hold native resources (pipelines);
-// the daemon closes the engine after every generation has returned.
-type Closer interface{ Close() }
+	// Load places model's weights on a device (OpenVINO compiles it for
+	// the NPU); Unload frees them. Features.LoadsModels. Engines
+	// without it serve their models at any time; the lifecycle still
+	// tracks them as loaded or not, so clients see the same keep-alive
+	// behaviour.
+	Load(ctx context.Context, model string) error
+	Unload(model string) error
+	// Reload replaces a loaded model with a fresh instance from its files
+	// (after they changed on disk): the new one is built first and
+	// swapped in only when it works, so on failure the old one keeps
+	// serving. Features.Reloads.
+	Reload(ctx context.Context, model string) error
+	// Embed returns one vector per input and the number of input tokens.
+	// Features.Embeds.
+	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+	// Transcribe turns speech into text. Features.Transcribes.
+	Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error)
+	// PromptTokens counts a request's prompt tokens before generating
+	// (the simulator: OpenVINO GenAI's C API has no tokenizer), so the
+	// runner applies CompletionLimit when it admits the request: a prompt
+	// that does not fit is refused before anything is queued and a clamp
+	// is known before the response starts (its header).
+	// Features.CountsPrompts; ok is false without it.
+	PromptTokens(req *Request) (n int, ok bool)
 
-// DeviceReporter is implemented by engines that place models on devices.
-type DeviceReporter interface {
-	// DeviceOf is the device model is loaded on, or "" when it is not.
+	// DeviceOf is the device model is loaded on, or "" when it is not or
+	// the engine places no models on devices.
 	DeviceOf(model string) string
+	// DeviceNames maps each device's short name (NPU, GPU.1) to its full
+	// name, for people; nil for an engine on no device it can name.
+	DeviceNames() map[string]string
+	// ModelRestarts is how many times a fault restarted model's worker
+	// process (0 for an engine in the daemon's process).
+	ModelRestarts(model string) int
+	// Close frees native resources (pipelines, workers); the daemon calls
+	// it after every generation has returned.
+	Close()
 }
 
-// DeviceLister is implemented by engines that run on devices they can
-// name: each device's short name (NPU, GPU.1) and full name, for people.
-type DeviceLister interface {
-	DeviceNames() map[string]string
+// Features is what an engine can do beyond generating text.
+type Features struct {
+	LoadsModels   bool // Load and Unload place and free weights
+	Reloads       bool // Reload
+	Embeds        bool // Embed
+	Transcribes   bool // Transcribe
+	CountsPrompts bool // PromptTokens
 }
+
+// Unsupported answers every optional operation of Engine as an engine that
+// cannot perform it: engines embed it and override what they can do (and
+// say so in Describe).
+type Unsupported struct{}
+
+func (Unsupported) Load(_ context.Context, model string) error {
+	return fmt.Errorf("model %q: loading onto a device: %w", model, ErrNotSupported)
+}
+
+func (Unsupported) Unload(model string) error {
+	return fmt.Errorf("model %q: unloading from a device: %w", model, ErrNotSupported)
+}
+
+func (Unsupported) Reload(_ context.Context, model string) error {
+	return fmt.Errorf("model %q: this engine cannot reload a model: %w", model, ErrNotSupported)
+}
+
+func (Unsupported) Embed(_ context.Context, model string, _ []string) ([][]float32, int, error) {
+	return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", model, ErrNotSupported)
+}
+
+func (Unsupported) Transcribe(_ context.Context, req *TranscribeRequest) (Transcript, error) {
+	return Transcript{}, fmt.Errorf("model %q: this engine does not transcribe audio: %w", req.Model, ErrNotSupported)
+}
+
+func (Unsupported) PromptTokens(*Request) (int, bool) { return 0, false }
+func (Unsupported) DeviceOf(string) string            { return "" }
+func (Unsupported) DeviceNames() map[string]string    { return nil }
+func (Unsupported) ModelRestarts(string) int          { return 0 }
+func (Unsupported) Close()                            {}
 
 // ModelInfo describes a model an engine serves.
 type ModelInfo struct {
@@ -123,6 +196,9 @@ type ModelDetails struct {
 	// Speech: the model transcribes audio (a Whisper folder, served by
 	// GenAI's Whisper pipeline).
 	Speech bool
+	// SpeechOnly: the model only transcribes (Whisper): it takes no
+	// prompts or chat messages.
+	SpeechOnly bool
 }
 
 // Message is one chat turn.

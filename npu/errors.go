@@ -65,51 +65,104 @@ var (
 	// engine workers, until its crashes age out of the window. Retryable
 	// after that (a 429).
 	ErrCrashThrottled = errors.New("this tenant's requests keep crashing the engine")
+	// ErrResumeExpired: the events a reader asked to resume from are no
+	// longer kept (npu/journal).
+	ErrResumeExpired = errors.New("the events to resume from are no longer kept")
+	// ErrStreamAbandoned is the outcome of a generation stopped because
+	// every reader had left (npu/journal): a reader that comes later gets
+	// an error and its terminator, not the silence owed to a client that
+	// went away.
+	ErrStreamAbandoned = errors.New("the generation was stopped before it finished: every reader had left")
+	// ErrStreamCancelled ends the stream for every reader when the client
+	// that started the generation cancelled it (npu/journal).
+	ErrStreamCancelled = errors.New("the generation was cancelled by the client that started it")
 )
 
-// sentinels names every sentinel error, so that an error can cross a
-// process boundary (npu/worker) by name and be rebuilt with the same
-// class. Where an error wraps several, the first listed names it.
-var sentinels = []struct {
-	code string
-	err  error
-}{
-	{"panic", ErrPanic},
-	{"engine_crashed_on_request", ErrEngineCrashedOnRequest},
-	{"crash_throttled", ErrCrashThrottled},
-	{"engine_crashed", ErrEngineCrashed},
-	{"engine_hung", ErrEngineHung},
-	{"device_unhealthy", ErrDeviceUnhealthy},
-	{"upstream_unavailable", ErrUpstreamUnavailable},
-	{"model_not_found", ErrModelNotFound},
-	{"queue_full", ErrQueueFull},
-	{"queue_timeout", ErrQueueTimeout},
-	{"token_timeout", ErrTokenTimeout},
-	{"slow_consumer", ErrSlowConsumer},
-	{"key_revoked", ErrKeyRevoked}, // wraps nothing, but is wrapped with client_gone
-	{"client_gone", ErrClientGone},
-	{"shutting_down", ErrShuttingDown},
-	{"context_length", ErrContextLength},
-	{"not_supported", ErrNotSupported},
-	{"too_many_streams", ErrTooManyStreams},
-	{"invalid_request", ErrInvalidRequest},
+// Class is what every layer says of an error: the APIs (each in its own
+// error shape), the WebSocket, the admin routes, the metrics and the logs,
+// and the worker processes, whose errors cross to the daemon by code and
+// are rebuilt with the same class. The HTTP status is the edge's
+// (wire/errclass), not the engine's.
+type Class struct {
+	Code      string // OpenAI's error.code, the metrics' and logs' name, the name across processes
+	Server    bool   // the server's fault, not the request's
+	Retryable bool   // the same request may be sent again, after Retry-After
 }
 
-// ErrorCode names the sentinel err wraps, "" for none.
-func ErrorCode(err error) string {
-	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			return s.code
+// Codes of errors no sentinel names.
+const (
+	CodeEngineError   = "engine_error"   // an *EngineError
+	CodeInternalError = "internal_error" // anything else
+)
+
+// classes is the one error table. Where an error wraps several sentinels
+// the first listed classifies it: a revoked key before the client that is
+// gone with it, a panic before the engine error around it, a request
+// refused for crashing the engine before the crash.
+var classes = []struct {
+	err   error
+	class Class
+}{
+	{ErrPanic, Class{Code: "engine_panic", Server: true}},
+	{ErrKeyRevoked, Class{Code: "key_revoked"}},
+	{ErrInvalidRequest, Class{Code: "invalid_value"}},
+	{ErrModelNotFound, Class{Code: "model_not_found"}},
+	{ErrContextLength, Class{Code: "context_length_exceeded"}},
+	{ErrNotSupported, Class{Code: "not_supported"}},
+	{ErrTooManyStreams, Class{Code: "too_many_streams", Retryable: true}},
+	{ErrQueueFull, Class{Code: "queue_full", Server: true, Retryable: true}},
+	{ErrQueueTimeout, Class{Code: "queue_timeout", Server: true, Retryable: true}},
+	{ErrShuttingDown, Class{Code: "shutting_down", Server: true, Retryable: true}},
+	{ErrSlowConsumer, Class{Code: "slow_consumer", Server: true, Retryable: true}},
+	{ErrResumeExpired, Class{Code: "resume_expired"}},
+	{ErrStreamAbandoned, Class{Code: "stream_abandoned"}},
+	{ErrStreamCancelled, Class{Code: "cancelled"}},
+	{ErrTokenTimeout, Class{Code: "token_timeout", Server: true}},
+	{ErrClientGone, Class{Code: "client_closed"}},
+	// A request that crashed the engine twice is not retryable: SDKs
+	// retry server errors on their own, and it would only crash it again.
+	{ErrEngineCrashedOnRequest, Class{Code: "engine_crashed_on_request", Server: true}},
+	{ErrCrashThrottled, Class{Code: "crash_throttled", Retryable: true}},
+	{ErrEngineCrashed, Class{Code: "engine_crashed", Server: true, Retryable: true}},
+	{ErrDeviceUnhealthy, Class{Code: "device_unhealthy", Server: true, Retryable: true}},
+	{ErrUpstreamUnavailable, Class{Code: "upstream_unavailable", Server: true, Retryable: true}},
+	{ErrEngineHung, Class{Code: "engine_hung", Server: true, Retryable: true}},
+}
+
+// Classify finds err's class in the table: its first sentinel's, else an
+// engine error's, else an internal error's.
+func Classify(err error) Class {
+	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			return c.class
 		}
 	}
-	return ""
+	var engineErr *EngineError
+	if errors.As(err, &engineErr) {
+		return Class{Code: CodeEngineError, Server: true}
+	}
+	return Class{Code: CodeInternalError, Server: true}
 }
 
-// Sentinel is the sentinel ErrorCode named code, nil for none.
+// Classes lists every class the table and Classify can give, for the
+// edges to check they render each one (wire/errclass).
+func Classes() []Class {
+	out := make([]Class, 0, len(classes)+2)
+	for _, c := range classes {
+		out = append(out, c.class)
+	}
+	return append(out, Class{Code: CodeEngineError, Server: true}, Class{Code: CodeInternalError, Server: true})
+}
+
+// ErrorCode is err's class's code: a sentinel's name, or CodeEngineError
+// or CodeInternalError.
+func ErrorCode(err error) string { return Classify(err).Code }
+
+// Sentinel is the sentinel whose class has code, nil for none.
 func Sentinel(code string) error {
-	for _, s := range sentinels {
-		if s.code == code {
-			return s.err
+	for _, c := range classes {
+		if c.class.Code == code {
+			return c.err
 		}
 	}
 	return nil

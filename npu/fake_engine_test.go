@@ -44,6 +44,7 @@ func repeatStep(st step, n int) []step {
 // fakeEngine plays a script from its own goroutine, as OpenVINO's streamer
 // runs on a native thread, and records what the sink answered.
 type fakeEngine struct {
+	Unsupported
 	script []step
 	// flush is sent after the sink answered Stop or Cancel, whose answers the
 	// engine ignores: OpenVINO flushes its detokenizer then.
@@ -66,8 +67,9 @@ type generation struct {
 	returned bool
 }
 
-func (e *fakeEngine) Name() string    { return "fake" }
-func (e *fakeEngine) Simulated() bool { return true }
+func (e *fakeEngine) Name() string       { return "fake" }
+func (e *fakeEngine) Simulated() bool    { return true }
+func (e *fakeEngine) Describe() Features { return Features{} }
 func (e *fakeEngine) Models() []ModelInfo {
 	return []ModelInfo{{ID: "m", ContextLength: 1000, Details: e.details}}
 }

@@ -9,23 +9,6 @@ import (
 	"time"
 )
 
-// ModelLoader is implemented by engines that load weights onto a device
-// (OpenVINO compiles a model for the NPU). Engines without it serve their
-// models at any time; the lifecycle still tracks them as loaded or not, so
-// clients see the same keep-alive behaviour.
-type ModelLoader interface {
-	Load(ctx context.Context, model string) error
-	Unload(model string) error
-}
-
-// Reloader is implemented by engines that can replace a loaded model with a
-// fresh instance from its files (after they changed on disk): the new one
-// is built first and swapped in only when it works, so on failure the old
-// one keeps serving.
-type Reloader interface {
-	Reload(ctx context.Context, model string) error
-}
-
 // LoadedModel is a model in memory and when it will be unloaded.
 type LoadedModel struct {
 	Model     ModelInfo
@@ -181,7 +164,7 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 
 	start := time.Now()
 	var err error
-	if loader, ok := l.engine.(ModelLoader); ok {
+	if l.engine.Describe().LoadsModels {
 		tracked := func(error) {}
 		if l.compileCache != nil {
 			state := l.compileCache.State(info.ID) // reads the cache folder: outside the lock
@@ -192,7 +175,7 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		}
 		// Others may wait for this load: the first caller leaving must
 		// not abort it (a compile cannot be interrupted anyway).
-		err = loader.Load(context.WithoutCancel(ctx), info.ID)
+		err = l.engine.Load(context.WithoutCancel(ctx), info.ID)
 		tracked(err)
 	}
 	took := time.Since(start)
@@ -268,8 +251,7 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 		l.release(info.ID, nil, false)
 		return nil
 	}
-	r, ok := l.engine.(Reloader)
-	if !ok {
+	if !l.engine.Describe().Reloads {
 		return fmt.Errorf("model %q: engine %s cannot reload a model: %w", info.ID, l.engine.Name(), ErrNotSupported)
 	}
 	if e := l.pin(info.ID); e != nil {
@@ -280,7 +262,7 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 	if l.compileCache != nil {
 		tracked = l.compileCache.Track(info.ID) // files changed on disk compile anew
 	}
-	err := r.Reload(ctx, info.ID)
+	err := l.engine.Reload(ctx, info.ID)
 	tracked(err)
 	if err != nil {
 		return fmt.Errorf("reloading model %q (the loaded one keeps serving): %w", info.ID, err)
@@ -467,8 +449,8 @@ func (l *lifecycle) unloadLocked(model, why string) (unload func()) {
 		l.onUnload(model)
 	}
 	return func() {
-		if loader, ok := l.engine.(ModelLoader); ok {
-			if err := loader.Unload(model); err != nil {
+		if l.engine.Describe().LoadsModels {
+			if err := l.engine.Unload(model); err != nil {
 				l.log.Warn("unloading model failed", "model", model, "err", err)
 			}
 		}

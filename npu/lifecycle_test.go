@@ -23,6 +23,8 @@ type loadingEngine struct {
 	unloads int
 }
 
+func (e *loadingEngine) Describe() Features { return Features{LoadsModels: true} }
+
 func (e *loadingEngine) Load(ctx context.Context, model string) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
@@ -175,13 +177,15 @@ func TestAliasesNameServedModels(t *testing.T) {
 // twoModels serves "small" (loads at once) and "big" (its load waits for
 // gate, like a minutes-long NPU compile); both generate n tokens.
 type twoModels struct {
+	Unsupported
 	gate  chan struct{}
 	n     int
 	loads atomic.Int32
 }
 
-func (e *twoModels) Name() string    { return "two" }
-func (e *twoModels) Simulated() bool { return true }
+func (e *twoModels) Name() string       { return "two" }
+func (e *twoModels) Simulated() bool    { return true }
+func (e *twoModels) Describe() Features { return Features{LoadsModels: true} }
 func (e *twoModels) Models() []ModelInfo {
 	return []ModelInfo{{ID: "small", ContextLength: 1000}, {ID: "big", ContextLength: 1000}}
 }
@@ -327,4 +331,31 @@ func TestUnloadDoesNotHoldTheLifecycle(t *testing.T) {
 	require.NoError(t, <-again)
 	assert.EqualValues(t, 2, e.loadCount("big"), "loaded again once its old instance was gone")
 	assert.Len(t, l.list(), 2)
+}
+
+// embeddingLoader loads its models and embeds.
+type embeddingLoader struct{ loadingEngine }
+
+func (e *embeddingLoader) Describe() Features { return Features{LoadsModels: true, Embeds: true} }
+
+func (e *embeddingLoader) Embed(_ context.Context, _ string, inputs []string) ([][]float32, int, error) {
+	return make([][]float32, len(inputs)), len(inputs), nil
+}
+
+// An embedding loads its model through the lifecycle, as a generation
+// does: the engine is asked to load it once, and the model is then listed
+// as loaded (/api/ps) with its keep-alive, not used behind the lifecycle's
+// back.
+func TestEmbedLoadsThroughTheLifecycle(t *testing.T) {
+	e := &embeddingLoader{}
+	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+	for range 2 {
+		vectors, _, err := r.Embed(context.Background(), "m", []string{"a", "b"})
+		require.NoError(t, err)
+		require.Len(t, vectors, 2)
+	}
+	loads, _ := e.counts()
+	assert.Equal(t, 1, loads, "loaded once, then kept")
+	require.Len(t, r.Loaded(), 1)
+	assert.Equal(t, "m", r.Loaded()[0].Model.ID)
 }

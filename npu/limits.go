@@ -27,12 +27,3 @@ func CompletionLimit(maxTokens, promptTokens, contextLength int) (limit int, cla
 	}
 	return maxTokens, false, nil
 }
-
-// PromptCounter is implemented by engines that can count a request's prompt
-// tokens before generating (the simulator: OpenVINO GenAI's C API has no
-// tokenizer). The runner then applies CompletionLimit when it admits the
-// request, so a prompt that does not fit is refused before anything is
-// queued and a clamp is known before the response starts (its header).
-type PromptCounter interface {
-	PromptTokens(req *Request) int
-}

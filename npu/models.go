@@ -6,12 +6,6 @@ import (
 	"math"
 )
 
-// Embedder is implemented by engines that can embed text.
-type Embedder interface {
-	// Embed returns one vector per input and the number of input tokens.
-	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
-}
-
 // ShortenEmbeddings keeps the first dimensions of each vector, scaled back
 // to unit length (as Matryoshka-trained models are read, and as Ollama and
 // OpenAI answer "dimensions"); 0 keeps them whole. The caller checked
@@ -43,9 +37,8 @@ type PullProgress struct {
 	Completed int64
 }
 
-// Registry is implemented by engines whose models can be fetched, removed
-// and copied (OpenVINO's model directory). Engines without it serve a fixed
-// set of models.
+// Registry is a models folder: models are fetched into it, removed and
+// copied (OpenVINO's models folder, which the daemon owns).
 type Registry interface {
 	Pull(ctx context.Context, name string, progress func(PullProgress)) error
 	Delete(ctx context.Context, name string) error
@@ -56,25 +49,37 @@ type Registry interface {
 // never overlaps a generation. Engines that cannot embed give an error
 // wrapping ErrNotSupported.
 func (r *Runner) Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error) {
-	embedder, ok := r.engine.(Embedder)
-	if !ok {
+	if !r.engine.Describe().Embeds {
 		if _, err := r.Model(model); err != nil {
 			return nil, 0, err
 		}
 		return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", model, ErrNotSupported)
 	}
+	// Loaded through the lifecycle, as for a generation: outside the slot,
+	// kept until the embedding ends, then its keep-alive starts (and
+	// /api/ps shows it).
+	if r.owner(model) == r && r.engine.Describe().LoadsModels {
+		m, err := r.Model(model)
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := r.life.acquire(ctx, m); err != nil {
+			return nil, 0, err
+		}
+		defer r.life.release(m.ID, nil, false)
+	}
 	err = r.withSlot(ctx, model, func(m ModelInfo) error {
-		vectors, promptTokens, err = embedder.Embed(ctx, m.ID, inputs)
+		vectors, promptTokens, err = r.engine.Embed(ctx, m.ID, inputs)
 		return err
 	})
 	return vectors, promptTokens, err
 }
 
-// Pull fetches a model through the engine's registry, else the runner's
+// Pull fetches a model into the engine's models folder, else the runner's
 // store. A model the engine already serves needs nothing; others need a
-// registry or a store.
+// models folder or a store.
 func (r *Runner) Pull(ctx context.Context, name string, progress func(PullProgress)) error {
-	if reg, ok := r.engine.(Registry); ok {
+	if reg := r.cfg.Models; reg != nil {
 		return reg.Pull(ctx, name, progress)
 	}
 	if _, err := r.Model(name); err == nil {
@@ -86,14 +91,14 @@ func (r *Runner) Pull(ctx context.Context, name string, progress func(PullProgre
 	return fmt.Errorf("cannot pull %q: engine %s serves a fixed set of models (%s): %w", name, r.engine.Name(), r.modelNames(), ErrNotSupported)
 }
 
-// Delete removes a model through the engine's registry.
+// Delete removes a model from the engine's models folder.
 //
 // The lifecycle owns residency: the model is unloaded through it while the
 // engine slot is held, so no generation is using the pipeline that goes,
 // and only then are its files removed. A request that loaded the model and
 // still waits for the slot then finds it gone (model not found).
 func (r *Runner) Delete(ctx context.Context, name string) error {
-	if reg, ok := r.engine.(Registry); ok {
+	if reg := r.cfg.Models; reg != nil {
 		return r.withSlot(ctx, name, func(m ModelInfo) error {
 			if err := r.life.evict(ctx, m.ID, "deleted"); err != nil {
 				return err
@@ -107,9 +112,9 @@ func (r *Runner) Delete(ctx context.Context, name string) error {
 	return fmt.Errorf("cannot delete %q: engine %s serves a fixed set of models: %w", name, r.engine.Name(), ErrNotSupported)
 }
 
-// Copy copies a model through the engine's registry.
+// Copy copies a model in the engine's models folder.
 func (r *Runner) Copy(ctx context.Context, source, destination string) error {
-	if reg, ok := r.engine.(Registry); ok {
+	if reg := r.cfg.Models; reg != nil {
 		return reg.Copy(ctx, source, destination)
 	}
 	if _, err := r.Model(source); err != nil {
@@ -130,10 +135,14 @@ func (r *Runner) modelNames() string {
 }
 
 // Capabilities lists what a model can do, in Ollama's words: completion
-// always; tools, thinking and vision when its folder says so. Never
+// (except for a speech-only model); tools, thinking, vision and audio when
+// its folder says so. Never
 // "embedding" for a chat model: the Ollama CLI would print vectors for
 // `ollama run` (/api/embed works without it).
 func Capabilities(m ModelInfo) []string {
+	if m.Details.SpeechOnly {
+		return []string{"audio"} // it transcribes; it completes nothing
+	}
 	caps := []string{"completion"}
 	if m.Details.ToolFormat != "" {
 		caps = append(caps, "tools")

@@ -30,9 +30,13 @@ type RunnerConfig struct {
 	// engine that can run concurrent generations (the simulated one) may
 	// have more: a GenAI pipeline runs one generate at a time.
 	Slots int
-	// Store takes the pulls of an engine without a registry of its own
-	// (the simulated engine): the models folder belongs to the daemon, so
-	// a pull works whatever engine serves. nil: such an engine refuses.
+	// Models is the models folder the engine serves from, which the
+	// daemon owns: pulls, copies and deletions go to it. nil: the engine
+	// serves a fixed set of models (the simulated one, an upstream).
+	Models Registry
+	// Store takes the pulls of an engine without a models folder of its
+	// own (the simulated engine): the folder belongs to the daemon, so a
+	// pull works whatever engine serves. nil: such an engine refuses.
 	Store Registry
 	// Affinity lets a request that continues its model's cached
 	// conversation go first, within fairness bounds (see Scheduler); the
@@ -167,6 +171,9 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 		return nil, err
 	}
 	req.Model = m.ID // an alias names the model the engine knows
+	if err := CheckGenerates(m); err != nil {
+		return nil, err
+	}
 	if req.Think != nil && *req.Think && !m.Details.Thinking {
 		return nil, &InvalidRequestError{Param: "think", Message: fmt.Sprintf(
 			"model %q does not support thinking: its chat template takes no enable_thinking and opens no <think>", m.ID)}
@@ -205,11 +212,11 @@ func (r *Runner) Start(req *Request) (*Stream, error) {
 // its prompt: it returns the limit req.MaxTokens was lowered to (0 when it
 // was not), or the error for a prompt that leaves no room.
 func (r *Runner) limitCompletion(req *Request, m ModelInfo) (clamped int, err error) {
-	counter, ok := r.engine.(PromptCounter)
+	prompt, ok := r.engine.PromptTokens(req)
 	if !ok || m.ContextLength <= 0 {
 		return 0, nil
 	}
-	limit, lowered, err := CompletionLimit(req.MaxTokens, counter.PromptTokens(req), m.ContextLength)
+	limit, lowered, err := CompletionLimit(req.MaxTokens, prompt, m.ContextLength)
 	if err != nil || !lowered {
 		return 0, err
 	}
@@ -325,7 +332,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 	model, _ := r.localModel(s.req.Model) // checked by Start
 	var loadTime time.Duration
 	pinned := false
-	if _, loads := r.engine.(ModelLoader); loads && !r.life.isLoaded(model.ID) {
+	if r.engine.Describe().LoadsModels && !r.life.isLoaded(model.ID) {
 		ticket.abandon()
 		var err error
 		if loadTime, err = r.acquireShowingLoad(s, model); err != nil {
@@ -388,7 +395,7 @@ func (r *Runner) CompileState(id string) CompileState {
 	if err != nil || r.cfg.CompileCache == nil {
 		return CompileUnknown
 	}
-	if _, loads := r.engine.(ModelLoader); !loads {
+	if !r.engine.Describe().LoadsModels {
 		return CompileUnknown
 	}
 	return r.cfg.CompileCache.State(m.ID)
@@ -506,10 +513,7 @@ func (r *Runner) Placement(model string) string {
 	if o := r.owner(model); o != r {
 		return o.Placement(model)
 	}
-	if d, ok := r.engine.(DeviceReporter); ok {
-		return d.DeviceOf(model)
-	}
-	return ""
+	return r.engine.DeviceOf(model)
 }
 
 // DeviceOf names the device model runs on: the engine's answer, or
@@ -518,8 +522,8 @@ func (r *Runner) DeviceOf(model string) string {
 	if o := r.owner(model); o != r {
 		return o.DeviceOf(model)
 	}
-	if d, ok := r.engine.(DeviceReporter); ok {
-		return d.DeviceOf(model)
+	if d := r.engine.DeviceOf(model); d != "" {
+		return d
 	}
 	if r.engine.Simulated() {
 		return "simulated"
@@ -527,19 +531,10 @@ func (r *Runner) DeviceOf(model string) string {
 	return ""
 }
 
-// RestartReporter is implemented by engines whose models run in worker
-// processes that faults restart.
-type RestartReporter interface {
-	ModelRestarts(model string) int
-}
-
 // Restarts is how many times a fault restarted model's worker (0 for an
 // engine in the daemon's process).
 func (r *Runner) Restarts(model string) int {
-	if rr, ok := r.engine.(RestartReporter); ok {
-		return rr.ModelRestarts(model)
-	}
-	return 0
+	return r.engine.ModelRestarts(model)
 }
 
 // Loaded lists the models in memory.

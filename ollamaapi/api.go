@@ -35,15 +35,39 @@ type Config struct {
 	MaxEmbedInputs int
 }
 
+// Runner is what the Ollama API needs of npu.Runner, declared here so its
+// tests can put a fake in front of the runner without starting a daemon.
+type Runner interface {
+	Start(req *npu.Request) (*npu.Stream, error)
+	Model(id string) (npu.ModelInfo, error)
+	Models() []npu.ModelInfo
+	RetryAfter() time.Duration
+	Simulated() bool
+	EngineName() string
+	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+	Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error
+	Delete(ctx context.Context, name string) error
+	Copy(ctx context.Context, source, destination string) error
+	LoadModel(ctx context.Context, id string, keepAlive *time.Duration) (time.Duration, error)
+	UnloadModel(ctx context.Context, id string) error
+	Loaded() []npu.LoadedModel
+	Loading() []npu.LoadStatus
+	Preloaded(id string) bool
+	DeviceOf(model string) string
+	Restarts(model string) int
+	Wait(ctx context.Context) error
+	Abort()
+}
+
 // API serves the Ollama-compatible routes.
 type API struct {
-	runner *npu.Runner
+	runner Runner
 	cfg    Config
 	log    *slog.Logger
 }
 
 // New returns the API for runner.
-func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
+func New(runner Runner, cfg Config, log *slog.Logger) *API {
 	return &API{runner: runner, cfg: cfg, log: log}
 }
 

@@ -293,8 +293,18 @@ func TestWireBadInput(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
 }
 
-// noEmbedEngine hides the simulated engine's Embed method.
+// noEmbedEngine is the simulated engine without embeddings.
 type noEmbedEngine struct{ npu.Engine }
+
+func (e noEmbedEngine) Describe() npu.Features {
+	f := e.Engine.Describe()
+	f.Embeds = false
+	return f
+}
+
+func (noEmbedEngine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+	return npu.Unsupported{}.Embed(ctx, model, inputs)
+}
 
 func TestWireEmbeddings(t *testing.T) {
 	daemontest.SimOnly(t, "compares with the simulated answer")

@@ -43,9 +43,31 @@ type Config struct {
 	Responses StoreConfig
 }
 
+// ModelFinder resolves a request's model and says how long a client
+// should wait when the engine is busy: what parsing a chat request needs
+// (ParseChatStart, which the WebSocket API shares).
+type ModelFinder interface {
+	Model(id string) (npu.ModelInfo, error)
+	RetryAfter() time.Duration
+}
+
+// Runner is what the OpenAI API needs of npu.Runner, declared here so its
+// tests can put a fake in front of the runner (an error the engine gives,
+// a queue that is full) without starting a daemon.
+type Runner interface {
+	ModelFinder
+	Start(req *npu.Request) (*npu.Stream, error)
+	Models() []npu.ModelInfo
+	Simulated() bool
+	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+	Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error)
+	Wait(ctx context.Context) error
+	Abort()
+}
+
 // API serves the OpenAI-compatible routes.
 type API struct {
-	runner   *npu.Runner
+	runner   Runner
 	cfg      Config
 	log      *slog.Logger
 	journals *journal.Registry
@@ -54,7 +76,7 @@ type API struct {
 }
 
 // New returns the API for runner.
-func New(runner *npu.Runner, cfg Config, log *slog.Logger) *API {
+func New(runner Runner, cfg Config, log *slog.Logger) *API {
 	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal),
 		responses: newResponseStore(cfg.Responses)}
 }

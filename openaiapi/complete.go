@@ -428,7 +428,7 @@ type ChatStart struct {
 
 // ParseChatStart decodes raw (the fields of a chat completion request;
 // others are ignored) and validates it. It always streams.
-func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits, runner *npu.Runner) (ChatStart, *Error) {
+func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits, runner ModelFinder) (ChatStart, *Error) {
 	var req request
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&req); err != nil {
 		return ChatStart{}, invalid("", "invalid_message", "start: %v", err)

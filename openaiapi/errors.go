@@ -82,6 +82,10 @@ func WriteError(w http.ResponseWriter, e *Error) {
 // response began.
 const statusClientClosed = errclass.StatusClientClosed
 
+// ErrorOf is err as OpenAI's error object, classified by npu's one table
+// (the admin routes answer in OpenAI's shape too).
+func ErrorOf(err error, retryAfter func() time.Duration) *Error { return toError(err, retryAfter) }
+
 // toError classifies any error from validation, the runner or a stream.
 func toError(err error, retryAfter func() time.Duration) *Error {
 	var apiErr *Error

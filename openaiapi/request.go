@@ -383,7 +383,7 @@ func (req *request) chatMessages() ([]npu.Message, *Error) {
 // up first, and must see images, before anything is fetched or decoded;
 // the decoded pictures hold their share of the image memory until
 // out.Release (set here) runs.
-func (req *request) decodeImages(ctx context.Context, limits imagein.Limits, runner *npu.Runner, out *npu.Request) *Error {
+func (req *request) decodeImages(ctx context.Context, limits imagein.Limits, runner ModelFinder, out *npu.Request) *Error {
 	n := 0
 	for _, m := range req.Messages {
 		n += len(m.Content.ImageURLs)

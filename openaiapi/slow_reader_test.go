@@ -20,6 +20,7 @@ import (
 // floodEngine produces far more text than socket buffers hold, as fast as
 // it can, and records how its generation ended.
 type floodEngine struct {
+	npu.Unsupported
 	chunk  string
 	chunks int
 
@@ -28,8 +29,9 @@ type floodEngine struct {
 	last    npu.Status
 }
 
-func (e *floodEngine) Name() string    { return "flood" }
-func (e *floodEngine) Simulated() bool { return true }
+func (e *floodEngine) Name() string           { return "flood" }
+func (e *floodEngine) Simulated() bool        { return true }
+func (e *floodEngine) Describe() npu.Features { return npu.Features{} }
 func (e *floodEngine) Models() []npu.ModelInfo {
 	return []npu.ModelInfo{{ID: "sim", OwnedBy: "test", ContextLength: 1 << 20}}
 }

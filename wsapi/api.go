@@ -9,7 +9,6 @@ package wsapi
 
 import (
 	"context"
-	"github.com/npud/npud/wire/imagein"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
 )
@@ -70,9 +70,17 @@ type Config struct {
 	WriteTimeout   time.Duration // a client that reads nothing for that long loses its connection; 0 = none
 }
 
+// Runner is what the WebSocket API needs of npu.Runner, declared here so
+// its tests can put a fake in front of the runner without a daemon.
+type Runner interface {
+	openaiapi.ModelFinder
+	Start(req *npu.Request) (*npu.Stream, error)
+	Waiting() int
+}
+
 // API serves the WebSocket.
 type API struct {
-	runner   *npu.Runner
+	runner   Runner
 	journals *journal.Registry
 	cfg      Config
 	log      *slog.Logger
@@ -90,7 +98,7 @@ type API struct {
 
 // New returns the WebSocket API over runner, journaling into journals
 // (shared with the OpenAI API, for joins and resumes across protocols).
-func New(runner *npu.Runner, journals *journal.Registry, cfg Config, log *slog.Logger) *API {
+func New(runner Runner, journals *journal.Registry, cfg Config, log *slog.Logger) *API {
 	closeAll, closeAllNow := context.WithCancel(context.Background())
 	return &API{runner: runner, journals: journals, cfg: cfg, log: log,
 		draining: make(chan struct{}), closeAll: closeAll, closeAllNow: closeAllNow}

@@ -220,7 +220,7 @@ func (c *Client) Download(ctx context.Context, repo, modelsDir string, progress 
 		return err
 	}
 	if !hasModel(files) {
-		return fmt.Errorf("repository %q has no openvino_model.xml (nor a VLM's openvino_language_model.xml): not an OpenVINO IR model", repo)
+		return fmt.Errorf("repository %q has no openvino_model.xml (nor a VLM's openvino_language_model.xml, nor Whisper's openvino_encoder_model.xml and openvino_decoder_model.xml): not an OpenVINO IR model", repo)
 	}
 	partial := dest + ".partial"
 	if err := c.checkRoom(repo, files, modelsDir, partial); err != nil {
@@ -283,12 +283,18 @@ func (e entry) size() int64 {
 }
 
 func hasModel(files []entry) bool {
+	encoder, decoder := false, false
 	for _, f := range files {
-		if f.Path == "openvino_model.xml" || f.Path == "openvino_language_model.xml" { // an LLM, or a VLM
+		switch f.Path {
+		case "openvino_model.xml", "openvino_language_model.xml": // an LLM, or a VLM
 			return true
+		case "openvino_encoder_model.xml":
+			encoder = true
+		case "openvino_decoder_model.xml":
+			decoder = true
 		}
 	}
-	return false
+	return encoder && decoder // Whisper (a speech model)
 }
 
 // maxListing bounds a repository listing (a hostile hub could send an
@@ -357,6 +363,14 @@ func validRevision(s string) bool {
 	return true
 }
 
+func touch(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // fetch downloads one file of revision rev into dir, resuming a partial
 // one (also after a broken transfer, on retry), and checks it.
 func (c *Client) fetch(ctx context.Context, repo, rev string, f entry, dir string, progress func(Progress)) error {
@@ -377,6 +391,9 @@ func (c *Client) fetch(ctx context.Context, repo, rev string, f entry, dir strin
 			have = 0 // not a prefix of this file: start again
 		}
 		if have == size {
+			if size == 0 { // an empty file: nothing to fetch, but it must be there
+				return touch(local)
+			}
 			return nil
 		}
 		return c.resume(ctx, repo, rev, f.Path, local, have, size, progress)

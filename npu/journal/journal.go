@@ -26,19 +26,17 @@ var (
 	// ErrConflict: the request id is in use by a different request.
 	ErrConflict = errors.New("request id already used by a different request")
 	// ErrExpired: the events asked for are no longer kept.
-	ErrExpired = errors.New("the events to resume from are no longer kept")
+	ErrExpired = npu.ErrResumeExpired
 	// ErrAfterEnd is what Cursor.NextEvent returns to a reader that
 	// started after the last event: it has everything, and only the
 	// stream's terminator is left to write.
 	ErrAfterEnd = errors.New("nothing after the end")
 	// ErrAbandoned is the outcome of a generation stopped because every
-	// reader had left (npu.ErrClientGone, for the readers that left). A
-	// reader that comes later must get an error and its terminator, not
-	// the silence owed to a client that went away.
-	ErrAbandoned = errors.New("the generation was stopped before it finished: every reader had left")
+	// reader had left (npu.ErrClientGone, for the readers that left).
+	ErrAbandoned = npu.ErrStreamAbandoned
 	// ErrCancelled ends the stream for every reader when the client that
 	// started the generation cancelled it.
-	ErrCancelled = errors.New("the generation was cancelled by the client that started it")
+	ErrCancelled = npu.ErrStreamCancelled
 )
 
 // Config bounds what journals keep.

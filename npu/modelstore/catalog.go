@@ -61,6 +61,9 @@ func (c *Catalog) rescan() error {
 		return err
 	}
 	for i := range models {
+		if models[i].Details.SpeechOnly {
+			continue // a speech model takes no prompt: it reports no context
+		}
 		models[i].ContextLength, models[i].PromptLimit = c.limits(c.store.Path(models[i].ID))
 	}
 	c.mu.Lock()

@@ -76,6 +76,12 @@ func Describe(dir, name string) npu.ModelDetails {
 	if d.Quantization == "" {
 		d.Quantization = quantizationFromName(name)
 	}
+	if IsSpeechModel(dir) {
+		// Whisper transcribes: no chat template, tools or thinking, whatever
+		// its tokenizer_config.json holds.
+		d.Speech, d.SpeechOnly = true, true
+		return d
+	}
 	template := chatTemplateText(dir)
 	d.Thinking = strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
 	d.ToolFormat = toolFormat(template, cfg.ModelType)

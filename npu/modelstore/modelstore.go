@@ -52,12 +52,16 @@ func (s *Store) Dir() string { return s.dir }
 // Path is the folder of model name.
 func (s *Store) Path(name string) string { return filepath.Join(s.dir, name) }
 
-// ModelIR is the language model's IR in a model folder:
-// openvino_model.xml, or a vision-language model's
-// openvino_language_model.xml (optimum-intel's export of a VLM).
+// ModelIR is the IR that makes a folder a model: the language model's
+// openvino_model.xml, a vision-language model's
+// openvino_language_model.xml (optimum-intel's export of a VLM), or a
+// speech model's encoder (see IsSpeechModel).
 func ModelIR(dir string) string {
-	if HasVisionEncoder(dir) {
+	switch {
+	case HasVisionEncoder(dir):
 		return filepath.Join(dir, "openvino_language_model.xml")
+	case IsSpeechModel(dir):
+		return filepath.Join(dir, WhisperEncoderIR)
 	}
 	return filepath.Join(dir, "openvino_model.xml")
 }

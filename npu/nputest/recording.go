@@ -35,23 +35,6 @@ func (e *RecordingEngine) Statuses() []npu.Status {
 	return append([]npu.Status(nil), e.statuses...)
 }
 
-// Load forwards to the wrapped engine when it loads models, so wrapping
-// does not hide npu.ModelLoader from the runner.
-func (e *RecordingEngine) Load(ctx context.Context, model string) error {
-	if l, ok := e.Engine.(npu.ModelLoader); ok {
-		return l.Load(ctx, model)
-	}
-	return nil
-}
-
-// Unload forwards like Load.
-func (e *RecordingEngine) Unload(model string) error {
-	if l, ok := e.Engine.(npu.ModelLoader); ok {
-		return l.Unload(model)
-	}
-	return nil
-}
-
 // CountingEngine wraps an engine and counts the generations it was given.
 type CountingEngine struct {
 	npu.Engine

@@ -179,12 +179,14 @@ type property struct{ key, value string }
 
 // pipeline is one GenAI LLMPipeline: one model compiled for one device.
 type pipeline struct {
-	api    *C.npud_ov_api // the library the pipeline came from
-	ptr    *C.ov_genai_llm_pipeline
-	vlm    *C.ov_genai_vlm_pipeline // a vision-language model's pipeline instead of ptr
-	model  string
-	device string
-	busy   atomic.Bool // GenAI pipelines are not safe for concurrent generate
+	api *C.npud_ov_api // the library the pipeline came from
+	ptr *C.ov_genai_llm_pipeline
+	vlm *C.ov_genai_vlm_pipeline // a vision-language model's pipeline instead of ptr
+	// whisper: a speech model's pipeline instead of ptr; it only transcribes.
+	whisper *C.ov_genai_whisper_pipeline
+	model   string
+	device  string
+	busy    atomic.Bool // GenAI pipelines are not safe for concurrent generate
 	// chatTemplate: the model has a chat template. Then every request goes
 	// through generate_with_history (a prompt as one user message, which is
 	// what GenAI's plain generate would template it as), so the stateful
@@ -322,6 +324,9 @@ func (c *countedHistory) upperBound(msgs []npu.Message) (n int, ok bool) {
 // PA fails instead, and the pipeline is compiled again with SDPA, so npud
 // knows which one runs.
 func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pipeline, error) {
+	if modelstore.IsSpeechModel(dir) {
+		return compileWhisper(api, dir, device, props)
+	}
 	if deviceKind(device) == "NPU" || modelstore.HasVisionEncoder(dir) {
 		return compilePipeline(api, dir, device, props)
 	}
@@ -397,6 +402,11 @@ func (p *pipeline) free() error {
 		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
 	}
 	p.dropKept()
+	if p.whisper != nil {
+		freeWhisper(api, p.whisper)
+		p.whisper = nil
+		return nil
+	}
 	if p.vlm != nil {
 		C.npud_ov_genai_vlm_pipeline_free(api, p.vlm)
 		p.vlm = nil

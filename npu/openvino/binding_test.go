@@ -54,7 +54,7 @@ func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Runn
 	}
 	e, err := New(cfg, discard)
 	require.NoError(t, err)
-	r := npu.NewRunner(e, npu.RunnerConfig{MaxQueue: 16, DefaultKeepAlive: time.Hour, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
+	r := npu.NewRunner(e, npu.RunnerConfig{MaxQueue: 16, DefaultKeepAlive: time.Hour, Models: e, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
 	t.Cleanup(func() {
 		r.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -339,4 +339,9 @@ func TestRegistryPullCopyDelete(t *testing.T) {
 
 	_, noHub := newTestEngine(t, "CPU", Config{Device: "CPU"})
 	require.ErrorIs(t, noHub.Pull(context.Background(), "OpenVINO/other", nil), npu.ErrNotSupported)
+}
+
+func TestOpenVINODescribesWhatItDoes(t *testing.T) {
+	e, _ := newTestEngine(t, "CPU", Config{Device: "CPU"})
+	nputest.AssertFeatures(t, e, "tiny")
 }

@@ -52,17 +52,14 @@ type Config struct {
 
 // What the OpenVINO engine offers the runner, checked at compile time.
 var (
-	_ npu.Engine         = (*Engine)(nil)
-	_ npu.ModelLoader    = (*Engine)(nil)
-	_ npu.Reloader       = (*Engine)(nil)
-	_ npu.Registry       = (*Engine)(nil)
-	_ npu.DeviceReporter = (*Engine)(nil)
-	_ npu.Closer         = (*Engine)(nil)
-	_ npu.DeviceLister   = (*Engine)(nil)
+	_ npu.Engine   = (*Engine)(nil)
+	_ npu.Registry = (*Engine)(nil)
 )
 
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
 type Engine struct {
+	npu.Unsupported // no embedding pipeline bound
+
 	cfg     Config
 	log     *slog.Logger
 	devices []Device
@@ -100,7 +97,15 @@ func (e *Engine) Name() string            { return "openvino" }
 func (e *Engine) Simulated() bool         { return false }
 func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 
-// DeviceNames implements npu.DeviceLister.
+// Describe implements npu.Engine. GenAI's C API has no tokenizer to count
+// a prompt with before generating, and no embedding pipeline npud binds;
+// speech models transcribe (a library without the Whisper functions fails
+// their load, naming what it lacks).
+func (e *Engine) Describe() npu.Features {
+	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true}
+}
+
+// DeviceNames implements npu.Engine.
 func (e *Engine) DeviceNames() map[string]string {
 	out := make(map[string]string, len(e.devices))
 	for _, d := range e.devices {
@@ -124,7 +129,15 @@ func (e *Engine) DeviceOf(model string) string {
 // (modelstore.PropertiesFile), which wins for the keys it names.
 func (e *Engine) properties(dir, device string) ([]property, error) {
 	var props []property
-	if deviceKind(device) == "NPU" { // also NPU.0, NPU.1
+	// Not for a speech model: GenAI's Whisper pipeline passes its
+	// properties to the plugins as they are (src/c/src/whisper_pipeline.cpp
+	// converts none), so MAX_PROMPT_LEN and MIN_RESPONSE_LEN would reach
+	// pop_int_and_cast as strings, which it refuses, and PREFILL_HINT,
+	// GENERATE_HINT and NPUW_LLM_*, which update_npu_config_whisper
+	// (src/cpp/src/utils.cpp) neither renames nor sets, would be unknown to
+	// the NPU plugin. GenAI sizes Whisper's NPU decoder itself: a prompt of
+	// 4 tokens and a KV cache of 448 (utils.cpp: get_npu_model_config).
+	if deviceKind(device) == "NPU" && !modelstore.IsSpeechModel(dir) { // also NPU.0, NPU.1
 		if e.cfg.MaxPromptLen > 0 {
 			props = append(props, property{"MAX_PROMPT_LEN", strconv.Itoa(e.cfg.MaxPromptLen)})
 		}
@@ -202,7 +215,7 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 		return nil, err
 	}
 	p.device = device
-	if deviceKind(device) == "NPU" {
+	if deviceKind(device) == "NPU" && p.whisper == nil {
 		// What GenAI was given decides its prompt check and KV cache.
 		p.promptLimit, p.responseLen = 1024, 128
 		for _, pr := range props {
@@ -219,7 +232,7 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 	return p, nil
 }
 
-// Load implements npu.ModelLoader: it compiles the model for the configured
+// Load implements npu.Engine: it compiles the model for the configured
 // device, or under AUTO for the first device that takes it.
 func (e *Engine) Load(ctx context.Context, model string) error {
 	return e.LoadAvoiding(ctx, model, nil)
@@ -272,7 +285,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 	return fmt.Errorf("no device could load model %q: %w", model, errors.Join(errs...))
 }
 
-// Reload implements npu.Reloader: it compiles the model folder again on the
+// Reload implements npu.Engine: it compiles the model folder again on the
 // device the model runs on, and swaps the new pipeline in only when that
 // worked; on failure the old pipeline keeps serving. The runner holds the
 // engine slot, so no generation uses the old pipeline meanwhile.
@@ -298,7 +311,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 	return nil
 }
 
-// Unload implements npu.ModelLoader.
+// Unload implements npu.Engine.
 func (e *Engine) Unload(model string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -385,6 +398,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	e.mu.Unlock()
 	if !ok {
 		return npu.Result{}, fmt.Errorf("model %q is not loaded: %w", req.Model, npu.ErrModelNotFound)
+	}
+	if p.whisper != nil {
+		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{SpeechOnly: true}})
 	}
 	// Without max_tokens GenAI would generate up to SIZE_MAX tokens: cap at
 	// the context (the prompt's share of it is not known beforehand, see

@@ -51,6 +51,14 @@ npud_ov_api* npud_ov_open(const char* core_path, const char* genai_path, char* e
     }
     NPUD_OV_VISION_FUNCTIONS(NPUD_OV_RESOLVE_OPTIONAL)
 #undef NPUD_OV_RESOLVE_OPTIONAL
+#define NPUD_OV_RESOLVE_SPEECH(lib, name)                             \
+    {                                                                 \
+        void* p = npud_lib_symbol(lib, #name);                        \
+        if (p) memcpy(&api->name, &p, sizeof p);                      \
+        else if (!api->speech_missing) api->speech_missing = #name;   \
+    }
+    NPUD_OV_SPEECH_FUNCTIONS(NPUD_OV_RESOLVE_SPEECH)
+#undef NPUD_OV_RESOLVE_SPEECH
 #undef CORE
 #undef GENAI
     if (missing) {

@@ -21,6 +21,7 @@
 #include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
 #include "openvino/genai/c/vlm_pipeline.h"
+#include "openvino/genai/c/whisper_pipeline.h"
 
 /* Every function npud calls, with the library that exports it. */
 #define NPUD_OV_FUNCTIONS(X) \
@@ -87,12 +88,41 @@
     X(GENAI, ov_genai_vlm_decoded_results_perf_metrics_free) \
     X(GENAI, ov_genai_vlm_decoded_results_get_string)
 
+/* What speech models need (GenAI's Whisper pipeline, since GenAI 2025.3).
+ * They are resolved when present, like the vision functions, so that a
+ * library without them (a GenAI built without Whisper) still serves text
+ * models and refuses speech models naming the function it lacks. */
+#define NPUD_OV_SPEECH_FUNCTIONS(X) \
+    X(GENAI, ov_genai_whisper_pipeline_create) \
+    X(GENAI, ov_genai_whisper_pipeline_free) \
+    X(GENAI, ov_genai_whisper_pipeline_generate) \
+    X(GENAI, ov_genai_whisper_pipeline_get_generation_config) \
+    X(GENAI, ov_genai_whisper_generation_config_free) \
+    X(GENAI, ov_genai_whisper_generation_config_get_is_multilingual) \
+    X(GENAI, ov_genai_whisper_generation_config_set_language) \
+    X(GENAI, ov_genai_whisper_generation_config_set_task) \
+    X(GENAI, ov_genai_whisper_generation_config_set_return_timestamps) \
+    X(GENAI, ov_genai_whisper_generation_config_set_initial_prompt) \
+    X(GENAI, ov_genai_whisper_generation_config_validate) \
+    X(GENAI, ov_genai_whisper_decoded_results_free) \
+    X(GENAI, ov_genai_whisper_decoded_results_get_texts_count) \
+    X(GENAI, ov_genai_whisper_decoded_results_get_text_at) \
+    X(GENAI, ov_genai_whisper_decoded_results_has_chunks) \
+    X(GENAI, ov_genai_whisper_decoded_results_get_chunks_count) \
+    X(GENAI, ov_genai_whisper_decoded_results_get_chunk_at) \
+    X(GENAI, ov_genai_whisper_decoded_result_chunk_free) \
+    X(GENAI, ov_genai_whisper_decoded_result_chunk_get_start_ts) \
+    X(GENAI, ov_genai_whisper_decoded_result_chunk_get_end_ts) \
+    X(GENAI, ov_genai_whisper_decoded_result_chunk_get_text)
+
 typedef struct npud_ov_api {
 #define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
     NPUD_OV_FUNCTIONS(NPUD_OV_ENTRY)
     NPUD_OV_VISION_FUNCTIONS(NPUD_OV_ENTRY)
+    NPUD_OV_SPEECH_FUNCTIONS(NPUD_OV_ENTRY)
 #undef NPUD_OV_ENTRY
     const char* vision_missing; /* the first vision function the library lacks; NULL: it has them all */
+    const char* speech_missing; /* the first speech function the library lacks; NULL: it has them all */
     void* core;  /* the libraries' handles: never closed (see loader.c) */
     void* genai;
 } npud_ov_api;
@@ -402,5 +432,49 @@ typedef ov_genai_json_container_status_e npud_sig_ov_genai_json_container_create
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_json_container_create_from_json_string), npud_sig_ov_genai_json_container_create_from_json_string), "ov_genai_json_container_create_from_json_string: npud calls it with another signature than the header declares");
 typedef void npud_sig_ov_genai_json_container_free(ov_genai_json_container* container);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_json_container_free), npud_sig_ov_genai_json_container_free), "ov_genai_json_container_free: npud calls it with another signature than the header declares");
+
+/* The speech functions' types, proven the same way. */
+typedef ov_status_e npud_sig_ov_genai_whisper_pipeline_create(const char* models_path, const char* device, const size_t property_args_size, ov_genai_whisper_pipeline** pipeline, ...);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_pipeline_create), npud_sig_ov_genai_whisper_pipeline_create), "ov_genai_whisper_pipeline_create: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_whisper_pipeline_free(ov_genai_whisper_pipeline* pipeline);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_pipeline_free), npud_sig_ov_genai_whisper_pipeline_free), "ov_genai_whisper_pipeline_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_pipeline_generate(ov_genai_whisper_pipeline* pipeline, const float* raw_speech, size_t raw_speech_size, const ov_genai_whisper_generation_config* config, ov_genai_whisper_decoded_results** results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_pipeline_generate), npud_sig_ov_genai_whisper_pipeline_generate), "ov_genai_whisper_pipeline_generate: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_pipeline_get_generation_config(const ov_genai_whisper_pipeline* pipeline, ov_genai_whisper_generation_config** config);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_pipeline_get_generation_config), npud_sig_ov_genai_whisper_pipeline_get_generation_config), "ov_genai_whisper_pipeline_get_generation_config: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_whisper_generation_config_free(ov_genai_whisper_generation_config* config);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_generation_config_free), npud_sig_ov_genai_whisper_generation_config_free), "ov_genai_whisper_generation_config_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_generation_config_get_is_multilingual(const ov_genai_whisper_generation_config* config, bool* is_multilingual);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_generation_config_get_is_multilingual), npud_sig_ov_genai_whisper_generation_config_get_is_multilingual), "ov_genai_whisper_generation_config_get_is_multilingual: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_generation_config_set_language(ov_genai_whisper_generation_config* config, const char* language);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_generation_config_set_language), npud_sig_ov_genai_whisper_generation_config_set_language), "ov_genai_whisper_generation_config_set_language: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_generation_config_set_task(ov_genai_whisper_generation_config* config, const char* task);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_generation_config_set_task), npud_sig_ov_genai_whisper_generation_config_set_task), "ov_genai_whisper_generation_config_set_task: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_generation_config_set_return_timestamps(ov_genai_whisper_generation_config* config, bool return_timestamps);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_generation_config_set_return_timestamps), npud_sig_ov_genai_whisper_generation_config_set_return_timestamps), "ov_genai_whisper_generation_config_set_return_timestamps: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_generation_config_set_initial_prompt(ov_genai_whisper_generation_config* config, const char* initial_prompt);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_generation_config_set_initial_prompt), npud_sig_ov_genai_whisper_generation_config_set_initial_prompt), "ov_genai_whisper_generation_config_set_initial_prompt: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_generation_config_validate(ov_genai_whisper_generation_config* config);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_generation_config_validate), npud_sig_ov_genai_whisper_generation_config_validate), "ov_genai_whisper_generation_config_validate: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_whisper_decoded_results_free(ov_genai_whisper_decoded_results* results);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_results_free), npud_sig_ov_genai_whisper_decoded_results_free), "ov_genai_whisper_decoded_results_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_results_get_texts_count(const ov_genai_whisper_decoded_results* results, size_t* count);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_results_get_texts_count), npud_sig_ov_genai_whisper_decoded_results_get_texts_count), "ov_genai_whisper_decoded_results_get_texts_count: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_results_get_text_at(const ov_genai_whisper_decoded_results* results, size_t index, char* text, size_t* text_size);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_results_get_text_at), npud_sig_ov_genai_whisper_decoded_results_get_text_at), "ov_genai_whisper_decoded_results_get_text_at: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_results_has_chunks(const ov_genai_whisper_decoded_results* results, bool* has_chunks);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_results_has_chunks), npud_sig_ov_genai_whisper_decoded_results_has_chunks), "ov_genai_whisper_decoded_results_has_chunks: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_results_get_chunks_count(const ov_genai_whisper_decoded_results* results, size_t* count);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_results_get_chunks_count), npud_sig_ov_genai_whisper_decoded_results_get_chunks_count), "ov_genai_whisper_decoded_results_get_chunks_count: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_results_get_chunk_at(const ov_genai_whisper_decoded_results* results, size_t index, ov_genai_whisper_decoded_result_chunk** chunk);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_results_get_chunk_at), npud_sig_ov_genai_whisper_decoded_results_get_chunk_at), "ov_genai_whisper_decoded_results_get_chunk_at: npud calls it with another signature than the header declares");
+typedef void npud_sig_ov_genai_whisper_decoded_result_chunk_free(ov_genai_whisper_decoded_result_chunk* chunk);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_result_chunk_free), npud_sig_ov_genai_whisper_decoded_result_chunk_free), "ov_genai_whisper_decoded_result_chunk_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_result_chunk_get_start_ts(const ov_genai_whisper_decoded_result_chunk* chunk, float* start_ts);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_result_chunk_get_start_ts), npud_sig_ov_genai_whisper_decoded_result_chunk_get_start_ts), "ov_genai_whisper_decoded_result_chunk_get_start_ts: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_result_chunk_get_end_ts(const ov_genai_whisper_decoded_result_chunk* chunk, float* end_ts);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_result_chunk_get_end_ts), npud_sig_ov_genai_whisper_decoded_result_chunk_get_end_ts), "ov_genai_whisper_decoded_result_chunk_get_end_ts: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_genai_whisper_decoded_result_chunk_get_text(const ov_genai_whisper_decoded_result_chunk* chunk, char* text, size_t* text_size);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_genai_whisper_decoded_result_chunk_get_text), npud_sig_ov_genai_whisper_decoded_result_chunk_get_text), "ov_genai_whisper_decoded_result_chunk_get_text: npud calls it with another signature than the header declares");
 
 #endif

@@ -10,7 +10,7 @@ import (
 // EmbeddingDims is the length of the simulated embedding vectors.
 const EmbeddingDims = 256
 
-// Embed implements npu.Embedder with made-up vectors: deterministic for a
+// Embed implements npu.Engine with made-up vectors: deterministic for a
 // text, L2-normalized, and meaningless. They let clients and tests exercise
 // the embedding endpoints; they carry no semantics.
 func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {

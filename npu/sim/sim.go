@@ -60,16 +60,12 @@ type Fault struct {
 	SplitRunes bool
 }
 
-// What the simulated engine offers the runner, checked at compile time.
-var (
-	_ npu.Engine        = (*Engine)(nil)
-	_ npu.Reloader      = (*Engine)(nil)
-	_ npu.Embedder      = (*Engine)(nil)
-	_ npu.PromptCounter = (*Engine)(nil)
-)
+var _ npu.Engine = (*Engine)(nil)
 
 // Engine is the simulated engine.
 type Engine struct {
+	npu.Unsupported // it places no models on devices: they serve at any time
+
 	cfg     Config
 	created time.Time
 	cache   convCache
@@ -86,6 +82,11 @@ func New(cfg Config) *Engine {
 func (e *Engine) Name() string    { return "sim" }
 func (e *Engine) Simulated() bool { return true }
 
+// Describe implements npu.Engine.
+func (e *Engine) Describe() npu.Features {
+	return npu.Features{Reloads: true, Embeds: true, Transcribes: true, CountsPrompts: true}
+}
+
 func (e *Engine) Models() []npu.ModelInfo {
 	// The simulated model reasons when asked (Request.Think), calls tools
 	// "sees" images and "hears" audio: clients' thinking, tool, vision and speech paths can be
@@ -94,7 +95,7 @@ func (e *Engine) Models() []npu.ModelInfo {
 		Details: npu.ModelDetails{Thinking: true, ToolFormat: npu.ToolFormatHermes, Vision: true, Speech: true}}}
 }
 
-// Reload implements npu.Reloader. The simulated model has no files to read
+// Reload implements npu.Engine. The simulated model has no files to read
 // again, so a reload only checks that the model exists.
 func (e *Engine) Reload(_ context.Context, model string) error {
 	if model != ModelID {
@@ -106,9 +107,11 @@ func (e *Engine) Reload(_ context.Context, model string) error {
 	return nil
 }
 
-// PromptTokens implements npu.PromptCounter: the simulated tokenizer's
-// count of the prompt Generate reads.
-func (e *Engine) PromptTokens(req *npu.Request) int { return CountTokens(PromptText(req)) }
+// PromptTokens implements npu.Engine: the simulated tokenizer's count of
+// the prompt Generate reads.
+func (e *Engine) PromptTokens(req *npu.Request) (int, bool) {
+	return CountTokens(PromptText(req)), true
+}
 
 // Generate implements npu.Engine.
 func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {

@@ -66,13 +66,6 @@ func (e *recordingEngine) Generate(ctx context.Context, req *npu.Request, sink n
 	})
 }
 
-// PromptTokens passes the wrapped engine's count on, so the runner
-// applies the completion limit when it admits a request, as it does for
-// the bare simulator.
-func (e *recordingEngine) PromptTokens(req *npu.Request) int {
-	return e.Engine.(npu.PromptCounter).PromptTokens(req)
-}
-
 // calls returns what the i-th Generate call sent and was answered.
 func (e *recordingEngine) calls(t *testing.T, i int) ([]string, []npu.Status) {
 	t.Helper()

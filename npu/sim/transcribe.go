@@ -9,8 +9,6 @@ import (
 	"github.com/npud/npud/npu"
 )
 
-var _ npu.Transcriber = (*Engine)(nil)
-
 // WindowSeconds is how much audio one segment covers: Whisper's 30-second
 // window (openvino.genai src/cpp/src/whisper/ works through the audio in
 // windows of the feature extractor's 30 s chunk).
@@ -64,7 +62,7 @@ func (h Heard) Words() string {
 	return fmt.Sprintf("%.2f seconds, %s%s.", h.Seconds, level, pitch)
 }
 
-// Transcribe implements npu.Transcriber with what the engine measures in
+// Transcribe implements npu.Engine with what the engine measures in
 // each 30-second window, said in words: no speech is recognised.
 func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
 	if len(req.Samples) == 0 {

@@ -56,6 +56,8 @@ type Config struct {
 
 // Engine streams generations from one upstream server.
 type Engine struct {
+	npu.Unsupported // generation only: the upstream owns its models
+
 	cfg     Config
 	base    string
 	client  *http.Client
@@ -72,11 +74,7 @@ type Engine struct {
 	stop context.CancelFunc
 }
 
-var (
-	_ npu.Engine         = (*Engine)(nil)
-	_ npu.DeviceReporter = (*Engine)(nil)
-	_ npu.Closer         = (*Engine)(nil)
-)
+var _ npu.Engine = (*Engine)(nil)
 
 // maxEventBytes bounds one event line of the upstream's stream.
 const maxEventBytes = 1 << 20
@@ -140,6 +138,10 @@ func (e *Engine) Name() string { return "upstream:" + e.cfg.Name }
 
 // Simulated: an upstream runs a real model.
 func (e *Engine) Simulated() bool { return false }
+
+// Describe implements npu.Engine: an upstream generates and nothing else
+// (embeddings and transcription are not relayed).
+func (e *Engine) Describe() npu.Features { return npu.Features{} }
 
 // Models are the models the upstream serves, as configured.
 func (e *Engine) Models() []npu.ModelInfo {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 )
 
 // Issue 25 item 4: an upstream's error answer goes to the log, bounded and
@@ -36,4 +37,13 @@ func TestRefusalsAreLoggedBoundedAndMasked(t *testing.T) {
 	assert.NotContains(t, log.String(), key)
 	assert.Contains(t, log.String(), "bytes more)", "the logged answer is cut")
 	assert.Less(t, log.Len(), 2000)
+}
+
+func TestUpstreamDescribesWhatItDoes(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	e, err := New(Config{Name: "far", URL: srv.URL, Models: []string{"m"}}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	nputest.AssertFeatures(t, e, "m")
 }

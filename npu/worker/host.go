@@ -60,11 +60,12 @@ type Config struct {
 // Engine is an npu.Engine whose models run in worker processes, one per
 // loaded model: a fault takes down that model's streams only.
 type Engine struct {
-	cfg     Config
-	health  *health
-	crashes *crashMemory
-	devices map[string]string // what a probe worker saw at the start
-	jobIDs  atomic.Int64
+	cfg      Config
+	health   *health
+	crashes  *crashMemory
+	devices  map[string]string // what a probe worker saw at the start
+	features npu.Features      // what the probe worker's engine can do
+	jobIDs   atomic.Int64
 
 	mu       sync.Mutex
 	procs    map[string]*proc // by model: the worker running it
@@ -74,15 +75,7 @@ type Engine struct {
 	total    atomic.Int64     // restarts, for /health
 }
 
-// What the worker engine offers the runner, checked at compile time.
-var (
-	_ npu.Engine         = (*Engine)(nil)
-	_ npu.ModelLoader    = (*Engine)(nil)
-	_ npu.Reloader       = (*Engine)(nil)
-	_ npu.DeviceReporter = (*Engine)(nil)
-	_ npu.DeviceLister   = (*Engine)(nil)
-	_ npu.Closer         = (*Engine)(nil)
-)
+var _ npu.Engine = (*Engine)(nil)
 
 // New starts a probe worker to list the devices (which also shows the
 // engine starts at all), and returns the engine.
@@ -112,12 +105,24 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.devices[d.Name] = d.FullName
 		e.health.track(d.Name)
 	}
+	e.features = done.Features
 	return e, nil
 }
 
 func (e *Engine) Name() string            { return e.cfg.Name }
 func (e *Engine) Simulated() bool         { return e.cfg.Simulated }
 func (e *Engine) Models() []npu.ModelInfo { return e.cfg.Catalog.Models() }
+
+// Describe implements npu.Engine: models are loaded by starting their
+// workers, whatever the engine in them; the rest is what the probe
+// worker's engine said it can do. Counting a prompt would be a round trip
+// per request, so the workers do not.
+func (e *Engine) Describe() npu.Features {
+	return npu.Features{LoadsModels: true, Reloads: e.features.Reloads, Embeds: e.features.Embeds, Transcribes: e.features.Transcribes}
+}
+
+// PromptTokens implements npu.Engine: not counted (see Describe).
+func (*Engine) PromptTokens(*npu.Request) (int, bool) { return 0, false }
 func (e *Engine) DeviceNames() map[string]string {
 	out := make(map[string]string, len(e.devices))
 	for k, v := range e.devices {
@@ -148,7 +153,7 @@ func (e *Engine) SetObserver(obs Observer) {
 // DeviceHealth reports each device's health.
 func (e *Engine) DeviceHealth() map[string]bool { return e.health.snapshot() }
 
-// DeviceOf implements npu.DeviceReporter.
+// DeviceOf implements npu.Engine.
 func (e *Engine) DeviceOf(model string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -158,7 +163,7 @@ func (e *Engine) DeviceOf(model string) string {
 	return ""
 }
 
-// Load implements npu.ModelLoader: a worker for the model, the model
+// Load implements npu.Engine: a worker for the model, the model
 // compiled in it. Under AUTO a worker that dies while compiling is charged
 // to the device it was compiling for, and the next device is tried.
 func (e *Engine) Load(ctx context.Context, model string) error {
@@ -204,7 +209,7 @@ func (e *Engine) Load(ctx context.Context, model string) error {
 	}
 }
 
-// Reload implements npu.Reloader.
+// Reload implements npu.Engine.
 func (e *Engine) Reload(ctx context.Context, model string) error {
 	p, err := e.running(ctx, model)
 	if err != nil {
@@ -220,7 +225,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 	return nil
 }
 
-// Unload implements npu.ModelLoader: the model's worker unloads it and
+// Unload implements npu.Engine: the model's worker unloads it and
 // exits.
 func (e *Engine) Unload(model string) error {
 	e.mu.Lock()
@@ -300,16 +305,31 @@ func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]
 	return done.Vectors, done.Tokens, nil
 }
 
-// Transcribe runs a transcription in the model's worker.
+// Transcribe runs a transcription in the model's worker, restarted (and
+// the model loaded again) first if a fault took the last one. A worker that
+// dies during it is a fault like a generation's: the transcription ends
+// with engine_crashed, the device is charged and the next request restarts
+// the worker. There is no watchdog: GenAI's Whisper pipeline calls nothing
+// back while it decodes (its C API has no streamer).
 func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
-	p, err := e.worker(req.Model)
+	p, err := e.running(ctx, req.Model)
 	if err != nil {
 		return npu.Transcript{}, err
 	}
+	device := e.DeviceOf(req.Model)
 	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobTranscribe, Model: req.Model, Audio: req})
+	var fault *FaultError
+	if errors.As(err, &fault) {
+		fault.Device = device
+		e.fault(req.Model, p, fault, "", true)
+		return npu.Transcript{}, fault
+	}
 	if err != nil {
 		return npu.Transcript{}, err
 	}
+	e.mu.Lock()
+	e.restarts[req.Model] = 0
+	e.mu.Unlock()
 	return done.Transcript, nil
 }
 

@@ -27,7 +27,7 @@ const (
 	jobReload   = "reload"
 	jobGenerate = "generate"
 	jobEmbed    = "embed"
-	// jobTranscribe: speech to text (npu.Transcriber).
+	// jobTranscribe: speech to text (npu.Engine.Transcribe).
 	jobTranscribe = "transcribe"
 	jobDevices    = "devices"
 	jobExit       = "exit"
@@ -53,8 +53,11 @@ type Done struct {
 	Result  npu.Result
 	Device  string // load, reload: where the model runs
 	Devices []Device
-	Vectors [][]float32
-	Tokens  int
+	// Features is what the worker's engine can do (the devices job): the
+	// daemon's side describes itself with it.
+	Features npu.Features
+	Vectors  [][]float32
+	Tokens   int
 	// Transcript is a transcription's result.
 	Transcript npu.Transcript
 	Err        *WireError

@@ -30,6 +30,7 @@ func sentinelsOf(t *testing.T) map[string]error {
 		"ErrEngineHung": npu.ErrEngineHung, "ErrDeviceUnhealthy": npu.ErrDeviceUnhealthy,
 		"ErrUpstreamUnavailable": npu.ErrUpstreamUnavailable, "ErrInvalidRequest": npu.ErrInvalidRequest,
 		"ErrEngineCrashedOnRequest": npu.ErrEngineCrashedOnRequest, "ErrCrashThrottled": npu.ErrCrashThrottled,
+		"ErrResumeExpired": npu.ErrResumeExpired, "ErrStreamAbandoned": npu.ErrStreamAbandoned, "ErrStreamCancelled": npu.ErrStreamCancelled,
 	}
 	out := map[string]error{}
 	for _, decl := range f.Decls {
@@ -54,7 +55,7 @@ func sentinelsOf(t *testing.T) map[string]error {
 // engine's failure stays an engine failure for the APIs and the metrics).
 func TestWireErrorsKeepTheirClass(t *testing.T) {
 	sentinels := sentinelsOf(t)
-	require.Len(t, sentinels, 19)
+	require.Len(t, sentinels, 22)
 	for name, sentinel := range sentinels {
 		t.Run(name, func(t *testing.T) {
 			for _, sent := range []error{

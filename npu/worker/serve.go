@@ -14,7 +14,8 @@ import (
 )
 
 // avoidingLoader is an engine that can load a model avoiding devices
-// (openvino.Engine.LoadAvoiding).
+// (openvino.Engine.LoadAvoiding): a worker's own business, not part of
+// the engine contract, since only the workers' device health asks it.
 type avoidingLoader interface {
 	LoadAvoiding(ctx context.Context, model string, avoid []string) error
 }
@@ -33,8 +34,8 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, start StartEngine) erro
 	engine, startErr := start(func(model, device string) {
 		_ = client.Call("Host.Compiling", Compiling{Model: model, Device: device}, &struct{}{})
 	})
-	if c, ok := engine.(npu.Closer); ok && startErr == nil {
-		defer c.Close()
+	if startErr == nil {
+		defer engine.Close()
 	}
 	// Jobs run side by side: the daemon's scheduler decides how many a
 	// model may run at once (one for a real engine, --sim-slots for the
@@ -68,57 +69,44 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, start StartEngine) erro
 func run(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) Done {
 	done := Done{ID: job.ID}
 	var err error
+	features := engine.Describe()
 	switch job.Kind {
 	case jobLoad:
 		if l, ok := engine.(avoidingLoader); ok {
 			err = l.LoadAvoiding(ctx, job.Model, job.Avoid)
-		} else if l, ok := engine.(npu.ModelLoader); ok {
-			err = l.Load(ctx, job.Model)
+		} else if features.LoadsModels {
+			err = engine.Load(ctx, job.Model)
 		}
-		done.Device = deviceOf(engine, job.Model)
+		done.Device = engine.DeviceOf(job.Model)
 	case jobReload:
-		if r, ok := engine.(npu.Reloader); ok {
-			err = r.Reload(ctx, job.Model)
+		if features.Reloads {
+			err = engine.Reload(ctx, job.Model)
 		}
-		done.Device = deviceOf(engine, job.Model)
+		done.Device = engine.DeviceOf(job.Model)
 	case jobUnload:
-		if l, ok := engine.(npu.ModelLoader); ok {
-			err = l.Unload(job.Model)
+		if features.LoadsModels {
+			err = engine.Unload(job.Model)
 		}
 	case jobGenerate:
 		done.Result, done.Chunks, err = generate(ctx, client, engine, job)
 	case jobEmbed:
-		e, ok := engine.(npu.Embedder)
-		if !ok {
-			err = fmt.Errorf("embeddings: %w", npu.ErrNotSupported)
-			break
-		}
-		done.Vectors, done.Tokens, err = e.Embed(ctx, job.Model, job.Inputs)
+		done.Vectors, done.Tokens, err = engine.Embed(ctx, job.Model, job.Inputs)
 	case jobTranscribe:
-		t, ok := engine.(npu.Transcriber)
-		if !ok || job.Audio == nil {
-			err = fmt.Errorf("engine %s does not transcribe audio: %w", engine.Name(), npu.ErrNotSupported)
+		if job.Audio == nil {
+			err = fmt.Errorf("a transcription job without audio: %w", npu.ErrInvalidRequest)
 			break
 		}
-		done.Transcript, err = t.Transcribe(ctx, job.Audio)
+		done.Transcript, err = engine.Transcribe(ctx, job.Audio)
 	case jobDevices:
-		if d, ok := engine.(npu.DeviceLister); ok {
-			for name, full := range d.DeviceNames() {
-				done.Devices = append(done.Devices, Device{Name: name, FullName: full})
-			}
+		for name, full := range engine.DeviceNames() {
+			done.Devices = append(done.Devices, Device{Name: name, FullName: full})
 		}
+		done.Features = features
 	default:
 		err = fmt.Errorf("unknown job %q", job.Kind)
 	}
 	done.Err = toWire(err)
 	return done
-}
-
-func deviceOf(engine npu.Engine, model string) string {
-	if d, ok := engine.(npu.DeviceReporter); ok {
-		return d.DeviceOf(model)
-	}
-	return ""
 }
 
 // generate runs a generation whose chunks go to the daemon without waiting

@@ -37,4 +37,9 @@ int ovtest_last_chunks(void);
 int64_t ovtest_last_compile_us(void);
 int ovtest_last_compile_cached(void);
 
+/* Whisper generates run since the library loaded, and the length of the
+ * last one's initial prompt (-1: none). */
+int ovtest_whisper_generates(void);
+int64_t ovtest_last_whisper_prompt_bytes(void);
+
 #endif

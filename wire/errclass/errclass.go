@@ -6,11 +6,9 @@
 package errclass
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/journal"
 )
 
 // StatusClientClosed is the de facto status (nginx's) for a client that
@@ -18,7 +16,8 @@ import (
 // metrics, never on the wire.
 const StatusClientClosed = 499
 
-// Class is how an error is reported.
+// Class is how an error is reported: npu's class of it (npu.Classify,
+// the one table every layer uses) and the HTTP status for it.
 type Class struct {
 	Status    int    // the HTTP status
 	Code      string // OpenAI's error.code, and the metrics' and logs' name for it
@@ -26,56 +25,42 @@ type Class struct {
 	Retryable bool   // the client may send the same request again, after Retry-After
 }
 
-// Of classifies err. Unknown errors are internal errors.
+// statusOf is the HTTP status of each of npu's error codes: the one thing
+// about an error the edge decides.
+var statusOf = map[string]int{
+	"engine_panic":              http.StatusInternalServerError,
+	"key_revoked":               http.StatusUnauthorized,
+	"invalid_value":             http.StatusBadRequest,
+	"model_not_found":           http.StatusNotFound,
+	"context_length_exceeded":   http.StatusBadRequest,
+	"not_supported":             http.StatusNotImplemented,
+	"too_many_streams":          http.StatusTooManyRequests,
+	"queue_full":                http.StatusServiceUnavailable,
+	"queue_timeout":             http.StatusServiceUnavailable,
+	"shutting_down":             http.StatusServiceUnavailable,
+	"slow_consumer":             http.StatusServiceUnavailable,
+	"resume_expired":            http.StatusGone,
+	"stream_abandoned":          http.StatusGone,
+	"cancelled":                 http.StatusConflict,
+	"token_timeout":             http.StatusGatewayTimeout,
+	"client_closed":             StatusClientClosed,
+	"engine_crashed_on_request": http.StatusUnprocessableEntity, // a 4xx: SDKs retry 5xx on their own
+	"crash_throttled":           http.StatusTooManyRequests,
+	"engine_crashed":            http.StatusServiceUnavailable,
+	"device_unhealthy":          http.StatusServiceUnavailable,
+	"upstream_unavailable":      http.StatusServiceUnavailable,
+	"engine_hung":               http.StatusServiceUnavailable,
+	npu.CodeEngineError:         http.StatusInternalServerError,
+	npu.CodeInternalError:       http.StatusInternalServerError,
+}
+
+// Of classifies err. A code without a status (a class added to npu's
+// table and not here, which TestEveryClassHasAStatus catches) is a 500.
 func Of(err error) Class {
-	var engineErr *npu.EngineError
-	switch {
-	case errors.Is(err, npu.ErrKeyRevoked): // before ErrClientGone, which wraps it
-		return Class{Status: http.StatusUnauthorized, Code: "key_revoked"}
-	case errors.Is(err, npu.ErrInvalidRequest):
-		return Class{Status: http.StatusBadRequest, Code: "invalid_value"}
-	case errors.Is(err, npu.ErrModelNotFound):
-		return Class{Status: http.StatusNotFound, Code: "model_not_found"}
-	case errors.Is(err, npu.ErrContextLength):
-		return Class{Status: http.StatusBadRequest, Code: "context_length_exceeded"}
-	case errors.Is(err, npu.ErrNotSupported):
-		return Class{Status: http.StatusNotImplemented, Code: "not_supported"}
-	case errors.Is(err, npu.ErrTooManyStreams):
-		return Class{Status: http.StatusTooManyRequests, Code: "too_many_streams", Retryable: true}
-	case errors.Is(err, npu.ErrQueueFull):
-		return Class{Status: http.StatusServiceUnavailable, Code: "queue_full", Server: true, Retryable: true}
-	case errors.Is(err, npu.ErrQueueTimeout):
-		return Class{Status: http.StatusServiceUnavailable, Code: "queue_timeout", Server: true, Retryable: true}
-	case errors.Is(err, npu.ErrShuttingDown):
-		return Class{Status: http.StatusServiceUnavailable, Code: "shutting_down", Server: true, Retryable: true}
-	case errors.Is(err, npu.ErrSlowConsumer):
-		return Class{Status: http.StatusServiceUnavailable, Code: "slow_consumer", Server: true, Retryable: true}
-	case errors.Is(err, journal.ErrExpired):
-		return Class{Status: http.StatusGone, Code: "resume_expired"}
-	case errors.Is(err, journal.ErrAbandoned):
-		return Class{Status: http.StatusGone, Code: "stream_abandoned"}
-	case errors.Is(err, journal.ErrCancelled):
-		return Class{Status: http.StatusConflict, Code: "cancelled"}
-	case errors.Is(err, npu.ErrTokenTimeout):
-		return Class{Status: http.StatusGatewayTimeout, Code: "token_timeout", Server: true}
-	case errors.Is(err, npu.ErrClientGone):
-		return Class{Status: StatusClientClosed, Code: "client_closed"}
-	case errors.Is(err, npu.ErrEngineCrashedOnRequest):
-		// A 4xx: SDKs retry 5xx on their own, and this one would only
-		// crash the engine again.
-		return Class{Status: http.StatusUnprocessableEntity, Code: "engine_crashed_on_request", Server: true}
-	case errors.Is(err, npu.ErrCrashThrottled):
-		return Class{Status: http.StatusTooManyRequests, Code: "crash_throttled", Retryable: true}
-	case errors.Is(err, npu.ErrEngineCrashed):
-		return Class{Status: http.StatusServiceUnavailable, Code: "engine_crashed", Server: true, Retryable: true}
-	case errors.Is(err, npu.ErrDeviceUnhealthy):
-		return Class{Status: http.StatusServiceUnavailable, Code: "device_unhealthy", Server: true, Retryable: true}
-	case errors.Is(err, npu.ErrUpstreamUnavailable):
-		return Class{Status: http.StatusServiceUnavailable, Code: "upstream_unavailable", Server: true, Retryable: true}
-	case errors.Is(err, npu.ErrEngineHung):
-		return Class{Status: http.StatusServiceUnavailable, Code: "engine_hung", Server: true, Retryable: true}
-	case errors.As(err, &engineErr):
-		return Class{Status: http.StatusInternalServerError, Code: "engine_error", Server: true}
+	c := npu.Classify(err)
+	status, ok := statusOf[c.Code]
+	if !ok {
+		status = http.StatusInternalServerError
 	}
-	return Class{Status: http.StatusInternalServerError, Code: "internal_error", Server: true}
+	return Class{Status: status, Code: c.Code, Server: c.Server, Retryable: c.Retryable}
 }

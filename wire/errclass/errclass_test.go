@@ -40,6 +40,7 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("worker: %w", npu.ErrCrashThrottled), Class{Status: 429, Code: "crash_throttled", Retryable: true}},
 		{fmt.Errorf("model %q: %w", "m", npu.ErrDeviceUnhealthy), Class{Status: 503, Code: "device_unhealthy", Server: true, Retryable: true}},
 		{fmt.Errorf("upstream %q: %w", "u", npu.ErrUpstreamUnavailable), Class{Status: 503, Code: "upstream_unavailable", Server: true, Retryable: true}},
+		{&npu.EngineError{Engine: "x", Cause: fmt.Errorf("callback: %w", npu.ErrPanic)}, Class{Status: 500, Code: "engine_panic", Server: true}},
 		{errors.New("anything else"), Class{Status: http.StatusInternalServerError, Code: "internal_error", Server: true}},
 	} {
 		assert.Equal(t, tc.want, Of(tc.err), "%v", tc.err)
@@ -64,4 +65,17 @@ func TestModelNotFound(t *testing.T) {
 		assert.Equal(t, tc.want, ModelNotFound(err, tc.served, tc.how))
 	}
 	assert.Equal(t, "j", many[0], "the caller's list is not sorted in place")
+}
+
+// Every class npu's table can give has its status here: a sentinel added
+// to the table without one would be a silent 500.
+func TestEveryClassHasAStatus(t *testing.T) {
+	for _, c := range npu.Classes() {
+		_, ok := statusOf[c.Code]
+		assert.True(t, ok, "no HTTP status for npu's class %q", c.Code)
+		if sentinel := npu.Sentinel(c.Code); sentinel != nil {
+			assert.Equal(t, c, npu.Classify(sentinel), "the table classifies its own sentinel %q as listed", c.Code)
+		}
+	}
+	assert.Len(t, statusOf, len(npu.Classes()), "and no status for a code npu does not give")
 }

@@ -15,9 +15,14 @@ const AliasHint = "to answer to this name, start npud with --alias NAME=MODEL (o
 // maxListedModels bounds the served names a 404 lists.
 const maxListedModels = 8
 
+// ModelLister is what ServedNames needs of a runner.
+type ModelLister interface {
+	Models() []npu.ModelInfo
+}
+
 // ServedNames are the names runner answers to (models and aliases), for
 // ModelNotFound.
-func ServedNames(runner *npu.Runner) []string {
+func ServedNames(runner ModelLister) []string {
 	models := runner.Models()
 	names := make([]string, len(models))
 	for i, m := range models {

@@ -32,6 +32,9 @@ const (
 	// WithoutGetString lacks ov_genai_decoded_results_get_string, as
 	// releases before npud's minimum do.
 	WithoutGetString Variant = "-DOVTEST_WITHOUT_GET_STRING"
+	// WithoutWhisper lacks GenAI's Whisper pipeline (a GenAI built without
+	// it): text models still load, speech models are refused.
+	WithoutWhisper Variant = "-DOVTEST_WITHOUT_WHISPER"
 )
 
 // Source is the test library's source folder.

@@ -1,0 +1,101 @@
+package anthropicapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/anthropicapi"
+	"github.com/npud/npud/npu"
+)
+
+// refusingRunner is the runner as a fake: it serves one model and refuses
+// every generation with err. The API is tested on its own, no daemon.
+type refusingRunner struct {
+	err        error
+	retryAfter time.Duration
+	started    int
+}
+
+func (r *refusingRunner) Start(req *npu.Request) (*npu.Stream, error) {
+	if _, err := r.Model(req.Model); err != nil {
+		return nil, err // as npu.Runner.Start: an unknown model starts nothing
+	}
+	r.started++
+	return nil, r.err
+}
+
+func (r *refusingRunner) Model(id string) (npu.ModelInfo, error) {
+	if id != "local" {
+		return npu.ModelInfo{}, fmt.Errorf("model %q: %w", id, npu.ErrModelNotFound)
+	}
+	return npu.ModelInfo{ID: "local", ContextLength: 4096}, nil
+}
+
+func (r *refusingRunner) Models() []npu.ModelInfo   { return []npu.ModelInfo{{ID: "local"}} }
+func (r *refusingRunner) RetryAfter() time.Duration { return r.retryAfter }
+
+// What the runner refuses becomes Anthropic's error, status and
+// Retry-After, before any byte of a stream: asserted against a fake
+// runner, so each refusal is reached directly, not by filling a real
+// queue.
+func TestMessagesRefusalsFromTheRunner(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	for _, tc := range []struct {
+		name       string
+		model      string
+		err        error
+		status     int
+		errType    string
+		retryAfter string
+		started    int
+	}{
+		{"queue full", "local", fmt.Errorf("wrapped: %w", npu.ErrQueueFull), anthropicapi.StatusOverloaded, "overloaded_error", "3", 1},
+		{"draining", "local", npu.ErrShuttingDown, anthropicapi.StatusOverloaded, "overloaded_error", "3", 1},
+		{"context too long", "local", fmt.Errorf("prompt of 5000 tokens: %w", npu.ErrContextLength), http.StatusBadRequest, "invalid_request_error", "", 1},
+		{"engine failure", "local", &npu.EngineError{Engine: "fake", Cause: io.ErrUnexpectedEOF}, http.StatusInternalServerError, "api_error", "", 1},
+		{"unknown model", "claude-sonnet-4-5", nil, http.StatusNotFound, "not_found_error", "", 0},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				runner := &refusingRunner{err: tc.err, retryAfter: 2500 * time.Millisecond}
+				router := gin.New()
+				anthropicapi.New(runner, anthropicapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+				srv := httptest.NewServer(router)
+				t.Cleanup(srv.Close)
+				body := fmt.Sprintf(`{"model":%q,"max_tokens":64,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, tc.model, stream)
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+anthropicapi.MessagesPath, strings.NewReader(body))
+				require.NoError(t, err)
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				raw, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				assert.Equal(t, tc.status, resp.StatusCode, "%s", raw)
+				assert.Equal(t, tc.retryAfter, resp.Header.Get("Retry-After"))
+				var out struct {
+					Type  string `json:"type"`
+					Error struct {
+						Type    string `json:"type"`
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				require.NoError(t, json.Unmarshal(raw, &out), "an error before the stream began is a plain JSON body: %s", raw)
+				assert.Equal(t, "error", out.Type)
+				assert.Equal(t, tc.errType, out.Error.Type)
+				assert.NotEmpty(t, out.Error.Message)
+				assert.Equal(t, tc.started, runner.started)
+			})
+		}
+	}
+}
