@@ -19,7 +19,14 @@ OVTEST := $(CURDIR)/testdata/ovgenai
 OVVENV ?= $(CURDIR)/testdata/openvino/venv
 OVPINS := $(CURDIR)/testdata/openvino/requirements.txt
 
-.PHONY: help build run test test-openvino test-openvino-real openvino-venv test-openvino-asan fuzz soak check bench package clean
+# The official Python clients (openai, anthropic), pinned by
+# testdata/python/requirements.txt, in a virtual environment made once
+# (again when the pins change); go test finds it there, or at
+# NPUD_PYTHON_VENV, and skips the Python client tests without it.
+PYVENV ?= $(CURDIR)/testdata/python/venv
+PYPINS := $(CURDIR)/testdata/python/requirements.txt
+
+.PHONY: help build run test test-openvino test-openvino-real openvino-venv python-venv test-openvino-asan fuzz soak check bench package clean
 
 help: ## list the targets
 	@# Two passes: the widest target name sets the column.
@@ -82,12 +89,14 @@ test: check ## vet, then every test under the race detector
 	@# and npm ci refuses a lock without every optional platform package; install keeps the lock's
 	@# versions and integrity (--no-save: the lock is never rewritten).
 	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm install --no-save --no-audit --no-fund --loglevel=error)
-	@# Claude Code and Codex, pinned by testdata/agents/package-lock.json (native binaries for this platform).
-	@# npm install, not npm ci, for the reason above.
+	@# Claude Code and Codex CLI, pinned by testdata/agents/package-lock.json (native binaries for this
+	@# platform: @openai/codex-linux-x64 is npm:@openai/codex@VERSION-linux-x64). npm install, not npm ci,
+	@# for the reason above.
 	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
 	@# A timeout of our own for each package's test binary: Go's default 10 minutes is
 	@# too tight for the daemon's suite under -race on a loaded machine.
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) --no-print-directory python-venv
+	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./...
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino
 	$(MAKE) --no-print-directory test-openvino-asan
@@ -107,6 +116,17 @@ openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/open
 	  echo "  make test OVVENV=/path/to/a/venv   a virtual environment with exactly those wheels, or"; \
 	  echo "  pip download -r testdata/openvino/requirements.txt --no-deps -d DIR on a machine with PyPI,"; \
 	  echo "  then pip install --no-index --no-deps DIR/*.whl into a venv and pass it as OVVENV."; \
+	  exit 1; }
+
+python-venv: ## the pinned official Python clients from PyPI in testdata/python/venv (once)
+	@if [ -f $(PYVENV)/pins.txt ] && cmp -s $(PYVENV)/pins.txt $(PYPINS); then exit 0; fi; \
+	if [ -d $(PYVENV) ] && [ ! -f $(PYVENV)/pins.txt ]; then echo "using $(PYVENV) as it is (not made here)"; exit 0; fi; \
+	echo "installing the pinned Python clients (testdata/python/requirements.txt) into $(PYVENV)"; \
+	rm -rf $(PYVENV) && python3 -m venv $(PYVENV) && \
+	$(PYVENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PYPINS) && cp $(PYPINS) $(PYVENV)/pins.txt || { \
+	  rm -rf $(PYVENV); \
+	  echo "make python-venv: could not install the pinned Python packages from PyPI (is pypi.org reachable?)."; \
+	  echo "  make test PYVENV=/path/to/a/venv   a virtual environment with exactly testdata/python/requirements.txt"; \
 	  exit 1; }
 
 # npud against the official runtime: the vendored core headers, discovery

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/npud/npud/npu"
@@ -131,29 +129,7 @@ func toError(err error, retryAfter func() time.Duration, served func() []string)
 		}
 	}
 	if c.Code == "model_not_found" && served != nil {
-		e.Message = notFoundMessage(err, served())
+		e.Message = errclass.ModelNotFound(err, served(), "")
 	}
 	return e
-}
-
-// maxListedModels bounds the served names a 404 lists.
-const maxListedModels = 8
-
-// notFoundMessage says what is served and how to give a served model the
-// name a client asks for: agents send their own model names.
-func notFoundMessage(err error, served []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%v: it is not served here", err)
-	if len(served) > 0 {
-		served = slices.Clone(served)
-		slices.Sort(served)
-		more := ""
-		if len(served) > maxListedModels {
-			more = fmt.Sprintf(" and %d more", len(served)-maxListedModels)
-			served = served[:maxListedModels]
-		}
-		fmt.Fprintf(&b, " (served: %s%s)", strings.Join(served, ", "), more)
-	}
-	b.WriteString("; to answer to this name, start npud with --alias NAME=MODEL (or NPUD_ALIAS, or an [alias] table in the configuration file)")
-	return b.String()
 }

@@ -3,7 +3,6 @@ package anthropicapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -83,15 +82,18 @@ func (a *API) messages(c *gin.Context) {
 		return
 	}
 	p.req.Tenant = info.Tenant
-	src := &source{a: a, req: p.req, info: info}
-	if err := src.start(); err != nil {
+	src, err := a.runner.Start(p.req)
+	if err != nil {
 		if p.req.Release != nil {
 			p.req.Release() // the runner never took the request: its images' memory goes back
 		}
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
-	defer src.close()
+	info.Stream = src
+	defer src.Close()
+	// A clamp the runner made at admission is known now.
+	reqinfo.SetMaxTokensClamped(c.Writer.Header(), src.MaxTokensClamped())
 	id := "msg_" + info.ID
 	if req.Stream {
 		w := streamwriter.New(c.Writer, a.cfg.WriteTimeout)
@@ -104,8 +106,11 @@ func (a *API) messages(c *gin.Context) {
 
 // prepare checks the model before anything costly (a 404 names how to
 // alias it; images go only to a model that takes them, and are decoded
-// only then) and clamps max_tokens: Anthropic's clients send their own
-// model's output limit, often more than a local model's whole context.
+// only then). max_tokens is npu.CompletionLimit's, as on every API:
+// Anthropic's clients send their own model's output limit, often more than
+// a local model's whole context, and a limit larger than the room the
+// prompt leaves is clamped to that room (by the runner when the engine
+// counts the prompt, else by the engine), not refused.
 func (a *API) prepare(ctx context.Context, p *parsed) *Error {
 	m, err := a.runner.Model(p.req.Model)
 	if err != nil {
@@ -114,73 +119,11 @@ func (a *API) prepare(ctx context.Context, p *parsed) *Error {
 	if len(p.images) > 0 && !m.Details.Vision {
 		return invalid("model %q does not take images: its folder holds no vision encoder", m.ID)
 	}
-	if m.ContextLength > 0 && p.req.MaxTokens >= m.ContextLength {
-		p.req.MaxTokens = 0 // up to the context: the engine stops where it is full
-	}
 	return p.decodeImages(ctx, a.cfg.Images, a.toError)
 }
 
-// source is the generation's events. A max_tokens larger than the room
-// the prompt leaves is clamped to that room: when the engine refuses the
-// request as too long for its context before any output, it is started
-// once more without the limit, so it stops where the context is full
-// (stop_reason max_tokens); a prompt that alone does not fit fails again
-// and that error is the answer.
-type source struct {
-	a       *API
-	req     *npu.Request
-	info    *reqinfo.Info
-	stream  *npu.Stream
-	output  bool // an event other than a heartbeat came
-	retried bool
-}
-
-func (s *source) start() error {
-	st, err := s.a.runner.Start(s.req)
-	if err != nil {
-		return err
-	}
-	s.stream, s.info.Stream = st, st
-	return nil
-}
-
-func (s *source) close() {
-	if s.stream != nil {
-		s.stream.Close()
-	}
-}
-
-func (s *source) Next(ctx context.Context) (npu.Event, error) {
-	for {
-		ev, err := s.stream.Next(ctx)
-		if err != nil && !s.output && !s.retried && s.req.MaxTokens > 0 && errors.Is(err, npu.ErrContextLength) {
-			s.retried = true
-			s.stream.Close()
-			s.stream = nil
-			clamped := *s.req
-			clamped.MaxTokens = 0
-			s.req = &clamped
-			if err := s.start(); err != nil {
-				return npu.Event{}, err
-			}
-			continue
-		}
-		if err == nil && !ev.Heartbeat {
-			s.output = true
-		}
-		return ev, err
-	}
-}
-
 func (a *API) toError(err error) *Error {
-	return toError(err, a.runner.RetryAfter, func() []string {
-		models := a.runner.Models()
-		names := make([]string, len(models))
-		for i, m := range models {
-			names[i] = m.ID
-		}
-		return names
-	})
+	return toError(err, a.runner.RetryAfter, func() []string { return errclass.ServedNames(a.runner) })
 }
 
 // fail answers an error before the response began.
@@ -242,17 +185,17 @@ func toolInput(arguments string) json.RawMessage {
 }
 
 // writeWhole collects the stream into one message object.
-func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *source, id, model string) {
+func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *npu.Stream, id, model string) {
 	answer, err := npu.CollectAnswer(ctx, src.Next)
-	if src.stream != nil {
-		info.MarkFirstTokenAt(src.stream.FirstTokenAt())
-	}
+	info.MarkFirstTokenAt(src.FirstTokenAt())
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
 	info.TokensOut = answer.Result.CompletionTokens
 	info.FinishReason = string(answer.Result.FinishReason)
+	// An engine that cannot count the prompt beforehand says at its end.
+	reqinfo.SetMaxTokensClamped(c.Writer.Header(), answer.Result.MaxTokensClamped)
 	msg := messageObject{ID: id, Type: "message", Role: "assistant", Model: model, Content: []contentBlock{},
 		StopSequence: stopSequence(answer.Result), Usage: usageOf(answer.Result)}
 	reason := StopReason(answer.Result)

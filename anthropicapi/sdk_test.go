@@ -3,7 +3,10 @@ package anthropicapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +305,33 @@ func TestSDKAliasedModelName(t *testing.T) {
 		Messages: userText("hi")})
 	require.NoError(t, err)
 	assert.Positive(t, n.InputTokens)
+}
+
+// Issue 29, item 4: max_tokens follows npu.CompletionLimit, as on every
+// API: larger than the room the prompt leaves, it is clamped to that room
+// and the response says so (X-Npud-Max-Tokens-Clamped), streamed or not;
+// only a prompt that leaves no room is a 400. (The API's own rule sent a
+// limit at or above the context as none, so no clamp was reported.)
+func TestMaxTokensFollowsCompletionLimit(t *testing.T) {
+	const contextLength = 24
+	srv := daemontest.Start(t, daemontest.Defaults(t), sim.New(sim.Config{ContextLength: contextLength}))
+	room := contextLength - sim.CountTokens("user: hi\n")
+	for _, stream := range []bool{false, true} {
+		body := fmt.Sprintf(`{"model":"sim","max_tokens":32000,"stream":%t,"messages":[{"role":"user","content":"hi"}]}`, stream)
+		resp, err := daemontest.Post(t.Context(), http.DefaultClient, srv.URL+"/v1/messages", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+		assert.Equal(t, strconv.Itoa(room), resp.Header.Get("X-Npud-Max-Tokens-Clamped"), "stream %t", stream)
+		assert.Contains(t, string(raw), `"stop_reason":"max_tokens"`, "stream %t: %s", stream, raw)
+	}
+	long := strings.Repeat("word ", 40)
+	resp, err := daemontest.Post(t.Context(), http.DefaultClient, srv.URL+"/v1/messages", "application/json",
+		strings.NewReader(`{"model":"sim","max_tokens":8,"messages":[{"role":"user","content":"`+long+`"}]}`))
+	require.NoError(t, err)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"type":"invalid_request_error"`)
 }

@@ -105,10 +105,11 @@ func codexConfig(t launchTarget) agentSetup {
 		{"model_providers.npud.base_url", tomlString(t.Base + "/v1")},
 		{"model_providers.npud.wire_api", `"responses"`},
 		{"model_providers.npud.supports_websockets", strconv.FormatBool(t.WebSocket)},
-		// What Codex 0.169 would send that /v1/responses refuses, off: a
-		// web_search tool, its sub-agent tools as a "namespace" tool, and
-		// its goals, whose progress it reports as a function_call_output
-		// with no call_id.
+		// What Codex 0.169 sends that a local model cannot use, off (npud
+		// leaves the first two out and gives the third to the model as
+		// text): a web_search tool, its sub-agent tools as a "namespace"
+		// tool, and its goals, whose progress it reports as a
+		// function_call_output with no call_id.
 		{"web_search", `"disabled"`},
 		{"features.multi_agent", "false"},
 		{"features.goals", "false"},

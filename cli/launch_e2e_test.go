@@ -507,21 +507,29 @@ func TestLaunchRunsOpenCode(t *testing.T) {
 
 // The real Codex CLI (pinned in testdata/agents), started by npud launch
 // against a daemon with an API key, offline: the model provider launch
-// passes with -c reaches /v1/responses with the key from env_key, Codex
-// declares only function tools (its web search and sub-agent tools,
-// which npud refuses, are off), and the simulated model's tool call goes
-// round: the call, then Codex's function_call_output.
+// passes with -c reaches /v1/responses with the key from env_key, over the
+// Responses WebSocket mode (the daemon serves it, so launch turns it on),
+// Codex declares only function tools (its web search and sub-agent tools
+// are off), and the simulated model's tool call goes round: the call,
+// then Codex's function_call_output, as the model saw them.
 func TestLaunchRunsCodex(t *testing.T) {
 	daemontest.SimOnly(t, "the simulated engine's tool call drives the loop")
 	codex := installedAgent(t, "agents/node_modules/@openai/codex-*/vendor/*/bin/codex", "Codex")
 	const key = "k-codex-0123456789abcdef"
+	var genMu sync.Mutex
+	var generations []*npu.Request
 	srv := daemontest.StartSim(t, func(c *daemon.Config) {
 		c.APIKeys = []daemon.APIKey{{Name: "dev", Key: key}}
-	}, nil)
+	}, func(r *npu.Request) sim.Fault {
+		genMu.Lock()
+		defer genMu.Unlock()
+		generations = append(generations, &npu.Request{Messages: append([]npu.Message(nil), r.Messages...), Tools: r.Tools})
+		return sim.Fault{}
+	})
 	type seen struct {
-		auth, method, path string
-		status             int
-		body               map[string]any
+		auth, method, path, upgrade string
+		status                      int
+		body                        map[string]any
 	}
 	var mu sync.Mutex
 	var requests []*seen
@@ -529,7 +537,7 @@ func TestLaunchRunsCodex(t *testing.T) {
 	require.NoError(t, err)
 	proxy := httptest.NewServer(&httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
-			s := &seen{auth: r.In.Header.Get("Authorization"), method: r.In.Method, path: r.In.URL.Path}
+			s := &seen{auth: r.In.Header.Get("Authorization"), method: r.In.Method, path: r.In.URL.Path, upgrade: r.In.Header.Get("Upgrade")}
 			if r.In.Body != nil {
 				raw, err := io.ReadAll(r.In.Body)
 				if err == nil {
@@ -575,26 +583,40 @@ func TestLaunchRunsCodex(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	var turns []map[string]any
+	var posts, sockets int
 	for _, r := range requests {
 		assert.NotContains(t, r.auth, "sk-the-users-real-openai-key", "the user's OpenAI key never reaches npud")
-		if r.method != http.MethodPost || r.path != "/v1/responses" {
-			continue // launch's WebSocket probe, Codex's model list
+		if r.path != "/v1/responses" {
+			continue // Codex's model list
 		}
 		assert.Equal(t, "Bearer "+key, r.auth, "the key from env_key")
-		assert.Equal(t, http.StatusOK, r.status, "every turn is served")
-		assert.Equal(t, "sim", r.body["model"], "the npud model launch named")
-		tools, _ := r.body["tools"].([]any)
-		for _, tool := range tools {
-			assert.Equal(t, "function", tool.(map[string]any)["type"], "only tools npud runs: %v", tool)
+		switch {
+		case r.method == http.MethodGet && strings.EqualFold(r.upgrade, "websocket"):
+			assert.Equal(t, http.StatusSwitchingProtocols, r.status)
+			sockets++ // launch's probe, then Codex's connection
+		case r.method == http.MethodPost:
+			posts++
 		}
-		turns = append(turns, r.body)
 	}
-	require.GreaterOrEqual(t, len(turns), 2, "a turn with the call and one with its result:\n%s", errOut.String())
-	var types []any
-	for _, item := range turns[1]["input"].([]any) {
-		types = append(types, item.(map[string]any)["type"])
+	assert.GreaterOrEqual(t, sockets, 2, "launch's probe and Codex's own connection")
+	assert.Zero(t, posts, "every turn went over the WebSocket")
+
+	genMu.Lock()
+	defer genMu.Unlock()
+	require.GreaterOrEqual(t, len(generations), 2, "a turn with the call and one with its result:\n%s", errOut.String())
+	looped := false
+	for _, g := range generations {
+		for _, tool := range g.Tools {
+			assert.NotEqual(t, "web_search", tool.Name)
+		}
+		for i, m := range g.Messages {
+			if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+				continue
+			}
+			for _, next := range g.Messages[i+1:] {
+				looped = looped || (next.Role == "tool" && next.ToolCallID == m.ToolCalls[0].ID)
+			}
+		}
 	}
-	assert.Contains(t, types, "function_call")
-	assert.Contains(t, types, "function_call_output", "Codex sent its tool's result back")
+	assert.True(t, looped, "Codex sent its tool's result back for the model's call")
 }

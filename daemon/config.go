@@ -93,6 +93,7 @@ type Config struct {
 	ResponsesMaxBytes int64
 	ResponsesMaxAge   time.Duration
 	WSMaxRequests     int               // generations at once per WebSocket connection
+	WSMaxMessages     int               // client messages per Responses WebSocket connection
 	Preload           []string          // models loaded at start and kept loaded
 	Aliases           map[string]string // extra model names: alias → served model
 
@@ -332,6 +333,7 @@ func (c *Config) options(ls *layers) []option {
 		{"responses-max-bytes", "total size of the stored responses, oldest evicted first", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.ResponsesMaxBytes, n, 64<<20, u) }},
 		{"responses-max-age", "how long a stored response is kept (0 = until evicted by count or size)", dur(&c.ResponsesMaxAge, 24*time.Hour)},
 		{"ws-max-requests", "generations one WebSocket connection (/npud/v1/streams) may run at once", num(&c.WSMaxRequests, 8)},
+		{"ws-max-messages", "client messages one Responses WebSocket connection (GET /v1/responses) may carry; then it asks the client to connect again", num(&c.WSMaxMessages, 10000)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
 		{"preload", "models to load at start and keep loaded, comma-separated", list(&c.Preload, nil, nil)},
 		{"alias", "extra model names, ALIAS=MODEL, comma-separated or repeated", list(&aliasList, nil, func(pair string) error {
@@ -530,6 +532,7 @@ func (c Config) Validate() error {
 	check(c.MaxPendingBytes > 0, "--max-pending-bytes must be positive, got %d", c.MaxPendingBytes)
 	check(c.SimSlots >= 1, "--sim-slots must be 1 or more, got %d", c.SimSlots)
 	check(c.WSMaxRequests > 0, "--ws-max-requests must be positive, got %d", c.WSMaxRequests)
+	check(c.WSMaxMessages > 0, "--ws-max-messages must be positive, got %d", c.WSMaxMessages)
 	check(c.ResumeMaxBytes > 0, "--resume-max-bytes must be positive, got %d", c.ResumeMaxBytes)
 	check(c.ResponsesMax >= 0 && c.ResponsesMaxBytes > 0, "--responses-max must be 0 or more and --responses-max-bytes positive")
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)

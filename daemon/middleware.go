@@ -33,7 +33,10 @@ func (s *Server) requestInfo(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	generation := s.routeTable.Generation(route)
+	// A WebSocket's generations are counted one by one by its API, not
+	// the connection as one (GET /v1/responses is a generation route's
+	// path).
+	generation := s.routeTable.Generation(route) && !s.webSocket(c.Request)
 	if generation {
 		done := s.metrics.streamOpened(route)
 		defer done()

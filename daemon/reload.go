@@ -96,7 +96,7 @@ var configFieldKeys = map[string]string{
 	"NPUPrefillHint": "npu-prefill-hint", "NPUGenerateHint": "npu-generate-hint",
 	"NPUPrefillChunk": "npu-prefill-chunk", "NPUPrefixCaching": "npu-prefix-caching",
 	"CORSOrigins": "cors-origins", "TLSCert": "tls-cert", "TLSKey": "tls-key",
-	"WSMaxRequests": "ws-max-requests", "SimTTFT": "sim-ttft", "SimITL": "sim-itl",
+	"WSMaxRequests": "ws-max-requests", "WSMaxMessages": "ws-max-messages", "SimTTFT": "sim-ttft", "SimITL": "sim-itl",
 	"APIKeyFile": "api-key-file", "ConfigFile": "config", "OpenVINOLib": "openvino-lib",
 	"AllowImageURLs": "allow-image-urls", "Upstreams": "upstream", "ImageURLAllow": "image-url-allow",
 }

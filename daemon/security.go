@@ -277,7 +277,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		return
 	}
 	token, ok := bearer(c.Request)
-	if !ok && s.routeTable.WebSocket(c.Request.URL.Path) {
+	if !ok && s.webSocket(c.Request) {
 		// Browsers cannot set headers on a WebSocket handshake.
 		token = c.Query("token")
 		ok = token != ""
@@ -306,7 +306,7 @@ func (s *Server) authenticate(c *gin.Context) {
 			fmt.Sprintf("key %q may not manage models (delete, copy, pull): that needs an admin key", key.Name), 0)
 		return
 	}
-	if !s.routeTable.WebSocket(c.Request.URL.Path) { // WebSockets close with 1008 (wsapi.CloseKeys)
+	if !s.webSocket(c.Request) { // WebSockets close with 1008 (wsapi.CloseKeys)
 		ctx, untrack := s.keyRequests.track(c.Request.Context(), info.KeyID)
 		defer untrack()
 		if !s.policy.Load().keys.hasID(info.KeyID) {
@@ -316,6 +316,13 @@ func (s *Server) authenticate(c *gin.Context) {
 		c.Request = c.Request.WithContext(ctx)
 	}
 	c.Next()
+}
+
+// webSocket reports whether r opens one of the APIs' WebSockets: a GET on
+// a WebSocket route (POST /v1/responses shares its path with the
+// Responses API's WebSocket mode, and is an HTTP request like any other).
+func (s *Server) webSocket(r *http.Request) bool {
+	return r.Method == http.MethodGet && s.routeTable.WebSocket(r.URL.Path)
 }
 
 // keyRequests are the HTTP requests in flight per API key, so that a

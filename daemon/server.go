@@ -381,13 +381,15 @@ func (s *Server) routes() http.Handler {
 	s.ws = wsapi.New(s.runner, s.openai.Journals(), wsapi.Config{
 		Images:         images,
 		MaxRequests:    s.cfg.WSMaxRequests,
+		MaxMessages:    s.cfg.WSMaxMessages,
 		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
 		PingInterval:   s.cfg.Heartbeat,
 		AllowAnyOrigin: true, // s.cors vetted the Origin already
-		RequestEnded: func(info *reqinfo.Info) {
-			s.metrics.requestEnded(wsapi.StreamsPath, http.StatusOK, info, s.servesModel)
+		RequestEnded: func(route string, info *reqinfo.Info) {
+			s.metrics.requestEnded(route, http.StatusOK, info, s.servesModel)
 		},
-		StreamOpened:   func() func() { return s.metrics.streamOpened(wsapi.StreamsPath) },
+		StreamOpened:   s.metrics.streamOpened,
+		Responses:      s.openai,
 		Admit:          s.admitRealtime,
 		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
 		DefaultTimeout: s.cfg.RequestTimeout,

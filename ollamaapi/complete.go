@@ -132,7 +132,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	}
 	m, err := a.runner.Model(model)
 	if err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
 	if apiErr := req.checkUnsupported(model); apiErr != nil {
@@ -190,7 +190,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
 		releaseImages(engineReq)
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
 	defer stream.Close()
@@ -235,7 +235,7 @@ func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive 
 		_, err = a.runner.LoadModel(c.Request.Context(), model, keepAlive)
 	}
 	if err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
 	info.FinishReason = reason
@@ -259,7 +259,7 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 // early failures stay real HTTP errors.
 func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
 	info.Record(relay.Run(ctx, streamwriter.New(rw, a.cfg.WriteTimeout), stream, &lineFraming{sse: sse, ep: ep, model: model, start: info.Start, a: a},
-		func(err error) { a.fail(rw, info, toError(err, a.runner.RetryAfter)) }))
+		func(err error) { a.fail(rw, info, a.toError(err)) }))
 }
 
 // lineFraming is Ollama's stream: one JSON object a line (or an SSE
@@ -335,7 +335,7 @@ func (f *lineFraming) End(res npu.Result) ([]byte, string) {
 }
 
 func (f *lineFraming) Fail(err error) ([]byte, string, error) {
-	apiErr := toError(err, f.a.runner.RetryAfter)
+	apiErr := f.a.toError(err)
 	if apiErr.Status == statusClientClosed {
 		return nil, "", err
 	}
@@ -347,7 +347,7 @@ func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqi
 	answer, err := npu.CollectAnswer(ctx, stream.Next)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {
-		a.fail(rw, info, toError(err, a.runner.RetryAfter))
+		a.fail(rw, info, a.toError(err))
 		return
 	}
 	info.TokensOut = answer.Result.CompletionTokens

@@ -3,7 +3,6 @@ package ollamaapi
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -43,7 +42,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 func bodyError(e *jsonbody.Error) *Error { return &Error{Status: e.Status, Message: e.Message} }
 
 // toError classifies errors from the runner and streams.
-func toError(err error, retryAfter func() time.Duration) *Error {
+func toError(err error, retryAfter func() time.Duration, served func() []string) *Error {
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		return apiErr
@@ -51,7 +50,11 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 	c := errclass.Of(err)
 	msg := err.Error()
 	if c.Code == "model_not_found" {
-		msg = fmt.Sprintf("%v, try pulling it first", err)
+		var names []string
+		if served != nil {
+			names = served()
+		}
+		msg = errclass.ModelNotFound(err, names, "try pulling it first")
 	}
 	var retry time.Duration
 	if c.Retryable {
@@ -62,4 +65,10 @@ func toError(err error, retryAfter func() time.Duration) *Error {
 	}
 	status := c.Status
 	return &Error{Status: status, Message: msg, RetryAfter: retry, Cause: err}
+}
+
+// toError classifies err with what the runner says: when to retry, and
+// which models an unknown model's 404 lists.
+func (a *API) toError(err error) *Error {
+	return toError(err, a.runner.RetryAfter, func() []string { return errclass.ServedNames(a.runner) })
 }

@@ -199,7 +199,7 @@ func (a *API) show(c *gin.Context) {
 	}
 	if m.ID == "" {
 		_, err := a.runner.Model(id)
-		a.fail(c.Writer, reqinfo.From(c.Request.Context()), toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, reqinfo.From(c.Request.Context()), a.toError(err))
 		return
 	}
 	d := a.describe(m)
@@ -268,7 +268,7 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	if err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err))
 		return nil, 0, 0, false
 	}
 	if req.Dimensions < 0 || (len(vectors) > 0 && req.Dimensions > len(vectors[0])) {
@@ -349,7 +349,7 @@ func (a *API) pull(c *gin.Context) {
 		info.Error = err.Error()
 		line(gin.H{"error": err.Error()})
 	case err != nil:
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err))
 	case stream:
 		line(gin.H{"status": "success"})
 	default:
@@ -364,7 +364,7 @@ func (a *API) deleteModel(c *gin.Context) {
 		return
 	}
 	if err := a.runner.Delete(c.Request.Context(), id); err != nil {
-		a.fail(c.Writer, reqinfo.From(c.Request.Context()), toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, reqinfo.From(c.Request.Context()), a.toError(err))
 		return
 	}
 	c.Status(http.StatusOK)
@@ -386,7 +386,7 @@ func (a *API) copyModel(c *gin.Context) {
 	}
 	info.Model = req.Source
 	if err := a.runner.Copy(c.Request.Context(), req.Source, req.Destination); err != nil {
-		a.fail(c.Writer, info, toError(err, a.runner.RetryAfter))
+		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
 	c.Status(http.StatusOK)

@@ -277,7 +277,7 @@ func TestClientErrorsBeforeTheStream(t *testing.T) {
 		status int
 		has    string
 	}{
-		{"unknown model", &api.GenerateRequest{Model: "llama3", Prompt: "x"}, 404, "not found"},
+		{"unknown model", &api.GenerateRequest{Model: "llama3", Prompt: "x"}, 404, "not served here, try pulling it first (served: sim); to answer to this name, start npud with --alias NAME=MODEL"},
 		{"bad option type", &api.GenerateRequest{Model: "sim", Prompt: "x", Options: map[string]any{"top_k": "many"}}, 400, `"top_k"`},
 		{"num_ctx too large", &api.GenerateRequest{Model: "sim", Prompt: "x", Options: map[string]any{"num_ctx": 1 << 20}}, 400, "num_ctx"},
 		{"images", &api.GenerateRequest{Model: "sim", Prompt: "x", Images: []api.ImageData{[]byte("png")}}, 400, "images"},

@@ -48,8 +48,8 @@ func TestBadInput(t *testing.T) {
 		{"content as number", "", chat, `{"model":"sim","messages":[{"role":"user","content":5}]}`, 400, "messages.content", "invalid_type", []string{"content"}},
 
 		// Values out of range or not supported.
-		{"unknown model", "", chat, `{"model":"gpt-9",` + msgs + `}`, 404, "model", "model_not_found", []string{"gpt-9"}},
-		{"unknown model, streaming", "", chat, `{"model":"gpt-9","stream":true,` + msgs + `}`, 404, "model", "model_not_found", []string{"gpt-9"}},
+		{"unknown model", "", chat, `{"model":"gpt-9",` + msgs + `}`, 404, "model", "model_not_found", []string{"gpt-9", "(served: sim); to answer to this name, start npud with --alias NAME=MODEL"}},
+		{"unknown model, streaming", "", chat, `{"model":"gpt-9","stream":true,` + msgs + `}`, 404, "model", "model_not_found", []string{"gpt-9", "--alias NAME=MODEL"}},
 		{"missing model", "", chat, `{` + msgs + `}`, 400, "model", "missing_required_parameter", []string{"model"}},
 		{"empty messages", "", chat, `{"model":"sim","messages":[]}`, 400, "messages", "invalid_value", []string{"at least one"}},
 		{"no messages", "", chat, `{"model":"sim"}`, 400, "messages", "invalid_value", []string{"at least one"}},

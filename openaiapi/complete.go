@@ -17,6 +17,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/relay"
@@ -235,6 +236,11 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 // that is too long is the prompt's fault, as there are no messages.
 func (a *API) toError(err error, ep endpoint) *Error {
 	e := toError(err, a.runner.RetryAfter)
+	if e.Code == "model_not_found" && errors.Is(err, npu.ErrModelNotFound) {
+		named := *e
+		named.Message = errclass.ModelNotFound(err, errclass.ServedNames(a.runner), "")
+		e = &named
+	}
 	if ep == completionsEndpoint && e.Param == "messages" {
 		named := *e
 		named.Param = "prompt"

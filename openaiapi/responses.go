@@ -288,6 +288,9 @@ type responseRun struct {
 	obj     responseObject
 	builder *responseBuilder
 	seq     int
+	// lines: each event is its JSON and a newline (one WebSocket message
+	// each), not an SSE event.
+	lines bool
 }
 
 func newResponseRun(id string, created int64, r *responsesRequest) *responseRun {
@@ -350,11 +353,76 @@ func (run *responseRun) frame(dst []byte, event string, payload map[string]any) 
 	payload["sequence_number"] = run.seq
 	run.seq++
 	b, _ := json.Marshal(payload) // maps of strings, numbers and the structs above
+	if run.lines {
+		// JSON escapes every newline inside strings: the newline ends the event.
+		return append(append(dst, b...), '\n')
+	}
 	dst = append(dst, "event: "...)
 	dst = append(dst, event...)
 	dst = append(dst, "\ndata: "...)
 	dst = append(dst, b...)
 	return append(dst, "\n\n"...)
+}
+
+// responseStart is a response the runner has started (or, for a
+// warmup, checked only): the request, the chat request it became, its
+// stream and the response being made.
+type responseStart struct {
+	req    *responsesRequest
+	chat   *request
+	stream *npu.Stream // nil for a warmup (generate: false)
+	run    *responseRun
+}
+
+// startResponse checks r and starts it on the runner, after the
+// conversation a previous response left (history). A warmup checks the
+// request and its model without generating.
+func (a *API) startResponse(ctx context.Context, tenant string, r *responsesRequest, history []message, created int64, warmup bool) (*responseStart, *Error) {
+	chat, apiErr := r.chatRequest(history)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	engineReq, apiErr := chat.toEngineRequest(chatEndpoint, a.cfg.DefaultTimeout)
+	if apiErr != nil {
+		return nil, r.renamed(apiErr)
+	}
+	// A fresh id, not the request id: a client may repeat its X-Request-ID,
+	// and a stored response must not be named by a guess.
+	id := "resp_" + strings.ToLower(rand.Text())
+	st := &responseStart{req: r, chat: chat, run: newResponseRun(id, created, r)}
+	if warmup {
+		if _, err := a.runner.Model(r.Model); err != nil {
+			return nil, r.renamed(a.toError(err, chatEndpoint))
+		}
+		return st, nil
+	}
+	if apiErr := chat.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
+		return nil, r.renamed(apiErr)
+	}
+	engineReq.Tenant = tenant
+	stream, err := a.runner.Start(engineReq)
+	if err != nil {
+		if engineReq.Release != nil {
+			engineReq.Release() // the runner never took the request
+		}
+		return nil, r.renamed(a.toError(err, chatEndpoint))
+	}
+	st.stream = stream
+	return st, nil
+}
+
+// stored is what the response leaves for the next one of its
+// conversation and for GET.
+func (st *responseStart) stored() storedResponse {
+	return storedResponse{obj: st.run.obj, input: st.req.inputItems(),
+		conversation: conversationAfter(st.chat.Messages, st.req.Instructions, st.run.obj.Output)}
+}
+
+// keep stores the response when it asked to be and did not fail.
+func (a *API) keep(tenant string, st *responseStart) {
+	if st.run.obj.Store && st.run.obj.Status != "failed" {
+		a.responses.put(tenant, st.stored())
+	}
 }
 
 // createResponse serves POST /v1/responses.
@@ -376,53 +444,26 @@ func (a *API) createResponse(c *gin.Context) {
 		}
 		history = prev.conversation
 	}
-	chat, apiErr := r.chatRequest(history)
+	st, apiErr := a.startResponse(ctx, info.Tenant, &r, history, info.Start.Unix(), false)
 	if apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	engineReq, apiErr := chat.toEngineRequest(chatEndpoint, a.cfg.DefaultTimeout)
-	if apiErr != nil {
-		a.fail(c.Writer, info, r.renamed(apiErr))
-		return
-	}
-	if apiErr := chat.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
-		a.fail(c.Writer, info, r.renamed(apiErr))
-		return
-	}
-	engineReq.Tenant = info.Tenant
-	stream, err := a.runner.Start(engineReq)
-	if err != nil {
-		if engineReq.Release != nil {
-			engineReq.Release() // the runner never took the request
-		}
-		a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint)))
-		return
-	}
+	stream, run := st.stream, st.run
 	info.Stream = stream
 	defer stream.Close()
 
-	// A fresh id, not the request id: a client may repeat its X-Request-ID,
-	// and a stored response must not be named by a guess.
-	id := "resp_" + strings.ToLower(rand.Text())
-	run := newResponseRun(id, info.Start.Unix(), &r)
-	keep := func() {
-		if run.obj.Store && run.obj.Status != "failed" {
-			a.responses.put(info.Tenant, storedResponse{obj: run.obj, input: r.inputItems(),
-				conversation: conversationAfter(chat.Messages, r.Instructions, run.obj.Output)})
-		}
-	}
 	if r.Stream {
 		f := &responseFraming{a: a, run: run}
-		run.builder = newResponseBuilder(id, f.emit)
+		run.builder = newResponseBuilder(run.obj.ID, f.emit)
 		w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
 		info.Record(relay.Run(ctx, w, stream, f, func(err error) { a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint))) }))
 		if f.ended {
-			keep()
+			a.keep(info.Tenant, st)
 		}
 		return
 	}
-	run.builder = newResponseBuilder(id, nil)
+	run.builder = newResponseBuilder(run.obj.ID, nil)
 	res, err := collect(ctx, stream.Next, run.builder)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {
@@ -432,7 +473,7 @@ func (a *API) createResponse(c *gin.Context) {
 	run.end(res)
 	info.TokensOut = res.CompletionTokens
 	info.FinishReason = FinishReason(res.FinishReason)
-	keep()
+	a.keep(info.Tenant, st)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
 	if err := json.NewEncoder(c.Writer).Encode(run.obj); err != nil {
@@ -488,6 +529,9 @@ type responseFraming struct {
 	run   *responseRun
 	buf   []byte
 	ended bool
+	// cancelled reports whether a failure is the client's own cancel
+	// (the WebSocket's response.cancel); nil: there is none.
+	cancelled func(error) bool
 }
 
 func (f *responseFraming) emit(event string, payload map[string]any) {
@@ -516,6 +560,9 @@ func (f *responseFraming) Text(ev *npu.Event) []byte {
 // Heartbeat is an SSE comment, as on chat: `: ping`, or while the model
 // loads, how the load goes.
 func (f *responseFraming) Heartbeat(loading *npu.LoadStatus) []byte {
+	if f.run.lines {
+		return nil // WebSocket pings keep the connection open
+	}
 	if loading == nil {
 		return heartbeatFrame
 	}
@@ -540,6 +587,14 @@ func (f *responseFraming) End(res npu.Result) ([]byte, string) {
 // Fail is an error event, then response.failed: no stream ends without a
 // terminal event.
 func (f *responseFraming) Fail(err error) ([]byte, string, error) {
+	if f.cancelled != nil && f.cancelled(err) {
+		// No failure: the response ends where the client stopped it.
+		f.run.builder.finish()
+		f.run.obj.Output = f.run.builder.output
+		f.run.obj.Status = "cancelled"
+		f.emit("response.incomplete", map[string]any{"response": f.run.obj})
+		return f.take(), "cancelled", nil
+	}
 	apiErr := f.a.toError(err, chatEndpoint)
 	if apiErr.Status == statusClientClosed {
 		return nil, "", err

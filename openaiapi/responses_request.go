@@ -95,6 +95,7 @@ type inputItem struct {
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
 	ID        string          `json:"id"`
+	Namespace string          `json:"namespace"`
 }
 
 // inputPart is a part of a message's content.
@@ -176,8 +177,16 @@ func (r *responsesRequest) checkUnsupported() *Error {
 	return nil
 }
 
-// tools translates the function tools into chat's shape. Hosted tools
-// (web search, file search, computer use, code interpreter, MCP, image
+// ignoredTools are tool types left out of what the model is told rather
+// than refused: Codex CLI sends them with every request (web_search with
+// external_web_access false, and a namespace of sub-agent functions), so
+// refusing them would refuse Codex. The model cannot call a hosted search
+// npud does not run, and a namespaced call would need a namespace field on
+// the call that npud's tool-call parsers cannot give.
+var ignoredTools = map[string]bool{"web_search": true, "web_search_preview": true, "namespace": true}
+
+// tools translates the function tools into chat's shape. Other hosted
+// tools (file search, computer use, code interpreter, MCP, image
 // generation, local shell, custom/freeform) need something npud does not
 // run: each is a 400 naming its type.
 func (r *responsesRequest) tools() ([]toolDef, *Error) {
@@ -187,6 +196,9 @@ func (r *responsesRequest) tools() ([]toolDef, *Error) {
 	out := make([]toolDef, 0, len(r.Tools))
 	for i, t := range r.Tools {
 		param := fmt.Sprintf("tools[%d]", i)
+		if ignoredTools[t.Type] {
+			continue
+		}
 		if t.Type != "function" {
 			return nil, invalid(param+".type", "unsupported_value",
 				"%s.type %q is not supported: npud runs only tools of type \"function\", which the client executes", param, reqinfo.Clip(t.Type))
@@ -286,12 +298,25 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 				r.origins = append(r.origins, param)
 			}
 		case "function_call_output":
-			if it.CallID == "" {
+			if it.CallID == "" && it.Name == "" {
 				return nil, invalid(param+".call_id", "missing_required_parameter", "%s.call_id is required", param)
 			}
 			text, err := outputText(param+".output", it.Output)
 			if err != nil {
 				return nil, err
+			}
+			if it.CallID == "" {
+				// An output no call asked for, named instead (Codex sends its
+				// goal this way: name goal_objective, namespace agent). A chat
+				// template has no tool turn without a call: it reaches the
+				// model as what it is, a named piece of context from the client.
+				name := it.Name
+				if it.Namespace != "" {
+					name = it.Namespace + "." + name
+				}
+				out = append(out, message{Role: "user", Content: textContent(name + ": " + text)})
+				r.origins = append(r.origins, param)
+				continue
 			}
 			out = append(out, message{Role: "tool", Content: textContent(text), ToolCallID: it.CallID})
 			r.origins = append(r.origins, param)

@@ -214,6 +214,46 @@ func TestResponsesStoredConversation(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, apiErr.StatusCode)
 }
 
+// Codex CLI sends web_search and a namespace of sub-agent functions with
+// every request: npud leaves them out of what the model is told instead of
+// refusing Codex. The simulated model calls the first tool it was told of,
+// so its call of get_weather shows the two were left out.
+func TestResponsesIgnoresToolsCodexAlwaysSends(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	body := `{"model":"sim","input":"What is the weather in Paris?","tools":[` +
+		`{"type":"web_search","external_web_access":false},` +
+		`{"type":"namespace","name":"multi_agent_v1","description":"sub-agents","tools":[{"type":"function","name":"spawn_agent","parameters":{"type":"object"}}]},` +
+		`{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`
+	resp, err := daemontest.Post(t.Context(), f.http, f.srv.URL+"/v1/responses", "application/json", bytes.NewBufferString(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var out responses.Response
+	require.NoError(t, json.Unmarshal(raw, &out))
+	require.NotEmpty(t, out.Output, "%s", raw)
+	last := out.Output[len(out.Output)-1]
+	assert.Equal(t, "function_call", last.Type, "%s", raw)
+	assert.Equal(t, "get_weather", last.Name, "%s", raw)
+}
+
+// Codex sends its goal as a function_call_output no call asked for, named
+// (goal_objective in namespace agent) instead of a call_id: it reaches the
+// model as a user message naming it, instead of a 400 that stopped Codex.
+func TestResponsesNamedOutputWithoutACall(t *testing.T) {
+	f := newSDKFixture(t, nil, nil)
+	body := `{"model":"sim","input":[{"role":"user","content":"hi"},` +
+		`{"type":"function_call_output","name":"goal_objective","namespace":"agent","output":"processing"}]}`
+	resp, err := daemontest.Post(t.Context(), f.http, f.srv.URL+"/v1/responses", "application/json", bytes.NewBufferString(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var out responses.Response
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.Equal(t, int64(sim.CountTokens(userPrompt("hi")+userPrompt("agent.goal_objective: processing"))), out.Usage.InputTokens)
+}
+
 // Every bad input is a 400 in OpenAI's shape naming the field.
 func TestResponsesBadInput(t *testing.T) {
 	f := newSDKFixture(t, nil, nil)
@@ -224,7 +264,7 @@ func TestResponsesBadInput(t *testing.T) {
 		{"no input", `{"model":"sim"}`, "input", "missing_required_parameter"},
 		{"input a number", `{"model":"sim","input":3}`, "input", "invalid_type"},
 		{"empty items", `{"model":"sim","input":[]}`, "input", "invalid_value"},
-		{"web search tool", `{"model":"sim","input":"hi","tools":[{"type":"web_search"}]}`, "tools[0].type", "unsupported_value"},
+		{"file search tool", `{"model":"sim","input":"hi","tools":[{"type":"file_search"}]}`, "tools[0].type", "unsupported_value"},
 		{"custom tool", `{"model":"sim","input":"hi","tools":[{"type":"custom","name":"apply_patch"}]}`, "tools[0].type", "unsupported_value"},
 		{"bad tool name", `{"model":"sim","input":"hi","tools":[{"type":"function","name":"a b"}]}`, "tools[0].function.name", "invalid_value"},
 		{"unknown item", `{"model":"sim","input":[{"type":"item_reference","id":"x"}]}`, "input[0].type", "unsupported_value"},

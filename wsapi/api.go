@@ -51,10 +51,20 @@ type Config struct {
 	// key a reload revoked while it was being accepted is closed too.
 	KeyValid     func(keyID string) bool
 	PingInterval time.Duration // WebSocket pings that keep proxies from idling the connection out; 0 = none
-	RequestEnded func(info *reqinfo.Info)
+	// RequestEnded, when set, reports a generation of the connection on
+	// route (its path) for the metrics, as an HTTP request's end is.
+	RequestEnded func(route string, info *reqinfo.Info)
 	// StreamOpened, when set, counts a generation as an active stream
-	// until done is called (npud_active_streams, as for HTTP).
-	StreamOpened   func() (done func())
+	// of route until done is called (npud_active_streams, as for HTTP).
+	StreamOpened func(route string) (done func())
+	// MaxMessages bounds the messages a client may send on one Responses
+	// connection (0: DefaultMaxMessages); past it the connection gets the
+	// error OpenAI's clients take as "connect again" and closes.
+	MaxMessages int
+	// Responses, when set, serves the Responses API's WebSocket mode
+	// (GET /v1/responses): its requests, store and events are the OpenAI
+	// API's.
+	Responses      *openaiapi.API
 	AllowAnyOrigin bool          // the daemon's CORS check already vetted Origin
 	DefaultTimeout time.Duration // generation deadline when a start has no timeout_ms; 0 = none
 	WriteTimeout   time.Duration // a client that reads nothing for that long loses its connection; 0 = none
@@ -79,7 +89,7 @@ type API struct {
 	// API tracks them for the drain.
 	realtimeConns sync.WaitGroup
 	connsMu       sync.Mutex
-	conns         map[*realtimeConn]string // open connections, with the id of the key that opened each
+	conns         map[connHandler]string // open connections, with the id of the key that opened each
 	drainOnce     sync.Once
 	draining      chan struct{} // closed when the drain begins
 	closeAll      context.Context
@@ -96,12 +106,19 @@ func New(runner Runner, journals *journal.Registry, cfg Config, log *slog.Logger
 
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
-	return route.Set{WebSocket: []string{StreamsPath, LegacyRealtimePath}}
+	ws := []string{StreamsPath, LegacyRealtimePath}
+	if a.cfg.Responses != nil {
+		ws = append(ws, ResponsesPath)
+	}
+	return route.Set{WebSocket: ws}
 }
 
 // Register adds the routes to r.
 func (a *API) Register(r gin.IRouter) {
 	r.GET(StreamsPath, a.realtime)
+	if a.cfg.Responses != nil {
+		r.GET(ResponsesPath, a.responses)
+	}
 	r.GET(LegacyRealtimePath, func(c *gin.Context) {
 		c.Header("Deprecation", "true")
 		c.Header("Link", "<"+StreamsPath+">; rel=\"successor-version\"")
@@ -133,7 +150,7 @@ func (a *API) CloseKeys(keyIDs []string) {
 		revoked[id] = true
 	}
 	a.connsMu.Lock()
-	var closing []*realtimeConn
+	var closing []connHandler
 	for rc, key := range a.conns {
 		if key != "" && revoked[key] {
 			closing = append(closing, rc)
@@ -145,11 +162,11 @@ func (a *API) CloseKeys(keyIDs []string) {
 	}
 }
 
-func (a *API) trackConn(rc *realtimeConn, keyID string) (untrack func()) {
+func (a *API) trackConn(rc connHandler, keyID string) (untrack func()) {
 	a.connsMu.Lock()
 	defer a.connsMu.Unlock()
 	if a.conns == nil {
-		a.conns = map[*realtimeConn]string{}
+		a.conns = map[connHandler]string{}
 	}
 	a.conns[rc] = keyID
 	return func() {

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -92,13 +90,7 @@ type wsPong struct {
 
 // realtimeConn is one WebSocket connection and its generations.
 type realtimeConn struct {
-	a    *API
-	conn *websocket.Conn
-	cfg  Config
-	log  *slog.Logger
-	wg   sync.WaitGroup
-
-	draining atomic.Bool // no new starts
+	*connBase
 
 	mu       sync.Mutex
 	requests map[string]*realtimeRequest
@@ -117,84 +109,9 @@ type realtimeRequest struct {
 }
 
 func (a *API) realtime(c *gin.Context) {
-	cfg := a.cfg
-	conn, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{InsecureSkipVerify: cfg.AllowAnyOrigin})
-	if err != nil {
-		reqinfo.From(c.Request.Context()).Fail(err) // Accept answered the client already
-		return
-	}
-	a.realtimeConns.Add(1)
-	defer a.realtimeConns.Done()
-	conn.SetReadLimit(cfg.MaxMessage())
-	rc := &realtimeConn{a: a, conn: conn, cfg: cfg, log: a.log, requests: map[string]*realtimeRequest{}}
-	ctx, cancel := context.WithCancel(c.Request.Context())
-	defer cancel()
-	keyID := reqinfo.From(ctx).KeyID
-	defer a.trackConn(rc, keyID)()
-	if cfg.KeyValid != nil && !cfg.KeyValid(keyID) {
-		rc.revoke() // revoked between authentication and tracking: CloseKeys missed it
-	}
-	// Past the drain timeout the generations still running end with an
-	// in-band shutting_down error, then the close handshake (1001) below:
-	// never a bare TCP close.
-	stop := context.AfterFunc(a.closeAll, rc.abort)
-	defer stop()
-	goingAway := make(chan struct{})
-	go func() {
-		// On drain: let this connection's generations finish, then close.
-		select {
-		case <-a.draining:
-		case <-ctx.Done():
-			return
-		}
-		rc.draining.Store(true)
-		rc.wg.Wait()
-		close(goingAway)
-		// A close handshake, not a cancelled read (which would drop the
-		// TCP connection without one); readLoop then returns.
-		_ = conn.Close(websocket.StatusGoingAway, "npud is shutting down")
-	}()
-	if cfg.PingInterval > 0 {
-		go rc.ping(ctx, cancel)
-	}
-	err = rc.readLoop(ctx)
-	cancel()
-	rc.wg.Wait() // every generation's writer has returned
-	status := websocket.CloseStatus(err)
-	select {
-	case <-goingAway:
-		return // closed with 1001 already
-	default:
-	}
-	switch {
-	case status == websocket.StatusNormalClosure || status == websocket.StatusGoingAway:
-		_ = conn.Close(websocket.StatusNormalClosure, "")
-	case status == websocket.StatusMessageTooBig:
-		// coder/websocket closed it with 1009 already.
-	default:
-		_ = conn.Close(websocket.StatusInternalError, "connection ended")
-	}
-}
-
-// ping keeps the connection alive through proxies and notices a peer that
-// vanished without closing.
-func (rc *realtimeConn) ping(ctx context.Context, cancel context.CancelFunc) {
-	t := time.NewTicker(rc.cfg.PingInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			pctx, done := context.WithTimeout(ctx, rc.cfg.PingInterval)
-			err := rc.conn.Ping(pctx)
-			done()
-			if err != nil {
-				cancel()
-				return
-			}
-		}
-	}
+	a.serve(c, nil, func(b *connBase) connHandler {
+		return &realtimeConn{connBase: b, requests: map[string]*realtimeRequest{}}
+	})
 }
 
 // readLoop handles client messages until the connection ends.
@@ -341,7 +258,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	// the stream in the metrics too.
 	streamEnded := func() {}
 	if rc.cfg.StreamOpened != nil {
-		streamEnded = rc.cfg.StreamOpened()
+		streamEnded = rc.cfg.StreamOpened(StreamsPath)
 	}
 	if err := rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()}); err != nil {
 		// The connection is gone: this reader leaves at once.
@@ -361,7 +278,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		defer cancel(nil)
 		rc.relay(ctx, rctx, r, cur, info)
 		if rc.cfg.RequestEnded != nil {
-			rc.cfg.RequestEnded(info)
+			rc.cfg.RequestEnded(StreamsPath, info)
 		}
 	}()
 	return nil

@@ -511,3 +511,29 @@ func BenchmarkEngineOwnGaps(b *testing.B) {
 		b.ReportMetric(float64(gaps[len(gaps)*99/100]-itl)/1e6, "p99-over-itl-ms")
 	}
 }
+
+// The simulated model calls the tool the last user message names (the
+// longest name that appears), else one it picks.
+func TestPlannedCallTakesTheNamedTool(t *testing.T) {
+	tools := []npu.Tool{{Name: "exec"}, {Name: "exec_command"}, {Name: "view_image"}}
+	for _, tc := range []struct {
+		name, last, want string
+	}{
+		{"named", "Use exec_command to read notes.txt", "exec_command"},
+		{"another", "look with view_image", "view_image"},
+		{"earlier user message only", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs := []npu.Message{{Role: "user", Content: "view_image please"}, {Role: "assistant", Content: "ok"}, {Role: "user", Content: tc.last}}
+			req := &npu.Request{Messages: msgs, Tools: tools}
+			got, ok := namedTool(req)
+			assert.Equal(t, tc.want != "", ok)
+			assert.Equal(t, tc.want, got.Name)
+			call, ok := plannedCall(req, rngFor(0, "p"))
+			require.True(t, ok)
+			if tc.want != "" {
+				assert.Equal(t, tc.want, call.Name)
+			}
+		})
+	}
+}

@@ -38,7 +38,30 @@ func plannedCall(req *npu.Request, rng *rand.Rand) (npu.Tool, bool) {
 			return npu.Tool{}, false
 		}
 	}
+	if t, ok := namedTool(req); ok {
+		return t, true
+	}
 	return req.Tools[rng.IntN(len(req.Tools))], true
+}
+
+// namedTool is the declared tool the last user message names, if any: the
+// simulated model does as it is told, so that a test driving an agent with
+// many tools (Codex sends a dozen) gets the call it asks for.
+func namedTool(req *npu.Request) (npu.Tool, bool) {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var best npu.Tool
+		for _, t := range req.Tools {
+			if len(t.Name) > len(best.Name) && strings.Contains(m.Content, t.Name) {
+				best = t
+			}
+		}
+		return best, best.Name != ""
+	}
+	return npu.Tool{}, false
 }
 
 // ToolCallTokens is the simulated model's answer calling tool: a

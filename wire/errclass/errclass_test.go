@@ -47,6 +47,26 @@ func TestOf(t *testing.T) {
 	}
 }
 
+// An unknown model's 404 says the same on every API: what is served (at
+// most eight names, sorted) and how to answer to the name.
+func TestModelNotFound(t *testing.T) {
+	err := fmt.Errorf("model %q: %w", "gpt-5-codex", npu.ErrModelNotFound)
+	many := []string{"j", "i", "h", "g", "f", "e", "d", "c", "b", "a"}
+	for _, tc := range []struct {
+		served []string
+		how    string
+		want   string
+	}{
+		{nil, "", `model "gpt-5-codex": model not found: it is not served here; ` + AliasHint},
+		{[]string{"qwen3", "llama"}, "try pulling it first",
+			`model "gpt-5-codex": model not found: it is not served here, try pulling it first (served: llama, qwen3); ` + AliasHint},
+		{many, "", `model "gpt-5-codex": model not found: it is not served here (served: a, b, c, d, e, f, g, h and 2 more); ` + AliasHint},
+	} {
+		assert.Equal(t, tc.want, ModelNotFound(err, tc.served, tc.how))
+	}
+	assert.Equal(t, "j", many[0], "the caller's list is not sorted in place")
+}
+
 // Every class npu's table can give has its status here: a sentinel added
 // to the table without one would be a silent 500.
 func TestEveryClassHasAStatus(t *testing.T) {

@@ -1,0 +1,61 @@
+package anthropicapi_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon/daemontest"
+)
+
+// runAnthropicPython runs one scenario of testdata/python/anthropic_e2e.py
+// (the official Anthropic Python client) against base.
+func runAnthropicPython(t *testing.T, base, scenario string) map[string]any {
+	t.Helper()
+	return daemontest.RunPython(t, "anthropic_e2e.py", base, scenario)
+}
+
+func TestAnthropicPythonToolLoop(t *testing.T) {
+	srv := daemontest.StartEngine(t, nil, nil)
+	r := runAnthropicPython(t, srv.URL, "tool_loop")
+	called, _ := r["called"].([]any)
+	require.Len(t, called, 1, "%v", r)
+	assert.IsType(t, "", called[0].(map[string]any)["city"])
+	assert.Equal(t, []any{"tool_use", "end_turn"}, r["stop_reasons"])
+	assert.Greater(t, r["input_json_events"], 0.0)
+	assert.NotEmpty(t, r["text"])
+}
+
+func TestAnthropicPythonWholeMessage(t *testing.T) {
+	srv := daemontest.StartEngine(t, nil, nil)
+	r := runAnthropicPython(t, srv.URL, "whole")
+	assert.Equal(t, "message", r["type"], "%v", r)
+	assert.Equal(t, "assistant", r["role"])
+	assert.Equal(t, "max_tokens", r["stop_reason"])
+	assert.Equal(t, []any{"text"}, r["blocks"])
+	assert.NotEmpty(t, r["text"])
+	assert.Equal(t, 5.0, r["usage"].(map[string]any)["output_tokens"])
+}
+
+func TestAnthropicPythonThinking(t *testing.T) {
+	daemontest.SimOnly(t, "the test library's model has no thinking template (daemon/openvino_thinking_test.go covers the engine's split)")
+	srv := daemontest.StartEngine(t, nil, nil)
+	r := runAnthropicPython(t, srv.URL, "thinking")
+	assert.Greater(t, r["thinking_events"], 0.0, "%v", r)
+	assert.Greater(t, r["text_events"], 0.0)
+	assert.Equal(t, []any{"thinking", "text"}, r["blocks"])
+	usage := r["usage"].(map[string]any)
+	assert.Greater(t, usage["input_tokens"], 0.0)
+	assert.Greater(t, usage["output_tokens"], 0.0)
+}
+
+func TestAnthropicPythonCountTokensAndErrors(t *testing.T) {
+	srv := daemontest.StartEngine(t, nil, nil)
+	assert.Greater(t, runAnthropicPython(t, srv.URL, "count_tokens")["input_tokens"], 0.0)
+	r := runAnthropicPython(t, srv.URL, "not_found")
+	assert.Equal(t, "NotFoundError", r["error"], "%v", r)
+	assert.Equal(t, 404.0, r["status"])
+	assert.Equal(t, "not_found_error", r["type"])
+	assert.Contains(t, r["message"], "--alias")
+}

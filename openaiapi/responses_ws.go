@@ -1,0 +1,176 @@
+package openaiapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/relay"
+)
+
+// The Responses API's WebSocket mode (GET /v1/responses upgraded) carries
+// the same requests and events as POST /v1/responses with stream: true:
+// each response.create message is a request body, each event goes back as
+// one JSON text message. The connection itself (authentication, limits,
+// drain) is the WebSocket API's (wsapi); what is said on it is here.
+
+// ErrResponseCancelled ends a response its client cancelled
+// (response.cancel): its terminal event says so; it is no failure.
+var ErrResponseCancelled = errors.New("the client cancelled the response")
+
+// ResponsesSession is what one WebSocket connection keeps between its
+// responses: the most recent one, which previous_response_id may continue
+// even when it was not stored (store: false), as OpenAI's WebSocket mode
+// keeps it in the connection.
+type ResponsesSession struct {
+	a      *API
+	tenant string
+	last   *storedResponse
+}
+
+// NewResponsesSession starts the state of one connection of tenant.
+func (a *API) NewResponsesSession(tenant string) *ResponsesSession {
+	return &ResponsesSession{a: a, tenant: tenant}
+}
+
+// wsCreate is what a response.create message adds to the request body.
+type wsCreate struct {
+	responsesRequest
+	// Generate false is a warmup: the request is checked and remembered,
+	// nothing is generated (Codex sends one before its first turn).
+	Generate *bool `json:"generate"`
+}
+
+// ResponseTurn is one response.create being answered.
+type ResponseTurn struct {
+	s       *ResponsesSession
+	st      *responseStart
+	framing *responseFraming
+	// Model is the model the request named, for the access log.
+	Model string
+}
+
+// Stream is the generation's events; nil for a warmup, whose whole answer
+// is Warmup.
+func (t *ResponseTurn) Stream() *npu.Stream { return t.st.stream }
+
+// Framing frames the stream's events as the protocol's messages, one JSON
+// object and a newline per event.
+func (t *ResponseTurn) Framing() relay.Framing { return t.framing }
+
+// Warmup is the events of a warmup: response.created and
+// response.completed, no output.
+func (t *ResponseTurn) Warmup() []byte {
+	out := t.framing.Open() // response.created, response.in_progress
+	end, _ := t.framing.End(npu.Result{FinishReason: npu.FinishStop})
+	return append(out, end...)
+}
+
+// Done is called when the response has ended: a completed or incomplete
+// one becomes the connection's latest (and is stored when it asked to be).
+func (t *ResponseTurn) Done() {
+	if !t.framing.ended || t.st.run.obj.Status == "failed" {
+		return
+	}
+	stored := t.st.stored()
+	t.s.last = &stored
+	t.s.a.keep(t.s.tenant, t.st)
+}
+
+// Start decodes a response.create message and starts the response it asks
+// for. A refusal comes back as the protocol's error message (type error,
+// the HTTP status it would have had, and the OpenAI error object), ready
+// to send.
+func (s *ResponsesSession) Start(ctx context.Context, raw []byte) (*ResponseTurn, []byte) {
+	var msg wsCreate
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return nil, WSError(invalid("", "invalid_json", "response.create is not a valid request body: %v", err))
+	}
+	r := &msg.responsesRequest
+	if r.Background {
+		return nil, WSError(invalid("background", "unsupported_parameter", "'background' is not supported over a WebSocket"))
+	}
+	var history []message
+	if id := r.PreviousResponseID; id != "" {
+		switch {
+		case s.last != nil && s.last.obj.ID == id:
+			history = s.last.conversation
+		default:
+			prev, ok := s.a.responses.get(s.tenant, id)
+			if !ok {
+				e := responseNotFound("previous_response_id", id)
+				// OpenAI's WebSocket mode names it so; clients start the
+				// chain again with the whole conversation.
+				e.Status, e.Code = http.StatusBadRequest, "previous_response_not_found"
+				return nil, WSError(e)
+			}
+			history = prev.conversation
+		}
+	}
+	r.Stream = true
+	warmup := msg.Generate != nil && !*msg.Generate
+	st, apiErr := s.a.startResponse(ctx, s.tenant, r, history, time.Now().Unix(), warmup)
+	if apiErr != nil {
+		return nil, WSError(apiErr)
+	}
+	st.run.lines = true
+	f := &responseFraming{a: s.a, run: st.run,
+		cancelled: func(err error) bool { return errors.Is(err, ErrResponseCancelled) }}
+	st.run.builder = newResponseBuilder(st.run.obj.ID, f.emit)
+	return &ResponseTurn{s: s, st: st, framing: f, Model: r.Model}, nil
+}
+
+// ID is the response's id.
+func (t *ResponseTurn) ID() string { return t.st.run.obj.ID }
+
+// EarlyError is the error message for a failure before the response's
+// first event (queue full, the context too long): the status it would
+// have had over HTTP.
+func (t *ResponseTurn) EarlyError(err error) []byte {
+	return WSError(t.st.req.renamed(t.s.a.toError(err, chatEndpoint)))
+}
+
+// wsError is an error message of the WebSocket mode: the status an HTTP
+// request would have got and OpenAI's error object.
+type wsError struct {
+	Type   string          `json:"type"` // "error"
+	Status int             `json:"status"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// WSError renders e as an error message of the Responses WebSocket mode.
+func WSError(e *Error) []byte {
+	obj, _ := json.Marshal(e.body().Error) // strings only
+	b, _ := json.Marshal(wsError{Type: "error", Status: e.Status, Error: obj})
+	return b
+}
+
+// WSErrorOf renders a failure npud classifies (shutting down, rate
+// limited, …) as an error message.
+func WSErrorOf(err error, status int, code string) []byte {
+	return WSError(&Error{Status: status, Type: "invalid_request_error", Code: code, Message: err.Error()})
+}
+
+// WSInvalid is an error message for a message npud cannot read.
+func WSInvalid(code, format string, args ...any) []byte {
+	return WSError(invalid("", code, format, args...))
+}
+
+// Cancel stops the response: the engine stops at its next callback and
+// the stream ends with response.incomplete, status cancelled.
+func (t *ResponseTurn) Cancel() {
+	if t.st.stream != nil {
+		t.st.stream.Abandon(ErrResponseCancelled)
+	}
+}
+
+// Abort ends the response with err (npud is shutting down): an error
+// event and response.failed follow.
+func (t *ResponseTurn) Abort(err error) {
+	if t.st.stream != nil {
+		t.st.stream.Abandon(err)
+	}
+}

@@ -1,0 +1,93 @@
+"""Scenarios of the official OpenAI Python client against npud; each prints
+one JSON object for the Go test that ran it (python_client_test.go)."""
+import json
+import sys
+
+import openai
+
+base_url, scenario = sys.argv[1], sys.argv[2]
+client = openai.OpenAI(base_url=base_url + "/v1", api_key="x", max_retries=0)
+
+WEATHER = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "strict": False,
+}
+
+
+def responses_whole():
+    r = client.responses.create(model="sim", input="hi")
+    return {"id": r.id, "status": r.status, "text": r.output_text,
+            "types": [it.type for it in r.output], "usage": r.usage.model_dump()}
+
+
+def responses_stream():
+    types, sequence, deltas = [], [], ""
+    final = None
+    with client.responses.stream(model="sim", input="hi") as stream:
+        for ev in stream:
+            types.append(ev.type)
+            sequence.append(ev.sequence_number)
+            if ev.type == "response.output_text.delta":
+                deltas += ev.delta
+        final = stream.get_final_response()
+    return {"types": types, "sequence": sequence, "deltas": deltas, "text": final.output_text, "status": final.status}
+
+
+def responses_tool_loop():
+    first = client.responses.create(model="sim", input="What is the weather in Oslo?", tools=[WEATHER])
+    call = next(it for it in first.output if it.type == "function_call")
+    second = client.responses.create(
+        model="sim", previous_response_id=first.id, tools=[WEATHER],
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}])
+    return {"call": {"name": call.name, "call_id": call.call_id, "arguments": json.loads(call.arguments)},
+            "answer": second.output_text, "status": second.status,
+            "first_input": first.usage.input_tokens, "second_input": second.usage.input_tokens}
+
+
+def responses_continue():
+    first = client.responses.create(model="sim", input="hi")
+    second = client.responses.create(model="sim", input="and then?", previous_response_id=first.id)
+    got = client.responses.retrieve(second.id)
+    items = client.responses.input_items.list(second.id)
+    client.responses.delete(first.id)
+    try:
+        client.responses.create(model="sim", input="again", previous_response_id=first.id)
+        gone = None
+    except openai.NotFoundError as e:
+        gone = {"status": e.status_code, "code": e.code, "param": e.param}
+    return {"first_input": first.usage.input_tokens, "first_output": first.usage.output_tokens,
+            "second_input": second.usage.input_tokens, "retrieved": got.output_text == second.output_text,
+            "input_items": [it.type for it in items.data], "after_delete": gone}
+
+
+def chat():
+    whole = client.chat.completions.create(model="sim", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
+    text, finish = "", None
+    stream = client.chat.completions.create(model="sim", messages=[{"role": "user", "content": "hi"}],
+                                            stream=True, stream_options={"include_usage": True})
+    usage = None
+    for chunk in stream:
+        if chunk.choices:
+            text += chunk.choices[0].delta.content or ""
+            finish = chunk.choices[0].finish_reason or finish
+        if chunk.usage:
+            usage = chunk.usage.completion_tokens
+    models = [m.id for m in client.models.list()]
+    return {"whole": whole.choices[0].message.content, "whole_finish": whole.choices[0].finish_reason,
+            "whole_tokens": whole.usage.completion_tokens, "streamed": text, "finish": finish,
+            "stream_tokens": usage, "models": models}
+
+
+def not_found():
+    try:
+        client.responses.create(model="gpt-5-codex", input="hi")
+        return {"error": None}
+    except openai.NotFoundError as e:
+        return {"error": type(e).__name__, "status": e.status_code, "code": e.code, "message": e.message}
+
+
+SCENARIOS = {f.__name__: f for f in (responses_whole, responses_stream, responses_tool_loop, responses_continue, chat, not_found)}
+print(json.dumps(SCENARIOS[scenario]()))
