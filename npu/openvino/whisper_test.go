@@ -49,7 +49,7 @@ func tone(freq, amp, seconds float64) []float32 {
 	return x
 }
 
-func speechEngine(t *testing.T, devices string, cfg Config) (*Engine, *npu.Runner) {
+func speechEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Runner) {
 	t.Helper()
 	models := modelsDir(t, "tiny")
 	writeWhisperModel(t, models, "whisper", true)
@@ -231,4 +231,27 @@ func TestWhisperDevices(t *testing.T) {
 			assert.Equal(t, tc.want, e.DeviceOf("whisper"))
 		})
 	}
+}
+
+// The real-time factor of a transcription through the binding (time over
+// the audio's length) for a minute of audio on the test library, whose
+// Whisper "hears" without a network to run: what the figure measures is
+// npud's side (the copy into GenAI, the pipeline call, the chunks back),
+// a model of the overhead, not a Whisper's speed on any device.
+//
+//	go test -run '^$' -bench WhisperRealTimeFactor -benchtime 20x ./npu/openvino/
+func BenchmarkWhisperRealTimeFactor(b *testing.B) {
+	_, r := speechEngine(b, "CPU", Config{Device: "CPU"})
+	samples := tone(440, 0.5, 60)
+	ctx := context.Background()
+	if _, err := r.Transcribe(ctx, &npu.TranscribeRequest{Model: "whisper", Samples: samples, Task: npu.TaskTranscribe}); err != nil {
+		b.Fatal(err) // loads the model: not part of what is measured
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := r.Transcribe(ctx, &npu.TranscribeRequest{Model: "whisper", Samples: samples, Task: npu.TaskTranscribe}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/60, "rtf")
 }
