@@ -10,7 +10,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu/openvino/ovtestlib"
 	"github.com/npud/npud/wire/audioin"
+	"github.com/npud/npud/wire/audioin/audiotest"
 	"github.com/npud/npud/wire/audioin/wavtest"
 )
 
@@ -197,44 +197,17 @@ func TestOpenVINOTranscriptionPython(t *testing.T) {
 	dir := t.TempDir()
 	writeWhisperFolder(t, dir, "whisper", true)
 	srv := startOpenVINOFolder(t, dir)
-	r := daemontest.RunPython(t, "openai_audio.py", srv.URL, "whisper", path)
-
-	seconds := clip.Duration().Seconds()
+	r := daemontest.PythonTranscription(t, srv.URL, "whisper", path, clip.Duration().Seconds())
 	h := parseWhisperHeard(t, r["json"].(string))
-	assert.InDelta(t, seconds, h.seconds, 0.01)
+	assert.InDelta(t, clip.Duration().Seconds(), h.seconds, 0.01)
 	assert.Greater(t, h.level, 0.02, "speech is heard, not silence")
-	verbose := r["verbose"].(map[string]any)
-	assert.InDelta(t, seconds, verbose["duration"], 0.001)
-	require.Len(t, verbose["segments"], 1)
-	assert.InDelta(t, seconds, verbose["segments"].([]any)[0].(map[string]any)["end"], 0.02)
-	assert.Equal(t, r["json"].(string)+"\n", r["text"])
-	assert.Regexp(t, `^1\n00:00:00,000 --> 00:00:0[0-9],[0-9]{3}\n[^\n]*[0-9.]+ seconds, [^\n]+\n\n$`, r["srt"])
-	assert.True(t, strings.HasPrefix(r["vtt"].(string), "WEBVTT\n\n00:00:00.000 --> "), "%q", r["vtt"])
-	assert.True(t, strings.HasPrefix(r["translation"].(string), "Translated: "), "the task reached GenAI: %q", r["translation"])
-	events := r["events"].([]any)
-	require.NotEmpty(t, events)
-	assert.Equal(t, "transcript.text.done", events[len(events)-1])
-	assert.Equal(t, r["json"], r["stream_text"])
-	assert.Equal(t, r["json"], r["deltas"])
-	refused := r["refused"].(map[string]any)
-	assert.EqualValues(t, 400, refused["status"])
-	assert.Equal(t, "response_format", refused["param"])
 }
 
 // espeakWAV is speech made by Debian's espeak-ng (make test installs it):
 // a real WAV from another program, 22.05 kHz 16-bit mono.
 func espeakWAV(t *testing.T) (string, audioin.Clip) {
 	t.Helper()
-	espeak, err := exec.LookPath("espeak-ng")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("espeak-ng is missing: make test installs it")
-		}
-		t.Skip("espeak-ng is not installed (make test installs it)")
-	}
-	path := filepath.Join(t.TempDir(), "speech.wav")
-	out, err := exec.CommandContext(t.Context(), espeak, "-w", path, "The NPU transcribes speech on this machine.").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	path := audiotest.Speech(t)
 	wav, err := os.ReadFile(path)
 	require.NoError(t, err)
 	clip, err := audioin.Decode(wav, audioin.Limits{})

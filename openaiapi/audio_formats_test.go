@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -69,10 +68,7 @@ func TestOpenAIGoTranscriptionCompressed(t *testing.T) {
 // openai-go: as long as the WAV it came from, and not silence.
 func TestOpenAIGoTranscriptionEspeakCompressed(t *testing.T) {
 	daemontest.SimOnly(t, "the simulated engine's transcriber")
-	espeak := audiotest.Require(t, "espeak-ng")
-	wavPath := filepath.Join(t.TempDir(), "speech.wav")
-	out, err := exec.CommandContext(t.Context(), espeak, "-w", wavPath, "The NPU transcribes speech on this machine.").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	wavPath := audiotest.Speech(t)
 	f := newSDKFixture(t, nil, nil)
 	whole := func(data []byte, name string) heard {
 		resp, err := f.client.Audio.Transcriptions.New(sdkContext(t), openai.AudioTranscriptionNewParams{

@@ -7,8 +7,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,6 +21,7 @@ import (
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/wire/audioin"
+	"github.com/npud/npud/wire/audioin/audiotest"
 	"github.com/npud/npud/wire/audioin/wavtest"
 )
 
@@ -146,17 +145,7 @@ func TestOpenAIGoTranscriptionFormats(t *testing.T) {
 // WAV from another program, 22.05 kHz 16-bit mono, is heard whole.
 func TestOpenAIGoTranscriptionEspeak(t *testing.T) {
 	daemontest.SimOnly(t, "the simulated engine's transcriber")
-	espeak, err := exec.LookPath("espeak-ng")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("espeak-ng is missing: make test installs it")
-		}
-		t.Skip("espeak-ng is not installed (make test installs it)")
-	}
-	path := filepath.Join(t.TempDir(), "speech.wav")
-	out, err := exec.CommandContext(t.Context(), espeak, "-w", path, "The NPU transcribes speech on this machine.").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	wav, err := os.ReadFile(path)
+	wav, err := os.ReadFile(audiotest.Speech(t))
 	require.NoError(t, err)
 	clip, err := audioin.Decode(wav, audioin.Limits{})
 	require.NoError(t, err)

@@ -351,26 +351,49 @@ func newPipeline(api *C.npud_ov_api, dir, device string, props []property) (*pip
 	return p, nil
 }
 
+// createArgs are a pipeline constructor's arguments in C memory: the model
+// folder, the device, and the properties as two arrays of keys and values
+// (max entries, NULL past the last); input says what was asked, for
+// errors. free releases them after the call.
+type createArgs struct {
+	dir, device *C.char
+	keys, vals  **C.char
+	input       string
+	strings     []*C.char
+}
+
+func newCreateArgs(dir, device string, props []property, max int) *createArgs {
+	a := &createArgs{dir: C.CString(dir), device: C.CString(device),
+		keys:  (**C.char)(C.calloc(C.size_t(max), C.size_t(unsafe.Sizeof((*C.char)(nil))))),
+		vals:  (**C.char)(C.calloc(C.size_t(max), C.size_t(unsafe.Sizeof((*C.char)(nil))))),
+		input: fmt.Sprintf("model %q, device %q", dir, device)}
+	ks, vs := unsafe.Slice(a.keys, max), unsafe.Slice(a.vals, max)
+	for i, p := range props {
+		ks[i], vs[i] = C.CString(p.key), C.CString(p.value)
+		a.strings = append(a.strings, ks[i], vs[i])
+		a.input += fmt.Sprintf(", %s=%s", p.key, p.value)
+	}
+	return a
+}
+
+func (a *createArgs) free() {
+	for _, s := range a.strings {
+		C.free(unsafe.Pointer(s))
+	}
+	C.free(unsafe.Pointer(a.dir))
+	C.free(unsafe.Pointer(a.device))
+	C.free(unsafe.Pointer(a.keys))
+	C.free(unsafe.Pointer(a.vals))
+}
+
 // compilePipeline creates GenAI's pipeline for the model in dir.
 func compilePipeline(api *C.npud_ov_api, dir, device string, props []property) (*pipeline, error) {
 	if len(props) > maxProperties {
 		return nil, fmt.Errorf("%d pipeline properties: at most %d are supported", len(props), maxProperties)
 	}
-	cdir, cdev := C.CString(dir), C.CString(device)
-	defer C.free(unsafe.Pointer(cdir))
-	defer C.free(unsafe.Pointer(cdev))
-	keys := (**C.char)(C.calloc(maxProperties, C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-	vals := (**C.char)(C.calloc(maxProperties, C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-	defer C.free(unsafe.Pointer(keys))
-	defer C.free(unsafe.Pointer(vals))
-	ks, vs := unsafe.Slice(keys, maxProperties), unsafe.Slice(vals, maxProperties)
-	input := fmt.Sprintf("model %q, device %q", dir, device)
-	for i, p := range props {
-		ks[i], vs[i] = C.CString(p.key), C.CString(p.value)
-		defer C.free(unsafe.Pointer(ks[i]))
-		defer C.free(unsafe.Pointer(vs[i]))
-		input += fmt.Sprintf(", %s=%s", p.key, p.value)
-	}
+	args := newCreateArgs(dir, device, props, maxProperties)
+	defer args.free()
+	cdir, cdev, keys, vals, input := args.dir, args.device, args.keys, args.vals, args.input
 	p := &pipeline{api: api, model: dir, device: device, chatTemplate: modelstore.HasChatTemplate(dir), context: modelstore.ModelContext(dir),
 		toolFormat: modelstore.Describe(dir, filepath.Base(dir)).ToolFormat}
 	if modelstore.HasVisionEncoder(dir) {

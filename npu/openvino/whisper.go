@@ -140,24 +140,11 @@ func compileWhisper(api *C.npud_ov_api, dir, device string, props []property) (*
 	if len(props) > maxWhisperProperties {
 		return nil, fmt.Errorf("%d pipeline properties: at most %d are supported for a speech model", len(props), maxWhisperProperties)
 	}
-	cdir, cdev := C.CString(dir), C.CString(device)
-	defer C.free(unsafe.Pointer(cdir))
-	defer C.free(unsafe.Pointer(cdev))
-	keys := (**C.char)(C.calloc(maxWhisperProperties, C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-	vals := (**C.char)(C.calloc(maxWhisperProperties, C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-	defer C.free(unsafe.Pointer(keys))
-	defer C.free(unsafe.Pointer(vals))
-	ks, vs := unsafe.Slice(keys, maxWhisperProperties), unsafe.Slice(vals, maxWhisperProperties)
-	input := fmt.Sprintf("model %q, device %q", dir, device)
-	for i, p := range props {
-		ks[i], vs[i] = C.CString(p.key), C.CString(p.value)
-		defer C.free(unsafe.Pointer(ks[i]))
-		defer C.free(unsafe.Pointer(vs[i]))
-		input += fmt.Sprintf(", %s=%s", p.key, p.value)
-	}
+	args := newCreateArgs(dir, device, props, maxWhisperProperties)
+	defer args.free()
 	p := &pipeline{api: api, model: dir, device: device}
-	if err := check(api, "ov_genai_whisper_pipeline_create", input,
-		C.npud_whisper_create(api, cdir, cdev, keys, vals, C.size_t(len(props)), &p.whisper)); err != nil {
+	if err := check(api, "ov_genai_whisper_pipeline_create", args.input,
+		C.npud_whisper_create(api, args.dir, args.device, args.keys, args.vals, C.size_t(len(props)), &p.whisper)); err != nil {
 		return nil, err
 	}
 	return p, nil

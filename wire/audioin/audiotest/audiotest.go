@@ -101,3 +101,16 @@ func LeftOnly(t testing.TB, format string, freq, amp, seconds float64, rate int)
 	tone := wavtest.Tone(freq, amp, seconds, rate)
 	return Encode(t, format, [][]float64{tone, make([]float64, len(tone))}, rate)
 }
+
+// Speech writes a WAV of speech made by Debian's espeak-ng (22.05 kHz,
+// 16-bit mono: a real file from another program) and returns its path.
+func Speech(t testing.TB) string {
+	t.Helper()
+	espeak := Require(t, "espeak-ng")
+	path := filepath.Join(t.TempDir(), "speech.wav")
+	out, err := exec.CommandContext(t.Context(), espeak, "-w", path, "The NPU transcribes speech on this machine.").CombinedOutput()
+	if err != nil {
+		t.Fatalf("espeak-ng: %v: %s", err, out)
+	}
+	return path
+}
