@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +22,6 @@ import (
 
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu/openvino/ovtestlib"
-	"github.com/npud/npud/wire/audioin"
 	"github.com/npud/npud/wire/audioin/audiotest"
 	"github.com/npud/npud/wire/audioin/wavtest"
 )
@@ -54,21 +51,13 @@ func writeWhisperFolder(t *testing.T, models, name string, multilingual bool, ex
 	}
 }
 
-// heardBy reads what the test library's Whisper says it heard in a window:
-// "1.50 seconds, level 0.354, pitch 440 Hz."
-var heardBy = regexp.MustCompile(`([0-9.]+) seconds, (?:level ([0-9.]+)|silence)(?:, pitch ([0-9]+) Hz)?\.`)
-
+// whisperHeard is what the test library's Whisper says it heard in a
+// window (audiotest.Heard).
 type whisperHeard struct{ seconds, level, pitch float64 }
 
 func parseWhisperHeard(t *testing.T, text string) whisperHeard {
-	t.Helper()
-	m := heardBy.FindStringSubmatch(text)
-	require.NotNil(t, m, "the test model's transcript %q", text)
-	var h whisperHeard
-	h.seconds, _ = strconv.ParseFloat(m[1], 64)
-	h.level, _ = strconv.ParseFloat(m[2], 64)
-	h.pitch, _ = strconv.ParseFloat(m[3], 64)
-	return h
+	h := audiotest.ParseHeard(t, text)
+	return whisperHeard{h.Seconds, h.Level, h.Pitch}
 }
 
 func openaiClient(t *testing.T, base string) openai.Client {
@@ -127,7 +116,7 @@ func TestOpenVINOTranscriptionFormats(t *testing.T) {
 		resp, err := client.Audio.Transcriptions.New(audioContext(t), openai.AudioTranscriptionNewParams{
 			File: wavUpload(wav), Model: "whisper", ResponseFormat: openai.AudioResponseFormatJSON})
 		require.NoError(t, err)
-		assert.Len(t, heardBy.FindAllString(resp.Text, -1), 3)
+		assert.Len(t, audiotest.HeardWords.FindAllString(resp.Text, -1), 3)
 		assert.False(t, strings.HasPrefix(resp.Text, " "), "GenAI's leading space is trimmed: %q", resp.Text)
 	})
 	raw := func(t *testing.T, format openai.AudioResponseFormat) (http.Header, string) {
@@ -169,7 +158,7 @@ func TestOpenVINOTranscriptionFormats(t *testing.T) {
 // Speech made by Debian's espeak-ng goes through openai-go to the
 // OpenVINO engine, heard whole.
 func TestOpenVINOTranscriptionEspeak(t *testing.T) {
-	path, clip := espeakWAV(t)
+	path, clip := audiotest.SpeechClip(t)
 	wav, err := os.ReadFile(path)
 	require.NoError(t, err)
 
@@ -193,7 +182,7 @@ func TestOpenVINOTranscriptionEspeak(t *testing.T) {
 // worker process), in every response format, translated and streamed
 // (GenAI's C pipeline has no streamer: the deltas come at the end).
 func TestOpenVINOTranscriptionPython(t *testing.T) {
-	path, clip := espeakWAV(t)
+	path, clip := audiotest.SpeechClip(t)
 	dir := t.TempDir()
 	writeWhisperFolder(t, dir, "whisper", true)
 	srv := startOpenVINOFolder(t, dir)
@@ -201,18 +190,6 @@ func TestOpenVINOTranscriptionPython(t *testing.T) {
 	h := parseWhisperHeard(t, r["json"].(string))
 	assert.InDelta(t, clip.Duration().Seconds(), h.seconds, 0.01)
 	assert.Greater(t, h.level, 0.02, "speech is heard, not silence")
-}
-
-// espeakWAV is speech made by Debian's espeak-ng (make test installs it):
-// a real WAV from another program, 22.05 kHz 16-bit mono.
-func espeakWAV(t *testing.T) (string, audioin.Clip) {
-	t.Helper()
-	path := audiotest.Speech(t)
-	wav, err := os.ReadFile(path)
-	require.NoError(t, err)
-	clip, err := audioin.Decode(wav, audioin.Limits{})
-	require.NoError(t, err)
-	return path, clip
 }
 
 //bodyclose:handled

@@ -199,7 +199,7 @@ func TestOpenAIGoTranscriptionStream(t *testing.T) {
 	assert.InDelta(t, 30, parseHeard(t, deltas[0]).seconds, 0.01)
 	assert.InDelta(t, 5, parseHeard(t, deltas[2]).seconds, 0.01)
 	assert.Equal(t, strings.Join(deltas, ""), done.Text)
-	assert.Equal(t, 3, len(heardWords.FindAllString(done.Text, -1)))
+	assert.Equal(t, 3, len(audiotest.HeardWords.FindAllString(done.Text, -1)))
 	assert.Contains(t, done.RawJSON(), `"usage":{"type":"duration","seconds":65}`)
 }
 

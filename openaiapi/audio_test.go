@@ -7,8 +7,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,21 +23,12 @@ import (
 	"github.com/npud/npud/wire/audioin/wavtest"
 )
 
-// heard reads what the simulated engine says it heard:
-// "2.50 seconds, level 0.354, pitch 440 Hz."
-var heardWords = regexp.MustCompile(`([0-9.]+) seconds, (?:level ([0-9.]+)|silence)(?:, pitch ([0-9]+) Hz)?\.`)
-
+// heard is what the simulated engine says it heard (audiotest.Heard).
 type heard struct{ seconds, level, pitch float64 }
 
 func parseHeard(t *testing.T, text string) heard {
-	t.Helper()
-	m := heardWords.FindStringSubmatch(text)
-	require.NotNil(t, m, "the simulated transcript %q", text)
-	var h heard
-	h.seconds, _ = strconv.ParseFloat(m[1], 64)
-	h.level, _ = strconv.ParseFloat(m[2], 64)
-	h.pitch, _ = strconv.ParseFloat(m[3], 64)
-	return h
+	h := audiotest.ParseHeard(t, text)
+	return heard{h.Seconds, h.Level, h.Pitch}
 }
 
 func wavFile(data []byte) io.Reader {
@@ -110,7 +99,7 @@ func TestOpenAIGoTranscriptionFormats(t *testing.T) {
 		resp, err := f.client.Audio.Transcriptions.New(sdkContext(t), openai.AudioTranscriptionNewParams{
 			File: wavFile(wav), Model: "sim", ResponseFormat: openai.AudioResponseFormatJSON})
 		require.NoError(t, err)
-		assert.Equal(t, 3, len(heardWords.FindAllString(resp.Text, -1)))
+		assert.Equal(t, 3, len(audiotest.HeardWords.FindAllString(resp.Text, -1)))
 	})
 	raw := func(t *testing.T, format openai.AudioResponseFormat) (http.Header, string) {
 		var hr *http.Response

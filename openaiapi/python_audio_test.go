@@ -1,14 +1,11 @@
 package openaiapi_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon/daemontest"
-	"github.com/npud/npud/wire/audioin"
 	"github.com/npud/npud/wire/audioin/audiotest"
 )
 
@@ -18,22 +15,10 @@ import (
 // client reads.
 func TestOpenAIPythonTranscription(t *testing.T) {
 	daemontest.SimOnly(t, "the simulated engine's transcriber")
-	path, clip := espeakWAV(t)
+	path, clip := audiotest.SpeechClip(t)
 	srv := startSim(t, nil, nil)
 	r := daemontest.PythonTranscription(t, srv.URL, "sim", path, clip.Duration().Seconds())
 	h := parseHeard(t, r["json"].(string))
 	assert.InDelta(t, clip.Duration().Seconds(), h.seconds, 0.01)
 	assert.Greater(t, h.level, 0.02, "speech is heard, not silence")
-}
-
-// espeakWAV is speech made by Debian's espeak-ng (make test installs it):
-// a real WAV from another program, 22.05 kHz 16-bit mono.
-func espeakWAV(t *testing.T) (string, audioin.Clip) {
-	t.Helper()
-	path := audiotest.Speech(t)
-	wav, err := os.ReadFile(path)
-	require.NoError(t, err)
-	clip, err := audioin.Decode(wav, audioin.Limits{})
-	require.NoError(t, err)
-	return path, clip
 }

@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 
+	"github.com/npud/npud/wire/audioin"
 	"github.com/npud/npud/wire/audioin/wavtest"
 )
 
@@ -113,4 +116,41 @@ func Speech(t testing.TB) string {
 		t.Fatalf("espeak-ng: %v: %s", err, out)
 	}
 	return path
+}
+
+// HeardWords reads what the simulated engine and the test library's
+// Whisper say they heard in a window: "2.50 seconds, level 0.354, pitch
+// 440 Hz." (or "…, silence.").
+var HeardWords = regexp.MustCompile(`([0-9.]+) seconds, (?:level ([0-9.]+)|silence)(?:, pitch ([0-9]+) Hz)?\.`)
+
+// Heard is one window's length in seconds, RMS level and a tone's pitch.
+type Heard struct{ Seconds, Level, Pitch float64 }
+
+// ParseHeard reads the first window text says it heard.
+func ParseHeard(t testing.TB, text string) Heard {
+	t.Helper()
+	m := HeardWords.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no window heard in the transcript %q", text)
+	}
+	var h Heard
+	h.Seconds, _ = strconv.ParseFloat(m[1], 64)
+	h.Level, _ = strconv.ParseFloat(m[2], 64)
+	h.Pitch, _ = strconv.ParseFloat(m[3], 64)
+	return h
+}
+
+// SpeechClip is Speech's file and the clip npud decodes from it.
+func SpeechClip(t testing.TB) (string, audioin.Clip) {
+	t.Helper()
+	path := Speech(t)
+	wav, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clip, err := audioin.Decode(wav, audioin.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, clip
 }
