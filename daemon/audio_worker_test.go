@@ -3,9 +3,6 @@
 package daemon_test
 
 import (
-	"bytes"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"testing"
 
@@ -23,20 +20,8 @@ func TestTranscriptionInAWorker(t *testing.T) {
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.Isolation = "sim", "process"
 	srv := daemontest.Start(t, cfg, nil)
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	fw, err := w.CreateFormFile("file", "tone.wav")
-	require.NoError(t, err)
-	_, err = fw.Write(wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 1.5, 22050)}, 22050, wavtest.PCM16))
-	require.NoError(t, err)
-	require.NoError(t, w.WriteField("model", "sim"))
-	require.NoError(t, w.WriteField("response_format", "text"))
-	require.NoError(t, w.Close())
-	resp, err := daemontest.Post(t.Context(), nil, srv.URL+"/v1/audio/transcriptions", w.FormDataContentType(), &body)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	resp, raw := postAudio(t, daemontest.NewClient(t, srv.URL), "/v1/audio/transcriptions",
+		wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 1.5, 22050)}, 22050, wavtest.PCM16), "model", "sim", "response_format", "text")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
 	assert.Regexp(t, `^1\.50 seconds, level 0\.35[0-9], pitch 44[01] Hz\.\n$`, string(raw))
 	h := daemontest.Health(t, daemontest.NewClient(t, srv.URL).HTTP, srv.URL)
@@ -51,20 +36,8 @@ func TestStreamedTranscriptionInAWorker(t *testing.T) {
 	cfg := daemontest.Defaults(t)
 	cfg.Engine, cfg.Isolation = "sim", "process"
 	srv := daemontest.Start(t, cfg, nil)
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	fw, err := w.CreateFormFile("file", "tone.wav")
-	require.NoError(t, err)
-	_, err = fw.Write(wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 65, 16000)}, 16000, wavtest.PCM16))
-	require.NoError(t, err)
-	require.NoError(t, w.WriteField("model", "sim"))
-	require.NoError(t, w.WriteField("stream", "true"))
-	require.NoError(t, w.Close())
-	resp, err := daemontest.Post(t.Context(), http.DefaultClient, srv.URL+"/v1/audio/transcriptions", w.FormDataContentType(), &body)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	resp, raw := postAudio(t, daemontest.NewClient(t, srv.URL), "/v1/audio/transcriptions",
+		wavtest.Encode([][]float64{wavtest.Tone(440, 0.5, 65, 16000)}, 16000, wavtest.PCM16), "model", "sim", "stream", "true")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
 	assert.Regexp(t, `^data: \{"type":"transcript.text.delta","delta":"30.00 seconds[^"]*"\}\n\n`+
 		`data: \{"type":"transcript.text.delta","delta":" 30.00 seconds[^"]*"\}\n\n`+

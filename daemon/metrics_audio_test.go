@@ -21,17 +21,7 @@ import (
 
 func postSimAudio(t *testing.T, base, path string, wav []byte) (int, string) {
 	t.Helper()
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	fw, err := w.CreateFormFile("file", "a.wav")
-	require.NoError(t, err)
-	_, _ = fw.Write(wav)
-	require.NoError(t, w.WriteField("model", "sim"))
-	require.NoError(t, w.Close())
-	resp, err := http.Post(base+path, w.FormDataContentType(), &b) //nolint:noctx // a test against loopback
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	resp, raw := postAudio(t, daemontest.NewClient(t, base), path, wav, "model", "sim")
 	return resp.StatusCode, string(raw)
 }
 
@@ -72,4 +62,31 @@ func TestMetricsAudioSecondsAndRealTimeFactor(t *testing.T) {
 	assert.Greater(t, rtf, 0.0)
 	assert.LessOrEqual(t, rtf, elapsed.Seconds()/2.5+elapsed.Seconds()/45)
 	assert.Equal(t, 1.0, m.sum("npud_engine_errors_total", "model", "sim", "device", "simulated", "kind", "engine"))
+}
+
+// postAudio posts wav as OpenAI's multipart form with fields (name,
+// value, …) and returns the response with its whole body, read and closed.
+//
+//bodyclose:handled
+func postAudio(t *testing.T, c *daemontest.Client, path string, wav []byte, fields ...string) (*http.Response, []byte) {
+	t.Helper()
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	fw, err := w.CreateFormFile("file", "audio.wav")
+	require.NoError(t, err)
+	_, err = fw.Write(wav)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(fields); i += 2 {
+		require.NoError(t, w.WriteField(fields[i], fields[i+1]))
+	}
+	require.NoError(t, w.Close())
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.URL+path, &body)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	resp, err := c.HTTP.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, raw
 }

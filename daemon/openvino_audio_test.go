@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -190,30 +189,6 @@ func TestOpenVINOTranscriptionPython(t *testing.T) {
 	h := parseWhisperHeard(t, r["json"].(string))
 	assert.InDelta(t, clip.Duration().Seconds(), h.seconds, 0.01)
 	assert.Greater(t, h.level, 0.02, "speech is heard, not silence")
-}
-
-//bodyclose:handled
-func postAudio(t *testing.T, c *daemontest.Client, path string, wav []byte, fields ...string) (*http.Response, []byte) {
-	t.Helper()
-	var body bytes.Buffer
-	w := multipart.NewWriter(&body)
-	fw, err := w.CreateFormFile("file", "audio.wav")
-	require.NoError(t, err)
-	_, err = fw.Write(wav)
-	require.NoError(t, err)
-	for i := 0; i+1 < len(fields); i += 2 {
-		require.NoError(t, w.WriteField(fields[i], fields[i+1]))
-	}
-	require.NoError(t, w.Close())
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.URL+path, &body)
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", w.FormDataContentType())
-	resp, err := c.HTTP.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp, raw
 }
 
 // What GenAI's Whisper refuses is a 400 in OpenAI's shape, and a speech
