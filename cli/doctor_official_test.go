@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/npud/npud/npu/openvino/ovtestlib"
 )
 
 // Issue 26 item 3: npud doctor where "pip install openvino-genai" was done
@@ -27,7 +29,7 @@ func TestOfficialDoctorInPipEnvironment(t *testing.T) {
 		t.Skip("the official runtime's tests run without -race (make test does; see npu/openvino/official_test.go)")
 	}
 	models := t.TempDir()
-	writeModel(t, models, "m")
+	ovtestlib.WriteModel(t, models, "m")
 	getenv := func(k string) string {
 		if k == "VIRTUAL_ENV" {
 			return venv

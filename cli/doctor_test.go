@@ -22,37 +22,6 @@ import (
 	"github.com/npud/npud/systemd"
 )
 
-// testLibraryDir is npud's GenAI test library, built when needed.
-func testLibraryDir(t *testing.T, v ovtestlib.Variant) string {
-	t.Helper()
-	dir, err := ovtestlib.Dir(v)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	return dir
-}
-
-// writeModel makes a model folder with the files a pipeline reads, less
-// the ones named in without.
-func writeModel(t *testing.T, models, name string, without ...string) {
-	t.Helper()
-	dir := filepath.Join(models, name)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	files := map[string]string{
-		"openvino_model.xml": "<net/>", "openvino_model.bin": "w", "openvino_tokenizer.xml": "<net/>",
-		"openvino_detokenizer.xml": "<net/>", "tokenizer_config.json": `{"chat_template": "{{ messages }}"}`,
-	}
-	for _, f := range without {
-		delete(files, f)
-	}
-	for f, content := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644))
-	}
-}
-
 // writeSpeechModel makes a Whisper model folder (modelstore's speech
 // files), less the ones named in without.
 func writeSpeechModel(t *testing.T, models, name string, without ...string) {
@@ -99,15 +68,15 @@ func freeAddr(t *testing.T) string {
 // Issue 14: npud doctor explains every missing piece, with its fix, and
 // exits 0 only when a real engine is ready.
 func TestDoctor(t *testing.T) {
-	lib := testLibraryDir(t, ovtestlib.Current)
-	old := testLibraryDir(t, ovtestlib.WithoutGetString)
+	lib := ovtestlib.Require(t, ovtestlib.Current)
+	old := ovtestlib.Require(t, ovtestlib.WithoutGetString)
 	t.Setenv("OVTEST_DEVICES", "CPU,NPU")
 	withModel := t.TempDir()
-	writeModel(t, withModel, "qwen-int4-ov")
+	ovtestlib.WriteModel(t, withModel, "qwen-int4-ov")
 	noDetokenizer := t.TempDir()
-	writeModel(t, noDetokenizer, "broken", "openvino_detokenizer.xml")
+	ovtestlib.WriteModel(t, noDetokenizer, "broken", "openvino_detokenizer.xml")
 	noTemplate := t.TempDir()
-	writeModel(t, noTemplate, "base", "tokenizer_config.json")
+	ovtestlib.WriteModel(t, noTemplate, "base", "tokenizer_config.json")
 	emptyModels := t.TempDir()
 	whisper := t.TempDir()
 	writeSpeechModel(t, whisper, "whisper-tiny-fp16-ov")

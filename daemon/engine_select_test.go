@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -20,45 +19,14 @@ import (
 	"github.com/npud/npud/npu/openvino/ovtestlib"
 )
 
-// testLibraryDir is npud's GenAI test library, built when needed.
-func testLibraryDir(t *testing.T, v ovtestlib.Variant) string {
-	t.Helper()
-	dir, err := ovtestlib.Dir(v)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	return dir
-}
-
-// writeModel makes a model folder with the files a pipeline reads, less
-// the ones named in without.
-func writeModel(t *testing.T, models, name string, without ...string) {
-	t.Helper()
-	dir := filepath.Join(models, name)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	files := map[string]string{
-		"openvino_model.xml": "<net/>", "openvino_model.bin": "w", "openvino_tokenizer.xml": "<net/>",
-		"openvino_detokenizer.xml": "<net/>", "tokenizer_config.json": `{"chat_template": "{{ messages }}"}`,
-	}
-	for _, f := range without {
-		delete(files, f)
-	}
-	for f, content := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644))
-	}
-}
-
 // Issue 14: --engine auto serves OpenVINO when the library loads and a
 // model is there, else the simulated engine with the reason; --engine
 // openvino without the library is an error that says where it looked.
 func TestEngineSelection(t *testing.T) {
-	lib := testLibraryDir(t, ovtestlib.Current)
+	lib := ovtestlib.Require(t, ovtestlib.Current)
 	t.Setenv("OVTEST_DEVICES", "CPU")
 	withModel := t.TempDir()
-	writeModel(t, withModel, "tiny")
+	ovtestlib.WriteModel(t, withModel, "tiny")
 	log := slog.New(slog.DiscardHandler)
 	base := func(engine, libPath, models string) Config {
 		cfg, err := ParseServe([]string{"--engine", engine, "--openvino-lib", libPath, "--models-dir", models, "--cache-dir", ""}, env(), io.Discard)

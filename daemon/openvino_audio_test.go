@@ -279,13 +279,7 @@ func TestOpenVINOTranscriptionWorkerCrash(t *testing.T) {
 // A GenAI library without the Whisper functions still serves text models;
 // a speech model is refused, naming what the library lacks.
 func TestOpenVINOLibraryWithoutWhisper(t *testing.T) {
-	lib, err := ovtestlib.Dir(ovtestlib.WithoutWhisper)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	lib := ovtestlib.Require(t, ovtestlib.WithoutWhisper)
 	dir := t.TempDir()
 	daemontest.WriteOpenVINOModel(t, dir, "text")
 	writeWhisperFolder(t, dir, "whisper", true)

@@ -20,8 +20,7 @@ import (
 // simulated engine in workers embeds and transcribes and reloads, the
 // OpenVINO engine in workers loads and reloads and does neither.
 func TestWorkerEngineDescribesWhatItDoes(t *testing.T) {
-	lib, err := ovtestlib.Dir(ovtestlib.Current)
-	require.NoError(t, err)
+	lib := ovtestlib.Require(t, ovtestlib.Current)
 	models := t.TempDir()
 	require.NoError(t, os.MkdirAll(models+"/tiny", 0o755))
 	require.NoError(t, os.WriteFile(models+"/tiny/openvino_model.xml", []byte("<net/>"), 0o644))

@@ -41,14 +41,7 @@ func StartOpenVINO(t testing.TB, mutate func(*daemon.Config)) *Server {
 // except in CI.
 func TestLibrary(t testing.TB) string {
 	t.Helper()
-	dir, err := ovtestlib.Dir(ovtestlib.Current)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the GenAI test library: %v", err)
-		}
-		t.Skipf("the GenAI test library cannot be built here: %v", err)
-	}
-	return dir
+	return ovtestlib.Require(t, ovtestlib.Current)
 }
 
 // ToolTemplate is a tokenizer_config.json whose chat template renders

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -119,4 +120,41 @@ func sourceHash(src string, v Variant) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// Require is Dir(v) for a test: it skips the test where the library
+// cannot be built (no gcc or make), except in CI, where it fails it.
+func Require(t testing.TB, v Variant) string {
+	t.Helper()
+	dir, err := Dir(v)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the GenAI test library: %v", err)
+		}
+		t.Skipf("the GenAI test library cannot be built here: %v", err)
+	}
+	return dir
+}
+
+// WriteModel makes a model folder with the files a GenAI pipeline reads
+// (the IR and its weights, the tokenizer and detokenizer, a chat
+// template), less the ones named in without.
+func WriteModel(t testing.TB, models, name string, without ...string) {
+	t.Helper()
+	dir := filepath.Join(models, name)
+	files := map[string]string{
+		"openvino_model.xml": "<net/>", "openvino_model.bin": "w", "openvino_tokenizer.xml": "<net/>",
+		"openvino_detokenizer.xml": "<net/>", "tokenizer_config.json": `{"chat_template": "{{ messages }}"}`,
+	}
+	for _, f := range without {
+		delete(files, f)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for f, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
