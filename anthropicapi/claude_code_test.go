@@ -1,10 +1,8 @@
 package anthropicapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,22 +30,6 @@ func claudeCode(t *testing.T) string {
 	abs, err := filepath.Abs(matches[0])
 	require.NoError(t, err)
 	return abs
-}
-
-// ccLine is what the test reads of Claude Code's stream-json output.
-type ccLine struct {
-	Type          string `json:"type"`
-	IsError       bool   `json:"is_error"`
-	NumTurns      int    `json:"num_turns"`
-	TerminalState string `json:"terminal_reason"`
-	Message       struct {
-		Content []struct {
-			Type      string `json:"type"`
-			ID        string `json:"id"`
-			Name      string `json:"name"`
-			ToolUseID string `json:"tool_use_id"`
-		} `json:"content"`
-	} `json:"message"`
 }
 
 // Claude Code, offline against npud on loopback, through a whole tool
@@ -80,33 +62,11 @@ func TestClaudeCodeToolLoop(t *testing.T) {
 	out, err := cmd.Output()
 	require.NoError(t, err, "claude: %s\n%s", stderr.String(), out)
 
-	var calls, results []string
-	var result *ccLine
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("{")) {
-			continue // Claude Code's own notes, such as that it does not know the model's name
-		}
-		var l ccLine
-		require.NoError(t, json.Unmarshal(line, &l), "%s", line)
-		for _, c := range l.Message.Content {
-			switch {
-			case l.Type == "assistant" && c.Type == "tool_use":
-				assert.Equal(t, "Read", c.Name)
-				calls = append(calls, c.ID)
-			case l.Type == "user" && c.Type == "tool_result":
-				results = append(results, c.ToolUseID)
-			}
-		}
-		if l.Type == "result" {
-			result = &l
-		}
-	}
-	require.NoError(t, sc.Err())
-	require.Len(t, calls, 1, "%s", out)
-	assert.Equal(t, calls, results, "Claude Code ran the call and sent its result back")
+	session := daemontest.ReadClaudeCode(t, out)
+	require.Len(t, session.Calls, 1, "%s", out)
+	assert.Equal(t, "Read", session.Calls[0].Name)
+	assert.Equal(t, session.CallIDs(), session.ResultIDs, "Claude Code ran the call and sent its result back")
+	result := session.Result
 	require.NotNil(t, result, "%s", out)
 	assert.False(t, result.IsError, "%s", out)
 	assert.Equal(t, 2, result.NumTurns)

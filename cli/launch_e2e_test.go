@@ -380,41 +380,12 @@ func TestLaunchRunsClaudeCode(t *testing.T) {
 		getenv, strings.NewReader(""), &out, &errOut)
 	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errOut.String(), out.String())
 
-	var calls, results []string
-	var result map[string]any
-	for _, line := range strings.Split(out.String(), "\n") {
-		if !strings.HasPrefix(line, "{") {
-			continue // Claude Code's own notes
-		}
-		var l struct {
-			Type    string `json:"type"`
-			Message struct {
-				Content []struct {
-					Type      string `json:"type"`
-					ID        string `json:"id"`
-					Name      string `json:"name"`
-					ToolUseID string `json:"tool_use_id"`
-				} `json:"content"`
-			} `json:"message"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(line), &l), line)
-		for _, c := range l.Message.Content {
-			switch {
-			case l.Type == "assistant" && c.Type == "tool_use":
-				assert.Equal(t, "Read", c.Name)
-				calls = append(calls, c.ID)
-			case l.Type == "user" && c.Type == "tool_result":
-				results = append(results, c.ToolUseID)
-			}
-		}
-		if l.Type == "result" {
-			require.NoError(t, json.Unmarshal([]byte(line), &result))
-		}
-	}
-	require.Len(t, calls, 1, out.String())
-	assert.Equal(t, calls, results, "Claude Code ran the call and sent its result back")
-	require.NotNil(t, result, out.String())
-	assert.Equal(t, false, result["is_error"], out.String())
+	session := daemontest.ReadClaudeCode(t, out.Bytes())
+	require.Len(t, session.Calls, 1, out.String())
+	assert.Equal(t, "Read", session.Calls[0].Name)
+	assert.Equal(t, session.CallIDs(), session.ResultIDs, "Claude Code ran the call and sent its result back")
+	require.NotNil(t, session.Result, out.String())
+	assert.False(t, session.Result.IsError, out.String())
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Contains(t, credentials, "Bearer "+key)
