@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/rpc"
 	"os/exec"
 	"slices"
 	"strings"
@@ -468,7 +466,7 @@ func (e *Engine) avoid() []string {
 	return e.health.unhealthyDevices()
 }
 
-// spawn starts a worker process and serves its RPC connection.
+// spawn starts a worker process and reads its frames.
 func (e *Engine) spawn(model string) (*proc, error) {
 	cmd := e.cfg.Command()
 	stdin, err := cmd.StdinPipe()
@@ -484,13 +482,9 @@ func (e *Engine) spawn(model string) (*proc, error) {
 		return nil, fmt.Errorf("starting an engine worker: %w", err)
 	}
 	adopt(cmd)
-	p := &proc{model: model, cmd: cmd, jobs: make(chan Job), calls: map[int64]*call{}, exited: make(chan struct{}), quit: make(chan struct{})}
-	srv := rpc.NewServer()
-	if err := srv.RegisterName("Host", &service{p: p}); err != nil {
-		p.kill()
-		return nil, err
-	}
-	go srv.ServeConn(pipeConn{Reader: stdout, WriteCloser: stdin})
+	p := &proc{model: model, cmd: cmd, out: newFrameWriter(stdin, maxJobFrame), calls: map[int64]*call{},
+		exited: make(chan struct{}), log: e.cfg.Log}
+	go p.read(newFrameReader(stdout, maxReportFrame))
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -499,12 +493,6 @@ func (e *Engine) spawn(model string) (*proc, error) {
 		close(p.exited)
 	}()
 	return p, nil
-}
-
-// pipeConn is the worker's standard output and input as one connection.
-type pipeConn struct {
-	io.Reader
-	io.WriteCloser
 }
 
 func watchInterval(prefill, token time.Duration) time.Duration {
@@ -521,14 +509,15 @@ func watchInterval(prefill, token time.Duration) time.Duration {
 type proc struct {
 	model  string
 	cmd    *exec.Cmd
-	jobs   chan Job
+	out    *frameWriter // to the worker's standard input
 	exited chan struct{}
-	quit   chan struct{} // closed by stop: Next answers exit
 	once   sync.Once
+	log    *slog.Logger
 
 	mu        sync.Mutex
 	calls     map[int64]*call
 	exitErr   error
+	broke     error  // the frame that broke the protocol, when one did
 	device    string // where the model runs (under the engine's lock)
 	compiling string // the device the worker last said it compiles for
 }
@@ -542,13 +531,11 @@ type call struct {
 	first   atomic.Int64 // unix nanoseconds of the first callback, 0 before
 	last    atomic.Int64 // of the latest callback
 
-	// Chunks arrive on concurrent RPC handlers: they are put back in order
-	// and passed to the sink one at a time.
-	mu        sync.Mutex
-	delivered int64            // chunks passed to the sink
-	early     map[int64]string // chunks that came before their turn
-	status    npu.Status       // the sink's most final answer
-	caughtUp  *sync.Cond       // signalled as delivered grows
+	// The worker's reader alone uses these.
+	chunks      int64       // callbacks received
+	stoppedAt   int64       // the callback the sink answered STOP or CANCEL, 0 before
+	vectors     [][]float32 // an embedding's, as they come
+	vectorBytes int
 }
 
 func (p *proc) dead() bool {
@@ -566,10 +553,14 @@ func (p *proc) compilingOn() string {
 	return p.compiling
 }
 
-// exitCause says how the process ended: its exit status or signal.
+// exitCause says how the process ended: its exit status or signal, or
+// the frame that broke the protocol (it was killed for it).
 func (p *proc) exitCause() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.broke != nil {
+		return p.broke.Error()
+	}
 	if p.exitErr == nil {
 		return "it exited"
 	}
@@ -578,17 +569,13 @@ func (p *proc) exitCause() string {
 
 // begin hands the worker a job whose callbacks go to sink.
 func (p *proc) begin(job Job, sink npu.Sink) *call {
-	c := &call{job: job, done: make(chan Done, 1), sink: sink, started: time.Now(), early: map[int64]string{}}
-	c.caughtUp = sync.NewCond(&c.mu)
+	c := &call{job: job, done: make(chan Done, 1), sink: sink, started: time.Now()}
 	p.mu.Lock()
 	p.calls[job.ID] = c
 	p.mu.Unlock()
-	go func() {
-		select {
-		case p.jobs <- job:
-		case <-p.exited:
-		}
-	}()
+	// Not on the caller's goroutine: a worker that stopped reading would
+	// hold it before its watchdog starts.
+	go p.send(job)
 	return c
 }
 
@@ -596,6 +583,19 @@ func (p *proc) end(c *call) {
 	p.mu.Lock()
 	delete(p.calls, c.job.ID)
 	p.mu.Unlock()
+}
+
+// send writes a job to the worker. A job that cannot be sent ends the
+// worker (its stream's gob state is unknown), and its calls with it; a
+// write that fails is a worker that is gone.
+func (p *proc) send(job Job) {
+	err := p.out.message(frameJob, job)
+	switch {
+	case errors.Is(err, errUnsendable):
+		p.abandon(fmt.Errorf("a %s job for it %w", job.Kind, err))
+	case err != nil:
+		p.kill()
+	}
 }
 
 // do runs a job without callbacks and waits for it.
@@ -626,7 +626,7 @@ func (c *call) hung(now time.Time, prefill, token time.Duration) string {
 
 // stop asks the worker to exit, and kills it if it does not.
 func (p *proc) stop() {
-	p.once.Do(func() { close(p.quit) })
+	p.once.Do(func() { go p.send(Job{Kind: jobExit}) })
 	select {
 	case <-p.exited:
 	case <-time.After(5 * time.Second):
@@ -641,90 +641,133 @@ func (p *proc) kill() {
 	}
 }
 
-// service is the daemon's side of a worker's RPC connection.
-type service struct{ p *proc }
-
-// Next hands the worker its next job (a long poll).
-func (s *service) Next(_ struct{}, job *Job) error {
-	select {
-	case j := <-s.p.jobs:
-		*job = j
-	case <-s.p.quit:
-		*job = Job{Kind: jobExit}
-	case <-s.p.exited:
-		*job = Job{Kind: jobExit} // nobody reads it: the handler just ends
+// abandon kills a worker that broke the protocol, or whose stream could
+// not be written; its calls end with a fault that says why.
+func (p *proc) abandon(why error) {
+	p.mu.Lock()
+	if p.broke == nil {
+		p.broke = why
 	}
-	return nil
+	p.mu.Unlock()
+	p.log.Warn("ending an engine worker", "model", p.model, "cause", why)
+	p.kill()
 }
 
-// Sink passes one streamer callback to the generation's bridge.
-func (s *service) Sink(c Chunk, status *npu.Status) error {
-	s.p.mu.Lock()
-	call := s.p.calls[c.ID]
-	s.p.mu.Unlock()
-	if call == nil || call.sink == nil {
-		*status = npu.Cancel // nobody waits for it any more
-		return nil
-	}
-	now := time.Now().UnixNano()
-	call.first.CompareAndSwap(0, now)
-	call.last.Store(now)
-	*status = call.deliver(c.Seq, c.Text)
-	return nil
-}
-
-// deliver passes chunk seq to the sink in its turn, with any early ones it
-// unblocks, and answers the sink's most final status.
-func (c *call) deliver(seq int64, text string) npu.Status {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.early) > 1<<16 {
-		return npu.Cancel // a worker that skips a number would hold text for ever
-	}
-	c.early[seq] = text
+// read passes the worker's frames on in the order it sent them: each
+// chunk to its generation's sink (on this goroutine: a sink is cheap, as
+// npu.Sink's callers expect), each outcome to the job's caller after the
+// job's chunks. The stream's end is the worker's exit, which the process
+// watcher reports; a frame that breaks the protocol ends the worker.
+func (p *proc) read(in *frameReader) {
 	for {
-		next, ok := c.early[c.delivered+1]
-		if !ok {
-			break
+		kind, body, err := in.next()
+		if err == nil {
+			err = p.dispatch(in, kind, body)
 		}
-		delete(c.early, c.delivered+1)
-		c.delivered++
-		if st := c.sink(next); st > c.status {
-			c.status = st
+		if errors.Is(err, errProtocol) {
+			p.abandon(err)
+			return
 		}
-	}
-	c.caughtUp.Broadcast()
-	return c.status
-}
-
-// await waits until n chunks were delivered (they were all sent before
-// the job's Done, whose handler may run first).
-func (c *call) await(n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for c.delivered < n && len(c.early) <= 1<<16 {
-		c.caughtUp.Wait()
+		if err != nil {
+			return // the worker exited, or its pipe was closed after it did
+		}
 	}
 }
 
-// Compiling records the device a compile is for.
-func (s *service) Compiling(c Compiling, _ *struct{}) error {
-	s.p.mu.Lock()
-	s.p.compiling = c.Device
-	s.p.mu.Unlock()
+// dispatch handles one frame from the worker.
+func (p *proc) dispatch(in *frameReader, kind byte, body []byte) error {
+	switch kind {
+	case frameChunk:
+		id, text, err := idOf(body)
+		if err != nil {
+			return err
+		}
+		if c := p.call(id); c != nil && c.sink != nil {
+			c.chunk(p, string(text))
+		}
+	case frameVector:
+		id, v, err := vectorOf(body)
+		if err != nil {
+			return err
+		}
+		if c := p.call(id); c != nil {
+			return c.vector(v)
+		}
+	case frameCompiling:
+		var c Compiling
+		if err := in.decode(body, &c); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.compiling = c.Device
+		p.mu.Unlock()
+	case frameDone:
+		var d Done
+		if err := in.decode(body, &d); err != nil {
+			return err
+		}
+		if c := p.call(d.ID); c != nil {
+			return c.finish(d)
+		}
+	default:
+		return protocolError("a frame of kind %q", kind)
+	}
 	return nil
 }
 
-// Done delivers a job's outcome.
-func (s *service) Done(d Done, _ *struct{}) error {
-	s.p.mu.Lock()
-	call := s.p.calls[d.ID]
-	s.p.mu.Unlock()
-	if call != nil {
-		if call.sink != nil {
-			call.await(d.Chunks)
-		}
-		call.done <- d
+func (p *proc) call(id int64) *call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[id]
+}
+
+// chunk passes one streamer callback to the sink; after the sink answered
+// STOP or CANCEL the text is dropped (an engine in process would not have
+// produced it), and the worker is told the answer.
+func (c *call) chunk(p *proc, text string) {
+	now := time.Now().UnixNano()
+	c.first.CompareAndSwap(0, now)
+	c.last.Store(now)
+	c.chunks++
+	if c.stoppedAt != 0 {
+		return
 	}
+	if st := c.sink(text); st != npu.Running {
+		c.stoppedAt = c.chunks
+		go func() { _ = p.out.status(c.job.ID, st) }() // a worker gone cannot be told
+	}
+}
+
+// vector adds one of an embedding's vectors: no more than the job's
+// inputs, nor bytes than maxVectorBytes.
+func (c *call) vector(v []float32) error {
+	c.vectorBytes += 4 * len(v)
+	if c.job.Kind != jobEmbed || len(c.vectors) >= len(c.job.Inputs) || c.vectorBytes > maxVectorBytes {
+		return protocolError("a vector job %d (%s of %d inputs) has no room for", c.job.ID, c.job.Kind, len(c.job.Inputs))
+	}
+	c.vectors = append(c.vectors, v)
 	return nil
+}
+
+// finish hands the job's outcome to its caller, with the vectors that came
+// before it and the completion tokens the sink received: the engine also
+// counted those it generated between the sink's STOP or CANCEL and the
+// callback at which the worker heard of it.
+func (c *call) finish(d Done) error {
+	d.Vectors = c.vectors
+	if c.stoppedAt > 0 {
+		ranTo := d.StoppedAt
+		if ranTo == 0 {
+			ranTo = d.Chunks // the generation ended before it heard
+		}
+		if extra := ranTo - c.stoppedAt; extra > 0 {
+			d.Result.CompletionTokens -= int(min(extra, int64(d.Result.CompletionTokens)))
+		}
+	}
+	select {
+	case c.done <- d:
+		return nil
+	default:
+		return protocolError("a second outcome of job %d", d.ID)
+	}
 }

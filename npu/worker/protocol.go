@@ -5,17 +5,26 @@
 //
 // The daemon side is Engine: an npu.Engine that starts one worker process
 // per loaded model (the same npud binary, `npud worker`), hands it jobs and
-// watches it. The worker side is Serve: it runs the real engine and asks
-// the daemon for work. They speak net/rpc (gob) over the worker's standard
-// input and output; the worker is the RPC client, so the one connection
-// carries the daemon's jobs (Host.Next, a long poll), the streamer
-// callbacks (Host.Sink, answered with the bridge's RUNNING/STOP/CANCEL, as
-// in process) and the results (Host.Done).
+// watches it. The worker side is Serve: it runs the real engine and does
+// the daemon's jobs. They speak in frames (see frameReader) over the
+// worker's standard input and output, one ordered stream each way: the
+// daemon sends jobs and the sinks' answers (a STOP or CANCEL), the worker
+// sends each generation's text, a compile's device and each job's
+// outcome. One reader on the daemon's side passes them on in the order the
+// worker sent them, so a generation's text needs no putting back in order
+// and its outcome comes after the last of it.
 package worker
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"sync"
 
 	"github.com/npud/npud/npu"
 )
@@ -48,15 +57,19 @@ type Job struct {
 
 // Done is a job's outcome.
 type Done struct {
-	ID      int64
-	Chunks  int64 // a generation's streamer callbacks, all sent before Done
-	Result  npu.Result
-	Device  string // load, reload: where the model runs
-	Devices []Device
+	ID     int64
+	Chunks int64 // a generation's streamer callbacks
+	// StoppedAt is the callback at which the worker first answered its
+	// engine STOP or CANCEL, 0 if it never did: the daemon takes the
+	// tokens its engine ran past the sink's answer off the count.
+	StoppedAt int64
+	Result    npu.Result
+	Device    string // load, reload: where the model runs
+	Devices   []Device
 	// Features is what the worker's engine can do (the devices job): the
 	// daemon's side describes itself with it.
 	Features npu.Features
-	Vectors  [][]float32
+	Vectors  [][]float32 // on the daemon's side: from the job's vector frames
 	Tokens   int
 	// Transcript is a transcription's result.
 	Transcript npu.Transcript
@@ -65,19 +78,6 @@ type Done struct {
 
 // Device is a device the worker's engine sees.
 type Device struct{ Name, FullName string }
-
-// Chunk is one streamer callback of a generation. The worker does not
-// wait for each answer (a round trip per token would cost more than the
-// budget of 50 µs): it sends chunks in order, numbered, and answers GenAI
-// with the latest status the daemon sent back, so a STOP or CANCEL takes
-// effect at the callback after its answer arrives (the bridge passes no
-// text after it decided to stop). The daemon's RPC server handles calls
-// concurrently, so it puts chunks back in order by Seq.
-type Chunk struct {
-	ID   int64
-	Seq  int64
-	Text string
-}
 
 // Compiling says which device the worker is about to compile a model for.
 type Compiling struct{ Model, Device string }
@@ -156,4 +156,236 @@ func orUnknown(device string) string {
 		return "an unknown device"
 	}
 	return device
+}
+
+// The frames of the protocol. A frame is a 4-byte big-endian length and
+// that many bytes: a kind, then the body. The text and the vectors, which
+// are many, have bodies of their own; the rest is gob, one message a
+// frame, from one encoder per direction.
+const (
+	frameJob       byte = 'j' // daemon → worker: a Job (gob)
+	frameStatus    byte = 's' // daemon → worker: a job ID (uvarint) and the sink's STOP or CANCEL (a byte)
+	frameChunk     byte = 'c' // worker → daemon: a job ID (uvarint) and one streamer callback's text
+	frameVector    byte = 'v' // worker → daemon: a job ID (uvarint) and one embedding, float32 little endian
+	frameCompiling byte = 'p' // worker → daemon: a Compiling (gob)
+	frameDone      byte = 'd' // worker → daemon: a Done (gob), after the job's chunks or vectors
+)
+
+// The largest frames each side reads. The daemon reads its workers'
+// frames as a native library's host wrote them, so they are small: one
+// token's text, one embedding, an outcome whose big part (the vectors)
+// travels in frames of its own. A worker reads the daemon's jobs, which
+// may carry half an hour of audio (115 MB of samples).
+const (
+	maxReportFrame = 4 << 20
+	maxJobFrame    = 1 << 30
+	// maxVectorBytes bounds one embedding job's vectors on the daemon's
+	// side (2048 inputs of 4096 dimensions are 32 MiB).
+	maxVectorBytes = 256 << 20
+)
+
+// errProtocol marks a frame that breaks the protocol: too large, cut
+// short inside itself, of an unknown kind, or not decoding. A worker that
+// sends one is ended as a fault.
+var errProtocol = errors.New("it broke the worker protocol")
+
+// errUnsendable marks a message the writer could not put in a frame (it
+// does not encode, or is too large): nothing was written.
+var errUnsendable = errors.New("cannot be sent")
+
+func protocolError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errProtocol, fmt.Sprintf(format, args...))
+}
+
+// frameWriter writes whole frames, one Write each, from any goroutine.
+type frameWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	max int          // the largest frame the other side reads
+	buf []byte       // the frame being written
+	gob bytes.Buffer // the gob encoder's output for one message
+	enc *gob.Encoder // one stream: types are described once
+}
+
+func newFrameWriter(w io.Writer, limit int) *frameWriter {
+	f := &frameWriter{w: w, max: limit}
+	f.enc = gob.NewEncoder(&f.gob)
+	return f
+}
+
+// text writes a frame of kind whose body is id and then data.
+func (f *frameWriter) text(kind byte, id int64, data string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.buf = binary.AppendUvarint(append(f.buf[:0], 0, 0, 0, 0, kind), uint64(id))
+	f.buf = append(f.buf, data...)
+	return f.flush()
+}
+
+// status writes the sink's answer to job id.
+func (f *frameWriter) status(id int64, st npu.Status) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.buf = binary.AppendUvarint(append(f.buf[:0], 0, 0, 0, 0, frameStatus), uint64(id))
+	f.buf = append(f.buf, byte(st))
+	return f.flush()
+}
+
+// vector writes one embedding of job id.
+func (f *frameWriter) vector(id int64, v []float32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.buf = binary.AppendUvarint(append(f.buf[:0], 0, 0, 0, 0, frameVector), uint64(id))
+	for _, x := range v {
+		f.buf = binary.LittleEndian.AppendUint32(f.buf, math.Float32bits(x))
+	}
+	return f.flush()
+}
+
+// message writes v as a gob frame of kind.
+func (f *frameWriter) message(kind byte, v any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gob.Reset()
+	if err := f.enc.Encode(v); err != nil {
+		return fmt.Errorf("%w: %w", errUnsendable, err)
+	}
+	f.buf = append(append(f.buf[:0], 0, 0, 0, 0, kind), f.gob.Bytes()...)
+	err := f.flush()
+	if cap(f.buf) > 64<<10 {
+		f.buf, f.gob = nil, bytes.Buffer{} // an audio job's buffers are not kept
+	}
+	return err
+}
+
+// flush writes the frame in buf, its length first.
+func (f *frameWriter) flush() error {
+	n := len(f.buf) - 4
+	if n > f.max {
+		return fmt.Errorf("%w: a frame of %d bytes is larger than the other side reads (%d)", errUnsendable, n, f.max)
+	}
+	binary.BigEndian.PutUint32(f.buf, uint32(n))
+	_, err := f.w.Write(f.buf)
+	return err
+}
+
+// frameReader reads frames of at most max bytes. Every length is checked
+// before anything is allocated for it, and a gob body is decoded from its
+// frame alone: the gob decoder never reads, nor allocates for, more than
+// the frame holds (the message types hold no maps, whose sizes gob takes
+// on trust).
+type frameReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+	src frameSource
+	dec *gob.Decoder
+}
+
+func newFrameReader(r io.Reader, limit int) *frameReader {
+	f := &frameReader{r: bufio.NewReaderSize(r, 64<<10), max: limit}
+	f.dec = gob.NewDecoder(&f.src)
+	return f
+}
+
+// next returns the next frame's kind and body; the body is good until the
+// next call. io.EOF is the end of the stream between frames, and
+// io.ErrUnexpectedEOF one inside a frame (the writer died writing).
+func (f *frameReader) next() (byte, []byte, error) {
+	var head [4]byte
+	if _, err := io.ReadFull(f.r, head[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(head[:])
+	if n == 0 || uint64(n) > uint64(f.max) {
+		return 0, nil, protocolError("a frame of %d bytes (at most %d)", n, f.max)
+	}
+	buf := f.buf
+	if int(n) > cap(buf) {
+		buf = make([]byte, n)
+		if n <= 64<<10 {
+			f.buf = buf // small frames reuse one buffer
+		}
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(f.r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return buf[0], buf[1:], nil
+}
+
+// decode decodes a gob body, which must be exactly one message.
+func (f *frameReader) decode(body []byte, v any) error {
+	f.src.b = body
+	if err := f.dec.Decode(v); err != nil {
+		// The decoder's stream is lost with the frame: so is the peer.
+		return protocolError("a message that does not decode: %v", err)
+	}
+	if len(f.src.b) != 0 {
+		return protocolError("%d bytes after a message", len(f.src.b))
+	}
+	return nil
+}
+
+// idOf splits a body into the job ID it starts with and the rest.
+func idOf(body []byte) (int64, []byte, error) {
+	id, n := binary.Uvarint(body)
+	if n <= 0 || id > math.MaxInt64 {
+		return 0, nil, protocolError("a frame without a job ID")
+	}
+	return int64(id), body[n:], nil
+}
+
+// statusOf reads a status frame's body.
+func statusOf(body []byte) (int64, npu.Status, error) {
+	id, rest, err := idOf(body)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(rest) != 1 || (npu.Status(rest[0]) != npu.Stop && npu.Status(rest[0]) != npu.Cancel) {
+		return 0, 0, protocolError("a status frame of job %d that says no STOP or CANCEL", id)
+	}
+	return id, npu.Status(rest[0]), nil
+}
+
+// vectorOf reads a vector frame's body.
+func vectorOf(body []byte) (int64, []float32, error) {
+	id, rest, err := idOf(body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(rest)%4 != 0 {
+		return 0, nil, protocolError("a vector of job %d that is not whole float32s", id)
+	}
+	v := make([]float32, len(rest)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(rest[4*i:]))
+	}
+	return id, v, nil
+}
+
+// frameSource is the gob decoder's input: the body of the frame being
+// decoded, and nothing after it. It is an io.ByteReader, so the decoder
+// reads it as it is, without a buffer of its own reading ahead.
+type frameSource struct{ b []byte }
+
+func (s *frameSource) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	return n, nil
+}
+
+func (s *frameSource) ReadByte() (byte, error) {
+	if len(s.b) == 0 {
+		return 0, io.EOF
+	}
+	c := s.b[0]
+	s.b = s.b[1:]
+	return c, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/rpc"
 	"sync"
 	"sync/atomic"
 
@@ -24,49 +23,98 @@ type avoidingLoader interface {
 // device a model is about to be compiled for.
 type StartEngine func(compiling func(model, device string)) (npu.Engine, error)
 
-// Serve is the worker process's loop: it starts the engine, asks the
-// daemon at the other end of conn for jobs and runs them until the daemon
-// says exit or the connection ends. An engine that cannot start answers
-// the first job with why.
+// Serve is the worker process's loop: it starts the engine, reads the
+// daemon's jobs from conn and runs them until the daemon says exit or the
+// connection ends. An engine that cannot start answers the first job with
+// why.
 func Serve(ctx context.Context, conn io.ReadWriteCloser, start StartEngine) error {
-	client := rpc.NewClient(conn)
-	defer func() { _ = client.Close() }()
+	defer func() { _ = conn.Close() }()
+	out := newFrameWriter(conn, maxReportFrame)
+	in := newFrameReader(conn, maxJobFrame)
 	engine, startErr := start(func(model, device string) {
-		_ = client.Call("Host.Compiling", Compiling{Model: model, Device: device}, &struct{}{})
+		_ = out.message(frameCompiling, Compiling{Model: model, Device: device})
 	})
 	if startErr == nil {
 		defer engine.Close()
 	}
+	statuses := &statuses{byJob: map[int64]*atomic.Int32{}}
 	// Jobs run side by side: the daemon's scheduler decides how many a
 	// model may run at once (one for a real engine, --sim-slots for the
-	// simulator), and a long poll for the next job goes on meanwhile.
+	// simulator), and the daemon's frames are read meanwhile.
 	var running sync.WaitGroup
 	defer running.Wait()
 	for {
-		var job Job
-		if err := client.Call("Host.Next", struct{}{}, &job); err != nil {
-			if errors.Is(err, rpc.ErrShutdown) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil // the daemon went away: nothing left to do
+		kind, body, err := in.next()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil // the daemon went away: nothing left to do
+		}
+		if err != nil {
+			return fmt.Errorf("reading the daemon's frames: %w", err)
+		}
+		switch kind {
+		case frameStatus:
+			id, st, err := statusOf(body)
+			if err != nil {
+				return err
 			}
-			return fmt.Errorf("asking for work: %w", err)
+			statuses.set(id, st)
+		case frameJob:
+			var job Job
+			if err := in.decode(body, &job); err != nil {
+				return err
+			}
+			if job.Kind == jobExit {
+				return nil
+			}
+			if startErr != nil {
+				_ = out.message(frameDone, Done{ID: job.ID, Err: toWire(startErr)})
+				return startErr
+			}
+			status := statuses.add(job.ID)
+			running.Add(1)
+			go func() {
+				defer running.Done()
+				defer statuses.remove(job.ID)
+				done := run(ctx, out, engine, job, status)
+				_ = out.message(frameDone, done) // a daemon gone cannot be told
+			}()
+		default:
+			return protocolError("a frame of kind %q from the daemon", kind)
 		}
-		if job.Kind == jobExit {
-			return nil
-		}
-		if startErr != nil {
-			_ = client.Call("Host.Done", Done{ID: job.ID, Err: toWire(startErr)}, &struct{}{})
-			return startErr
-		}
-		running.Add(1)
-		go func() {
-			defer running.Done()
-			done := run(ctx, client, engine, job)
-			_ = client.Call("Host.Done", done, &struct{}{}) // a daemon gone cannot be told
-		}()
 	}
 }
 
-func run(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) Done {
+// statuses holds the daemon's latest answer for each running job.
+type statuses struct {
+	mu    sync.Mutex
+	byJob map[int64]*atomic.Int32 // an npu.Status
+}
+
+func (s *statuses) add(id int64) *atomic.Int32 {
+	st := new(atomic.Int32)
+	s.mu.Lock()
+	s.byJob[id] = st
+	s.mu.Unlock()
+	return st
+}
+
+func (s *statuses) remove(id int64) {
+	s.mu.Lock()
+	delete(s.byJob, id)
+	s.mu.Unlock()
+}
+
+// set records the sink's answer to job id; one for a job that ended is
+// dropped.
+func (s *statuses) set(id int64, st npu.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.byJob[id]; cur != nil && int32(st) > cur.Load() {
+		cur.Store(int32(st))
+	}
+}
+
+func run(ctx context.Context, out *frameWriter, engine npu.Engine, job Job, status *atomic.Int32) Done {
 	done := Done{ID: job.ID}
 	var err error
 	features := engine.Describe()
@@ -88,9 +136,13 @@ func run(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) Do
 			err = engine.Unload(job.Model)
 		}
 	case jobGenerate:
-		done.Result, done.Chunks, err = generate(ctx, client, engine, job)
+		done.Result, done.Chunks, done.StoppedAt, err = generate(ctx, out, engine, job, status)
 	case jobEmbed:
-		done.Vectors, done.Tokens, err = engine.Embed(ctx, job.Model, job.Inputs)
+		var vectors [][]float32
+		vectors, done.Tokens, err = engine.Embed(ctx, job.Model, job.Inputs)
+		if err == nil {
+			err = sendVectors(out, job.ID, vectors)
+		}
 	case jobTranscribe:
 		if job.Audio == nil {
 			err = fmt.Errorf("a transcription job without audio: %w", npu.ErrInvalidRequest)
@@ -109,40 +161,58 @@ func run(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) Do
 	return done
 }
 
-// generate runs a generation whose chunks go to the daemon without waiting
-// for each answer (see Chunk). It returns the number of chunks sent.
-func generate(ctx context.Context, client *rpc.Client, engine npu.Engine, job Job) (npu.Result, int64, error) {
-	var latest atomic.Int32 // the most final status answered so far
-	replies := make(chan *rpc.Call, 256)
-	total := make(chan int64, 1) // how many answers to wait for, once known
-	// The answers set the latest status; the goroutine ends when every
-	// chunk's answer is in.
-	go func() {
-		received, expected := int64(0), int64(-1)
-		for expected < 0 || received < expected {
-			select {
-			case expected = <-total:
-			case call := <-replies:
-				received++
-				st := npu.Cancel // an answer that did not come back: nobody reads on
-				if call.Error == nil {
-					st = *call.Reply.(*npu.Status)
-				}
-				for cur := latest.Load(); int32(st) > cur && !latest.CompareAndSwap(cur, int32(st)); cur = latest.Load() {
-				}
-			}
-		}
-	}()
+// generate runs a generation whose text goes to the daemon as it comes,
+// and answers the engine with the daemon's latest status. It returns the
+// number of callbacks, and the one it first answered STOP or CANCEL (0:
+// none).
+//
+// The worker does not wait for each callback's answer: a round trip per
+// token measured 2–3 times the cost of sending the text alone (see
+// docs/PERFORMANCE.md), and a sink's STOP or CANCEL comes once per
+// generation. So it takes effect at the first callback after its frame
+// arrives; the daemon passes no text after it to the sink, and takes the
+// tokens the engine ran past it off the count (see Done.StoppedAt).
+func generate(ctx context.Context, out *frameWriter, engine npu.Engine, job Job, status *atomic.Int32) (npu.Result, int64, int64, error) {
 	var req npu.Request
 	if err := json.Unmarshal(job.Request, &req); err != nil {
-		return npu.Result{}, 0, fmt.Errorf("the daemon's request: %w", err)
+		return npu.Result{}, 0, 0, fmt.Errorf("the daemon's request: %w", err)
 	}
-	var chunks int64
+	var chunks, stoppedAt int64
+	var sendErr error
 	res, err := engine.Generate(ctx, &req, func(text string) npu.Status {
 		chunks++
-		client.Go("Host.Sink", Chunk{ID: job.ID, Seq: chunks, Text: text}, new(npu.Status), replies)
-		return npu.Status(latest.Load())
+		st := npu.Status(status.Load())
+		if st == npu.Running && sendErr == nil {
+			sendErr = out.text(frameChunk, job.ID, text)
+		}
+		if sendErr != nil {
+			st = npu.Cancel // the text cannot reach the daemon
+		}
+		if st != npu.Running && stoppedAt == 0 {
+			stoppedAt = chunks
+		}
+		return st
 	})
-	total <- chunks
-	return res, chunks, err
+	if err == nil && sendErr != nil {
+		err = fmt.Errorf("sending a generation's text to the daemon: %w", sendErr)
+	}
+	return res, chunks, stoppedAt, err
+}
+
+// sendVectors sends an embedding's vectors to the daemon, one frame each,
+// before its Done.
+func sendVectors(out *frameWriter, id int64, vectors [][]float32) error {
+	total := 0
+	for _, v := range vectors {
+		total += 4 * len(v)
+		if total > maxVectorBytes {
+			return fmt.Errorf("embeddings of %d bytes and more: larger than a worker may send (%d)", total, maxVectorBytes)
+		}
+	}
+	for _, v := range vectors {
+		if err := out.vector(id, v); err != nil {
+			return fmt.Errorf("sending an embedding to the daemon: %w", err)
+		}
+	}
+	return nil
 }
