@@ -536,6 +536,7 @@ type call struct {
 	stoppedAt   int64       // the callback the sink answered STOP or CANCEL, 0 before
 	vectors     [][]float32 // an embedding's, as they come
 	vectorBytes int
+	finished    bool // its outcome came
 }
 
 func (p *proc) dead() bool {
@@ -754,6 +755,10 @@ func (c *call) vector(v []float32) error {
 // counted those it generated between the sink's STOP or CANCEL and the
 // callback at which the worker heard of it.
 func (c *call) finish(d Done) error {
+	if c.finished {
+		return protocolError("a second outcome of job %d", d.ID)
+	}
+	c.finished = true
 	d.Vectors = c.vectors
 	if c.stoppedAt > 0 {
 		ranTo := d.StoppedAt
@@ -764,10 +769,6 @@ func (c *call) finish(d Done) error {
 			d.Result.CompletionTokens -= int(min(extra, int64(d.Result.CompletionTokens)))
 		}
 	}
-	select {
-	case c.done <- d:
-		return nil
-	default:
-		return protocolError("a second outcome of job %d", d.ID)
-	}
+	c.done <- d // buffered for the one outcome
+	return nil
 }
