@@ -683,7 +683,7 @@ func (p *proc) dispatch(in *frameReader, kind byte, body []byte) error {
 		if err != nil {
 			return err
 		}
-		if c := p.call(id); c != nil && c.sink != nil {
+		if c := p.callOf(id); c != nil && c.sink != nil {
 			c.chunk(p, string(text))
 		}
 	case frameVector:
@@ -691,7 +691,7 @@ func (p *proc) dispatch(in *frameReader, kind byte, body []byte) error {
 		if err != nil {
 			return err
 		}
-		if c := p.call(id); c != nil {
+		if c := p.callOf(id); c != nil {
 			return c.vector(v)
 		}
 	case frameCompiling:
@@ -707,7 +707,7 @@ func (p *proc) dispatch(in *frameReader, kind byte, body []byte) error {
 		if err := in.decode(body, &d); err != nil {
 			return err
 		}
-		if c := p.call(d.ID); c != nil {
+		if c := p.callOf(d.ID); c != nil {
 			return c.finish(d)
 		}
 	default:
@@ -716,7 +716,7 @@ func (p *proc) dispatch(in *frameReader, kind byte, body []byte) error {
 	return nil
 }
 
-func (p *proc) call(id int64) *call {
+func (p *proc) callOf(id int64) *call {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.calls[id]

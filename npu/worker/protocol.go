@@ -242,30 +242,34 @@ func (f *frameWriter) vector(id int64, v []float32) error {
 	return f.flush()
 }
 
-// message writes v as a gob frame of kind.
+// message writes v as a gob frame of kind. The encoder writes after the
+// frame's head, so a large job (audio) is not copied once more.
 func (f *frameWriter) message(kind byte, v any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gob.Reset()
+	f.gob.Write([]byte{0, 0, 0, 0, kind})
 	if err := f.enc.Encode(v); err != nil {
 		return fmt.Errorf("%w: %w", errUnsendable, err)
 	}
-	f.buf = append(append(f.buf[:0], 0, 0, 0, 0, kind), f.gob.Bytes()...)
-	err := f.flush()
-	if cap(f.buf) > 64<<10 {
-		f.buf, f.gob = nil, bytes.Buffer{} // an audio job's buffers are not kept
+	err := f.write(f.gob.Bytes())
+	if f.gob.Cap() > 64<<10 {
+		f.gob = bytes.Buffer{} // an audio job's buffer is not kept
 	}
 	return err
 }
 
-// flush writes the frame in buf, its length first.
-func (f *frameWriter) flush() error {
-	n := len(f.buf) - 4
+// flush writes the frame in buf.
+func (f *frameWriter) flush() error { return f.write(f.buf) }
+
+// write writes frame, its length put first.
+func (f *frameWriter) write(frame []byte) error {
+	n := len(frame) - 4
 	if n > f.max {
 		return fmt.Errorf("%w: a frame of %d bytes is larger than the other side reads (%d)", errUnsendable, n, f.max)
 	}
-	binary.BigEndian.PutUint32(f.buf, uint32(n))
-	_, err := f.w.Write(f.buf)
+	binary.BigEndian.PutUint32(frame, uint32(n))
+	_, err := f.w.Write(frame)
 	return err
 }
 
