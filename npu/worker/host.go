@@ -657,8 +657,10 @@ func (p *proc) abandon(why error) {
 // read passes the worker's frames on in the order it sent them: each
 // chunk to its generation's sink (on this goroutine: a sink is cheap, as
 // npu.Sink's callers expect), each outcome to the job's caller after the
-// job's chunks. The stream's end is the worker's exit, which the process
-// watcher reports; a frame that breaks the protocol ends the worker.
+// job's chunks. The stream's end is the worker's end: one that closed its
+// output and lives on could answer nothing more, so it is killed, and the
+// process watcher reports its exit. A frame that breaks the protocol ends
+// the worker too.
 func (p *proc) read(in *frameReader) {
 	for {
 		kind, body, err := in.next()
@@ -670,7 +672,8 @@ func (p *proc) read(in *frameReader) {
 			return
 		}
 		if err != nil {
-			return // the worker exited, or its pipe was closed after it did
+			p.kill() // it exited (then this does nothing), or closed its output
+			return
 		}
 	}
 }

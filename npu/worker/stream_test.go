@@ -21,7 +21,8 @@ import (
 
 // testWorkerEnv makes this test binary a worker process: "sim" serves the
 // simulated engine with Serve; any other value is a worker that answers
-// its first job with that kind of broken frame (brokenFrames).
+// its first job with that kind of broken frame (brokenFrames), or by
+// closing its output ("closes-output").
 const testWorkerEnv = "NPUD_TEST_WORKER"
 
 func TestMain(m *testing.M) {
@@ -60,7 +61,9 @@ func runTestWorker(mode string) int {
 		fmt.Fprintln(os.Stderr, "test worker: reading its first job:", err)
 		return 1
 	}
-	if _, err := os.Stdout.Write(brokenFrames[mode](job.ID)); err != nil {
+	if mode == "closes-output" {
+		_ = os.Stdout.Close()
+	} else if _, err := os.Stdout.Write(brokenFrames[mode](job.ID)); err != nil {
 		return 1
 	}
 	// The pipes stay open: a daemon that waited for more of the frame
@@ -132,6 +135,13 @@ func TestBrokenFrameEndsTheWorkerAsAFault(t *testing.T) {
 			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(32<<20), "bytes allocated")
 		})
 	}
+}
+
+// A worker that closes its output can say nothing more: it is ended as a
+// crash, not waited for.
+func TestWorkerThatClosesItsOutputIsEnded(t *testing.T) {
+	_, err := testEngine(t, "closes-output")
+	require.ErrorIs(t, err, npu.ErrEngineCrashed)
 }
 
 // inProcess runs req on the simulated engine in this process: the chunks
