@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +22,9 @@ import (
 )
 
 // testWorkerEnv makes this test binary a worker process: "sim" serves the
-// simulated engine with Serve; any other value is a worker that answers
+// simulated engine with Serve, "clock-N" the clockEngine with N µs between
+// tokens, "pipe-N" writes N clock readings (BenchmarkChunkCrossing); any
+// other value is a worker that answers
 // its first job with that kind of broken frame (brokenFrames), or by
 // closing its output ("closes-output").
 const testWorkerEnv = "NPUD_TEST_WORKER"
@@ -41,8 +45,12 @@ func (stdio) Close() error { return nil }
 
 func runTestWorker(mode string) int {
 	conn := stdio{os.Stdin, os.Stdout}
-	if mode == "sim" {
+	if mode == "sim" || strings.HasPrefix(mode, "clock-") {
 		err := Serve(context.Background(), conn, func(func(model, device string)) (npu.Engine, error) {
+			if pace, ok := strings.CutPrefix(mode, "clock-"); ok {
+				us, err := strconv.Atoi(pace)
+				return clockEngine{sim.New(sim.Config{}), time.Duration(us) * time.Microsecond}, err
+			}
 			return sim.New(sim.Config{}), nil
 		})
 		if err != nil {
@@ -50,6 +58,13 @@ func runTestWorker(mode string) int {
 			return 1
 		}
 		return 0
+	}
+	if n, ok := strings.CutPrefix(mode, "pipe-"); ok {
+		count, err := strconv.Atoi(n)
+		if err != nil {
+			return 2
+		}
+		return pipeClock(count)
 	}
 	in := newFrameReader(os.Stdin, maxJobFrame)
 	kind, body, err := in.next()
@@ -102,7 +117,7 @@ var brokenFrames = map[string]func(job int64) []byte{
 	},
 }
 
-func testEngine(t *testing.T, mode string) (*Engine, error) {
+func testEngine(t testing.TB, mode string) (*Engine, error) {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
