@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -473,20 +474,38 @@ func (e *Engine) spawn(model string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of its own, not StdoutPipe: Wait would close that when the
+	// process exits, and what the worker wrote last (the device it was
+	// compiling for when it died, a job's outcome) could be lost.
+	stdout, output, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = output
 	keepWithParent(cmd)
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	_ = output.Close() // the worker has its copy
+	if err != nil {
+		_ = stdout.Close()
 		return nil, fmt.Errorf("starting an engine worker: %w", err)
 	}
 	adopt(cmd)
 	p := &proc{model: model, cmd: cmd, out: newFrameWriter(stdin, maxJobFrame), calls: map[int64]*call{},
 		exited: make(chan struct{}), log: e.cfg.Log}
-	go p.read(newFrameReader(stdout, maxReportFrame))
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		p.read(newFrameReader(stdout, maxReportFrame))
+	}()
 	go func() {
 		err := cmd.Wait()
+		// Its frames are passed on before its exit is seen, unless a
+		// process it started holds the pipe open.
+		select {
+		case <-read:
+		case <-time.After(time.Second):
+		}
+		_ = stdout.Close()
 		p.mu.Lock()
 		p.exitErr = err
 		p.mu.Unlock()

@@ -23,8 +23,8 @@ import (
 
 // testWorkerEnv makes this test binary a worker process: "sim" serves the
 // simulated engine with Serve, "clock-N" the clockEngine with N µs between
-// tokens, "pipe-N" writes N clock readings (BenchmarkChunkCrossing); any
-// other value is a worker that answers
+// tokens, "pipe-N" writes N clock readings (BenchmarkChunkCrossing),
+// "compile-then-die" dies as it starts compiling a model; any other value is a worker that answers
 // its first job with that kind of broken frame (brokenFrames), or by
 // closing its output ("closes-output").
 const testWorkerEnv = "NPUD_TEST_WORKER"
@@ -75,6 +75,16 @@ func runTestWorker(mode string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test worker: reading its first job:", err)
 		return 1
+	}
+	if mode == "compile-then-die" {
+		out := newFrameWriter(os.Stdout, maxReportFrame)
+		if job.Kind == jobLoad {
+			_ = out.message(frameCompiling, Compiling{Model: job.Model, Device: "NPU"})
+			return 3 // as a compiler that aborts
+		}
+		_ = out.message(frameDone, Done{ID: job.ID})
+		_, _, _ = in.next() // exit
+		return 0
 	}
 	if mode == "closes-output" {
 		_ = os.Stdout.Close()
@@ -157,6 +167,17 @@ func TestBrokenFrameEndsTheWorkerAsAFault(t *testing.T) {
 func TestWorkerThatClosesItsOutputIsEnded(t *testing.T) {
 	_, err := testEngine(t, "closes-output")
 	require.ErrorIs(t, err, npu.ErrEngineCrashed)
+}
+
+// What a worker wrote before it died is read before its death is seen:
+// the device it was compiling for when it died is charged.
+func TestTheDeviceAWorkerDiedCompilingForIsKnown(t *testing.T) {
+	e, err := testEngine(t, "compile-then-die")
+	require.NoError(t, err)
+	defer e.Close()
+	err = e.Load(t.Context(), sim.ModelID)
+	require.ErrorIs(t, err, npu.ErrEngineCrashed)
+	assert.Contains(t, err.Error(), "while compiling it on NPU (exit status 3)")
 }
 
 // inProcess runs req on the simulated engine in this process: the chunks
