@@ -705,8 +705,8 @@ func (p *proc) dispatch(in *frameReader, kind byte, body []byte) error {
 		if err != nil {
 			return err
 		}
-		if c := p.callOf(id); c != nil && c.sink != nil {
-			c.chunk(p, string(text))
+		if c := p.callOf(id); c != nil {
+			return c.chunk(p, string(text))
 		}
 	case frameVector:
 		id, v, err := vectorOf(body)
@@ -746,26 +746,32 @@ func (p *proc) callOf(id int64) *call {
 
 // chunk passes one streamer callback to the sink; after the sink answered
 // STOP or CANCEL the text is dropped (an engine in process would not have
-// produced it), and the worker is told the answer.
-func (c *call) chunk(p *proc, text string) {
+// produced it), and the worker is told the answer. Text for a job that
+// takes none, or after its outcome, breaks the protocol: the sink is not
+// called after the generation returned.
+func (c *call) chunk(p *proc, text string) error {
+	if c.sink == nil || c.finished {
+		return protocolError("text for job %d (%s) that takes none now", c.job.ID, c.job.Kind)
+	}
 	now := time.Now().UnixNano()
 	c.first.CompareAndSwap(0, now)
 	c.last.Store(now)
 	c.chunks++
 	if c.stoppedAt != 0 {
-		return
+		return nil
 	}
 	if st := c.sink(text); st != npu.Running {
 		c.stoppedAt = c.chunks
 		go func() { _ = p.out.status(c.job.ID, st) }() // a worker gone cannot be told
 	}
+	return nil
 }
 
 // vector adds one of an embedding's vectors: no more than the job's
 // inputs, nor bytes than maxVectorBytes.
 func (c *call) vector(v []float32) error {
 	c.vectorBytes += 4 * len(v)
-	if c.job.Kind != jobEmbed || len(c.vectors) >= len(c.job.Inputs) || c.vectorBytes > maxVectorBytes {
+	if c.job.Kind != jobEmbed || c.finished || len(c.vectors) >= len(c.job.Inputs) || c.vectorBytes > maxVectorBytes {
 		return protocolError("a vector job %d (%s of %d inputs) has no room for", c.job.ID, c.job.Kind, len(c.job.Inputs))
 	}
 	c.vectors = append(c.vectors, v)

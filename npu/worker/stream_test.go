@@ -120,6 +120,8 @@ var brokenFrames = map[string]func(job int64) []byte{
 		return frame(frameDone, []byte{0xf8, 0x02, 0, 0, 0, 0, 0, 0, 0})
 	},
 	"no-job-id": func(int64) []byte { return frame(frameChunk, []byte{0xff, 0xff, 0xff}) },
+	// Text for a job that is no generation.
+	"text": func(job int64) []byte { return frame(frameChunk, append(id(job), "hello"...)) },
 	// A vector for a job that is not an embedding.
 	"vector": func(job int64) []byte { return frame(frameVector, append(id(job), 0, 0, 0x80, 0x3f)) },
 	"half-a-float": func(job int64) []byte {
@@ -270,7 +272,8 @@ func TestEmbeddingsCrossInFrames(t *testing.T) {
 
 // The daemon takes off the count the tokens a worker's engine generated
 // between the sink's STOP (at chunk 3) and the callback at which the
-// worker heard of it.
+// worker heard of it; a second outcome, or text after the first, breaks
+// the protocol.
 func TestFinishCountsTheTokensTheSinkTook(t *testing.T) {
 	for _, tc := range []struct {
 		name                     string
@@ -285,11 +288,13 @@ func TestFinishCountsTheTokensTheSinkTook(t *testing.T) {
 		{"a count that would go below 0", 3, 1 << 40, 0, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &call{done: make(chan Done, 1), stoppedAt: tc.sinkStoppedAt}
+			sink := func(string) npu.Status { t.Error("text reached the sink after the outcome"); return npu.Running }
+			c := &call{job: Job{Kind: jobGenerate}, done: make(chan Done, 1), sink: sink, stoppedAt: tc.sinkStoppedAt}
 			require.NoError(t, c.finish(Done{Chunks: tc.chunks, StoppedAt: tc.workerStoppedAt,
 				Result: npu.Result{CompletionTokens: tc.engineCounted}}))
 			assert.Equal(t, tc.wantCount, (<-c.done).Result.CompletionTokens)
 			require.ErrorIs(t, c.finish(Done{}), errProtocol, "a second outcome")
+			require.ErrorIs(t, c.chunk(nil, "late"), errProtocol, "text after the outcome")
 		})
 	}
 }
