@@ -149,6 +149,9 @@ func run(ctx context.Context, out *frameWriter, engine npu.Engine, job Job, stat
 			break
 		}
 		done.Transcript, err = engine.Transcribe(ctx, job.Audio)
+		if n := transcriptBytes(done.Transcript); err == nil && n > maxReportFrame-64<<10 {
+			done.Transcript, err = npu.Transcript{}, fmt.Errorf("a transcript of %d bytes is larger than a worker may send", n)
+		}
 	case jobDevices:
 		for name, full := range engine.DeviceNames() {
 			done.Devices = append(done.Devices, Device{Name: name, FullName: full})
@@ -215,4 +218,16 @@ func sendVectors(out *frameWriter, id int64, vectors [][]float32) error {
 		}
 	}
 	return nil
+}
+
+// transcriptBytes bounds what t takes in a Done frame (a segment's
+// times and field marks take under 32 bytes): the outcome of a job is the
+// one frame a worker cannot split, and half an hour of speech is some
+// 50 KB of text.
+func transcriptBytes(t npu.Transcript) int {
+	n := len(t.Text) + len(t.Language)
+	for _, s := range t.Segments {
+		n += len(s.Text) + 32
+	}
+	return n
 }
