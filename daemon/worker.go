@@ -34,7 +34,7 @@ func RunWorker(ctx context.Context) int {
 		return 2
 	}
 	log := NewLogger(cfg.LogFormat, cfg.LogLevel, os.Stderr).With("worker", os.Getpid())
-	conn, err := rpcStdio()
+	conn, err := workerStdio()
 	if err != nil {
 		log.Error("npud worker: standard streams", "err", err)
 		return 1

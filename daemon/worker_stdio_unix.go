@@ -9,12 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// rpcStdio is the worker's connection to the daemon: its standard input,
+// workerStdio is the worker's connection to the daemon: its standard input,
 // and its standard output moved to a descriptor of its own. Descriptor 1
 // then points at standard error, so that anything native code prints
 // (OpenVINO writes warnings to stdout) lands in the log instead of
-// corrupting the RPC stream.
-func rpcStdio() (io.ReadWriteCloser, error) {
+// corrupting the stream of frames.
+func workerStdio() (io.ReadWriteCloser, error) {
 	out, err := unix.Dup(int(os.Stdout.Fd()))
 	if err != nil {
 		return nil, err
@@ -22,5 +22,5 @@ func rpcStdio() (io.ReadWriteCloser, error) {
 	if err := unix.Dup2(int(os.Stderr.Fd()), int(os.Stdout.Fd())); err != nil {
 		return nil, err
 	}
-	return stdioConn{Reader: os.Stdin, Writer: os.NewFile(uintptr(out), "rpc")}, nil
+	return stdioConn{Reader: os.Stdin, Writer: os.NewFile(uintptr(out), "frames")}, nil
 }
