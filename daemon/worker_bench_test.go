@@ -19,9 +19,11 @@ import (
 // generation on the GenAI test library (no token delay): the time to the
 // first callback, and the gap between callbacks at the median and p99,
 // in process and through a worker (issue 15's budget: at most 50 µs per
-// token at p99 and 5 ms to TTFT).
+// token at p99 and 5 ms to TTFT). -benchmem counts the daemon's
+// allocations only (the worker is another process); what one token pays
+// to cross alone is worker.BenchmarkChunkCrossing (docs/PERFORMANCE.md).
 //
-//	go test -run '^$' -bench ProcessBoundary -benchtime 200x ./daemon/
+//	go test -run '^$' -bench ProcessBoundary -benchtime 200x -count 5 -benchmem ./daemon/
 func BenchmarkProcessBoundary(b *testing.B) {
 	lib, err := ovtestlib.Dir(ovtestlib.Current)
 	if err != nil {
