@@ -175,7 +175,8 @@ const (
 // frames as a native library's host wrote them, so they are small: one
 // token's text, one embedding, an outcome whose big part (the vectors)
 // travels in frames of its own. A worker reads the daemon's jobs, which
-// may carry half an hour of audio (115 MB of samples).
+// may carry audio: gob spends at most 9 bytes a sample, so 1 GiB holds
+// two hours (the default --max-audio-duration is 30 minutes).
 const (
 	maxReportFrame = 4 << 20
 	maxJobFrame    = 1 << 30
