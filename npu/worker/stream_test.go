@@ -24,9 +24,9 @@ import (
 // testWorkerEnv makes this test binary a worker process: "sim" serves the
 // simulated engine with Serve, "clock-N" the clockEngine with N µs between
 // tokens, "pipe-N" writes N clock readings (BenchmarkChunkCrossing),
-// "compile-then-die" dies as it starts compiling a model; any other value is a worker that answers
-// its first job with that kind of broken frame (brokenFrames), or by
-// closing its output ("closes-output").
+// "compile-then-die" dies as it starts compiling a model, and
+// "closes-output" closes its output; any other value is a worker that
+// answers its first job with that kind of broken frame (brokenFrames).
 const testWorkerEnv = "NPUD_TEST_WORKER"
 
 func TestMain(m *testing.M) {
