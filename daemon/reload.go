@@ -50,7 +50,7 @@ func (s *Server) Reload(next Config) error {
 		s.keyRequests.revoke(revoked) // and its HTTP streams end with key_revoked
 	}
 	s.limits.configure(next.RateLimit, next.RateBurst)
-	s.runner.SetStreamCap(next.MaxStreams)
+	s.router.SetStreamCap(next.MaxStreams)
 	s.authFailures.configure(next.AuthFailureLimit)
 	if s.logLevel != nil {
 		s.logLevel.Set(next.LogLevel)

@@ -471,8 +471,10 @@ func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
 	return nil
 }
 
-// limitTenant enforces the per-tenant request rate, and the stream cap for
-// embeddings (generations are counted by the runner).
+// limitTenant enforces the per-tenant request rate. It is checked here, at
+// the edge and before the body is read, for every route a tenant may call
+// (lists and pulls too), so an abusive client costs a map lookup; the
+// stream cap, which counts the work an engine runs, is the router's.
 func (s *Server) limitTenant(c *gin.Context) {
 	if s.policy.Load().isPublic(c.Request) {
 		c.Next()
@@ -484,17 +486,6 @@ func (s *Server) limitTenant(c *gin.Context) {
 		writeDenied(c, http.StatusTooManyRequests, "rate_limit_exceeded",
 			fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond)), wait)
 		return
-	}
-	if s.routeTable.Embedding(c.Request.URL.Path) {
-		// Counted with the tenant's generations, by the runner (which
-		// also counts a refusal in npud_rate_limited_total).
-		release, err := s.runner.AdmitStream(tenant)
-		if err != nil {
-			writeDenied(c, http.StatusTooManyRequests, "too_many_streams",
-				fmt.Sprintf("tenant %q already runs its maximum of concurrent streams", tenant), max(time.Second, s.runner.RetryAfter()))
-			return
-		}
-		defer release()
 	}
 	c.Next()
 }

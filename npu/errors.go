@@ -7,9 +7,9 @@ import (
 
 // Sentinel errors. Each is returned wrapped; classify with errors.Is.
 var (
-	// ErrModelNotFound is returned by Runner.Start for a model no engine serves.
+	// ErrModelNotFound is returned by Router.Start for a model no engine serves.
 	ErrModelNotFound = errors.New("model not found")
-	// ErrQueueFull is returned by Runner.Start when the wait queue is at its
+	// ErrQueueFull is returned by Router.Start when the wait queue is at its
 	// maximum depth. It is retryable.
 	ErrQueueFull = errors.New("queue full")
 	// ErrQueueTimeout ends a stream whose request waited longer than the
@@ -36,9 +36,9 @@ var (
 	// ErrNotSupported is returned (wrapped) for an operation the engine or
 	// model cannot do, such as embeddings or pulling models.
 	ErrNotSupported = errors.New("not supported")
-	// ErrTooManyStreams is returned by Runner.Start when the request's
-	// tenant already runs or queues its maximum of generations. It is
-	// retryable (a 429).
+	// ErrTooManyStreams is returned by the Router when the tenant of a
+	// piece of work already runs or queues its maximum (generations,
+	// embeddings and transcriptions together). It is retryable (a 429).
 	ErrTooManyStreams = errors.New("too many concurrent streams for this tenant")
 	// ErrPanic is wrapped (inside an EngineError) when an engine, or the
 	// stream callback it called, panicked: metrics count it apart from

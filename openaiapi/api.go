@@ -1,6 +1,6 @@
 // Package openaiapi serves the OpenAI-compatible API: chat and legacy
 // completions, streamed as server-sent events or answered whole, and the
-// model list. It reads from the same npu.Runner streams as every other
+// model list. It reads from the same npu.Router streams as every other
 // protocol writer.
 package openaiapi
 
@@ -59,7 +59,7 @@ type ModelFinder interface {
 	RetryAfter() time.Duration
 }
 
-// Runner is what the OpenAI API needs of npu.Runner, declared here so its
+// Runner is what the OpenAI API needs of npu.Router, declared here so its
 // tests can put a fake in front of the runner (an error the engine gives,
 // a queue that is full) without starting a daemon.
 type Runner interface {
@@ -67,7 +67,7 @@ type Runner interface {
 	Start(req *npu.Request) (*npu.Stream, error)
 	Models() []npu.ModelInfo
 	Simulated() bool
-	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
 	Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error)
 	Wait(ctx context.Context) error
 	Abort()

@@ -70,7 +70,7 @@ type Config struct {
 	WriteTimeout   time.Duration // a client that reads nothing for that long loses its connection; 0 = none
 }
 
-// Runner is what the WebSocket API needs of npu.Runner, declared here so
+// Runner is what the WebSocket API needs of npu.Router, declared here so
 // its tests can put a fake in front of the runner without a daemon.
 type Runner interface {
 	openaiapi.ModelFinder
