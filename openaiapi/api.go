@@ -7,11 +7,12 @@ package openaiapi
 import (
 	"context"
 	"fmt"
-	"github.com/npud/npud/wire/audioin"
-	"github.com/npud/npud/wire/imagein"
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/npud/npud/wire/audioin"
+	"github.com/npud/npud/wire/imagein"
 
 	"github.com/gin-gonic/gin"
 
@@ -49,14 +50,6 @@ type Config struct {
 	Journal journal.Config
 	// Responses bounds the stored responses of the Responses API.
 	Responses StoreConfig
-}
-
-// ModelFinder resolves a request's model and says how long a client
-// should wait when the engine is busy: what parsing a chat request needs
-// (ParseChatStart, which the WebSocket API shares).
-type ModelFinder interface {
-	Model(id string) (npu.ModelInfo, error)
-	RetryAfter() time.Duration
 }
 
 // Runner is what the OpenAI API needs of npu.Runner, declared here so its

@@ -143,7 +143,7 @@ type wsError struct {
 
 // WSError renders e as an error message of the Responses WebSocket mode.
 func WSError(e *Error) []byte {
-	obj, _ := json.Marshal(e.body().Error) // strings only
+	obj, _ := json.Marshal(e.Body().Error) // strings only
 	b, _ := json.Marshal(wsError{Type: "error", Status: e.Status, Error: obj})
 	return b
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/imagein"
+	"github.com/npud/npud/wire/openaichat"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
 )
@@ -73,7 +74,7 @@ type Config struct {
 // Runner is what the WebSocket API needs of npu.Runner, declared here so
 // its tests can put a fake in front of the runner without a daemon.
 type Runner interface {
-	openaiapi.ModelFinder
+	openaichat.ModelFinder
 	Start(req *npu.Request) (*npu.Stream, error)
 	Waiting() int
 }

@@ -14,8 +14,9 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
-	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/errclass"
+	"github.com/npud/npud/wire/openaichat"
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -56,7 +57,7 @@ type wsToken struct {
 	Reasoning string `json:"reasoning,omitempty"` // the model's reasoning, never part of delta
 	// ToolCalls are pieces of the model's tool calls, in OpenAI's
 	// delta.tool_calls shape.
-	ToolCalls []openaiapi.ToolCallDelta `json:"tool_calls,omitempty"`
+	ToolCalls []openaiwire.ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type wsTimings struct {
@@ -67,12 +68,12 @@ type wsTimings struct {
 }
 
 type wsFinal struct {
-	Type         string          `json:"type"` // "final"
-	RequestID    string          `json:"request_id"`
-	Index        int             `json:"index"`
-	FinishReason string          `json:"finish_reason"` // stop, length or cancelled
-	Usage        openaiapi.Usage `json:"usage"`
-	Timings      wsTimings       `json:"timings"`
+	Type         string           `json:"type"` // "final"
+	RequestID    string           `json:"request_id"`
+	Index        int              `json:"index"`
+	FinishReason string           `json:"finish_reason"` // stop, length or cancelled
+	Usage        openaiwire.Usage `json:"usage"`
+	Timings      wsTimings        `json:"timings"`
 }
 
 type wsError struct {
@@ -174,9 +175,9 @@ func (rc *realtimeConn) fail(ctx context.Context, id string, e wsError) error {
 }
 
 // errorOf renders err as an error message: the classification every API
-// shares, and what the OpenAI API says of its requests.
+// shares, and what OpenAI's chat request reader says of a start.
 func errorOf(err error) wsError {
-	var apiErr *openaiapi.Error
+	var apiErr *openaichat.Error
 	if errors.As(err, &apiErr) {
 		return wsError{Code: apiErr.Code, Message: apiErr.Message,
 			Retryable: apiErr.Status == http.StatusServiceUnavailable || apiErr.Status == http.StatusTooManyRequests}
@@ -191,7 +192,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 	}
-	start, apiErr := openaiapi.ParseChatStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.runner) // a WebSocket always streams
+	start, apiErr := openaichat.ParseStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.runner) // a WebSocket always streams
 	if apiErr != nil {
 		return rc.fail(ctx, id, errorOf(apiErr))
 	}
@@ -415,7 +416,7 @@ func (f *wsFraming) Heartbeat(loading *npu.LoadStatus) []byte {
 }
 
 func (f *wsFraming) Text(ev *npu.Event) []byte {
-	calls := openaiapi.ToolCallDeltas(ev.ToolCalls)
+	calls := openaichat.ToolCallDeltas(ev.ToolCalls)
 	if ev.Text == "" && ev.Reasoning == "" && len(calls) == 0 {
 		return nil // only the end of a call, which the final message implies
 	}
@@ -429,8 +430,8 @@ func (f *wsFraming) Terminator() []byte {
 }
 
 func (f *wsFraming) End(res npu.Result) ([]byte, string) {
-	reason := openaiapi.FinishReason(res.FinishReason)
-	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: reason, Usage: openaiapi.UsageOf(res),
+	reason := openaichat.FinishReason(res.FinishReason)
+	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: reason, Usage: openaichat.UsageOf(res),
 		Timings: wsTimings{QueueMS: res.Timings.Queue.Milliseconds(), LoadMS: res.Timings.Load.Milliseconds(),
 			PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}}), reason
 }
