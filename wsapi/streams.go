@@ -19,6 +19,7 @@ import (
 	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
+	"github.com/npud/npud/wire/wsconn"
 )
 
 // GET /npud/v1/streams: one WebSocket carries many generations, each named by
@@ -91,7 +92,8 @@ type wsPong struct {
 
 // realtimeConn is one WebSocket connection and its generations.
 type realtimeConn struct {
-	*connBase
+	*wsconn.Conn
+	a *API
 
 	mu       sync.Mutex
 	requests map[string]*realtimeRequest
@@ -110,15 +112,15 @@ type realtimeRequest struct {
 }
 
 func (a *API) realtime(c *gin.Context) {
-	a.serve(c, nil, func(b *connBase) connHandler {
-		return &realtimeConn{connBase: b, requests: map[string]*realtimeRequest{}}
+	a.cfg.Conns.Serve(c, nil, func(conn *wsconn.Conn) wsconn.Handler {
+		return &realtimeConn{Conn: conn, a: a, requests: map[string]*realtimeRequest{}}
 	})
 }
 
-// readLoop handles client messages until the connection ends.
-func (rc *realtimeConn) readLoop(ctx context.Context) error {
+// ReadLoop handles client messages until the connection ends.
+func (rc *realtimeConn) ReadLoop(ctx context.Context) error {
 	for {
-		typ, data, err := rc.conn.Read(ctx)
+		typ, data, err := rc.Read(ctx)
 		if err != nil {
 			return err
 		}
@@ -160,12 +162,7 @@ func (rc *realtimeConn) send(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
-	if d := rc.a.cfg.WriteTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	return rc.conn.Write(ctx, websocket.MessageText, b)
+	return rc.Send(ctx, b)
 }
 
 // fail sends a request's error message.
@@ -203,26 +200,24 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 			engineReq.Release() // the runner never took it: its images' memory goes back
 		}
 	}()
-	if rc.draining.Load() {
+	if rc.Draining() {
 		return rc.fail(ctx, id, wsError{Code: "shutting_down", Message: "npud is shutting down", Retryable: true})
 	}
 	// Every generation counts against its tenant: the request rate here
 	// (the upgrade was one request), the stream cap in the runner.
 	engineReq.Tenant = reqinfo.From(ctx).Tenant
-	if rc.cfg.Admit != nil {
-		if refusal := rc.cfg.Admit(engineReq.Tenant); refusal != nil {
-			return rc.fail(ctx, id, wsError{Code: refusal.Code, Message: refusal.Message, Retryable: true})
-		}
+	if refusal := rc.a.cfg.Conns.Admit(engineReq.Tenant); refusal != nil {
+		return rc.fail(ctx, id, wsError{Code: refusal.Code, Message: refusal.Message, Retryable: true})
 	}
 	rc.mu.Lock()
 	if _, busy := rc.requests[id]; busy {
 		rc.mu.Unlock()
 		return rc.fail(ctx, id, wsError{Code: "duplicate_request_id", Message: fmt.Sprintf("request %q is already running on this connection", id)})
 	}
-	if len(rc.requests) >= rc.cfg.MaxRequests {
+	if len(rc.requests) >= rc.a.cfg.MaxRequests {
 		rc.mu.Unlock()
 		return rc.send(ctx, wsError{Type: "error", RequestID: id, Code: "rate_limited", Retryable: true,
-			Message: fmt.Sprintf("this connection already runs %d requests, its maximum", rc.cfg.MaxRequests)})
+			Message: fmt.Sprintf("this connection already runs %d requests, its maximum", rc.a.cfg.MaxRequests)})
 	}
 	r := &realtimeRequest{id: id, resumed: make(chan struct{})}
 	rc.requests[id] = r
@@ -257,10 +252,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.mu.Unlock()
 	// Counted before "started" goes out, so that a client that saw it sees
 	// the stream in the metrics too.
-	streamEnded := func() {}
-	if rc.cfg.StreamOpened != nil {
-		streamEnded = rc.cfg.StreamOpened(StreamsPath)
-	}
+	streamEnded := rc.a.cfg.Conns.StreamOpened(StreamsPath)
 	if err := rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()}); err != nil {
 		// The connection is gone: this reader leaves at once.
 		streamEnded()
@@ -270,26 +262,22 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return err
 	}
 	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: start.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
-	rc.wg.Add(1)
-	go func() {
-		defer rc.wg.Done()
+	rc.Go(func() {
 		defer streamEnded()
 		defer rc.forget(id)
 		defer cur.Close()
 		defer cancel(nil)
 		rc.relay(ctx, rctx, r, cur, info)
-		if rc.cfg.RequestEnded != nil {
-			rc.cfg.RequestEnded(StreamsPath, info)
-		}
-	}()
+		rc.a.cfg.Conns.RequestEnded(StreamsPath, info)
+	})
 	return nil
 }
 
-// abort ends every generation of the connection now (the drain timeout
+// Abort ends every generation of the connection now (the drain timeout
 // passed): each relay sends its shutting_down error and returns; the
 // connection then closes with 1001.
-func (rc *realtimeConn) abort() {
-	rc.draining.Store(true)
+func (rc *realtimeConn) Abort() {
+	rc.StopTaking()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for _, r := range rc.requests {
@@ -299,10 +287,10 @@ func (rc *realtimeConn) abort() {
 	}
 }
 
-// revoke ends the connection because its API key was revoked: no more
+// Revoke ends the connection because its API key was revoked: no more
 // starts, the generations stop, and the close handshake says why (1008).
-func (rc *realtimeConn) revoke() {
-	rc.draining.Store(true)
+func (rc *realtimeConn) Revoke() {
+	rc.StopTaking()
 	rc.mu.Lock()
 	for _, r := range rc.requests {
 		if r.cancel != nil {
@@ -310,7 +298,7 @@ func (rc *realtimeConn) revoke() {
 		}
 	}
 	rc.mu.Unlock()
-	go func() { _ = rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked") }()
+	go func() { _ = rc.Close(websocket.StatusPolicyViolation, "the API key was revoked") }()
 }
 
 var (
@@ -355,13 +343,7 @@ type wsWriter struct {
 func (w wsWriter) Committed() bool { return true }
 func (w wsWriter) Commit(string)   {}
 func (w wsWriter) Write(frame []byte, _ bool) error {
-	ctx := w.ctx
-	if d := w.rc.a.cfg.WriteTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	return w.rc.conn.Write(ctx, websocket.MessageText, frame)
+	return w.rc.Send(w.ctx, frame)
 }
 
 // wsSource reads a request's journal cursor, waiting while it is paused.
