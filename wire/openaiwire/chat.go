@@ -46,8 +46,8 @@ type ChatRequest struct {
 	// header X-Npud-Resumable: true.
 	Resumable bool `json:"resumable,omitempty"`
 
-	// Fields of OpenAI's that npud reads only to refuse them (rather than
-	// silently drop what a client asked for).
+	// Fields of OpenAI's that npud reads to refuse what it cannot do
+	// (rather than silently drop what a client asked for).
 	Functions      json.RawMessage `json:"functions,omitempty"`
 	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
 	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
