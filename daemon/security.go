@@ -21,7 +21,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
-	"github.com/npud/npud/wsapi"
+	"github.com/npud/npud/wire/wsconn"
 )
 
 // anonymous is the tenant of requests when no API keys are configured.
@@ -306,7 +306,7 @@ func (s *Server) authenticate(c *gin.Context) {
 			fmt.Sprintf("key %q may not manage models (delete, copy, pull): that needs an admin key", key.Name), 0)
 		return
 	}
-	if !s.webSocket(c.Request) { // WebSockets close with 1008 (wsapi.CloseKeys)
+	if !s.webSocket(c.Request) { // WebSockets close with 1008 (wsconn.Hub.CloseKeys)
 		ctx, untrack := s.keyRequests.track(c.Request.Context(), info.KeyID)
 		defer untrack()
 		if !s.policy.Load().keys.hasID(info.KeyID) {
@@ -462,10 +462,10 @@ func (l *tenantLimits) allow(tenant string, now time.Time) (bool, time.Duration)
 
 // admitRealtime takes a WebSocket start message from its tenant's request
 // rate, as an HTTP request is taken by limitTenant.
-func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
+func (s *Server) admitRealtime(tenant string) *wsconn.Refusal {
 	if ok, wait := s.limits.allow(tenant, time.Now()); !ok {
 		s.metrics.rateLimited(tenant, "rate")
-		return &wsapi.Refusal{Code: "rate_limit_exceeded",
+		return &wsconn.Refusal{Code: "rate_limit_exceeded",
 			Message: fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond))}
 	}
 	return nil

@@ -34,6 +34,7 @@ import (
 	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
+	"github.com/npud/npud/wire/wsconn"
 	"github.com/npud/npud/wsapi"
 )
 
@@ -68,6 +69,7 @@ type Server struct {
 	running      Config         // the configuration in effect, reloads included; under reloadMu
 	openai       *openaiapi.API
 	ws           *wsapi.API
+	wsConns      *wsconn.Hub // every WebSocket connection, whichever API serves it
 	ollama       *ollamaapi.API
 	anthropic    *anthropicapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
@@ -363,6 +365,18 @@ func (s *Server) routes() http.Handler {
 	r.HEAD(console.Path+"*file", ui)
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
 	images := s.imageLimits()
+	s.wsConns = wsconn.New(wsconn.Config{
+		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
+		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
+		PingInterval:   s.cfg.Heartbeat,
+		WriteTimeout:   s.cfg.TokenTimeout,
+		AllowAnyOrigin: true, // s.cors vetted the Origin already
+		Admit:          s.admitRealtime,
+		RequestEnded: func(route string, info *reqinfo.Info) {
+			s.metrics.requestEnded(route, http.StatusOK, info, s.servesModel)
+		},
+		StreamOpened: s.metrics.streamOpened,
+	})
 	s.openai = openaiapi.New(s.router, openaiapi.Config{
 		Images:          images,
 		Audio:           audioin.Limits{MaxBytes: s.cfg.MaxAudioBytes, MaxDuration: s.cfg.MaxAudioDuration},
@@ -376,25 +390,16 @@ func (s *Server) routes() http.Handler {
 			MaxBytes:  s.cfg.ResumeMaxBytes,
 			Heartbeat: s.cfg.Heartbeat,
 		},
-		Responses: openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge},
+		Responses:     openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge},
+		WebSockets:    s.wsConns,
+		MaxWSMessages: s.cfg.WSMaxMessages,
 	}, s.log)
 	s.openai.Register(r)
 	s.ws = wsapi.New(s.router, s.openai.Journals(), wsapi.Config{
+		Conns:          s.wsConns,
 		Images:         images,
 		MaxRequests:    s.cfg.WSMaxRequests,
-		MaxMessages:    s.cfg.WSMaxMessages,
-		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
-		PingInterval:   s.cfg.Heartbeat,
-		AllowAnyOrigin: true, // s.cors vetted the Origin already
-		RequestEnded: func(route string, info *reqinfo.Info) {
-			s.metrics.requestEnded(route, http.StatusOK, info, s.servesModel)
-		},
-		StreamOpened:   s.metrics.streamOpened,
-		Responses:      s.openai,
-		Admit:          s.admitRealtime,
-		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
 		DefaultTimeout: s.cfg.RequestTimeout,
-		WriteTimeout:   s.cfg.TokenTimeout,
 	}, s.log)
 	s.ws.Register(r)
 	s.ollama = ollamaapi.New(s.router, ollamaapi.Config{
@@ -523,7 +528,7 @@ func (s *Server) drain(ctx context.Context) error {
 	}
 	err := s.http.Shutdown(drainCtx)
 	// Shutdown does not wait for hijacked (WebSocket) connections.
-	s.ws.Shutdown(drainCtx)
+	s.wsConns.Shutdown(drainCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Streams still open get an error event (not a silent close) and
 		// the engine gets Cancel at its next callback.
