@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -31,29 +32,32 @@ func TestRouterRouting(t *testing.T) {
 		{"no bound: never", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			slow := []step{{delay: 80 * time.Millisecond, text: "local"}}
-			local := &fakeEngine{script: slow}
-			remote := &fakeEngine{script: texts("remote")}
-			up := newTestPool(remote, PoolConfig{MaxQueue: 4, Slots: 4})
-			r := newTestRouterWith(t, local, PoolConfig{MaxQueue: 4}, RouterConfig{Aliases: map[string]string{"alias": "m"},
-				Upstreams: []Upstream{{Name: "far", Pool: up}}, OverflowAfter: tc.overflowAfter})
+			synctest.Test(t, func(t *testing.T) {
+				slow := []step{{delay: 80 * time.Millisecond, text: "local"}} // on the bubble's clock
+				local := &fakeEngine{script: slow}
+				remote := &fakeEngine{script: texts("remote")}
+				up := newTestPool(remote, PoolConfig{MaxQueue: 4, Slots: 4})
+				r := newTestRouterWith(t, local, PoolConfig{MaxQueue: 4}, RouterConfig{Aliases: map[string]string{"alias": "m"},
+					Upstreams: []Upstream{{Name: "far", Pool: up}}, OverflowAfter: tc.overflowAfter})
 
-			req := func() *Request { return &Request{Model: "m", Prompt: "x"} }
-			text, _, err := drain(t, start(t, r, req())) // idle: local, and the mean generation time is known
-			require.NoError(t, err)
-			assert.Equal(t, "local", text)
-			busy := start(t, r, req()) // the engine is busy for ~80 ms
-			require.Eventually(t, func() bool { return local.generations() == 2 }, 5*time.Second, time.Millisecond)
-			third := start(t, r, req())
-			text, _, err = drain(t, third)
-			require.NoError(t, err)
-			assert.Equal(t, remote.generations(), tc.wantUpstream)
-			if tc.wantUpstream == 1 {
-				assert.Equal(t, "remote", text)
-			} else {
+				req := func() *Request { return &Request{Model: "m", Prompt: "x"} }
+				text, _, err := drain(t, start(t, r, req())) // idle: local, and the mean generation time is known
+				require.NoError(t, err)
 				assert.Equal(t, "local", text)
-			}
-			_, _, _ = drain(t, busy)
+				busy := start(t, r, req()) // the engine is busy for 80 ms
+				synctest.Wait()
+				require.Equal(t, 2, local.generations(), "the second generation runs")
+				third := start(t, r, req())
+				text, _, err = drain(t, third)
+				require.NoError(t, err)
+				assert.Equal(t, remote.generations(), tc.wantUpstream)
+				if tc.wantUpstream == 1 {
+					assert.Equal(t, "remote", text)
+				} else {
+					assert.Equal(t, "local", text)
+				}
+				_, _, _ = drain(t, busy)
+			})
 		})
 	}
 }
