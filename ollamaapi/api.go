@@ -79,7 +79,6 @@ func (a *API) Shutdown(context.Context) error { return nil }
 func (a *API) Routes() route.Set {
 	return route.Set{
 		Generation:      []string{"/api/generate", "/api/chat", "/api/embed", "/api/embeddings"},
-		Embedding:       []string{"/api/embed", "/api/embeddings"},
 		ModelManagement: []string{"/api/pull", "/api/delete", "/api/copy"},
 	}
 }

@@ -115,7 +115,6 @@ func (a *API) Journals() *journal.Registry { return a.journals }
 func (a *API) Routes() route.Set {
 	set := route.Set{
 		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", responsesPath, "/v1/audio/transcriptions", "/v1/audio/translations"},
-		Embedding:  []string{"/v1/embeddings", "/v1/audio/transcriptions", "/v1/audio/translations"},
 	}
 	if a.cfg.WebSockets != nil {
 		set.WebSocket = []string{responsesPath}
