@@ -167,13 +167,12 @@ func (m *metrics) TokenGap(model, device string, gap time.Duration) {
 // Refused implements npu.Observer: a generation over its tenant's stream
 // cap, on any API or the WebSocket, is a 429 like the rate's.
 func (m *metrics) Refused(tenant string, err error) {
-	if errors.Is(err, npu.ErrTooManyStreams) {
-		m.rateLimited(tenant, "streams")
+	switch {
+	case errors.Is(err, npu.ErrTooManyStreams):
+		m.rateLimitedTotal.WithLabelValues(tenant, "streams").Inc()
+	case errors.Is(err, npu.ErrRateLimited):
+		m.rateLimitedTotal.WithLabelValues(tenant, "rate").Inc()
 	}
-}
-
-func (m *metrics) rateLimited(tenant, reason string) {
-	m.rateLimitedTotal.WithLabelValues(tenant, reason).Inc()
 }
 
 // streamOpened counts a connected generation request until done is called.

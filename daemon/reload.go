@@ -49,8 +49,7 @@ func (s *Server) Reload(next Config) error {
 		s.wsConns.CloseKeys(revoked)
 		s.keyRequests.revoke(revoked) // and its HTTP streams end with key_revoked
 	}
-	s.limits.configure(next.RateLimit, next.RateBurst)
-	s.router.SetStreamCap(next.MaxStreams)
+	s.router.SetLimits(tenantLimits(next))
 	s.authFailures.configure(next.AuthFailureLimit)
 	if s.logLevel != nil {
 		s.logLevel.Set(next.LogLevel)

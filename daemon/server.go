@@ -58,9 +58,8 @@ type Server struct {
 	draining       chan struct{}
 
 	// policy is what requests are checked against (keys, hosts, origins,
-	// body limits); SIGHUP swaps it. limits keeps per-tenant counts.
+	// body limits); SIGHUP swaps it.
 	policy       atomic.Pointer[policy]
-	limits       *tenantLimits
 	authFailures *authThrottle // failed authentications per client address
 	keyRequests  keyRequests   // HTTP requests in flight per API key, ended when it is revoked
 	metrics      *metrics
@@ -163,7 +162,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	router := npu.NewRouter(local, npu.RouterConfig{Aliases: cfg.Aliases, Upstreams: upstreams,
-		OverflowAfter: cfg.OverflowAfter, StreamCap: cfg.MaxStreams, Observer: m}, log)
+		OverflowAfter: cfg.OverflowAfter, Limits: tenantLimits(cfg), Observer: m}, log)
 	m.watch(router)
 	audioDecoder, err := audioin.FindExternal(cfg.AudioDecoder)
 	if err != nil {
@@ -195,12 +194,11 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: log, router: router, ln: ln, started: time.Now(),
 		handlers: handlers, cancelHandlers: cancel, draining: make(chan struct{}),
-		limits: newTenantLimits(), metrics: m, logLevel: o.logLevel, simReason: simReason,
+		metrics: m, logLevel: o.logLevel, simReason: simReason,
 		audioDecoder: audioDecoder,
 	}
 	s.running = cfg
 	s.policy.Store(pol)
-	s.limits.configure(cfg.RateLimit, cfg.RateBurst)
 	s.authFailures = newAuthThrottle(maxThrottledAddrs)
 	s.authFailures.configure(cfg.AuthFailureLimit)
 	s.http = &http.Server{

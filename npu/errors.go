@@ -40,6 +40,9 @@ var (
 	// piece of work already runs or queues its maximum (generations,
 	// embeddings and transcriptions together). It is retryable (a 429).
 	ErrTooManyStreams = errors.New("too many concurrent streams for this tenant")
+	// ErrRateLimited is wrapped by a RateLimitError: the tenant made more
+	// requests than its rate allows. It is retryable (a 429).
+	ErrRateLimited = errors.New("over the rate limit")
 	// ErrPanic is wrapped (inside an EngineError) when an engine, or the
 	// stream callback it called, panicked: metrics count it apart from
 	// failed calls.
@@ -110,6 +113,7 @@ var classes = []struct {
 	{ErrContextLength, Class{Code: "context_length_exceeded"}},
 	{ErrNotSupported, Class{Code: "not_supported"}},
 	{ErrTooManyStreams, Class{Code: "too_many_streams", Retryable: true}},
+	{ErrRateLimited, Class{Code: "rate_limit_exceeded", Retryable: true}},
 	{ErrQueueFull, Class{Code: "queue_full", Server: true, Retryable: true}},
 	{ErrQueueTimeout, Class{Code: "queue_timeout", Server: true, Retryable: true}},
 	{ErrShuttingDown, Class{Code: "shutting_down", Server: true, Retryable: true}},

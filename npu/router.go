@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -36,19 +35,20 @@ type RouterConfig struct {
 	// local engine is estimated over this bound, or the local queue is
 	// full; never otherwise. 0 = no overflow.
 	OverflowAfter time.Duration
-	// StreamCap is how many generations, embeddings and transcriptions
-	// one tenant may run or queue at once, on every engine together;
-	// 0 = no cap. SetStreamCap changes it.
-	StreamCap int
-	// Observer hears the work refused for its tenant; nil = none.
+	// Limits are what one tenant may do; SetLimits changes them.
+	Limits Limits
+	// Observer hears the requests and work refused for their tenant;
+	// nil = none.
 	Observer Observer
 }
 
-// Router is the one way into the engines: it resolves the model a request
-// names once (alias, local engine, upstream), admits the work against its
-// tenant's stream cap whichever engine will run it, and hands it to the
-// pool that serves the model. Every kind of work (generations, embeddings,
-// transcriptions) is admitted here; the pools know no tenants.
+// Router is the one way into the engines and the one admission point: it
+// takes each request from its tenant's rate (AdmitRequest), resolves the
+// model a request names once (alias, local engine, upstream), admits the
+// work against its tenant's stream cap whichever engine will run it, and
+// hands it to the pool that serves the model. Every kind of work
+// (generations, embeddings, transcriptions) is admitted here; the pools
+// know no tenants.
 type Router struct {
 	local     *Pool
 	upstreams []Upstream
@@ -57,7 +57,9 @@ type Router struct {
 	observer  Observer
 	log       *slog.Logger
 	closing   atomic.Bool
-	tenants   tenantStreams
+	// The admission's counts, per tenant (admission.go).
+	rates   tenantRates
+	tenants tenantStreams
 }
 
 // NewRouter returns the router in front of local and cfg's upstreams.
@@ -67,7 +69,7 @@ func NewRouter(local *Pool, cfg RouterConfig, log *slog.Logger) *Router {
 	}
 	r := &Router{local: local, upstreams: cfg.Upstreams, aliases: cfg.Aliases, overflow: cfg.OverflowAfter,
 		observer: cfg.Observer, log: log}
-	r.tenants.setLimit(cfg.StreamCap)
+	r.SetLimits(cfg.Limits)
 	return r
 }
 
@@ -296,69 +298,6 @@ func CheckVision(m ModelInfo) error {
 			"model %q does not support images: its folder holds no vision encoder", m.ID)}
 	}
 	return nil
-}
-
-// admit counts one piece of work for tenant against its stream cap, on
-// whichever engine it runs; release ends it. The error wraps
-// ErrTooManyStreams.
-func (r *Router) admit(tenant string) (release func(), err error) {
-	release, ok := r.tenants.open(tenant)
-	if !ok {
-		r.observer.Refused(tenant, ErrTooManyStreams)
-		return nil, fmt.Errorf("tenant %q already runs or queues its maximum of %d generations, embeddings and transcriptions: %w",
-			tenant, r.tenants.limit(), ErrTooManyStreams)
-	}
-	return release, nil
-}
-
-// SetStreamCap sets how much work one tenant may run or queue at once
-// (0 = no cap); work already counted stays counted.
-func (r *Router) SetStreamCap(n int) { r.tenants.setLimit(n) }
-
-// tenantStreams counts each tenant's work. The map holds only tenants
-// with work running, so it is bounded by them.
-type tenantStreams struct {
-	mu     sync.Mutex
-	max    int
-	counts map[string]int
-}
-
-func (t *tenantStreams) setLimit(n int) {
-	t.mu.Lock()
-	t.max = n
-	t.mu.Unlock()
-}
-
-func (t *tenantStreams) limit() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.max
-}
-
-// open counts one piece of work for tenant ("" counts against nobody).
-func (t *tenantStreams) open(tenant string) (release func(), ok bool) {
-	if tenant == "" {
-		return func() {}, true
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.max > 0 && t.counts[tenant] >= t.max {
-		return nil, false
-	}
-	if t.counts == nil {
-		t.counts = map[string]int{}
-	}
-	t.counts[tenant]++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			if t.counts[tenant]--; t.counts[tenant] <= 0 {
-				delete(t.counts, tenant)
-			}
-		})
-	}, true
 }
 
 // Loading lists the local models being loaded now (not yet in Loaded).

@@ -145,7 +145,7 @@ func TestRouterAdmitsEveryKindOfWorkOnEveryEngine(t *testing.T) {
 	local := &workEngine{transcribingEngine{fakeEngine: fakeEngine{script: texts("near"), details: ModelDetails{Speech: true}},
 		entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}}
 	obs := &refusals{}
-	r := newTestRouterWith(t, local, PoolConfig{MaxQueue: 4, Slots: 2}, RouterConfig{StreamCap: 1, Observer: obs,
+	r := newTestRouterWith(t, local, PoolConfig{MaxQueue: 4, Slots: 2}, RouterConfig{Limits: Limits{StreamCap: 1}, Observer: obs,
 		Upstreams: []Upstream{{Name: "far", Pool: newTestPool(remote, PoolConfig{MaxQueue: 4})}}})
 	ctx := t.Context()
 	chat := func(tenant, model string) (*Stream, error) {

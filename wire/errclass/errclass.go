@@ -35,6 +35,7 @@ var statusOf = map[string]int{
 	"context_length_exceeded":   http.StatusBadRequest,
 	"not_supported":             http.StatusNotImplemented,
 	"too_many_streams":          http.StatusTooManyRequests,
+	"rate_limit_exceeded":       http.StatusTooManyRequests,
 	"queue_full":                http.StatusServiceUnavailable,
 	"queue_timeout":             http.StatusServiceUnavailable,
 	"shutting_down":             http.StatusServiceUnavailable,
