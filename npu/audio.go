@@ -110,7 +110,7 @@ func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 	err = r.withSlot(ctx, req.Model, func(m ModelInfo) error {
 		req.Model, model, ran = m.ID, m.ID, true
 		start := time.Now()
-		out, err = r.engine.Transcribe(ctx, req)
+		out, err = r.transcribeResident(ctx, m, req)
 		took = time.Since(start)
 		return err
 	})

@@ -69,7 +69,7 @@ func (r *Runner) Embed(ctx context.Context, model string, inputs []string) (vect
 		defer r.life.release(m.ID, nil, false)
 	}
 	err = r.withSlot(ctx, model, func(m ModelInfo) error {
-		vectors, promptTokens, err = r.engine.Embed(ctx, m.ID, inputs)
+		vectors, promptTokens, err = r.embedResident(ctx, m, inputs)
 		return err
 	})
 	return vectors, promptTokens, err

@@ -364,7 +364,7 @@ func (r *Runner) run(s *Stream, ticket *Ticket) {
 		}
 	}
 	s.begin(r.DeviceOf(model.ID))
-	res, err := r.generate(s)
+	res, err := r.generateResident(s, model, &loadTime)
 	r.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 	ticket.Release()
 	res.Timings.Load = loadTime
@@ -459,7 +459,7 @@ func (r *Runner) ReloadModel(ctx context.Context, id string) (time.Duration, err
 	var took time.Duration
 	err := r.withSlot(ctx, id, func(m ModelInfo) error {
 		start := time.Now()
-		err := r.life.reload(ctx, m)
+		err := r.reloadResident(ctx, m)
 		took = time.Since(start)
 		if err == nil {
 			r.sched.Forget(m.ID) // the new pipeline's cache starts empty
