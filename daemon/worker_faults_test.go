@@ -366,18 +366,7 @@ func TestWorkerKilledWhileIdleIsLoadedAgainByTheNextRequest(t *testing.T) {
 	loads := func() float64 { return scrapeMetrics(t, srv.URL).sum("npud_model_load_seconds_count", "model", "tiny") }
 	require.Equal(t, 1.0, loads())
 
-	workers := workerProcesses(t)
-	require.Len(t, workers, 1, "one worker, for tiny")
-	pid, err := strconv.Atoi(workers[0])
-	require.NoError(t, err)
-	worker, err := os.FindProcess(pid)
-	require.NoError(t, err)
-	require.NoError(t, worker.Kill())
-	// Reaped (by the engine's cmd.Wait): the engine knows it is dead.
-	daemontest.Eventually(t, func() bool {
-		_, err := os.Stat("/proc/" + workers[0])
-		return errors.Is(err, fs.ErrNotExist)
-	})
+	killTheWorker(t)
 
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"tiny","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"still there?"}]}`))
@@ -396,6 +385,24 @@ func TestWorkerKilledWhileIdleIsLoadedAgainByTheNextRequest(t *testing.T) {
 	assert.Equal(t, "1", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="crashed"}`))
 }
 
+// killTheWorker kills this test's one worker process with SIGKILL and
+// waits until it is reaped (by the engine's cmd.Wait: the engine knows it
+// is dead).
+func killTheWorker(t *testing.T) {
+	t.Helper()
+	workers := workerProcesses(t)
+	require.Len(t, workers, 1, "one worker, for the one model loaded")
+	pid, err := strconv.Atoi(workers[0])
+	require.NoError(t, err)
+	worker, err := os.FindProcess(pid)
+	require.NoError(t, err)
+	require.NoError(t, worker.Kill())
+	daemontest.Eventually(t, func() bool {
+		_, err := os.Stat("/proc/" + workers[0])
+		return errors.Is(err, fs.ErrNotExist)
+	})
+}
+
 // workerProcesses lists this test process's worker children (npud worker).
 func workerProcesses(t *testing.T) []string {
 	t.Helper()
@@ -407,4 +414,26 @@ func workerProcesses(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// Issue 28: embeddings find a worker that died idle the same way: the
+// model is loaded again through the lifecycle and the embedding answered.
+func TestEmbeddingAfterTheWorkerDiedIdle(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.Isolation, cfg.RestartBackoff = "sim", "process", 10*time.Millisecond
+	srv := daemontest.Start(t, cfg, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	embed := `{"model":"sim","input":["one","two"]}`
+	resp, raw := c.Do(t, http.MethodPost, "/api/embed", embed)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	loads := func() float64 { return scrapeMetrics(t, srv.URL).sum("npud_model_load_seconds_count", "model", "sim") }
+	require.Equal(t, 1.0, loads())
+
+	killTheWorker(t)
+
+	resp, raw = c.Do(t, http.MethodPost, "/api/embed", embed)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"embeddings":[[`)
+	assert.Equal(t, 2.0, loads(), "loaded again through the lifecycle")
+	assert.EqualValues(t, 1, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"])
 }
