@@ -127,7 +127,7 @@ func (p *Pool) transcribe(ctx context.Context, req *TranscribeRequest, m ModelIn
 		ran = true
 		start := time.Now()
 		var err error
-		out, err = p.engine.Transcribe(ctx, req)
+		out, err = p.transcribeResident(ctx, m, req)
 		took = time.Since(start)
 		return err
 	})

@@ -79,6 +79,13 @@ var (
 	// ErrStreamCancelled ends the stream for every reader when the client
 	// that started the generation cancelled it (npu/journal).
 	ErrStreamCancelled = errors.New("the generation was cancelled by the client that started it")
+	// ErrModelLost: the engine no longer holds the model (its worker
+	// process died). A job it ended also wraps the crash's or the hang's
+	// class, which the client sees; alone, it says the model was found
+	// gone before the job started, so nothing of the job ran. Either way
+	// the lifecycle forgets the model and the next acquire loads it again
+	// (npu/residency.go). Retryable.
+	ErrModelLost = errors.New("the model is no longer loaded")
 )
 
 // Class is what every layer says of an error: the APIs (each in its own
@@ -131,7 +138,13 @@ var classes = []struct {
 	{ErrDeviceUnhealthy, Class{Code: "device_unhealthy", Server: true, Retryable: true}},
 	{ErrUpstreamUnavailable, Class{Code: "upstream_unavailable", Server: true, Retryable: true}},
 	{ErrEngineHung, Class{Code: "engine_hung", Server: true, Retryable: true}},
+	// Last: a crash or a hang that lost the model keeps its own class.
+	{ErrModelLost, Class{Code: codeModelLost, Server: true, Retryable: true}},
 }
+
+// codeModelLost is ErrModelLost's code: the model was found gone before a
+// job started (an error of no other class).
+const codeModelLost = "model_lost"
 
 // Classify finds err's class in the table: its first sentinel's, else an
 // engine error's, else an internal error's.

@@ -88,7 +88,7 @@ func (p *Pool) embed(ctx context.Context, m ModelInfo, inputs []string) (vectors
 		defer p.life.release(m.ID, nil, false)
 	}
 	err = p.withSlot(ctx, func() error {
-		vectors, promptTokens, err = p.engine.Embed(ctx, m.ID, inputs)
+		vectors, promptTokens, err = p.embedResident(ctx, m, inputs)
 		return err
 	})
 	return vectors, promptTokens, err

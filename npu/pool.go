@@ -201,7 +201,7 @@ func (p *Pool) run(s *Stream, ticket *Ticket, model ModelInfo) {
 		}
 	}
 	s.begin(p.deviceOf(model.ID))
-	res, err := p.generate(s)
+	res, err := p.generateResident(s, model, &loadTime)
 	p.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 	ticket.Release()
 	res.Timings.Load = loadTime
@@ -271,7 +271,7 @@ func (p *Pool) reload(ctx context.Context, m ModelInfo) (time.Duration, error) {
 	var took time.Duration
 	err := p.withSlot(ctx, func() error {
 		start := time.Now()
-		err := p.life.reload(ctx, m)
+		err := p.reloadResident(ctx, m)
 		took = time.Since(start)
 		if err == nil {
 			p.sched.Forget(m.ID) // the new pipeline's cache starts empty

@@ -51,6 +51,7 @@ var statusOf = map[string]int{
 	"device_unhealthy":          http.StatusServiceUnavailable,
 	"upstream_unavailable":      http.StatusServiceUnavailable,
 	"engine_hung":               http.StatusServiceUnavailable,
+	"model_lost":                http.StatusServiceUnavailable,
 	npu.CodeEngineError:         http.StatusInternalServerError,
 	npu.CodeInternalError:       http.StatusInternalServerError,
 }
