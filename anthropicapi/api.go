@@ -1,6 +1,6 @@
 // Package anthropicapi serves the Anthropic Messages API (/v1/messages
 // and /v1/messages/count_tokens), the API Claude Code and Anthropic's SDKs
-// speak. It reads from the same npu.Runner streams and writes through the
+// speak. It reads from the same npu.Router streams and writes through the
 // same relay as the other protocol writers; it supplies only the
 // Messages API's request mapping, message object and event framing.
 package anthropicapi
@@ -32,7 +32,7 @@ const (
 	CountTokensPath = "/v1/messages/count_tokens"
 )
 
-// Runner is what the Messages API needs of npu.Runner, declared here so
+// Runner is what the Messages API needs of npu.Router, declared here so
 // its tests can put a fake in front of the runner (an error the engine
 // gives, a queue that is full) without starting a daemon.
 type Runner interface {

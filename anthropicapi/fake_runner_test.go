@@ -29,7 +29,7 @@ type refusingRunner struct {
 
 func (r *refusingRunner) Start(req *npu.Request) (*npu.Stream, error) {
 	if _, err := r.Model(req.Model); err != nil {
-		return nil, err // as npu.Runner.Start: an unknown model starts nothing
+		return nil, err // as npu.Router.Start: an unknown model starts nothing
 	}
 	r.started++
 	return nil, r.err

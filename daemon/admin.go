@@ -34,11 +34,11 @@ func (s *Server) adminReload(c *gin.Context) {
 	info.Model = req.Model
 	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.DrainTimeout)
 	defer cancel()
-	took, err := s.runner.ReloadModel(ctx, req.Model)
+	took, err := s.router.ReloadModel(ctx, req.Model)
 	if err != nil {
 		info.Fail(err)
 		s.log.Warn("admin reload failed; the loaded model keeps serving", "model", reqinfo.Clip(req.Model), "err", err)
-		e := openaiapi.ErrorOf(err, s.runner.RetryAfter)
+		e := openaiapi.ErrorOf(err, s.router.RetryAfter)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, npu.ErrQueueTimeout):
 			e.Status, e.Type, e.Code = http.StatusServiceUnavailable, "server_error", "drain_timeout"
@@ -51,5 +51,5 @@ func (s *Server) adminReload(c *gin.Context) {
 		return
 	}
 	s.log.Info("admin reload", "model", reqinfo.Clip(req.Model), "tenant", info.Tenant, "load", took)
-	c.JSON(http.StatusOK, gin.H{"status": "reloaded", "model": req.Model, "load_ms": took.Milliseconds(), "device": s.runner.DeviceOf(req.Model)})
+	c.JSON(http.StatusOK, gin.H{"status": "reloaded", "model": req.Model, "load_ms": took.Milliseconds(), "device": s.router.DeviceOf(req.Model)})
 }

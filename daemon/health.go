@@ -52,14 +52,14 @@ type healthUpstream struct {
 }
 
 func (s *Server) health(c *gin.Context) {
-	engine := s.runner.Engine()
+	engine := s.router.Engine()
 	report := healthReport{
 		Status:        "ok",
 		Engine:        engine.Name(),
 		Simulated:     engine.Simulated(),
 		Models:        []healthModel{},
-		ActiveStreams: s.runner.Running(),
-		Queued:        s.runner.Waiting(),
+		ActiveStreams: s.router.Running(),
+		Queued:        s.router.Waiting(),
 		UptimeSeconds: int64(time.Since(s.started) / time.Second),
 		Version:       Version,
 		EngineChanged: s.engineChange(),
@@ -68,8 +68,8 @@ func (s *Server) health(c *gin.Context) {
 		report.Engine += " (simulated: no inference)"
 		report.Why = s.simulatedWhy()
 	}
-	for _, m := range s.runner.Models() {
-		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength, Device: s.runner.Placement(m.ID)})
+	for _, m := range s.router.Models() {
+		report.Models = append(report.Models, healthModel{ID: m.ID, ContextLength: m.ContextLength, Device: s.router.Placement(m.ID)})
 	}
 	if w, ok := isolation(engine); ok {
 		n := w.Restarts()
@@ -79,9 +79,9 @@ func (s *Server) health(c *gin.Context) {
 		}
 		slices.SortFunc(report.Devices, func(a, b healthDevice) int { return strings.Compare(a.Name, b.Name) })
 	}
-	for _, up := range s.runner.Upstreams() {
+	for _, up := range s.router.Upstreams() {
 		report.Upstreams = append(report.Upstreams, healthUpstream{Name: up.Name, Healthy: up.InRotation(),
-			Running: up.Runner.Running(), Queued: up.Runner.Waiting()})
+			Running: up.Pool.Running(), Queued: up.Pool.Waiting()})
 	}
 	status := http.StatusOK
 	select {

@@ -54,7 +54,7 @@ type metrics struct {
 }
 
 // newMetrics returns the instrumentation for an engine; watch then adds
-// the gauges read from its runner (which needs the metrics as observer
+// the gauges read from its router (whose pools need the metrics as observer
 // first).
 func newMetrics(engine npu.Engine) *metrics {
 	m := &metrics{registry: prometheus.NewRegistry()}
@@ -108,13 +108,13 @@ func (m *metrics) describeEngine(engine npu.Engine) {
 	}
 }
 
-// watch adds the gauges read from runner at each scrape.
-func (m *metrics) watch(runner *npu.Runner) {
+// watch adds the gauges read from router at each scrape.
+func (m *metrics) watch(router *npu.Router) {
 	m.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_queue_depth", Help: "Requests waiting for the engine."},
-			func() float64 { return float64(runner.Waiting()) }),
+			func() float64 { return float64(router.Waiting()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_engine_busy", Help: "Generations the engine is running now."},
-			func() float64 { return float64(runner.Running()) }))
+			func() float64 { return float64(router.Running()) }))
 }
 
 // Gather implements prometheus.Gatherer: the registry's series, between
@@ -136,7 +136,7 @@ func (m *metrics) ModelLoaded(model, device string, took time.Duration) {
 	m.load.WithLabelValues(model, device).Observe(took.Seconds())
 }
 
-// Prefill implements npu.Observer. The model is one the runner served.
+// Prefill implements npu.Observer. The model is one a pool served.
 func (m *metrics) Prefill(model string, cache npu.CacheResult, prefilled, reused int) {
 	m.prefillTokens.WithLabelValues(model, "prefilled").Add(float64(prefilled))
 	m.prefillTokens.WithLabelValues(model, "reused").Add(float64(reused))
@@ -167,13 +167,12 @@ func (m *metrics) TokenGap(model, device string, gap time.Duration) {
 // Refused implements npu.Observer: a generation over its tenant's stream
 // cap, on any API or the WebSocket, is a 429 like the rate's.
 func (m *metrics) Refused(tenant string, err error) {
-	if errors.Is(err, npu.ErrTooManyStreams) {
-		m.rateLimited(tenant, "streams")
+	switch {
+	case errors.Is(err, npu.ErrTooManyStreams):
+		m.rateLimitedTotal.WithLabelValues(tenant, "streams").Inc()
+	case errors.Is(err, npu.ErrRateLimited):
+		m.rateLimitedTotal.WithLabelValues(tenant, "rate").Inc()
 	}
-}
-
-func (m *metrics) rateLimited(tenant, reason string) {
-	m.rateLimitedTotal.WithLabelValues(tenant, reason).Inc()
 }
 
 // streamOpened counts a connected generation request until done is called.
@@ -223,7 +222,7 @@ func (m *metrics) requestEnded(route string, status int, info *reqinfo.Info, ser
 }
 
 // GenerationEnded implements npu.Observer: what a generation cost the
-// engine is counted once per generation, by the runner, whichever
+// engine is counted once per generation, by its pool, whichever
 // protocol started it and however many clients read it.
 func (m *metrics) GenerationEnded(g npu.GenerationReport) {
 	if kind := engineErrorKind(g.Err); kind != "" {
@@ -294,8 +293,8 @@ func engineErrorKind(err error) string {
 }
 
 // servesModel reports whether name (or an alias of it) is a model the
-// runner serves: only those become metric labels.
+// router serves: only those become metric labels.
 func (s *Server) servesModel(name string) bool {
-	_, err := s.runner.Model(name)
+	_, err := s.router.Model(name)
 	return err == nil
 }

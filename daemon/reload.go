@@ -46,11 +46,10 @@ func (s *Server) Reload(next Config) error {
 	// A revoked key's open WebSockets close now (1008): its holder may no
 	// longer start anything, and must not keep a channel that can.
 	if revoked := revokedKeys(old.keys, pol.keys); len(revoked) > 0 {
-		s.ws.CloseKeys(revoked)
+		s.wsConns.CloseKeys(revoked)
 		s.keyRequests.revoke(revoked) // and its HTTP streams end with key_revoked
 	}
-	s.limits.configure(next.RateLimit, next.RateBurst)
-	s.runner.SetStreamCap(next.MaxStreams)
+	s.router.SetLimits(tenantLimits(next))
 	s.authFailures.configure(next.AuthFailureLimit)
 	if s.logLevel != nil {
 		s.logLevel.Set(next.LogLevel)

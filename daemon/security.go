@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,13 +16,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"golang.org/x/time/rate"
 
 	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
-	"github.com/npud/npud/wsapi"
+	"github.com/npud/npud/wire/wsconn"
 )
 
 // anonymous is the tenant of requests when no API keys are configured.
@@ -306,7 +306,7 @@ func (s *Server) authenticate(c *gin.Context) {
 			fmt.Sprintf("key %q may not manage models (delete, copy, pull): that needs an admin key", key.Name), 0)
 		return
 	}
-	if !s.webSocket(c.Request) { // WebSockets close with 1008 (wsapi.CloseKeys)
+	if !s.webSocket(c.Request) { // WebSockets close with 1008 (wsconn.Hub.CloseKeys)
 		ctx, untrack := s.keyRequests.track(c.Request.Context(), info.KeyID)
 		defer untrack()
 		if !s.policy.Load().keys.hasID(info.KeyID) {
@@ -400,101 +400,30 @@ func bearer(r *http.Request) (string, bool) {
 	return token, token != ""
 }
 
-// tenantLimits holds each tenant's request rate and running streams. It
-// lives as long as the server; a reload changes its limits in place so
-// that counts survive.
-type tenantLimits struct {
-	mu        sync.Mutex
-	perMinute int
-	burst     int
-	tenants   map[string]*tenantState // bounded: key names plus anonymous
-}
-
-type tenantState struct {
-	limiter *rate.Limiter
-}
-
-func newTenantLimits() *tenantLimits { return &tenantLimits{tenants: map[string]*tenantState{}} }
-
-func (l *tenantLimits) configure(perMinute, burst int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.perMinute, l.burst = perMinute, burst
-	for _, st := range l.tenants {
-		st.limiter.SetLimit(l.limit())
-		st.limiter.SetBurst(burst)
-	}
-}
-
-func (l *tenantLimits) limit() rate.Limit {
-	if l.perMinute <= 0 {
-		return rate.Inf
-	}
-	return rate.Limit(float64(l.perMinute) / 60)
-}
-
-func (l *tenantLimits) stateLocked(tenant string) *tenantState {
-	st := l.tenants[tenant]
-	if st == nil {
-		st = &tenantState{limiter: rate.NewLimiter(l.limit(), l.burst)}
-		l.tenants[tenant] = st
-	}
-	return st
-}
-
-// allow takes one request from tenant's budget, or says how long to wait.
-func (l *tenantLimits) allow(tenant string, now time.Time) (bool, time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.perMinute <= 0 {
-		return true, 0
-	}
-	r := l.stateLocked(tenant).limiter.ReserveN(now, 1)
-	if !r.OK() {
-		return false, time.Minute
-	}
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
-}
-
 // admitRealtime takes a WebSocket start message from its tenant's request
 // rate, as an HTTP request is taken by limitTenant.
-func (s *Server) admitRealtime(tenant string) *wsapi.Refusal {
-	if ok, wait := s.limits.allow(tenant, time.Now()); !ok {
-		s.metrics.rateLimited(tenant, "rate")
-		return &wsapi.Refusal{Code: "rate_limit_exceeded",
-			Message: fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond))}
+func (s *Server) admitRealtime(tenant string) *wsconn.Refusal {
+	if err := s.router.AdmitRequest(tenant, time.Now()); err != nil {
+		return &wsconn.Refusal{Code: "rate_limit_exceeded", Message: err.Error()}
 	}
 	return nil
 }
 
-// limitTenant enforces the per-tenant request rate, and the stream cap for
-// embeddings (generations are counted by the runner).
+// limitTenant takes the request from its tenant's rate, which the router
+// keeps with the rest of the admission: asked here, at the edge and before
+// the body is read, for every route a tenant may call (lists and pulls
+// too), so an abusive client costs a map lookup. The work a request then
+// starts is admitted by the router against the stream cap.
 func (s *Server) limitTenant(c *gin.Context) {
 	if s.policy.Load().isPublic(c.Request) {
 		c.Next()
 		return
 	}
 	tenant := reqinfo.From(c.Request.Context()).Tenant
-	if ok, wait := s.limits.allow(tenant, time.Now()); !ok {
-		s.metrics.rateLimited(tenant, "rate")
-		writeDenied(c, http.StatusTooManyRequests, "rate_limit_exceeded",
-			fmt.Sprintf("tenant %q is over its rate limit; retry in %s", tenant, wait.Round(time.Millisecond)), wait)
+	var limited *npu.RateLimitError
+	if err := s.router.AdmitRequest(tenant, time.Now()); errors.As(err, &limited) {
+		writeDenied(c, http.StatusTooManyRequests, "rate_limit_exceeded", err.Error(), limited.Wait)
 		return
-	}
-	if s.routeTable.Embedding(c.Request.URL.Path) {
-		// Counted with the tenant's generations, by the runner (which
-		// also counts a refusal in npud_rate_limited_total).
-		release, err := s.runner.AdmitStream(tenant)
-		if err != nil {
-			writeDenied(c, http.StatusTooManyRequests, "too_many_streams",
-				fmt.Sprintf("tenant %q already runs its maximum of concurrent streams", tenant), max(time.Second, s.runner.RetryAfter()))
-			return
-		}
-		defer release()
 	}
 	c.Next()
 }
@@ -519,4 +448,9 @@ func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.D
 	}()
 	writeProtocolError(c, &openaiapi.Error{Status: status, Type: "invalid_request_error", Code: code, Message: msg, RetryAfter: retryAfter})
 	c.Abort()
+}
+
+// tenantLimits is what cfg lets one tenant do, for the router's admission.
+func tenantLimits(cfg Config) npu.Limits {
+	return npu.Limits{RatePerMinute: cfg.RateLimit, RateBurst: cfg.RateBurst, StreamCap: cfg.MaxStreams}
 }

@@ -34,10 +34,11 @@ import (
 	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
+	"github.com/npud/npud/wire/wsconn"
 	"github.com/npud/npud/wsapi"
 )
 
-// Server is one running npud: a listener, an HTTP server and the runner
+// Server is one running npud: a listener, an HTTP server and the router
 // that feeds it.
 type Server struct {
 	cfg Config
@@ -45,7 +46,7 @@ type Server struct {
 	// itself (--audio-decoder); nil without it.
 	audioDecoder *audioin.External
 	log          *slog.Logger
-	runner       *npu.Runner
+	router       *npu.Router
 	ln           net.Listener
 	http         *http.Server
 	started      time.Time
@@ -57,9 +58,8 @@ type Server struct {
 	draining       chan struct{}
 
 	// policy is what requests are checked against (keys, hosts, origins,
-	// body limits); SIGHUP swaps it. limits keeps per-tenant counts.
+	// body limits); SIGHUP swaps it.
 	policy       atomic.Pointer[policy]
-	limits       *tenantLimits
 	authFailures *authThrottle // failed authentications per client address
 	keyRequests  keyRequests   // HTTP requests in flight per API key, ended when it is revoked
 	metrics      *metrics
@@ -68,6 +68,7 @@ type Server struct {
 	running      Config         // the configuration in effect, reloads included; under reloadMu
 	openai       *openaiapi.API
 	ws           *wsapi.API
+	wsConns      *wsconn.Hub // every WebSocket connection, whichever API serves it
 	ollama       *ollamaapi.API
 	anthropic    *anthropicapi.API
 	routeTable   route.Table    // what each API declares its routes do; set before serving
@@ -122,7 +123,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	}
 	// The models folder belongs to the daemon: the engine that serves from
 	// one (OpenVINO's catalog, the workers' catalog, --engine auto's
-	// folder) hands it over here, and the runner takes it as data.
+	// folder) hands it over here, and the local pool takes it as data.
 	folder, _ := engine.(npu.Registry)
 	var store npu.Registry
 	if sw, ok := engine.(*switchingEngine); ok {
@@ -136,12 +137,11 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	} else if folder == nil && o.engine == nil {
 		store = newModelsFolder(cfg) // --engine sim: pulls still fill the models folder
 	}
-	rc := npu.RunnerConfig{
+	pc := npu.PoolConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
 		DefaultKeepAlive: cfg.KeepAlive,
 		MaxLoadedModels:  cfg.MaxLoadedModels,
-		Aliases:          cfg.Aliases,
 		Observer:         m,
 		Slots:            engineSlots(cfg, engine),
 		Affinity: npu.Affinity{
@@ -155,12 +155,15 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		CompileCache: compileCacheFor(cfg, engine, log),
 		Device:       cfg.Device,
 	}
-	runner := npu.NewRunner(engine, rc, log)
-	rc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
-	if err := startUpstreams(cfg, os.Getenv, runner, rc, log); err != nil {
+	local := npu.NewPool(engine, pc, log)
+	pc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
+	upstreams, err := startUpstreams(cfg, os.Getenv, pc, log)
+	if err != nil {
 		return nil, err
 	}
-	m.watch(runner)
+	router := npu.NewRouter(local, npu.RouterConfig{Aliases: cfg.Aliases, Upstreams: upstreams,
+		OverflowAfter: cfg.OverflowAfter, Limits: tenantLimits(cfg), Observer: m}, log)
+	m.watch(router)
 	audioDecoder, err := audioin.FindExternal(cfg.AudioDecoder)
 	if err != nil {
 		return nil, err
@@ -189,15 +192,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	}
 	handlers, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, log: log, runner: runner, ln: ln, started: time.Now(),
+		cfg: cfg, log: log, router: router, ln: ln, started: time.Now(),
 		handlers: handlers, cancelHandlers: cancel, draining: make(chan struct{}),
-		limits: newTenantLimits(), metrics: m, logLevel: o.logLevel, simReason: simReason,
+		metrics: m, logLevel: o.logLevel, simReason: simReason,
 		audioDecoder: audioDecoder,
 	}
 	s.running = cfg
 	s.policy.Store(pol)
-	s.limits.configure(cfg.RateLimit, cfg.RateBurst)
-	s.runner.SetStreamCap(cfg.MaxStreams)
 	s.authFailures = newAuthThrottle(maxThrottledAddrs)
 	s.authFailures.configure(cfg.AuthFailureLimit)
 	s.http = &http.Server{
@@ -310,7 +311,7 @@ func modelsIn(dir string) ([]npu.ModelInfo, error) {
 
 // simulatedWhy is why the simulated engine serves, when it does.
 func (s *Server) simulatedWhy() string {
-	if sw, ok := s.runner.Engine().(*switchingEngine); ok {
+	if sw, ok := s.router.Engine().(*switchingEngine); ok {
 		return sw.Why()
 	}
 	return s.simReason
@@ -319,7 +320,7 @@ func (s *Server) simulatedWhy() string {
 // engineChange is what changed when --engine auto started the OpenVINO
 // engine without a restart; nil when nothing did.
 func (s *Server) engineChange() *EngineChange {
-	if sw, ok := s.runner.Engine().(*switchingEngine); ok {
+	if sw, ok := s.router.Engine().(*switchingEngine); ok {
 		return sw.Change()
 	}
 	return nil
@@ -362,7 +363,19 @@ func (s *Server) routes() http.Handler {
 	r.HEAD(console.Path+"*file", ui)
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
 	images := s.imageLimits()
-	s.openai = openaiapi.New(s.runner, openaiapi.Config{
+	s.wsConns = wsconn.New(wsconn.Config{
+		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
+		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
+		PingInterval:   s.cfg.Heartbeat,
+		WriteTimeout:   s.cfg.TokenTimeout,
+		AllowAnyOrigin: true, // s.cors vetted the Origin already
+		Admit:          s.admitRealtime,
+		RequestEnded: func(route string, info *reqinfo.Info) {
+			s.metrics.requestEnded(route, http.StatusOK, info, s.servesModel)
+		},
+		StreamOpened: s.metrics.streamOpened,
+	})
+	s.openai = openaiapi.New(s.router, openaiapi.Config{
 		Images:          images,
 		Audio:           audioin.Limits{MaxBytes: s.cfg.MaxAudioBytes, MaxDuration: s.cfg.MaxAudioDuration},
 		AudioDecoder:    s.audioDecoder,
@@ -375,28 +388,19 @@ func (s *Server) routes() http.Handler {
 			MaxBytes:  s.cfg.ResumeMaxBytes,
 			Heartbeat: s.cfg.Heartbeat,
 		},
-		Responses: openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge},
+		Responses:     openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge},
+		WebSockets:    s.wsConns,
+		MaxWSMessages: s.cfg.WSMaxMessages,
 	}, s.log)
 	s.openai.Register(r)
-	s.ws = wsapi.New(s.runner, s.openai.Journals(), wsapi.Config{
+	s.ws = wsapi.New(s.router, s.openai.Journals(), wsapi.Config{
+		Conns:          s.wsConns,
 		Images:         images,
 		MaxRequests:    s.cfg.WSMaxRequests,
-		MaxMessages:    s.cfg.WSMaxMessages,
-		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
-		PingInterval:   s.cfg.Heartbeat,
-		AllowAnyOrigin: true, // s.cors vetted the Origin already
-		RequestEnded: func(route string, info *reqinfo.Info) {
-			s.metrics.requestEnded(route, http.StatusOK, info, s.servesModel)
-		},
-		StreamOpened:   s.metrics.streamOpened,
-		Responses:      s.openai,
-		Admit:          s.admitRealtime,
-		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
 		DefaultTimeout: s.cfg.RequestTimeout,
-		WriteTimeout:   s.cfg.TokenTimeout,
 	}, s.log)
 	s.ws.Register(r)
-	s.ollama = ollamaapi.New(s.runner, ollamaapi.Config{
+	s.ollama = ollamaapi.New(s.router, ollamaapi.Config{
 		Images:         images,
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
@@ -404,7 +408,7 @@ func (s *Server) routes() http.Handler {
 		MaxEmbedInputs: s.cfg.MaxEmbedInputs,
 	}, s.log)
 	s.ollama.Register(r)
-	s.anthropic = anthropicapi.New(s.runner, anthropicapi.Config{
+	s.anthropic = anthropicapi.New(s.router, anthropicapi.Config{
 		Images:         images,
 		DefaultTimeout: s.cfg.RequestTimeout,
 		WriteTimeout:   s.cfg.TokenTimeout,
@@ -425,13 +429,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		_ = s.ln.Close()
 		return err
 	}
-	engine := s.runner.Engine()
+	engine := s.router.Engine()
 	// One line with what a person checks first; every setting at debug.
 	auth := "off"
 	if n := len(s.policy.Load().keys.keys); n > 0 {
 		auth = fmt.Sprintf("on (%d keys)", n)
 	}
-	models := s.runner.Models()
+	models := s.router.Models()
 	names := make([]string, 0, min(len(models), 8))
 	for _, m := range models[:min(len(models), 8)] {
 		names = append(names, m.ID)
@@ -485,14 +489,14 @@ func (s *Server) preload(ctx context.Context) error {
 		// An NPU compile can outlast the unit's start timeout: tell
 		// systemd what is happening, and ask for more time while it does.
 		status := "preloading " + model
-		compile := s.runner.CompileState(model)
+		compile := s.router.CompileState(model)
 		if compile != npu.CompileUnknown { // "compiling for NPU (first time)": minutes
 			status += ": " + npu.LoadStatus{Model: model, Compile: compile, Device: namedDevice(s.cfg.Device)}.Text()
 		}
 		notify.send("STATUS=" + status)
 		s.log.Info("preloading", "model", model, "status", status)
 		stop := notify.extendWhile(ctx, preloadExtension)
-		took, err := s.runner.Preload(ctx, model)
+		took, err := s.router.Preload(ctx, model)
 		stop()
 		if err != nil {
 			return fmt.Errorf("preloading model %q: %w", model, err)
@@ -507,8 +511,8 @@ func (s *Server) preload(ctx context.Context) error {
 // Its steps set their own deadlines under ctx, which must not have ended.
 func (s *Server) drain(ctx context.Context) error {
 	close(s.draining)
-	s.runner.StopAccepting()
-	s.log.Info("draining", "timeout", s.cfg.DrainTimeout, "running", s.runner.Running(), "queued", s.runner.Waiting())
+	s.router.StopAccepting()
+	s.log.Info("draining", "timeout", s.cfg.DrainTimeout, "running", s.router.Running(), "queued", s.router.Waiting())
 	drainCtx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
 	defer cancel()
 	if s.cfg.DrainDelay > 0 {
@@ -522,12 +526,12 @@ func (s *Server) drain(ctx context.Context) error {
 	}
 	err := s.http.Shutdown(drainCtx)
 	// Shutdown does not wait for hijacked (WebSocket) connections.
-	s.ws.Shutdown(drainCtx)
+	s.wsConns.Shutdown(drainCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// Streams still open get an error event (not a silent close) and
 		// the engine gets Cancel at its next callback.
-		s.log.Warn("drain timeout passed; ending open streams", "running", s.runner.Running(), "queued", s.runner.Waiting())
-		s.runner.Abort()
+		s.log.Warn("drain timeout passed; ending open streams", "running", s.router.Running(), "queued", s.router.Waiting())
+		s.router.Abort()
 		graceCtx, cancelGrace := context.WithTimeout(ctx, 5*time.Second) // drainCtx has expired
 		defer cancelGrace()
 		if err = s.http.Shutdown(graceCtx); err != nil {
@@ -541,7 +545,7 @@ func (s *Server) drain(ctx context.Context) error {
 	}
 	waitCtx, cancelWait := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelWait()
-	if err := s.runner.Wait(waitCtx); err != nil {
+	if err := s.router.Wait(waitCtx); err != nil {
 		return err
 	}
 	requestsDone := make(chan struct{})
@@ -558,8 +562,8 @@ func (s *Server) drain(ctx context.Context) error {
 			return err
 		}
 	}
-	s.runner.Engine().Close() // every generate has returned: free the native pipelines
-	closeUpstreams(s.runner)
+	s.router.Engine().Close() // every generate has returned: free the native pipelines
+	closeUpstreams(s.router)
 	s.log.Info("stopped")
 	return nil
 }

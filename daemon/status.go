@@ -87,13 +87,13 @@ type statusReport struct {
 }
 
 func (s *Server) status(c *gin.Context) {
-	engine := s.runner.Engine()
+	engine := s.router.Engine()
 	now := time.Now()
 	report := statusReport{
 		Status: "ok", Version: Version, Engine: engine.Name(), Simulated: engine.Simulated(),
 		UptimeSeconds: int64(now.Sub(s.started) / time.Second),
 		Devices:       []statusDevice{}, Models: []string{}, Loaded: []statusModel{}, Loading: []statusLoading{},
-		Queued: s.runner.Waiting(), Running: s.runner.Running(),
+		Queued: s.router.Waiting(), Running: s.router.Running(),
 		Auth: s.policy.Load().keys.enabled(), Time: now.UTC(), EngineChanged: s.engineChange(),
 	}
 	if report.Simulated {
@@ -115,18 +115,18 @@ func (s *Server) status(c *gin.Context) {
 		healthy, known := health[name]
 		report.Devices = append(report.Devices, statusDevice{Name: name, FullName: full[name], Healthy: healthy || !known})
 	}
-	for _, m := range s.runner.Models() {
+	for _, m := range s.router.Models() {
 		report.Models = append(report.Models, m.ID)
 	}
-	for _, lm := range s.runner.Loaded() {
+	for _, lm := range s.router.Loaded() {
 		left := int64(-1)
 		if !lm.ExpiresAt.IsZero() {
 			left = max(0, int64(lm.ExpiresAt.Sub(now)/time.Second))
 		}
-		report.Loaded = append(report.Loaded, statusModel{ID: lm.Model.ID, Device: s.runner.DeviceOf(lm.Model.ID),
+		report.Loaded = append(report.Loaded, statusModel{ID: lm.Model.ID, Device: s.router.DeviceOf(lm.Model.ID),
 			ContextLength: lm.Model.ContextLength, Preloaded: lm.Preloaded, InUse: lm.InUse, KeepAliveSeconds: left})
 	}
-	for _, l := range s.runner.Loading() {
+	for _, l := range s.router.Loading() {
 		report.Loading = append(report.Loading, statusLoading{ID: l.Model, Status: l.Text(),
 			FirstCompile: l.Compile == npu.CompileFirst, Seconds: int64(now.Sub(l.Since) / time.Second)})
 	}

@@ -100,34 +100,39 @@ func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error
 	return out, nil
 }
 
-// startUpstreams makes a runner for each upstream, with the local
-// runner's limits and observer, and sets the local runner's routing.
-func startUpstreams(cfg Config, getenv func(string) string, local *npu.Runner, rc npu.RunnerConfig, log *slog.Logger) error {
+// startUpstreams makes a pool for each upstream, with the local pool's
+// limits and observer.
+func startUpstreams(cfg Config, getenv func(string) string, pc npu.PoolConfig, log *slog.Logger) ([]npu.Upstream, error) {
 	var ups []npu.Upstream
+	fail := func(err error) ([]npu.Upstream, error) {
+		for _, up := range ups {
+			up.Pool.Engine().Close() // their health checks
+		}
+		return nil, err
+	}
 	for _, spec := range cfg.Upstreams {
 		us, err := ParseUpstream(spec, getenv)
 		if err != nil {
-			return err
+			return fail(err)
 		}
 		engine, err := upstream.New(us.Config, log)
 		if err != nil {
-			return err
+			return fail(err)
 		}
-		urc := rc
-		urc.Slots, urc.Aliases, urc.Affinity, urc.MaxLoadedModels = us.Slots, nil, npu.Affinity{}, 0
-		urc.CompileCache, urc.Device = nil, "" // an upstream compiles nothing here
-		urc.Models = nil                       // nor has a models folder here
-		ups = append(ups, npu.Upstream{Name: us.Name, Runner: npu.NewRunner(engine, urc, log),
+		upc := pc
+		upc.Slots, upc.Affinity, upc.MaxLoadedModels = us.Slots, npu.Affinity{}, 0
+		upc.CompileCache, upc.Device = nil, "" // an upstream compiles nothing here
+		upc.Models, upc.Store = nil, nil       // nor has a models folder here
+		ups = append(ups, npu.Upstream{Name: us.Name, Pool: npu.NewPool(engine, upc, log),
 			Healthy: func() bool { ok, _ := engine.Healthy(); return ok }})
 		log.Info("upstream", "name", us.Name, "url", maskURL(us.URL), "models", us.Models, "slots", us.Slots)
 	}
-	local.SetRouting(npu.Routing{Upstreams: ups, OverflowAfter: cfg.OverflowAfter})
-	return nil
+	return ups, nil
 }
 
 // closeUpstreams stops the upstreams' health checks.
-func closeUpstreams(r *npu.Runner) {
+func closeUpstreams(r *npu.Router) {
 	for _, up := range r.Upstreams() {
-		up.Runner.Engine().Close()
+		up.Pool.Engine().Close()
 	}
 }

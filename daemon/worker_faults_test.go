@@ -5,10 +5,13 @@ package daemon_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +313,127 @@ func TestRequestsQueuedBehindAFaultWaitForTheRestart(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the queued request was not served")
 	}
+	assert.EqualValues(t, 1, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"])
+}
+
+// psModels lists the models /api/ps shows loaded.
+func psModels(t *testing.T, c *daemontest.Client) []string {
+	t.Helper()
+	resp, raw := c.Do(t, http.MethodGet, "/api/ps", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var ps struct{ Models []struct{ Name string } }
+	require.NoError(t, json.Unmarshal(raw, &ps))
+	names := []string{}
+	for _, m := range ps.Models {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// Issue 28: the lifecycle owns residency. A worker crash forgets the
+// model: /api/ps no longer lists it until a request loads it again, and
+// that load is a load like any (the load metrics count it), not a reload
+// the worker engine did behind the lifecycle's back.
+func TestWorkerCrashForgetsTheModelUntilARequestLoadsIt(t *testing.T) {
+	srv, _ := startWorkers(t, "CPU", nil, "tiny")
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"load me","stream":false,"options":{"num_predict":2}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	require.Equal(t, []string{"tiny"}, psModels(t, c))
+	loads := func() float64 { return scrapeMetrics(t, srv.URL).sum("npud_model_load_seconds_count", "model", "tiny") }
+	require.Equal(t, 1.0, loads())
+
+	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"OVTEST_CRASH now","stream":false}`)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), "crashed")
+	assert.Empty(t, psModels(t, c), "a crashed worker's model is not loaded")
+
+	resp, raw = c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"are you back","stream":false,"options":{"num_predict":2}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Equal(t, []string{"tiny"}, psModels(t, c))
+	assert.Equal(t, 2.0, loads(), "the reload is a load the metrics count")
+	assert.EqualValues(t, 1, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"])
+}
+
+// Issue 28: a worker that dies while idle (killed: here SIGKILL, as the
+// OOM killer sends) is noticed by the next request, which loads the model
+// again through the lifecycle and is answered as if nothing had happened.
+func TestWorkerKilledWhileIdleIsLoadedAgainByTheNextRequest(t *testing.T) {
+	srv, _ := startWorkers(t, "CPU", nil, "tiny")
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/api/generate", `{"model":"tiny","prompt":"load me","stream":false,"options":{"num_predict":2}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	loads := func() float64 { return scrapeMetrics(t, srv.URL).sum("npud_model_load_seconds_count", "model", "tiny") }
+	require.Equal(t, 1.0, loads())
+
+	killTheWorker(t)
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"tiny","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"still there?"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = c.HTTP.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	text, codes, done := sse(t, resp)
+	assert.Empty(t, codes, "no error event")
+	assert.True(t, done)
+	assert.NotEmpty(t, text, "answered by the model loaded again")
+	assert.Equal(t, 2.0, loads(), "loaded again through the lifecycle")
+	assert.Equal(t, []string{"tiny"}, psModels(t, c))
+	assert.EqualValues(t, 1, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"], "the death counts as a restart")
+	assert.Equal(t, "1", metric(t, c, `npud_worker_restarts_total{model="tiny",reason="crashed"}`))
+}
+
+// killTheWorker kills this test's one worker process with SIGKILL and
+// waits until it is reaped (by the engine's cmd.Wait: the engine knows it
+// is dead).
+func killTheWorker(t *testing.T) {
+	t.Helper()
+	workers := workerProcesses(t)
+	require.Len(t, workers, 1, "one worker, for the one model loaded")
+	pid, err := strconv.Atoi(workers[0])
+	require.NoError(t, err)
+	worker, err := os.FindProcess(pid)
+	require.NoError(t, err)
+	require.NoError(t, worker.Kill())
+	daemontest.Eventually(t, func() bool {
+		_, err := os.Stat("/proc/" + workers[0])
+		return errors.Is(err, fs.ErrNotExist)
+	})
+}
+
+// workerProcesses lists this test process's worker children (npud worker).
+func workerProcesses(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, pid := range daemontest.ChildProcesses(t, os.Getpid()) {
+		cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+		if err == nil && strings.HasSuffix(string(cmdline), "\x00worker\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Issue 28: embeddings find a worker that died idle the same way: the
+// model is loaded again through the lifecycle and the embedding answered.
+func TestEmbeddingAfterTheWorkerDiedIdle(t *testing.T) {
+	cfg := daemontest.Defaults(t)
+	cfg.Engine, cfg.Isolation, cfg.RestartBackoff = "sim", "process", 10*time.Millisecond
+	srv := daemontest.Start(t, cfg, nil)
+	c := daemontest.NewClient(t, srv.URL)
+	embed := `{"model":"sim","input":["one","two"]}`
+	resp, raw := c.Do(t, http.MethodPost, "/api/embed", embed)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	loads := func() float64 { return scrapeMetrics(t, srv.URL).sum("npud_model_load_seconds_count", "model", "sim") }
+	require.Equal(t, 1.0, loads())
+
+	killTheWorker(t)
+
+	resp, raw = c.Do(t, http.MethodPost, "/api/embed", embed)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"embeddings":[[`)
+	assert.Equal(t, 2.0, loads(), "loaded again through the lifecycle")
 	assert.EqualValues(t, 1, daemontest.Health(t, c.HTTP, srv.URL)["worker_restarts"])
 }

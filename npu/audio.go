@@ -25,6 +25,9 @@ type TranscribeRequest struct {
 	Language    string    // ISO-639-1 ("en"), or "" to detect
 	Prompt      string    // initial prompt: spelling, style, the previous text
 	Temperature float64
+	// Tenant is who the work counts against, with its generations and
+	// embeddings ("" counts against nobody).
+	Tenant string
 	// OnSegment, when set, hears each segment as soon as the engine has
 	// it, for streamed transcriptions; it is called from the engine's
 	// goroutine, in order, and must not block. An engine that learns its
@@ -73,49 +76,63 @@ func CheckGenerates(m ModelInfo) error {
 	return nil
 }
 
-// Transcribe runs req while holding the engine's slot, through the same
-// queue, limits and Retry-After as generations, on the model loaded
-// through the lifecycle like a generation's. Engines that cannot
-// transcribe give an error wrapping ErrNotSupported; models that cannot
-// hear give an InvalidRequestError.
-func (r *Runner) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
-	m, err := r.Model(req.Model)
+// Transcribe runs req, admitted against its tenant's stream cap, while
+// holding the engine's slot, through the same queue, limits and
+// Retry-After as generations, on the model loaded through the lifecycle
+// like a generation's. Engines that cannot transcribe give an error
+// wrapping ErrNotSupported; models that cannot hear give an
+// InvalidRequestError.
+func (r *Router) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
+	if r.closing.Load() {
+		return Transcript{}, ErrShuttingDown
+	}
+	res, err := r.resolve(req.Model)
 	if err != nil {
 		return Transcript{}, err
 	}
-	if r.owner(req.Model) != r {
+	if res.upstream != nil {
 		return Transcript{}, fmt.Errorf("model %q is served by an upstream; transcription is not relayed to upstreams yet: %w", req.Model, ErrNotSupported)
 	}
-	if !r.engine.Describe().Transcribes {
-		return Transcript{}, fmt.Errorf("engine %s does not transcribe audio: %w", r.engine.Name(), ErrNotSupported)
+	if !res.pool.engine.Describe().Transcribes {
+		return Transcript{}, fmt.Errorf("engine %s does not transcribe audio: %w", res.pool.engine.Name(), ErrNotSupported)
 	}
-	if err := CheckSpeech(m); err != nil {
+	if err := CheckSpeech(res.model); err != nil {
 		return Transcript{}, err
 	}
-	// The model is loaded outside the engine's slot, as for a generation
-	// (a compile must not hold up other models' streams), and kept loaded
-	// until the transcription ends; then its keep-alive starts.
-	if r.engine.Describe().LoadsModels {
-		if _, err := r.life.acquire(ctx, m); err != nil {
+	release, err := r.admit(req.Tenant)
+	if err != nil {
+		return Transcript{}, err
+	}
+	defer release()
+	req.Model = res.model.ID // an alias names the model the engine knows
+	return res.pool.transcribe(ctx, req, res.model)
+}
+
+// transcribe runs req on m. The model is loaded outside the engine's slot,
+// as for a generation (a compile must not hold up other models' streams),
+// and kept loaded until the transcription ends; then its keep-alive starts.
+func (p *Pool) transcribe(ctx context.Context, req *TranscribeRequest, m ModelInfo) (Transcript, error) {
+	if p.engine.Describe().LoadsModels {
+		if _, err := p.life.acquire(ctx, m); err != nil {
 			return Transcript{}, err
 		}
-		defer r.life.release(m.ID, nil, false)
+		defer p.life.release(m.ID, nil, false)
 	}
 	var (
-		out   Transcript
-		took  time.Duration
-		ran   bool
-		model = m.ID
+		out  Transcript
+		took time.Duration
+		ran  bool
 	)
-	err = r.withSlot(ctx, req.Model, func(m ModelInfo) error {
-		req.Model, model, ran = m.ID, m.ID, true
+	err := p.withSlot(ctx, func() error {
+		ran = true
 		start := time.Now()
-		out, err = r.engine.Transcribe(ctx, req)
+		var err error
+		out, err = p.transcribeResident(ctx, m, req)
 		took = time.Since(start)
 		return err
 	})
-	if o, ok := r.cfg.Observer.(TranscriptionObserver); ok && ran {
-		o.TranscriptionEnded(TranscriptionReport{Model: model, Device: r.DeviceOf(model), Task: req.Task,
+	if o, ok := p.cfg.Observer.(TranscriptionObserver); ok && ran {
+		o.TranscriptionEnded(TranscriptionReport{Model: m.ID, Device: p.deviceOf(m.ID), Task: req.Task,
 			AudioSeconds: req.Seconds(), Took: took, Err: err})
 	}
 	return out, err

@@ -34,13 +34,13 @@ func TestRunnerTranscribeRefuses(t *testing.T) {
 	audio := func(model string) *TranscribeRequest {
 		return &TranscribeRequest{Model: model, Samples: make([]float32, AudioSampleRate), Task: TaskTranscribe}
 	}
-	plain := newTestRunner(t, &fakeEngine{details: ModelDetails{Speech: true}}, RunnerConfig{MaxQueue: 4})
+	plain := newTestRouter(t, &fakeEngine{details: ModelDetails{Speech: true}}, PoolConfig{MaxQueue: 4})
 	_, err := plain.Transcribe(ctx, audio("m"))
 	require.ErrorIs(t, err, ErrNotSupported, "an engine without a transcriber")
 	_, err = plain.Transcribe(ctx, audio("other"))
 	require.ErrorIs(t, err, ErrModelNotFound)
 
-	deaf := newTestRunner(t, &transcribingEngine{}, RunnerConfig{MaxQueue: 4})
+	deaf := newTestRouter(t, &transcribingEngine{}, PoolConfig{MaxQueue: 4})
 	_, err = deaf.Transcribe(ctx, audio("m"))
 	var invalid *InvalidRequestError
 	require.True(t, errors.As(err, &invalid), "a model that cannot hear: %v", err)
@@ -52,7 +52,7 @@ func TestRunnerTranscribeRefuses(t *testing.T) {
 func TestRunnerTranscribeTakesTheSlot(t *testing.T) {
 	e := &transcribingEngine{fakeEngine: fakeEngine{details: ModelDetails{Speech: true}},
 		entered: make(chan struct{}, 2), release: make(chan struct{})}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 0})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 0})
 	ctx := context.Background()
 	type result struct {
 		t   Transcript

@@ -87,7 +87,7 @@ type Stream struct {
 	// tools; nil otherwise.
 	tools        *toolCallParser
 	pendingCalls []ToolCallDelta
-	// clamped is the completion limit the runner lowered the request's to
+	// clamped is the completion limit the pool lowered the request's to
 	// when it admitted it (0: not lowered); set before the stream is shared.
 	clamped  int
 	finished bool

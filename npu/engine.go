@@ -50,9 +50,9 @@ func (s Status) String() string {
 // The engine must not call it concurrently with itself.
 type Sink func(text string) Status
 
-// Engine is the one contract between the runner and what runs models. The
-// runner calls Generate from as many goroutines at once as it has
-// scheduler slots (RunnerConfig.Slots): one for a GenAI pipeline, which is
+// Engine is the one contract between a pool and what runs models. The
+// pool calls Generate from as many goroutines at once as it has
+// scheduler slots (PoolConfig.Slots): one for a GenAI pipeline, which is
 // not safe for concurrent generate; more for the simulated engine
 // (--sim-slots) and an upstream (its slots=N), which run generations side
 // by side.
@@ -97,7 +97,7 @@ type Engine interface {
 	Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error)
 	// PromptTokens counts a request's prompt tokens before generating
 	// (the simulator: OpenVINO GenAI's C API has no tokenizer), so the
-	// runner applies CompletionLimit when it admits the request: a prompt
+	// pool applies CompletionLimit when it takes the request: a prompt
 	// that does not fit is refused before anything is queued and a clamp
 	// is known before the response starts (its header).
 	// Features.CountsPrompts; ok is false without it.
@@ -310,19 +310,19 @@ type Request struct {
 	// request fails with ErrContextLength (OpenAI's behaviour).
 	DropOldestTurns bool
 	// KeepAlive is how long the model stays loaded after this request: nil
-	// means the runner's default, negative forever, zero unload at once.
+	// means the pool's default, negative forever, zero unload at once.
 	KeepAlive *time.Duration
 	// Tenant is who the generation counts against (the API key's name):
-	// the runner's per-tenant stream cap applies to it wherever the
+	// the router's per-tenant stream cap applies to it wherever the
 	// request came from, for as long as the generation runs.
 	Tenant string
 	// MayUnpin: the caller may unload a preloaded model with a KeepAlive
 	// of 0 (an admin key, or a server without keys); for anyone else a
 	// preloaded model's keep-alive does not change.
 	MayUnpin bool
-	// Release, when set, is called once the runner is done with the
+	// Release, when set, is called once the pool is done with the
 	// request: its generation ended, however (the decoded images' share
-	// of the daemon's image memory goes back). A request the runner
+	// of the daemon's image memory goes back). A request the router
 	// refused is released by its caller.
 	Release func() `json:"-"`
 }

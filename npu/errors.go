@@ -7,9 +7,9 @@ import (
 
 // Sentinel errors. Each is returned wrapped; classify with errors.Is.
 var (
-	// ErrModelNotFound is returned by Runner.Start for a model no engine serves.
+	// ErrModelNotFound is returned by Router.Start for a model no engine serves.
 	ErrModelNotFound = errors.New("model not found")
-	// ErrQueueFull is returned by Runner.Start when the wait queue is at its
+	// ErrQueueFull is returned by Router.Start when the wait queue is at its
 	// maximum depth. It is retryable.
 	ErrQueueFull = errors.New("queue full")
 	// ErrQueueTimeout ends a stream whose request waited longer than the
@@ -36,10 +36,13 @@ var (
 	// ErrNotSupported is returned (wrapped) for an operation the engine or
 	// model cannot do, such as embeddings or pulling models.
 	ErrNotSupported = errors.New("not supported")
-	// ErrTooManyStreams is returned by Runner.Start when the request's
-	// tenant already runs or queues its maximum of generations. It is
-	// retryable (a 429).
+	// ErrTooManyStreams is returned by the Router when the tenant of a
+	// piece of work already runs or queues its maximum (generations,
+	// embeddings and transcriptions together). It is retryable (a 429).
 	ErrTooManyStreams = errors.New("too many concurrent streams for this tenant")
+	// ErrRateLimited is wrapped by a RateLimitError: the tenant made more
+	// requests than its rate allows. It is retryable (a 429).
+	ErrRateLimited = errors.New("over the rate limit")
 	// ErrPanic is wrapped (inside an EngineError) when an engine, or the
 	// stream callback it called, panicked: metrics count it apart from
 	// failed calls.
@@ -76,6 +79,13 @@ var (
 	// ErrStreamCancelled ends the stream for every reader when the client
 	// that started the generation cancelled it (npu/journal).
 	ErrStreamCancelled = errors.New("the generation was cancelled by the client that started it")
+	// ErrModelLost: the engine no longer holds the model (its worker
+	// process died). A job it ended also wraps the crash's or the hang's
+	// class, which the client sees; alone, it says the model was found
+	// gone before the job started, so nothing of the job ran. Either way
+	// the lifecycle forgets the model and the next acquire loads it again
+	// (npu/residency.go). Retryable.
+	ErrModelLost = errors.New("the model is no longer loaded")
 )
 
 // Class is what every layer says of an error: the APIs (each in its own
@@ -110,6 +120,7 @@ var classes = []struct {
 	{ErrContextLength, Class{Code: "context_length_exceeded"}},
 	{ErrNotSupported, Class{Code: "not_supported"}},
 	{ErrTooManyStreams, Class{Code: "too_many_streams", Retryable: true}},
+	{ErrRateLimited, Class{Code: "rate_limit_exceeded", Retryable: true}},
 	{ErrQueueFull, Class{Code: "queue_full", Server: true, Retryable: true}},
 	{ErrQueueTimeout, Class{Code: "queue_timeout", Server: true, Retryable: true}},
 	{ErrShuttingDown, Class{Code: "shutting_down", Server: true, Retryable: true}},
@@ -127,7 +138,13 @@ var classes = []struct {
 	{ErrDeviceUnhealthy, Class{Code: "device_unhealthy", Server: true, Retryable: true}},
 	{ErrUpstreamUnavailable, Class{Code: "upstream_unavailable", Server: true, Retryable: true}},
 	{ErrEngineHung, Class{Code: "engine_hung", Server: true, Retryable: true}},
+	// Last: a crash or a hang that lost the model keeps its own class.
+	{ErrModelLost, Class{Code: codeModelLost, Server: true, Retryable: true}},
 }
+
+// codeModelLost is ErrModelLost's code: the model was found gone before a
+// job started (an error of no other class).
+const codeModelLost = "model_lost"
 
 // Classify finds err's class in the table: its first sentinel's, else an
 // engine error's, else an internal error's.

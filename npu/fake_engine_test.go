@@ -183,14 +183,17 @@ func repeatStatus(s Status, n int) []Status {
 
 var testLimits = StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second}
 
-// newTestRunner returns a runner for e that is aborted and drained when the
-// test ends; every engine call must have returned by then.
-func newTestRunner(t *testing.T, e Engine, cfg RunnerConfig) *Runner {
+// newTestRouter returns a router for e, alone, that is aborted and
+// drained when the test ends; every engine call must have returned by then.
+func newTestRouter(t *testing.T, e Engine, cfg PoolConfig) *Router {
 	t.Helper()
-	if cfg.Stream == (StreamLimits{}) {
-		cfg.Stream = testLimits
-	}
-	r := NewRunner(e, cfg, slog.New(slog.DiscardHandler))
+	return newTestRouterWith(t, e, cfg, RouterConfig{})
+}
+
+// newTestRouterWith is newTestRouter with the router's configuration.
+func newTestRouterWith(t *testing.T, e Engine, cfg PoolConfig, rc RouterConfig) *Router {
+	t.Helper()
+	r := NewRouter(newTestPool(e, cfg), rc, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		r.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -200,7 +203,15 @@ func newTestRunner(t *testing.T, e Engine, cfg RunnerConfig) *Runner {
 	return r
 }
 
-func start(t *testing.T, r *Runner, req *Request) *Stream {
+// newTestPool is a pool for e with the test's stream limits by default.
+func newTestPool(e Engine, cfg PoolConfig) *Pool {
+	if cfg.Stream == (StreamLimits{}) {
+		cfg.Stream = testLimits
+	}
+	return NewPool(e, cfg, slog.New(slog.DiscardHandler))
+}
+
+func start(t *testing.T, r *Router, req *Request) *Stream {
 	t.Helper()
 	s, err := r.Start(req)
 	require.NoError(t, err)

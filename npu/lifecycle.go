@@ -2,6 +2,7 @@ package npu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -38,6 +39,13 @@ type lifecycle struct {
 
 	mu     sync.Mutex
 	loaded map[string]*loadedEntry
+	// orphans counts, by model, the uses still held of an instance the
+	// engine lost (lost): their releases end those uses, not uses of the
+	// instance loaded after it. Bounded by the models served.
+	orphans map[string]int
+	// repin holds the preloaded models the engine lost: their next load
+	// is pinned again, as --preload asked.
+	repin map[string]bool
 }
 
 type loadedEntry struct {
@@ -57,6 +65,9 @@ type loadedEntry struct {
 	unloading chan struct{}
 	// loading describes the load while ready is open.
 	loading LoadStatus
+	// lost is set when the engine lost the model (lost): the entry is no
+	// longer listed, and the uses it still counts are orphans.
+	lost bool
 }
 
 func (e *loadedEntry) isReady() bool {
@@ -73,7 +84,7 @@ func (e *loadedEntry) isReady() bool {
 
 func newLifecycle(engine Engine, defaultKeepAlive time.Duration, maxLoaded int, log *slog.Logger) *lifecycle {
 	return &lifecycle{engine: engine, defaultKeepAlive: defaultKeepAlive, maxLoaded: maxLoaded, log: log,
-		loaded: map[string]*loadedEntry{}}
+		loaded: map[string]*loadedEntry{}, orphans: map[string]int{}, repin: map[string]bool{}}
 }
 
 // evictLocked makes room for one more model by starting to unload the
@@ -156,8 +167,9 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		return 0, nil
 	}
 	unloads := l.evictLocked()
-	e := &loadedEntry{LoadedModel: LoadedModel{Model: info}, inUse: 1, ready: make(chan struct{}),
+	e := &loadedEntry{LoadedModel: LoadedModel{Model: info, Preloaded: l.repin[info.ID]}, inUse: 1, ready: make(chan struct{}),
 		loading: LoadStatus{Model: info.ID, Device: l.device, Since: time.Now()}}
+	delete(l.repin, info.ID)
 	l.loaded[info.ID] = e
 	l.mu.Unlock()
 	runUnloads(unloads...) // the evicted models leave before this one comes
@@ -264,6 +276,9 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 	}
 	err := l.engine.Reload(ctx, info.ID)
 	tracked(err)
+	if errors.Is(err, ErrModelLost) {
+		return fmt.Errorf("reloading model %q: %w", info.ID, err) // nothing keeps serving
+	}
 	if err != nil {
 		return fmt.Errorf("reloading model %q (the loaded one keeps serving): %w", info.ID, err)
 	}
@@ -288,6 +303,9 @@ func (l *lifecycle) release(model string, keepAlive *time.Duration, mayUnpin boo
 }
 
 func (l *lifecycle) releaseLocked(model string, keepAlive *time.Duration, mayUnpin bool) (unload func()) {
+	if l.releaseOrphanLocked(model) {
+		return nil
+	}
 	e, ok := l.loaded[model]
 	if !ok || e.unloading != nil {
 		return nil
@@ -332,6 +350,7 @@ func (l *lifecycle) expire(model string, entry *loadedEntry) {
 // model was loaded.
 func (l *lifecycle) unload(model string) bool {
 	l.mu.Lock()
+	delete(l.repin, model) // unloaded on purpose: its pin goes too
 	e, ok := l.loaded[model]
 	if !ok || e.inUse > 0 || e.unloading != nil {
 		l.mu.Unlock()
@@ -347,6 +366,9 @@ func (l *lifecycle) unload(model string) bool {
 // gone), after a load in progress has finished. The caller holds the
 // engine slot, so no generation runs on it.
 func (l *lifecycle) evict(ctx context.Context, model, why string) error {
+	l.mu.Lock()
+	delete(l.repin, model)
+	l.mu.Unlock()
 	for {
 		l.mu.Lock()
 		e, ok := l.loaded[model]
@@ -422,6 +444,10 @@ func (l *lifecycle) pin(model string) *loadedEntry {
 func (l *lifecycle) unpin(model string, e *loadedEntry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if e.lost {
+		l.releaseOrphanLocked(model) // the pin was a use of the lost instance
+		return
+	}
 	if l.loaded[model] != e || e.unloading != nil {
 		return
 	}
@@ -432,6 +458,57 @@ func (l *lifecycle) unpin(model string, e *loadedEntry) {
 		}
 		e.timer = time.AfterFunc(max(time.Until(e.ExpiresAt), 0), func() { l.expire(model, e) })
 	}
+}
+
+// lost forgets model, which the engine lost (its worker died: an error
+// wrapping ErrModelLost) during a job that started at since. The entry
+// goes as if unloaded: not listed, its keep-alive stopped, the
+// scheduler's cache of it forgotten; the next acquire loads the model
+// again, as any load. The engine is not asked to unload what it no longer
+// holds: it may be loading the next instance by then. An entry loaded
+// after since, or loading, or going, is not the one the job lost, and
+// stays. The uses still held of the lost entry become orphans, ended by
+// their holders' releases. A preloaded model's next load is pinned
+// again. It reports whether model was forgotten.
+func (l *lifecycle) lost(model string, since time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.loaded[model]
+	if !ok || !e.isReady() || e.LoadedAt.After(since) {
+		return false
+	}
+	if e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+	}
+	delete(l.loaded, model)
+	e.lost = true
+	if e.inUse > 0 {
+		l.orphans[model] += e.inUse
+	}
+	if e.Preloaded {
+		l.repin[model] = true
+	}
+	if l.onUnload != nil {
+		l.onUnload(model)
+	}
+	l.log.Warn("the engine lost a model; the next request loads it again", "model", model)
+	return true
+}
+
+// releaseOrphanLocked ends one use of a lost instance of model, if any is
+// held; it reports whether it did.
+func (l *lifecycle) releaseOrphanLocked(model string) bool {
+	n := l.orphans[model]
+	switch {
+	case n <= 0:
+		return false
+	case n == 1:
+		delete(l.orphans, model)
+	default:
+		l.orphans[model] = n - 1
+	}
+	return true
 }
 
 // unloadLocked marks model as going and returns what unloads it, which

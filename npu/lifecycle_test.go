@@ -48,7 +48,7 @@ func (e *loadingEngine) counts() (loads, unloads int) {
 
 func dur(d time.Duration) *time.Duration { return &d }
 
-func generateOnce(t *testing.T, r *Runner, req *Request) Event {
+func generateOnce(t *testing.T, r *Router, req *Request) Event {
 	t.Helper()
 	_, final, err := drain(t, start(t, r, req))
 	require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestLifecycleKeepAlive(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, inBubble(func(t *testing.T) {
 			e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
-			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+			r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 			generateOnce(t, r, &Request{Model: "m", KeepAlive: tc.keepAlive})
 			loaded := r.Loaded()
 			if !tc.wantLoaded {
@@ -98,7 +98,7 @@ func TestLifecycleIdleModelsUnload(t *testing.T) { synctest.Test(t, testLifecycl
 
 func testLifecycleIdleModelsUnload(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: 20 * time.Millisecond})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: 20 * time.Millisecond})
 	generateOnce(t, r, &Request{Model: "m"})
 	require.Len(t, r.Loaded(), 1)
 	waitUntil(t, func() bool { return len(r.Loaded()) == 0 })
@@ -110,7 +110,7 @@ func TestLoadAndUnloadModel(t *testing.T) { synctest.Test(t, testLoadAndUnloadMo
 
 func testLoadAndUnloadModel(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	_, err := r.LoadModel(context.Background(), "m", nil)
 	require.NoError(t, err)
 	require.Len(t, r.Loaded(), 1)
@@ -123,7 +123,7 @@ func testLoadAndUnloadModel(t *testing.T) {
 
 func TestLoadFailureFailsTheRequest(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}, loadErr: errors.New("no device")}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	_, _, err := drain(t, start(t, r, &Request{Model: "m"}))
 	require.ErrorContains(t, err, "no device")
 	assert.Zero(t, r.Running(), "the slot was released")
@@ -144,7 +144,7 @@ func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 
 func testLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour, MaxLoadedModels: 1})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour, MaxLoadedModels: 1})
 	generateOnce(t, r, &Request{Model: "m"})
 	generateOnce(t, r, &Request{Model: "n"})
 	loaded := r.Loaded()
@@ -154,8 +154,8 @@ func testLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	assert.Equal(t, 2, loads)
 	assert.Equal(t, 1, unloads)
 
-	uncapped := newTestRunner(t, &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}},
-		RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+	uncapped := newTestRouter(t, &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}},
+		PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	generateOnce(t, uncapped, &Request{Model: "m"})
 	generateOnce(t, uncapped, &Request{Model: "n"})
 	assert.Len(t, uncapped.Loaded(), 2)
@@ -165,8 +165,8 @@ func TestAliasesNameServedModels(t *testing.T) { synctest.Test(t, testAliasesNam
 
 func testAliasesNameServedModels(t *testing.T) {
 	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
-		Aliases: map[string]string{"fast": "n", "ghost": "missing"}})
+	r := newTestRouterWith(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour},
+		RouterConfig{Aliases: map[string]string{"fast": "n", "ghost": "missing"}})
 	m, err := r.Model("fast")
 	require.NoError(t, err)
 	assert.Equal(t, "n", m.ID, "the alias resolves to the served model")
@@ -226,7 +226,7 @@ func TestLoadingOneModelDoesNotStallOthers(t *testing.T) {
 
 func testLoadingOneModelDoesNotStallOthers(t *testing.T) {
 	e := &twoModels{gate: make(chan struct{}), n: 20}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
 	big := start(t, r, &Request{Model: "big"})
 	waitUntil(t, func() bool { return r.Waiting() == 0 }) // left the queue to load
 
@@ -264,7 +264,7 @@ func TestConcurrentRequestsShareOneLoad(t *testing.T) {
 
 func testConcurrentRequestsShareOneLoad(t *testing.T) {
 	e := &twoModels{gate: make(chan struct{}), n: 3}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
@@ -367,9 +367,9 @@ func (e *embeddingLoader) Embed(_ context.Context, _ string, inputs []string) ([
 // back.
 func TestEmbedLoadsThroughTheLifecycle(t *testing.T) {
 	e := &embeddingLoader{}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	for range 2 {
-		vectors, _, err := r.Embed(context.Background(), "m", []string{"a", "b"})
+		vectors, _, err := r.Embed(context.Background(), EmbedRequest{Model: "m", Inputs: []string{"a", "b"}})
 		require.NoError(t, err)
 		require.Len(t, vectors, 2)
 	}

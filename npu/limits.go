@@ -5,7 +5,7 @@ import "fmt"
 // CompletionLimit is npud's one rule for a completion limit (OpenAI's
 // max_tokens and max_completion_tokens, Ollama's num_predict) against a
 // model's context, used by every engine that can count the prompt and by
-// the runner: a limit larger than the room the prompt leaves is lowered to
+// the pool: a limit larger than the room the prompt leaves is lowered to
 // that room (clamped reports it), as Ollama and llama.cpp generate up to
 // what fits instead of refusing; no limit (0) means that room. Only a
 // prompt that leaves no room for one token is an error (ErrContextLength);

@@ -20,7 +20,7 @@ type Observer interface {
 	// done with it (or it never got there), however many clients read it
 	// and whichever protocol started it.
 	GenerationEnded(GenerationReport)
-	// Refused reports a generation the runner refused for its tenant
+	// Refused reports work the router refused for its tenant
 	// before it was queued (ErrTooManyStreams), whichever protocol asked.
 	Refused(tenant string, err error)
 }

@@ -27,7 +27,7 @@ func TestResultNamesTheStopSequence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &fakeEngine{script: texts(tc.chunks...)}
-			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+			r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 			s := start(t, r, &Request{Model: "m", Stop: tc.stops})
 			text, final, err := drain(t, s)
 			require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 
 func TestStreamDeliversEverythingInOrder(t *testing.T) {
 	e := &fakeEngine{script: texts("Hel", "lo", ", ", "", "world")}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m"})
 	evs, err := readAll(t, s)
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func TestStreamCoalescesWhileTheReaderIsBehind(t *testing.T) {
 		chunks = append(chunks, fmt.Sprintf("%02d,", i))
 	}
 	e := &fakeEngine{script: texts(chunks...)}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m"})
 
 	// The reader is away until the engine has finished: the engine never
@@ -64,7 +64,7 @@ func TestStreamHardLimitCancelsTheEngine(t *testing.T) {
 func testStreamHardLimitCancelsTheEngine(t *testing.T) {
 	const limit = 100
 	e := &fakeEngine{script: repeatStep(step{text: "0123456789"}, 1000), flush: []string{"FLUSH"}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: limit, TokenTimeout: 5 * time.Second}})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: limit, TokenTimeout: 5 * time.Second}})
 	s := start(t, r, &Request{Model: "m"})
 
 	g := e.waitReturned(t, 0)
@@ -87,7 +87,7 @@ func TestStreamTokenTimeout(t *testing.T) {
 	t.Run("engine ignores ctx", inBubble(func(t *testing.T) {
 		stalled := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: stalled}, {text: "c"}}, flush: []string{"z"}}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, Stream: limits})
 		s := start(t, r, &Request{Model: "m"})
 
 		ev, err := next(t, s)
@@ -112,7 +112,7 @@ func TestStreamTokenTimeout(t *testing.T) {
 
 	t.Run("engine returns ctx error", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: []step{{text: "a"}, {stall: true}}}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, Stream: limits})
 		s := start(t, r, &Request{Model: "m"})
 		text, _, err := drain(t, s)
 		require.ErrorIs(t, err, ErrTokenTimeout)
@@ -126,7 +126,7 @@ func TestStreamTokenTimeout(t *testing.T) {
 	t.Run("queued time does not count", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, Stream: limits})
 		hog := start(t, r, &Request{Model: "m"})
 		waitUntil(t, func() bool { return e.calls() == 1 })
 		queued := start(t, r, &Request{Model: "m"})
@@ -150,7 +150,7 @@ func TestStreamDeadlineFinishesWithLength(t *testing.T) {
 
 func testStreamDeadlineFinishesWithLength(t *testing.T) {
 	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500), flush: []string{"!"}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	begin := time.Now()
 	s := start(t, r, &Request{Model: "m", Timeout: 30 * time.Millisecond})
 	text, final, err := drain(t, s)
@@ -173,7 +173,7 @@ func TestStreamDeadlineWithoutAReader(t *testing.T) {
 
 func testStreamDeadlineWithoutAReader(t *testing.T) {
 	e := &fakeEngine{script: repeatStep(step{text: "x", delay: 2 * time.Millisecond}, 500)}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Timeout: 30 * time.Millisecond})
 	g := e.waitReturned(t, 0) // nobody reads meanwhile
 	require.Less(t, len(g.statuses), 500, "the engine was stopped at the deadline")
@@ -205,7 +205,7 @@ func TestStreamClientGone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			stalled := make(chan struct{})
 			e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: stalled}, {text: "c"}}, flush: []string{"z1", "z2"}}
-			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+			r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 			s := start(t, r, &Request{Model: "m"})
 			ev, err := next(t, s)
 			require.NoError(t, err)
@@ -242,7 +242,7 @@ func testStreamClientGoneWrapsTheContextCause(t *testing.T) {
 	stalled := make(chan struct{})
 	defer close(stalled)
 	e := &fakeEngine{script: []step{{text: "a", gate: stalled}}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
@@ -253,7 +253,7 @@ func testStreamClientGoneWrapsTheContextCause(t *testing.T) {
 
 func TestStreamIgnoresTextAfterAStopString(t *testing.T) {
 	e := &fakeEngine{script: texts("ab", "c</", "s>tail", "more"), flush: []string{"FLUSH1", "FLUSH2"}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Stop: []string{"</s>"}})
 	text, final, err := drain(t, s)
 	require.NoError(t, err)
@@ -268,7 +268,7 @@ func TestStreamEngineError(t *testing.T) {
 	t.Run("after some text", func(t *testing.T) {
 		cause := errors.New("device lost")
 		e := &fakeEngine{script: append(texts("a", "b"), step{err: &EngineError{Engine: "fake", Cause: cause}})}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 		s := start(t, r, &Request{Model: "m"})
 		e.waitReturned(t, 0)
 		ev, err := next(t, s)
@@ -285,7 +285,7 @@ func TestStreamEngineError(t *testing.T) {
 	})
 	t.Run("before any text", func(t *testing.T) {
 		e := &fakeEngine{early: fmt.Errorf("prompt too long: %w", ErrContextLength)}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 		s := start(t, r, &Request{Model: "m"})
 		text, _, err := drain(t, s)
 		require.ErrorIs(t, err, ErrContextLength)
@@ -317,7 +317,7 @@ func TestStreamStopStrings(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &fakeEngine{script: texts(tc.chunks...), finish: tc.engineSays, flush: []string{"</s>more"}}
-			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+			r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 			s := start(t, r, &Request{Model: "m", Stop: tc.stops})
 			evs, err := readAll(t, s)
 			require.NoError(t, err)
@@ -346,7 +346,7 @@ func TestStreamHeartbeats(t *testing.T) {
 	t.Run("while queued, and leaving the queue", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, Stream: limits})
 		hog := start(t, r, &Request{Model: "m"})
 		waitUntil(t, func() bool { return e.calls() == 1 })
 
@@ -384,7 +384,7 @@ func TestStreamHeartbeats(t *testing.T) {
 	t.Run("while the engine is silent", inBubble(func(t *testing.T) {
 		gate := make(chan struct{})
 		e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: limits})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, Stream: limits})
 		s := start(t, r, &Request{Model: "m"})
 		waitUntil(t, func() bool { return r.Running() == 1 })
 		ev, err := next(t, s)
@@ -404,7 +404,7 @@ func TestRunnerQueueFull(t *testing.T) {
 			gate := make(chan struct{})
 			defer close(gate)
 			e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
-			r := newTestRunner(t, e, RunnerConfig{MaxQueue: maxQueue})
+			r := newTestRouter(t, e, PoolConfig{MaxQueue: maxQueue})
 			for range maxQueue + 1 {
 				start(t, r, &Request{Model: "m"})
 			}
@@ -422,7 +422,7 @@ func testRunnerQueueTimeout(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, QueueTimeout: 20 * time.Millisecond})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, QueueTimeout: 20 * time.Millisecond})
 	start(t, r, &Request{Model: "m"})
 	waitUntil(t, func() bool { return e.calls() == 1 })
 	_, _, err := drain(t, start(t, r, &Request{Model: "m"}))
@@ -436,7 +436,7 @@ func TestRunnerReportsQueueTime(t *testing.T) { synctest.Test(t, testRunnerRepor
 func testRunnerReportsQueueTime(t *testing.T) {
 	gate := make(chan struct{})
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	hog := start(t, r, &Request{Model: "m"})
 	waitUntil(t, func() bool { return e.calls() == 1 })
 	queued := start(t, r, &Request{Model: "m"})
@@ -453,7 +453,7 @@ func testRunnerReportsQueueTime(t *testing.T) {
 func TestRunnerStopAcceptingAndAbort(t *testing.T) {
 	gate := make(chan struct{})
 	e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: gate}}, flush: []string{"z"}}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	running := start(t, r, &Request{Model: "m"})
 	queued := start(t, r, &Request{Model: "m"})
 	waitUntil(t, func() bool { return e.calls() == 1 && len(e.gen(t, 0).statuses) == 1 })
@@ -494,7 +494,7 @@ func TestRunnerEnginePanics(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &fakeEngine{script: tc.script}
-			r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+			r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 			for i := range 2 { // the slot is released: a second request is served too
 				text, _, err := drain(t, start(t, r, &Request{Model: "m"}))
 				var engineErr *EngineError
@@ -511,7 +511,7 @@ func TestRunnerEnginePanics(t *testing.T) {
 
 func TestRunnerUnknownModel(t *testing.T) {
 	e := &fakeEngine{script: texts("a")}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	_, err := r.Start(&Request{Model: "nope"})
 	require.ErrorIs(t, err, ErrModelNotFound)
 	assert.Zero(t, e.calls())
@@ -524,7 +524,7 @@ func TestRunnerUnknownModel(t *testing.T) {
 
 func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
 	e := &fakeEngine{}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	ctx := context.Background()
 	tests := []struct {
 		name    string
@@ -537,8 +537,11 @@ func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
 		{"delete unknown", func() error { return r.Delete(ctx, "other") }, ErrModelNotFound},
 		{"copy", func() error { return r.Copy(ctx, "m", "n") }, ErrNotSupported},
 		{"copy unknown", func() error { return r.Copy(ctx, "other", "n") }, ErrModelNotFound},
-		{"embed", func() error { _, _, err := r.Embed(ctx, "m", []string{"x"}); return err }, ErrNotSupported},
-		{"embed unknown", func() error { _, _, err := r.Embed(ctx, "other", []string{"x"}); return err }, ErrModelNotFound},
+		{"embed", func() error { _, _, err := r.Embed(ctx, EmbedRequest{Model: "m", Inputs: []string{"x"}}); return err }, ErrNotSupported},
+		{"embed unknown", func() error {
+			_, _, err := r.Embed(ctx, EmbedRequest{Model: "other", Inputs: []string{"x"}})
+			return err
+		}, ErrModelNotFound},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -556,7 +559,7 @@ func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
 func TestCollectAnswer(t *testing.T) {
 	t.Run("whole answer, heartbeats skipped", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: []step{{text: "Hel", delay: 30 * time.Millisecond}, {text: "lo"}}}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: 5 * time.Millisecond}})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, Stream: StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second, Heartbeat: 5 * time.Millisecond}})
 		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
 		text, res := a.Text, a.Result
 		require.NoError(t, err)
@@ -566,7 +569,7 @@ func TestCollectAnswer(t *testing.T) {
 	}))
 	t.Run("text so far with the error", inBubble(func(t *testing.T) {
 		e := &fakeEngine{script: append(texts("a", "b"), step{err: &EngineError{Engine: "fake", Cause: errors.New("device lost")}})}
-		r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+		r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 		a, err := CollectAnswer(context.Background(), start(t, r, &Request{Model: "m"}).Next)
 		text, res := a.Text, a.Result
 		var engineErr *EngineError
@@ -596,7 +599,7 @@ func TestStatusString(t *testing.T) {
 // Issue 16: a request that needs thinking from a model that cannot think
 // is a request error naming both, before it queues.
 func TestRunnerRefusesThinkingToAModelWithout(t *testing.T) {
-	r := newTestRunner(t, &fakeEngine{script: texts("a")}, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, &fakeEngine{script: texts("a")}, PoolConfig{MaxQueue: 4})
 	on := true
 	_, err := r.Start(&Request{Model: "m", Prompt: "x", Think: &on})
 	var invalid *InvalidRequestError
@@ -612,7 +615,7 @@ func TestRunnerRefusesThinkingToAModelWithout(t *testing.T) {
 // answer; the answer's stop strings never see the reasoning.
 func TestStreamSplitsReasoning(t *testing.T) {
 	e := &fakeEngine{script: texts("<thi", "nk>\nfirst ", "STOP then</think>", "\n\nthe answer", " STOP here")}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Stop: []string{"STOP"}})
 	a, err := CollectAnswer(t.Context(), s.Next)
 	text, reasoning, res := a.Text, a.Reasoning, a.Result

@@ -207,7 +207,7 @@ func TestCheckArguments(t *testing.T) {
 func TestStreamParsesToolCallsAfterReasoning(t *testing.T) {
 	e := &fakeEngine{details: ModelDetails{ToolFormat: ToolFormatHermes, Thinking: true},
 		script: texts("<think>\nI should", " look it up.\n</think>\n\n<tool", "_call>\n{\"name\": \"get_", "weather\", \"arguments\": {\"city\"", ": \"Oslo\"}}\n</tool_call>")}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}, Tools: []Tool{weatherTool}})
 	a, err := CollectAnswer(context.Background(), s.Next)
 	require.NoError(t, err)
@@ -224,7 +224,7 @@ func TestStreamParsesToolCallsAfterReasoning(t *testing.T) {
 func TestStreamStopsAfterTheOneCallAllowed(t *testing.T) {
 	call := "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call>"
 	e := &fakeEngine{details: ModelDetails{ToolFormat: ToolFormatHermes}, script: texts(call, call, "more", "text")}
-	r := newTestRunner(t, e, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	s := start(t, r, &Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}, Tools: []Tool{weatherTool}, SingleToolCall: true})
 	a, err := CollectAnswer(context.Background(), s.Next)
 	require.NoError(t, err)
@@ -237,7 +237,7 @@ func TestStreamStopsAfterTheOneCallAllowed(t *testing.T) {
 // A model whose template renders no tools is refused them, naming it; one
 // without a vision encoder is refused images.
 func TestRunnerRefusesWhatTheModelCannotDo(t *testing.T) {
-	r := newTestRunner(t, &fakeEngine{}, RunnerConfig{MaxQueue: 4})
+	r := newTestRouter(t, &fakeEngine{}, PoolConfig{MaxQueue: 4})
 	_, err := r.Start(&Request{Model: "m", Messages: []Message{{Role: "user", Content: "x"}}, Tools: []Tool{weatherTool}})
 	var ie *InvalidRequestError
 	require.ErrorAs(t, err, &ie)

@@ -1,7 +1,7 @@
 // Package ollamaapi serves the Ollama-compatible API: generate and chat
 // streamed as NDJSON (or SSE for clients that ask), model listing, load and
 // unload through keep_alive, and embeddings. It reads from the same
-// npu.Runner streams as the OpenAI API.
+// npu.Router streams as the OpenAI API.
 package ollamaapi
 
 import (
@@ -35,7 +35,7 @@ type Config struct {
 	MaxEmbedInputs int
 }
 
-// Runner is what the Ollama API needs of npu.Runner, declared here so its
+// Runner is what the Ollama API needs of npu.Router, declared here so its
 // tests can put a fake in front of the runner without starting a daemon.
 type Runner interface {
 	Start(req *npu.Request) (*npu.Stream, error)
@@ -44,7 +44,7 @@ type Runner interface {
 	RetryAfter() time.Duration
 	Simulated() bool
 	EngineName() string
-	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
 	Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error
 	Delete(ctx context.Context, name string) error
 	Copy(ctx context.Context, source, destination string) error
@@ -79,7 +79,6 @@ func (a *API) Shutdown(context.Context) error { return nil }
 func (a *API) Routes() route.Set {
 	return route.Set{
 		Generation:      []string{"/api/generate", "/api/chat", "/api/embed", "/api/embeddings"},
-		Embedding:       []string{"/api/embed", "/api/embeddings"},
 		ModelManagement: []string{"/api/pull", "/api/delete", "/api/copy"},
 	}
 }

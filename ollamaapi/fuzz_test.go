@@ -72,7 +72,7 @@ func FuzzGenerateAndChat(f *testing.F) {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
-	runner := npu.NewRunner(sim.New(sim.Config{}), npu.RunnerConfig{MaxQueue: 64, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
+	runner := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 64, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
 		slog.New(slog.DiscardHandler))
 	f.Cleanup(func() {
 		runner.Abort()

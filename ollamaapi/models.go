@@ -262,7 +262,7 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	start := time.Now()
-	vectors, tokens, err := a.runner.Embed(c.Request.Context(), req.model(), inputs)
+	vectors, tokens, err := a.runner.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, Tenant: info.Tenant})
 	if errors.Is(err, npu.ErrNotSupported) {
 		a.fail(c.Writer, info, badRequest("%v", err)) // the model cannot do this: a bad request, not a server fault
 		return nil, 0, 0, false

@@ -1,17 +1,20 @@
 // Package openaiapi serves the OpenAI-compatible API: chat and legacy
-// completions, streamed as server-sent events or answered whole, and the
-// model list. It reads from the same npu.Runner streams as every other
+// completions, streamed as server-sent events or answered whole, the
+// Responses API (over HTTP and in its WebSocket mode), embeddings, audio,
+// and the model list. It reads from the same npu.Router streams as every other
 // protocol writer.
 package openaiapi
 
 import (
 	"context"
 	"fmt"
-	"github.com/npud/npud/wire/audioin"
-	"github.com/npud/npud/wire/imagein"
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/npud/npud/wire/audioin"
+	"github.com/npud/npud/wire/imagein"
+	"github.com/npud/npud/wire/wsconn"
 
 	"github.com/gin-gonic/gin"
 
@@ -49,17 +52,19 @@ type Config struct {
 	Journal journal.Config
 	// Responses bounds the stored responses of the Responses API.
 	Responses StoreConfig
+	// WebSockets, when set, serves the Responses API's WebSocket mode
+	// (GET /v1/responses upgraded) on its connections, which npud's own
+	// WebSocket API shares: their bounds, drain, key revocation and
+	// accounting.
+	WebSockets *wsconn.Hub
+	// MaxWSMessages bounds the messages a client may send on one Responses
+	// WebSocket connection (0: defaultMaxWSMessages); past it the
+	// connection gets the error OpenAI's clients take as "connect again"
+	// and closes.
+	MaxWSMessages int
 }
 
-// ModelFinder resolves a request's model and says how long a client
-// should wait when the engine is busy: what parsing a chat request needs
-// (ParseChatStart, which the WebSocket API shares).
-type ModelFinder interface {
-	Model(id string) (npu.ModelInfo, error)
-	RetryAfter() time.Duration
-}
-
-// Runner is what the OpenAI API needs of npu.Runner, declared here so its
+// Runner is what the OpenAI API needs of npu.Router, declared here so its
 // tests can put a fake in front of the runner (an error the engine gives,
 // a queue that is full) without starting a daemon.
 type Runner interface {
@@ -67,7 +72,7 @@ type Runner interface {
 	Start(req *npu.Request) (*npu.Stream, error)
 	Models() []npu.ModelInfo
 	Simulated() bool
-	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
 	Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error)
 	Wait(ctx context.Context) error
 	Abort()
@@ -108,10 +113,13 @@ func (a *API) Journals() *journal.Registry { return a.journals }
 
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
-	return route.Set{
-		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/responses", "/v1/audio/transcriptions", "/v1/audio/translations"},
-		Embedding:  []string{"/v1/embeddings", "/v1/audio/transcriptions", "/v1/audio/translations"},
+	set := route.Set{
+		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", responsesPath, "/v1/audio/transcriptions", "/v1/audio/translations"},
 	}
+	if a.cfg.WebSockets != nil {
+		set.WebSocket = []string{responsesPath}
+	}
+	return set
 }
 
 // Register adds the routes to r.
@@ -120,6 +128,9 @@ func (a *API) Register(r gin.IRouter) {
 	v1.POST("/chat/completions", func(c *gin.Context) { a.complete(c, chatEndpoint) })
 	v1.POST("/completions", func(c *gin.Context) { a.complete(c, completionsEndpoint) })
 	v1.POST("/responses", a.createResponse)
+	if a.cfg.WebSockets != nil {
+		r.GET(responsesPath, a.responsesWebSocket)
+	}
 	v1.GET("/responses/:id", a.getResponse)
 	v1.GET("/responses/:id/input_items", a.listInputItems)
 	v1.DELETE("/responses/:id", a.deleteResponse)

@@ -175,7 +175,7 @@ func (a *API) audio(c *gin.Context, task string) {
 	}
 	req.file = nil // the upload is no longer needed while the job waits
 	job := &npu.TranscribeRequest{Model: req.model, Samples: clip.Samples, Task: task,
-		Language: req.language, Prompt: req.prompt, Temperature: req.temperature}
+		Language: req.language, Prompt: req.prompt, Temperature: req.temperature, Tenant: info.Tenant}
 	if req.stream {
 		a.streamTranscript(c, info, job)
 		return

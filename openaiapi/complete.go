@@ -1,10 +1,7 @@
 package openaiapi
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,47 +15,12 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/openaichat"
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
-
-// Usage is OpenAI's usage object (npud's WebSocket sends it too).
-type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	// PromptDetails says how much of the prompt came from the engine's
-	// cache of the conversation (OpenAI's prompt caching field); only
-	// when some did.
-	PromptDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
-}
-
-type promptDetails struct {
-	CachedTokens int `json:"cached_tokens"`
-}
-
-// UsageOf is a result's usage.
-func UsageOf(r npu.Result) Usage {
-	u := Usage{PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
-		TotalTokens: r.PromptTokens + r.CompletionTokens}
-	if r.CachedPromptTokens > 0 {
-		u.PromptDetails = &promptDetails{CachedTokens: r.CachedPromptTokens}
-	}
-	return u
-}
-
-// FinishReason maps the engine's reason to OpenAI's (and npud's WebSocket's).
-func FinishReason(r npu.FinishReason) string {
-	switch r {
-	case npu.FinishLength:
-		return "length"
-	case npu.FinishToolCalls:
-		return "tool_calls"
-	}
-	return "stop"
-}
 
 // complete serves /v1/chat/completions and /v1/completions.
 func (a *API) complete(c *gin.Context, ep endpoint) {
@@ -70,12 +32,12 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	info.Model = req.Model
-	engineReq, apiErr := req.toEngineRequest(ep, a.cfg.DefaultTimeout)
+	engineReq, apiErr := openaichat.EngineRequest(&req, ep, a.cfg.DefaultTimeout)
 	if apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := req.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
+	if apiErr := openaichat.DecodeImages(ctx, &req, a.cfg.Images, a.runner, engineReq); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
@@ -149,15 +111,6 @@ type source struct {
 // the next index must not overflow.
 const maxEventID = 1 << 31
 
-// fingerprint identifies a request by what it asks, whatever its
-// formatting: a digest of the decoded request. One request id must always
-// carry the same request.
-func (req *request) fingerprint() string {
-	canonical, _ := json.Marshal(req) // a decoded request always encodes
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
-}
-
 // open starts the generation, or joins the one this request id started.
 // A request without a client id reads the bridge's stream directly; one
 // with X-Request-ID goes through a journal, so a second start with that id
@@ -194,7 +147,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		}
 		from = n + 1
 	}
-	j, joined, err := a.journals.Open(key, info.ID, req.fingerprint(), resumable, func() (*npu.Stream, error) {
+	j, joined, err := a.journals.Open(key, info.ID, openaichat.Fingerprint(req), resumable, func() (*npu.Stream, error) {
 		stream, err := a.runner.Start(engineReq)
 		if err == nil {
 			reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
@@ -331,10 +284,10 @@ func (f *sseFraming) Heartbeat(loading *npu.LoadStatus) []byte {
 func (f *sseFraming) Terminator() []byte { return doneFrame }
 
 func (f *sseFraming) End(res npu.Result) ([]byte, string) {
-	reason := FinishReason(res.FinishReason)
+	reason := openaichat.FinishReason(res.FinishReason)
 	frame := append([]byte(nil), f.withID(f.enc.finish(reason))...)
 	if f.includeUsage {
-		frame = append(frame, f.enc.usage(UsageOf(res))...)
+		frame = append(frame, f.enc.usage(openaichat.UsageOf(res))...)
 	}
 	// [DONE] goes with the handler's return, in the same packet as the
 	// chunked-encoding terminator.
@@ -360,7 +313,7 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 		return
 	}
 	info.TokensOut = answer.Result.CompletionTokens
-	info.FinishReason = FinishReason(answer.Result.FinishReason)
+	info.FinishReason = openaichat.FinishReason(answer.Result.FinishReason)
 	// An engine that cannot count the prompt beforehand says at its end.
 	reqinfo.SetMaxTokensClamped(c.Writer.Header(), answer.Result.MaxTokensClamped)
 	c.Header("Content-Type", "application/json")
@@ -387,12 +340,12 @@ type choice struct {
 }
 
 type completion struct {
-	ID      string   `json:"id"`
-	Object  string   `json:"object"`
-	Created int64    `json:"created"`
-	Model   string   `json:"model"`
-	Choices []choice `json:"choices"`
-	Usage   Usage    `json:"usage"`
+	ID      string           `json:"id"`
+	Object  string           `json:"object"`
+	Created int64            `json:"created"`
+	Model   string           `json:"model"`
+	Choices []choice         `json:"choices"`
+	Usage   openaiwire.Usage `json:"usage"`
 }
 
 func wholeResponse(ep endpoint, id string, created int64, model string, a npu.Answer, reason string) completion {
@@ -414,32 +367,5 @@ func wholeResponse(ep endpoint, id string, created int64, model string, a npu.An
 	} else {
 		ch.Text = &text
 	}
-	return completion{ID: id, Object: object, Created: created, Model: model, Choices: []choice{ch}, Usage: UsageOf(a.Result)}
-}
-
-// ChatStart is a chat request decoded and checked as /v1/chat/completions
-// checks it, for npud's WebSocket, whose start message carries one.
-type ChatStart struct {
-	Request     *npu.Request
-	Model       string
-	Fingerprint string // what the request asks, for joining by id
-	Resumable   bool
-}
-
-// ParseChatStart decodes raw (the fields of a chat completion request;
-// others are ignored) and validates it. It always streams.
-func ParseChatStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits, runner ModelFinder) (ChatStart, *Error) {
-	var req request
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&req); err != nil {
-		return ChatStart{}, invalid("", "invalid_message", "start: %v", err)
-	}
-	req.Stream = true
-	engineReq, apiErr := req.toEngineRequest(chatEndpoint, defaultTimeout)
-	if apiErr != nil {
-		return ChatStart{}, apiErr
-	}
-	if apiErr := req.decodeImages(ctx, images, runner, engineReq); apiErr != nil {
-		return ChatStart{}, apiErr
-	}
-	return ChatStart{Request: engineReq, Model: req.Model, Fingerprint: req.fingerprint(), Resumable: req.Resumable}, nil
+	return completion{ID: id, Object: object, Created: created, Model: model, Choices: []choice{ch}, Usage: openaichat.UsageOf(a.Result)}
 }

@@ -95,7 +95,7 @@ func (a *API) embeddings(c *gin.Context) {
 		a.fail(c.Writer, info, invalid("dimensions", "invalid_value", "'dimensions' must be at least 1, got %d", *req.Dimensions))
 		return
 	}
-	vectors, tokens, err := a.runner.Embed(c.Request.Context(), req.Model, inputs)
+	vectors, tokens, err := a.runner.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.Model, Inputs: inputs, Tenant: info.Tenant})
 	if err != nil {
 		a.fail(c.Writer, info, a.modelWorkError(err))
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -90,17 +91,21 @@ func TestChunkEncoderFrames(t *testing.T) {
 			`{` + chatHead + `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}`},
 		{"chat finish length", func() []byte { return chat.finish("length") },
 			`{` + chatHead + `,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]}`},
-		{"chat usage", func() []byte { return chat.usage(Usage{PromptTokens: 3, CompletionTokens: 5, TotalTokens: 8}) },
+		{"chat usage", func() []byte {
+			return chat.usage(openaiwire.Usage{PromptTokens: 3, CompletionTokens: 5, TotalTokens: 8})
+		},
 			`{` + chatHead + `,"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`},
 		{"legacy text", func() []byte { return legacy.text("", "a\tb") },
 			`{` + legacyHead + `,"choices":[{"index":0,"text":"a\tb","logprobs":null,"finish_reason":null}]}`},
 		{"legacy finish", func() []byte { return legacy.finish("length") },
 			`{` + legacyHead + `,"choices":[{"index":0,"text":"","logprobs":null,"finish_reason":"length"}]}`},
 		{"chat usage with cached tokens", func() []byte {
-			return chat.usage(Usage{PromptTokens: 30, CompletionTokens: 5, TotalTokens: 35, PromptDetails: &promptDetails{CachedTokens: 24}})
+			return chat.usage(openaiwire.Usage{PromptTokens: 30, CompletionTokens: 5, TotalTokens: 35, PromptDetails: &openaiwire.PromptDetails{CachedTokens: 24}})
 		},
 			`{` + chatHead + `,"choices":[],"usage":{"prompt_tokens":30,"completion_tokens":5,"total_tokens":35,"prompt_tokens_details":{"cached_tokens":24}}}`},
-		{"legacy usage", func() []byte { return legacy.usage(Usage{PromptTokens: 1, CompletionTokens: 0, TotalTokens: 1}) },
+		{"legacy usage", func() []byte {
+			return legacy.usage(openaiwire.Usage{PromptTokens: 1, CompletionTokens: 0, TotalTokens: 1})
+		},
 			`{` + legacyHead + `,"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}`},
 		{"error", func() []byte {
 			return errorFrame(&Error{Status: 504, Type: "server_error", Code: "token_timeout", Message: "no output for 1s"})

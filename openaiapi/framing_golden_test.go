@@ -17,7 +17,7 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the framing transcri
 // byte and a resume after the end (testdata/framing; go test -update
 // rewrites them).
 func TestFramingTranscripts(t *testing.T) {
-	a := New(relaytest.Runner(t), Config{}, slog.New(slog.DiscardHandler))
+	a := New(relaytest.Router(t), Config{}, slog.New(slog.DiscardHandler))
 	const created = 1700000000
 	chat := func(ep endpoint, resumable, includeUsage bool) func(*testing.T, *relaytest.Source) (relay.Framing, relay.Source) {
 		return func(_ *testing.T, src *relaytest.Source) (relay.Framing, relay.Source) {

@@ -21,7 +21,7 @@ import (
 
 // fuzzHandler is the API on a fast simulated engine, served in-process.
 func fuzzHandler(f *testing.F) (http.Handler, func()) {
-	runner := npu.NewRunner(sim.New(sim.Config{}), npu.RunnerConfig{MaxQueue: 64, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
+	runner := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 64, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
 		slog.New(slog.DiscardHandler))
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()

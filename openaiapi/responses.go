@@ -14,6 +14,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/openaichat"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -382,7 +383,7 @@ func (a *API) startResponse(ctx context.Context, tenant string, r *responsesRequ
 	if apiErr != nil {
 		return nil, apiErr
 	}
-	engineReq, apiErr := chat.toEngineRequest(chatEndpoint, a.cfg.DefaultTimeout)
+	engineReq, apiErr := openaichat.EngineRequest(chat, chatEndpoint, a.cfg.DefaultTimeout)
 	if apiErr != nil {
 		return nil, r.renamed(apiErr)
 	}
@@ -396,7 +397,7 @@ func (a *API) startResponse(ctx context.Context, tenant string, r *responsesRequ
 		}
 		return st, nil
 	}
-	if apiErr := chat.decodeImages(ctx, a.cfg.Images, a.runner, engineReq); apiErr != nil {
+	if apiErr := openaichat.DecodeImages(ctx, chat, a.cfg.Images, a.runner, engineReq); apiErr != nil {
 		return nil, r.renamed(apiErr)
 	}
 	engineReq.Tenant = tenant
@@ -472,7 +473,7 @@ func (a *API) createResponse(c *gin.Context) {
 	}
 	run.end(res)
 	info.TokensOut = res.CompletionTokens
-	info.FinishReason = FinishReason(res.FinishReason)
+	info.FinishReason = openaichat.FinishReason(res.FinishReason)
 	a.keep(info.Tenant, st)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
@@ -516,7 +517,7 @@ func conversationAfter(msgs []message, instructions *string, output []outputItem
 			if n := len(out); n > 0 && n > len(msgs) && out[n-1].Role == "assistant" {
 				out[n-1].ToolCalls = append(out[n-1].ToolCalls, call)
 			} else {
-				out = append(out, message{Role: "assistant", Content: contentText{present: true, null: true}, ToolCalls: []messageToolCall{call}})
+				out = append(out, message{Role: "assistant", Content: contentText{Present: true, Null: true}, ToolCalls: []messageToolCall{call}})
 			}
 		}
 	}
@@ -581,7 +582,7 @@ func (f *responseFraming) End(res npu.Result) ([]byte, string) {
 		event = "response.incomplete"
 	}
 	f.emit(event, map[string]any{"response": f.run.obj})
-	return f.take(), FinishReason(res.FinishReason)
+	return f.take(), openaichat.FinishReason(res.FinishReason)
 }
 
 // Fail is an error event, then response.failed: no stream ends without a

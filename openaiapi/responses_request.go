@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/npud/npud/wire/openaichat"
 	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -190,8 +191,8 @@ var ignoredTools = map[string]bool{"web_search": true, "web_search_preview": tru
 // generation, local shell, custom/freeform) need something npud does not
 // run: each is a 400 naming its type.
 func (r *responsesRequest) tools() ([]toolDef, *Error) {
-	if len(r.Tools) > maxTools {
-		return nil, invalid("tools", "invalid_value", "'tools' has %d tools: at most %d are allowed", len(r.Tools), maxTools)
+	if len(r.Tools) > openaichat.MaxTools {
+		return nil, invalid("tools", "invalid_value", "'tools' has %d tools: at most %d are allowed", len(r.Tools), openaichat.MaxTools)
 	}
 	out := make([]toolDef, 0, len(r.Tools))
 	for i, t := range r.Tools {
@@ -294,7 +295,7 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 			if n := len(out); n > 0 && out[n-1].Role == "assistant" {
 				out[n-1].ToolCalls = append(out[n-1].ToolCalls, call)
 			} else {
-				out = append(out, message{Role: "assistant", Content: contentText{present: true, null: true}, ToolCalls: []messageToolCall{call}})
+				out = append(out, message{Role: "assistant", Content: contentText{Present: true, Null: true}, ToolCalls: []messageToolCall{call}})
 				r.origins = append(r.origins, param)
 			}
 		case "function_call_output":
@@ -331,7 +332,7 @@ func (r *responsesRequest) messages(history []message) ([]message, *Error) {
 	return out, nil
 }
 
-func textContent(s string) contentText { return contentText{Text: s, present: true} }
+func textContent(s string) contentText { return contentText{Text: s, Present: true} }
 
 // itemMessage reads a message item: content a string or parts
 // (input_text, output_text, input_image with an image_url).
@@ -339,7 +340,7 @@ func itemMessage(param string, it inputItem) (message, *Error) {
 	if it.Role == "" {
 		return message{}, invalid(param+".role", "missing_required_parameter", "%s.role is required", param)
 	}
-	if it.Role == "tool" || !supportedRoles[it.Role] {
+	if it.Role == "tool" || !openaichat.SupportedRole(it.Role) {
 		return message{}, invalid(param+".role", "unsupported_value", "%s.role %q is not supported: use user, assistant, system or developer", param, reqinfo.Clip(it.Role))
 	}
 	m := message{Role: it.Role}
@@ -359,7 +360,7 @@ func itemMessage(param string, it inputItem) (message, *Error) {
 		return message{}, invalid(param+".content", "invalid_type", "%s.content must be a string or an array of parts", param)
 	}
 	var b strings.Builder
-	m.Content.present = true
+	m.Content.Present = true
 	for j, p := range parts {
 		pp := fmt.Sprintf("%s.content[%d]", param, j)
 		switch p.Type {

@@ -14,26 +14,28 @@ import (
 // The Responses API's WebSocket mode (GET /v1/responses upgraded) carries
 // the same requests and events as POST /v1/responses with stream: true:
 // each response.create message is a request body, each event goes back as
-// one JSON text message. The connection itself (authentication, limits,
-// drain) is the WebSocket API's (wsapi); what is said on it is here.
+// one JSON text message. The connection's life (authentication, limits,
+// drain, revocation) is wire/wsconn's, shared with npud's own WebSocket;
+// the connection's protocol is in responses_wsconn.go; what one response
+// says is here.
 
 // ErrResponseCancelled ends a response its client cancelled
 // (response.cancel): its terminal event says so; it is no failure.
 var ErrResponseCancelled = errors.New("the client cancelled the response")
 
-// ResponsesSession is what one WebSocket connection keeps between its
+// responsesSession is what one WebSocket connection keeps between its
 // responses: the most recent one, which previous_response_id may continue
 // even when it was not stored (store: false), as OpenAI's WebSocket mode
 // keeps it in the connection.
-type ResponsesSession struct {
+type responsesSession struct {
 	a      *API
 	tenant string
 	last   *storedResponse
 }
 
-// NewResponsesSession starts the state of one connection of tenant.
-func (a *API) NewResponsesSession(tenant string) *ResponsesSession {
-	return &ResponsesSession{a: a, tenant: tenant}
+// newResponsesSession starts the state of one connection of tenant.
+func (a *API) newResponsesSession(tenant string) *responsesSession {
+	return &responsesSession{a: a, tenant: tenant}
 }
 
 // wsCreate is what a response.create message adds to the request body.
@@ -44,9 +46,9 @@ type wsCreate struct {
 	Generate *bool `json:"generate"`
 }
 
-// ResponseTurn is one response.create being answered.
-type ResponseTurn struct {
-	s       *ResponsesSession
+// responseTurn is one response.create being answered.
+type responseTurn struct {
+	s       *responsesSession
 	st      *responseStart
 	framing *responseFraming
 	// Model is the model the request named, for the access log.
@@ -55,15 +57,15 @@ type ResponseTurn struct {
 
 // Stream is the generation's events; nil for a warmup, whose whole answer
 // is Warmup.
-func (t *ResponseTurn) Stream() *npu.Stream { return t.st.stream }
+func (t *responseTurn) Stream() *npu.Stream { return t.st.stream }
 
 // Framing frames the stream's events as the protocol's messages, one JSON
 // object and a newline per event.
-func (t *ResponseTurn) Framing() relay.Framing { return t.framing }
+func (t *responseTurn) Framing() relay.Framing { return t.framing }
 
 // Warmup is the events of a warmup: response.created and
 // response.completed, no output.
-func (t *ResponseTurn) Warmup() []byte {
+func (t *responseTurn) Warmup() []byte {
 	out := t.framing.Open() // response.created, response.in_progress
 	end, _ := t.framing.End(npu.Result{FinishReason: npu.FinishStop})
 	return append(out, end...)
@@ -71,7 +73,7 @@ func (t *ResponseTurn) Warmup() []byte {
 
 // Done is called when the response has ended: a completed or incomplete
 // one becomes the connection's latest (and is stored when it asked to be).
-func (t *ResponseTurn) Done() {
+func (t *responseTurn) Done() {
 	if !t.framing.ended || t.st.run.obj.Status == "failed" {
 		return
 	}
@@ -84,14 +86,14 @@ func (t *ResponseTurn) Done() {
 // for. A refusal comes back as the protocol's error message (type error,
 // the HTTP status it would have had, and the OpenAI error object), ready
 // to send.
-func (s *ResponsesSession) Start(ctx context.Context, raw []byte) (*ResponseTurn, []byte) {
+func (s *responsesSession) Start(ctx context.Context, raw []byte) (*responseTurn, []byte) {
 	var msg wsCreate
 	if err := json.Unmarshal(raw, &msg); err != nil {
-		return nil, WSError(invalid("", "invalid_json", "response.create is not a valid request body: %v", err))
+		return nil, wsErrorMessage(invalid("", "invalid_json", "response.create is not a valid request body: %v", err))
 	}
 	r := &msg.responsesRequest
 	if r.Background {
-		return nil, WSError(invalid("background", "unsupported_parameter", "'background' is not supported over a WebSocket"))
+		return nil, wsErrorMessage(invalid("background", "unsupported_parameter", "'background' is not supported over a WebSocket"))
 	}
 	var history []message
 	if id := r.PreviousResponseID; id != "" {
@@ -105,7 +107,7 @@ func (s *ResponsesSession) Start(ctx context.Context, raw []byte) (*ResponseTurn
 				// OpenAI's WebSocket mode names it so; clients start the
 				// chain again with the whole conversation.
 				e.Status, e.Code = http.StatusBadRequest, "previous_response_not_found"
-				return nil, WSError(e)
+				return nil, wsErrorMessage(e)
 			}
 			history = prev.conversation
 		}
@@ -114,23 +116,23 @@ func (s *ResponsesSession) Start(ctx context.Context, raw []byte) (*ResponseTurn
 	warmup := msg.Generate != nil && !*msg.Generate
 	st, apiErr := s.a.startResponse(ctx, s.tenant, r, history, time.Now().Unix(), warmup)
 	if apiErr != nil {
-		return nil, WSError(apiErr)
+		return nil, wsErrorMessage(apiErr)
 	}
 	st.run.lines = true
 	f := &responseFraming{a: s.a, run: st.run,
 		cancelled: func(err error) bool { return errors.Is(err, ErrResponseCancelled) }}
 	st.run.builder = newResponseBuilder(st.run.obj.ID, f.emit)
-	return &ResponseTurn{s: s, st: st, framing: f, Model: r.Model}, nil
+	return &responseTurn{s: s, st: st, framing: f, Model: r.Model}, nil
 }
 
 // ID is the response's id.
-func (t *ResponseTurn) ID() string { return t.st.run.obj.ID }
+func (t *responseTurn) ID() string { return t.st.run.obj.ID }
 
 // EarlyError is the error message for a failure before the response's
 // first event (queue full, the context too long): the status it would
 // have had over HTTP.
-func (t *ResponseTurn) EarlyError(err error) []byte {
-	return WSError(t.st.req.renamed(t.s.a.toError(err, chatEndpoint)))
+func (t *responseTurn) EarlyError(err error) []byte {
+	return wsErrorMessage(t.st.req.renamed(t.s.a.toError(err, chatEndpoint)))
 }
 
 // wsError is an error message of the WebSocket mode: the status an HTTP
@@ -141,27 +143,27 @@ type wsError struct {
 	Error  json.RawMessage `json:"error"`
 }
 
-// WSError renders e as an error message of the Responses WebSocket mode.
-func WSError(e *Error) []byte {
-	obj, _ := json.Marshal(e.body().Error) // strings only
+// wsErrorMessage renders e as an error message of the Responses WebSocket mode.
+func wsErrorMessage(e *Error) []byte {
+	obj, _ := json.Marshal(e.Body().Error) // strings only
 	b, _ := json.Marshal(wsError{Type: "error", Status: e.Status, Error: obj})
 	return b
 }
 
-// WSErrorOf renders a failure npud classifies (shutting down, rate
+// wsErrorOf renders a failure npud classifies (shutting down, rate
 // limited, …) as an error message.
-func WSErrorOf(err error, status int, code string) []byte {
-	return WSError(&Error{Status: status, Type: "invalid_request_error", Code: code, Message: err.Error()})
+func wsErrorOf(err error, status int, code string) []byte {
+	return wsErrorMessage(&Error{Status: status, Type: "invalid_request_error", Code: code, Message: err.Error()})
 }
 
-// WSInvalid is an error message for a message npud cannot read.
-func WSInvalid(code, format string, args ...any) []byte {
-	return WSError(invalid("", code, format, args...))
+// wsInvalid is an error message for a message npud cannot read.
+func wsInvalid(code, format string, args ...any) []byte {
+	return wsErrorMessage(invalid("", code, format, args...))
 }
 
 // Cancel stops the response: the engine stops at its next callback and
 // the stream ends with response.incomplete, status cancelled.
-func (t *ResponseTurn) Cancel() {
+func (t *responseTurn) Cancel() {
 	if t.st.stream != nil {
 		t.st.stream.Abandon(ErrResponseCancelled)
 	}
@@ -169,7 +171,7 @@ func (t *ResponseTurn) Cancel() {
 
 // Abort ends the response with err (npud is shutting down): an error
 // event and response.failed follow.
-func (t *ResponseTurn) Abort(err error) {
+func (t *responseTurn) Abort(err error) {
 	if t.st.stream != nil {
 		t.st.stream.Abandon(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/openaichat"
 	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/streamwriter"
 )
@@ -136,31 +137,10 @@ func (e *chunkEncoder) text(reasoning, s string) []byte {
 	return e.buf
 }
 
-// ToolCallDelta is a piece of a tool call in OpenAI's delta.tool_calls
-// shape (npud's WebSocket sends it too).
-type ToolCallDelta = openaiwire.ToolCallDelta
-
-// ToolCallDeltas puts the bridge's pieces in OpenAI's shape; a piece that
-// only says a call is complete has nothing to send.
-func ToolCallDeltas(pieces []npu.ToolCallDelta) []ToolCallDelta {
-	var out []ToolCallDelta
-	for _, d := range pieces {
-		if d.ID == "" && d.Arguments == "" {
-			continue
-		}
-		td := ToolCallDelta{Index: d.Index, ID: d.ID, Function: openaiwire.FunctionCallDelta{Name: d.Name, Arguments: d.Arguments}}
-		if d.ID != "" {
-			td.Type = "function"
-		}
-		out = append(out, td)
-	}
-	return out
-}
-
 // toolCalls is a chunk with pieces of tool calls (nil when none is
 // worth sending).
 func (e *chunkEncoder) toolCalls(pieces []npu.ToolCallDelta) []byte {
-	deltas := ToolCallDeltas(pieces)
+	deltas := openaichat.ToolCallDeltas(pieces)
 	if len(deltas) == 0 {
 		return nil
 	}
@@ -187,7 +167,7 @@ func (e *chunkEncoder) finish(reason string) []byte {
 }
 
 // usage is the chunk sent when the request asked for include_usage.
-func (e *chunkEncoder) usage(u Usage) []byte {
+func (e *chunkEncoder) usage(u openaiwire.Usage) []byte {
 	e.buf = append(append(e.buf[:0], "data: "...), e.head...)
 	e.buf = append(e.buf, `,"choices":[],"usage":{"prompt_tokens":`...)
 	e.buf = strconv.AppendInt(e.buf, int64(u.PromptTokens), 10)

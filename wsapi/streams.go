@@ -14,10 +14,12 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
-	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/errclass"
+	"github.com/npud/npud/wire/openaichat"
+	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
+	"github.com/npud/npud/wire/wsconn"
 )
 
 // GET /npud/v1/streams: one WebSocket carries many generations, each named by
@@ -56,7 +58,7 @@ type wsToken struct {
 	Reasoning string `json:"reasoning,omitempty"` // the model's reasoning, never part of delta
 	// ToolCalls are pieces of the model's tool calls, in OpenAI's
 	// delta.tool_calls shape.
-	ToolCalls []openaiapi.ToolCallDelta `json:"tool_calls,omitempty"`
+	ToolCalls []openaiwire.ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 type wsTimings struct {
@@ -67,12 +69,12 @@ type wsTimings struct {
 }
 
 type wsFinal struct {
-	Type         string          `json:"type"` // "final"
-	RequestID    string          `json:"request_id"`
-	Index        int             `json:"index"`
-	FinishReason string          `json:"finish_reason"` // stop, length or cancelled
-	Usage        openaiapi.Usage `json:"usage"`
-	Timings      wsTimings       `json:"timings"`
+	Type         string           `json:"type"` // "final"
+	RequestID    string           `json:"request_id"`
+	Index        int              `json:"index"`
+	FinishReason string           `json:"finish_reason"` // stop, length or cancelled
+	Usage        openaiwire.Usage `json:"usage"`
+	Timings      wsTimings        `json:"timings"`
 }
 
 type wsError struct {
@@ -90,7 +92,8 @@ type wsPong struct {
 
 // realtimeConn is one WebSocket connection and its generations.
 type realtimeConn struct {
-	*connBase
+	*wsconn.Conn
+	a *API
 
 	mu       sync.Mutex
 	requests map[string]*realtimeRequest
@@ -109,15 +112,15 @@ type realtimeRequest struct {
 }
 
 func (a *API) realtime(c *gin.Context) {
-	a.serve(c, nil, func(b *connBase) connHandler {
-		return &realtimeConn{connBase: b, requests: map[string]*realtimeRequest{}}
+	a.cfg.Conns.Serve(c, nil, func(conn *wsconn.Conn) wsconn.Handler {
+		return &realtimeConn{Conn: conn, a: a, requests: map[string]*realtimeRequest{}}
 	})
 }
 
-// readLoop handles client messages until the connection ends.
-func (rc *realtimeConn) readLoop(ctx context.Context) error {
+// ReadLoop handles client messages until the connection ends.
+func (rc *realtimeConn) ReadLoop(ctx context.Context) error {
 	for {
-		typ, data, err := rc.conn.Read(ctx)
+		typ, data, err := rc.Read(ctx)
 		if err != nil {
 			return err
 		}
@@ -159,12 +162,7 @@ func (rc *realtimeConn) send(ctx context.Context, v any) error {
 	if err != nil {
 		return err
 	}
-	if d := rc.a.cfg.WriteTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	return rc.conn.Write(ctx, websocket.MessageText, b)
+	return rc.Send(ctx, b)
 }
 
 // fail sends a request's error message.
@@ -174,9 +172,9 @@ func (rc *realtimeConn) fail(ctx context.Context, id string, e wsError) error {
 }
 
 // errorOf renders err as an error message: the classification every API
-// shares, and what the OpenAI API says of its requests.
+// shares, and what OpenAI's chat request reader says of a start.
 func errorOf(err error) wsError {
-	var apiErr *openaiapi.Error
+	var apiErr *openaichat.Error
 	if errors.As(err, &apiErr) {
 		return wsError{Code: apiErr.Code, Message: apiErr.Message,
 			Retryable: apiErr.Status == http.StatusServiceUnavailable || apiErr.Status == http.StatusTooManyRequests}
@@ -191,7 +189,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 	}
-	start, apiErr := openaiapi.ParseChatStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.runner) // a WebSocket always streams
+	start, apiErr := openaichat.ParseStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.runner) // a WebSocket always streams
 	if apiErr != nil {
 		return rc.fail(ctx, id, errorOf(apiErr))
 	}
@@ -202,26 +200,24 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 			engineReq.Release() // the runner never took it: its images' memory goes back
 		}
 	}()
-	if rc.draining.Load() {
+	if rc.Draining() {
 		return rc.fail(ctx, id, wsError{Code: "shutting_down", Message: "npud is shutting down", Retryable: true})
 	}
 	// Every generation counts against its tenant: the request rate here
 	// (the upgrade was one request), the stream cap in the runner.
 	engineReq.Tenant = reqinfo.From(ctx).Tenant
-	if rc.cfg.Admit != nil {
-		if refusal := rc.cfg.Admit(engineReq.Tenant); refusal != nil {
-			return rc.fail(ctx, id, wsError{Code: refusal.Code, Message: refusal.Message, Retryable: true})
-		}
+	if refusal := rc.a.cfg.Conns.Admit(engineReq.Tenant); refusal != nil {
+		return rc.fail(ctx, id, wsError{Code: refusal.Code, Message: refusal.Message, Retryable: true})
 	}
 	rc.mu.Lock()
 	if _, busy := rc.requests[id]; busy {
 		rc.mu.Unlock()
 		return rc.fail(ctx, id, wsError{Code: "duplicate_request_id", Message: fmt.Sprintf("request %q is already running on this connection", id)})
 	}
-	if len(rc.requests) >= rc.cfg.MaxRequests {
+	if len(rc.requests) >= rc.a.cfg.MaxRequests {
 		rc.mu.Unlock()
 		return rc.send(ctx, wsError{Type: "error", RequestID: id, Code: "rate_limited", Retryable: true,
-			Message: fmt.Sprintf("this connection already runs %d requests, its maximum", rc.cfg.MaxRequests)})
+			Message: fmt.Sprintf("this connection already runs %d requests, its maximum", rc.a.cfg.MaxRequests)})
 	}
 	r := &realtimeRequest{id: id, resumed: make(chan struct{})}
 	rc.requests[id] = r
@@ -256,10 +252,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	rc.mu.Unlock()
 	// Counted before "started" goes out, so that a client that saw it sees
 	// the stream in the metrics too.
-	streamEnded := func() {}
-	if rc.cfg.StreamOpened != nil {
-		streamEnded = rc.cfg.StreamOpened(StreamsPath)
-	}
+	streamEnded := rc.a.cfg.Conns.StreamOpened(StreamsPath)
 	if err := rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()}); err != nil {
 		// The connection is gone: this reader leaves at once.
 		streamEnded()
@@ -269,26 +262,22 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return err
 	}
 	info := &reqinfo.Info{ID: id, Start: time.Now(), Model: start.Model, Tenant: reqinfo.From(ctx).Tenant, Stream: j}
-	rc.wg.Add(1)
-	go func() {
-		defer rc.wg.Done()
+	rc.Go(func() {
 		defer streamEnded()
 		defer rc.forget(id)
 		defer cur.Close()
 		defer cancel(nil)
 		rc.relay(ctx, rctx, r, cur, info)
-		if rc.cfg.RequestEnded != nil {
-			rc.cfg.RequestEnded(StreamsPath, info)
-		}
-	}()
+		rc.a.cfg.Conns.RequestEnded(StreamsPath, info)
+	})
 	return nil
 }
 
-// abort ends every generation of the connection now (the drain timeout
+// Abort ends every generation of the connection now (the drain timeout
 // passed): each relay sends its shutting_down error and returns; the
 // connection then closes with 1001.
-func (rc *realtimeConn) abort() {
-	rc.draining.Store(true)
+func (rc *realtimeConn) Abort() {
+	rc.StopTaking()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for _, r := range rc.requests {
@@ -298,10 +287,10 @@ func (rc *realtimeConn) abort() {
 	}
 }
 
-// revoke ends the connection because its API key was revoked: no more
+// Revoke ends the connection because its API key was revoked: no more
 // starts, the generations stop, and the close handshake says why (1008).
-func (rc *realtimeConn) revoke() {
-	rc.draining.Store(true)
+func (rc *realtimeConn) Revoke() {
+	rc.StopTaking()
 	rc.mu.Lock()
 	for _, r := range rc.requests {
 		if r.cancel != nil {
@@ -309,7 +298,7 @@ func (rc *realtimeConn) revoke() {
 		}
 	}
 	rc.mu.Unlock()
-	go func() { _ = rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked") }()
+	go func() { _ = rc.Close(websocket.StatusPolicyViolation, "the API key was revoked") }()
 }
 
 var (
@@ -354,13 +343,7 @@ type wsWriter struct {
 func (w wsWriter) Committed() bool { return true }
 func (w wsWriter) Commit(string)   {}
 func (w wsWriter) Write(frame []byte, _ bool) error {
-	ctx := w.ctx
-	if d := w.rc.a.cfg.WriteTimeout; d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	return w.rc.conn.Write(ctx, websocket.MessageText, frame)
+	return w.rc.Send(w.ctx, frame)
 }
 
 // wsSource reads a request's journal cursor, waiting while it is paused.
@@ -415,7 +398,7 @@ func (f *wsFraming) Heartbeat(loading *npu.LoadStatus) []byte {
 }
 
 func (f *wsFraming) Text(ev *npu.Event) []byte {
-	calls := openaiapi.ToolCallDeltas(ev.ToolCalls)
+	calls := openaichat.ToolCallDeltas(ev.ToolCalls)
 	if ev.Text == "" && ev.Reasoning == "" && len(calls) == 0 {
 		return nil // only the end of a call, which the final message implies
 	}
@@ -429,8 +412,8 @@ func (f *wsFraming) Terminator() []byte {
 }
 
 func (f *wsFraming) End(res npu.Result) ([]byte, string) {
-	reason := openaiapi.FinishReason(res.FinishReason)
-	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: reason, Usage: openaiapi.UsageOf(res),
+	reason := openaichat.FinishReason(res.FinishReason)
+	return f.message(wsFinal{Type: "final", RequestID: f.r.id, Index: f.index, FinishReason: reason, Usage: openaichat.UsageOf(res),
 		Timings: wsTimings{QueueMS: res.Timings.Queue.Milliseconds(), LoadMS: res.Timings.Load.Milliseconds(),
 			PrefillMS: res.Timings.Prefill.Milliseconds(), DecodeMS: res.Timings.Decode.Milliseconds()}}), reason
 }

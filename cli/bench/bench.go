@@ -27,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/npud/npud/wire/openaiwire"
 )
 
 // Config describes one run.
@@ -330,28 +332,18 @@ func readSSE(r io.Reader, sent time.Time) Sample {
 		if string(data) == "[DONE]" {
 			return t.finish(tokens, "")
 		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-			Usage *struct {
-				PromptTokens     int `json:"prompt_tokens"`
-				CompletionTokens int `json:"completion_tokens"`
-				PromptDetails    *struct {
-					CachedTokens int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
-			Error *struct {
-				Code string `json:"code"`
-			} `json:"error"`
-		}
+		var chunk openaiwire.ChatChunk
 		if err := json.Unmarshal(data, &chunk); err != nil {
 			return t.finish(tokens, "bad_chunk")
 		}
-		if chunk.Error != nil {
-			return t.finish(tokens, "stream_"+nonEmpty(chunk.Error.Code, "error"))
+		if len(chunk.Error) > 0 && string(chunk.Error) != "null" {
+			var e struct {
+				Code string `json:"code"`
+			}
+			if json.Unmarshal(chunk.Error, &e) != nil {
+				return t.finish(tokens, "bad_chunk")
+			}
+			return t.finish(tokens, "stream_"+nonEmpty(e.Code, "error"))
 		}
 		if chunk.Usage != nil {
 			tokens = chunk.Usage.CompletionTokens
@@ -360,8 +352,8 @@ func readSSE(r io.Reader, sent time.Time) Sample {
 				t.s.Cached = chunk.Usage.PromptDetails.CachedTokens
 			}
 		}
-		if len(chunk.Choices) > 0 {
-			t.content(chunk.Choices[0].Delta.Content)
+		if len(chunk.Choices) > 0 && chunk.Choices[0].Delta.Content != nil {
+			t.content(*chunk.Choices[0].Delta.Content)
 		}
 	}
 	return t.finish(tokens, "truncated") // ended without [DONE]

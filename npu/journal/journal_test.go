@@ -34,7 +34,7 @@ func (c *counting) Generate(ctx context.Context, req *npu.Request, sink npu.Sink
 
 type fixture struct {
 	engine *counting
-	runner *npu.Runner
+	runner *npu.Router
 	reg    *Registry
 }
 
@@ -50,7 +50,7 @@ func newFixture(t *testing.T, itl time.Duration, cfg Config) *fixture {
 		return sim.Fault{}
 	}
 	engine := &counting{RecordingEngine: &nputest.RecordingEngine{Engine: sim.New(sim.Config{ITL: itl, Faults: stall})}}
-	runner := npu.NewRunner(engine, npu.RunnerConfig{MaxQueue: 8, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}}, slog.New(slog.DiscardHandler))
+	runner := npu.NewEngineRouter(engine, npu.PoolConfig{MaxQueue: 8, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}}, slog.New(slog.DiscardHandler))
 	if cfg.Window == 0 {
 		cfg.Window = time.Second
 	}

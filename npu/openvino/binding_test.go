@@ -43,7 +43,7 @@ const testTokenizerConfig = `{"chat_template": "{% for m in messages %}{{ m.cont
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newTestEngine builds an engine over one model, "tiny", on devices.
-func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Runner) {
+func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Router) {
 	t.Helper()
 	t.Setenv("OVTEST_DEVICES", devices)
 	if cfg.ModelsDir == "" {
@@ -54,7 +54,7 @@ func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Runn
 	}
 	e, err := New(cfg, discard)
 	require.NoError(t, err)
-	r := npu.NewRunner(e, npu.RunnerConfig{MaxQueue: 16, DefaultKeepAlive: time.Hour, Models: e, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
+	r := npu.NewEngineRouter(e, npu.PoolConfig{MaxQueue: 16, DefaultKeepAlive: time.Hour, Models: e, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
 	t.Cleanup(func() {
 		r.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -66,7 +66,7 @@ func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Runn
 	return e, r
 }
 
-func run(t testing.TB, r *npu.Runner, req *npu.Request) (string, npu.Result, error) {
+func run(t testing.TB, r *npu.Router, req *npu.Request) (string, npu.Result, error) {
 	t.Helper()
 	s, err := r.Start(req)
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestCancelStopsTheNativeLoopWithinAToken(t *testing.T) {
 	e, _ := newTestEngine(t, "CPU", Config{Device: "CPU"})
 	t.Setenv("OVTEST_TOKEN_DELAY_US", "2000")
 	rec := &nputest.RecordingEngine{Engine: e}
-	r := npu.NewRunner(rec, npu.RunnerConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
+	r := npu.NewEngineRouter(rec, npu.PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
 		Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

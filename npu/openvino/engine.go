@@ -484,7 +484,7 @@ func (e *Engine) Delete(_ context.Context, name string) error {
 	if !e.catalog.Has(name) {
 		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
 	}
-	// The lifecycle unloads before it deletes (npu.Runner.Delete); a pipeline
+	// The lifecycle unloads before it deletes (npu.Router.Delete); a pipeline
 	// still here means someone skipped it, and freeing it now could pull it
 	// from under a generation.
 	e.mu.Lock()

@@ -49,7 +49,7 @@ func tone(freq, amp, seconds float64) []float32 {
 	return x
 }
 
-func speechEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Runner) {
+func speechEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Router) {
 	t.Helper()
 	models := modelsDir(t, "tiny")
 	writeWhisperModel(t, models, "whisper", true)

@@ -78,13 +78,13 @@ func (e *recordingEngine) calls(t *testing.T, i int) ([]string, []npu.Status) {
 	return append([]string(nil), rec.chunks...), append([]npu.Status(nil), rec.statuses...)
 }
 
-func newRunner(t *testing.T, cfg Config, limits npu.StreamLimits) (*npu.Runner, *recordingEngine) {
+func newRunner(t *testing.T, cfg Config, limits npu.StreamLimits) (*npu.Router, *recordingEngine) {
 	t.Helper()
 	e := &recordingEngine{Engine: New(cfg)}
 	if limits == (npu.StreamLimits{}) {
 		limits = npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second}
 	}
-	r := npu.NewRunner(e, npu.RunnerConfig{MaxQueue: 4, Stream: limits}, slog.New(slog.DiscardHandler))
+	r := npu.NewEngineRouter(e, npu.PoolConfig{MaxQueue: 4, Stream: limits}, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		r.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -95,7 +95,7 @@ func newRunner(t *testing.T, cfg Config, limits npu.StreamLimits) (*npu.Runner, 
 }
 
 // stream runs req through r and returns the text, the result and the error.
-func stream(t *testing.T, r *npu.Runner, req *npu.Request) (string, npu.Result, error) {
+func stream(t *testing.T, r *npu.Router, req *npu.Request) (string, npu.Result, error) {
 	t.Helper()
 	s, err := r.Start(req)
 	require.NoError(t, err)

@@ -259,63 +259,35 @@ func (e *Engine) authorize(req *http.Request) {
 	}
 }
 
-// chatRequest is what npud sends upstream: OpenAI's chat completion.
-type chatRequest struct {
-	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
-	Stream        bool          `json:"stream"`
-	StreamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	MaxTokens         *int              `json:"max_tokens,omitempty"`
-	Temperature       *float64          `json:"temperature,omitempty"`
-	TopP              *float64          `json:"top_p,omitempty"`
-	Seed              *int64            `json:"seed,omitempty"`
-	PresencePenalty   *float64          `json:"presence_penalty,omitempty"`
-	FrequencyPenalty  *float64          `json:"frequency_penalty,omitempty"`
-	Stop              []string          `json:"stop,omitempty"`
-	ReasoningEffort   string            `json:"reasoning_effort,omitempty"`
-	Tools             []openaiwire.Tool `json:"tools,omitempty"`
-	ToolChoice        any               `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
-}
-
-type chatMessage struct {
-	Role       string                `json:"role"`
-	Content    any                   `json:"content"` // a string, or parts with images
-	ToolCalls  []openaiwire.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string                `json:"tool_call_id,omitempty"`
-}
-
 func (e *Engine) body(req *npu.Request) ([]byte, error) {
-	out := chatRequest{Model: req.Model, Stream: true, Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
+	out := openaiwire.ChatRequest{Model: req.Model, Stream: true, Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP,
 		Seed: req.Sampling.Seed, PresencePenalty: req.Sampling.PresencePenalty, FrequencyPenalty: req.Sampling.FrequencyPenalty,
-		Stop: req.Stop}
-	out.StreamOptions.IncludeUsage = true
+		Stop: req.Stop, StreamOptions: &openaiwire.StreamOptions{IncludeUsage: true}}
 	if req.MaxTokens > 0 {
 		out.MaxTokens = &req.MaxTokens
 	}
 	if req.Think != nil {
-		out.ReasoningEffort = "none"
+		effort := "none"
 		if *req.Think {
-			out.ReasoningEffort = "medium"
+			effort = "medium"
 			if req.ThinkLevel != "" {
-				out.ReasoningEffort = req.ThinkLevel
+				effort = req.ThinkLevel
 			}
 		}
+		out.ReasoningEffort = &effort
 	}
 	msgs := req.Messages
 	if len(msgs) == 0 {
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
 	for _, m := range msgs {
-		cm := chatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
-		if len(m.Images) > 0 {
-			parts, err := imageParts(m)
+		cm := openaiwire.Message{Role: m.Role, Content: openaiwire.Content{Text: m.Content}, ToolCallID: m.ToolCallID}
+		for _, img := range m.Images {
+			url, err := imageURL(img)
 			if err != nil {
 				return nil, err
 			}
-			cm.Content = parts
+			cm.Content.ImageURLs = append(cm.Content.ImageURLs, url)
 		}
 		for _, c := range m.ToolCalls {
 			cm.ToolCalls = append(cm.ToolCalls, openaiwire.ToolCall{ID: c.ID, Type: "function",
@@ -328,11 +300,15 @@ func (e *Engine) body(req *npu.Request) ([]byte, error) {
 			Function: &openaiwire.Function{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
 	if len(out.Tools) > 0 {
+		var choice any
 		switch req.ToolChoice.Mode {
 		case npu.ToolChoiceRequired:
-			out.ToolChoice = npu.ToolChoiceRequired
+			choice = npu.ToolChoiceRequired
 		case npu.ToolChoiceFunction:
-			out.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": req.ToolChoice.Name}}
+			choice = map[string]any{"type": "function", "function": map[string]string{"name": req.ToolChoice.Name}}
+		}
+		if choice != nil {
+			out.ToolChoice, _ = json.Marshal(choice) // strings only
 		}
 		if req.SingleToolCall {
 			off := false
@@ -342,41 +318,17 @@ func (e *Engine) body(req *npu.Request) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// imageParts is a message with images as OpenAI content parts: its text,
-// then each picture as a PNG data URL.
-func imageParts(m npu.Message) ([]map[string]any, error) {
-	parts := []map[string]any{{"type": "text", "text": m.Content}}
-	for _, img := range m.Images {
-		rgba := image.NewNRGBA(image.Rect(0, 0, img.Width, img.Height))
-		for i := 0; i < img.Width*img.Height && 3*i+2 < len(img.RGB); i++ {
-			rgba.Pix[4*i], rgba.Pix[4*i+1], rgba.Pix[4*i+2], rgba.Pix[4*i+3] = img.RGB[3*i], img.RGB[3*i+1], img.RGB[3*i+2], 255
-		}
-		var b bytes.Buffer
-		if err := png.Encode(&b, rgba); err != nil {
-			return nil, fmt.Errorf("encoding an image for the upstream: %w", err)
-		}
-		parts = append(parts, map[string]any{"type": "image_url",
-			"image_url": map[string]string{"url": "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes())}})
+// imageURL is a picture as a PNG data URL, for an image_url part.
+func imageURL(img npu.Image) (string, error) {
+	rgba := image.NewNRGBA(image.Rect(0, 0, img.Width, img.Height))
+	for i := 0; i < img.Width*img.Height && 3*i+2 < len(img.RGB); i++ {
+		rgba.Pix[4*i], rgba.Pix[4*i+1], rgba.Pix[4*i+2], rgba.Pix[4*i+3] = img.RGB[3*i], img.RGB[3*i+1], img.RGB[3*i+2], 255
 	}
-	return parts, nil
-}
-
-// chunk is one event of the upstream's stream: a chunk, or an error.
-type chunk struct {
-	Choices []struct {
-		Delta struct {
-			Content          *string                    `json:"content"`
-			ReasoningContent *string                    `json:"reasoning_content"`
-			Reasoning        *string                    `json:"reasoning"`
-			ToolCalls        []openaiwire.ToolCallDelta `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	var b bytes.Buffer
+	if err := png.Encode(&b, rgba); err != nil {
+		return "", fmt.Errorf("encoding an image for the upstream: %w", err)
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(b.Bytes()), nil
 }
 
 // Generate implements npu.Engine: one streamed chat completion upstream.
@@ -589,7 +541,7 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 			done = true
 			continue
 		}
-		var c chunk
+		var c openaiwire.ChatChunk
 		if err := json.Unmarshal([]byte(data), &c); err != nil {
 			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %w", e.cfg.Name, err)}
 		}
@@ -656,7 +608,7 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 					return finish(), nil
 				}
 			}
-			if ch.FinishReason != nil && *ch.FinishReason == "length" {
+			if ch.FinishReason != nil && *ch.FinishReason == openaiwire.FinishLength {
 				res.FinishReason = npu.FinishLength
 			}
 		}
@@ -691,7 +643,7 @@ func declared(tools []npu.Tool, name string) bool {
 
 // outputBytes is how much output an event carries: text, reasoning and
 // call arguments.
-func outputBytes(c chunk) int {
+func outputBytes(c openaiwire.ChatChunk) int {
 	n := 0
 	for _, ch := range c.Choices {
 		if ch.Delta.Content != nil {

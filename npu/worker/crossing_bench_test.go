@@ -54,7 +54,7 @@ func (c clockEngine) Generate(_ context.Context, req *npu.Request, sink npu.Sink
 func BenchmarkChunkCrossing(b *testing.B) {
 	for _, pace := range []string{"0", "1000"} {
 		b.Run("pace="+pace+"us", func(b *testing.B) {
-			e, err := testEngine(b, "clock-"+pace)
+			e, err := engineOfTestWorkers(b, "clock-"+pace)
 			if err != nil {
 				b.Fatal(err)
 			}

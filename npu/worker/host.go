@@ -45,9 +45,9 @@ type Config struct {
 	// the worker is hung. 0 disables either.
 	PrefillTimeout time.Duration
 	TokenTimeout   time.Duration
-	// RestartBackoff is the wait before restarting a model's worker after
-	// a fault, doubled after each further fault up to MaxBackoff, and
-	// reset by a generation that ends well.
+	// RestartBackoff is the wait before loading a model again after a
+	// fault took its worker, doubled after each further fault up to
+	// MaxBackoff, and reset by a generation that ends well.
 	RestartBackoff time.Duration
 	MaxBackoff     time.Duration
 	Health         HealthConfig
@@ -57,7 +57,10 @@ type Config struct {
 }
 
 // Engine is an npu.Engine whose models run in worker processes, one per
-// loaded model: a fault takes down that model's streams only.
+// loaded model: a fault takes down that model's streams only. It holds no
+// residency of its own: a fault forgets the worker and the model and says
+// so (npu.ErrModelLost), and the runner's lifecycle loads the model again
+// for the next request, which starts a new worker.
 type Engine struct {
 	cfg      Config
 	health   *health
@@ -68,9 +71,9 @@ type Engine struct {
 
 	mu       sync.Mutex
 	procs    map[string]*proc // by model: the worker running it
+	loadedIn map[string]*proc // by model: the worker whose load of it finished
 	restarts map[string]int   // by model: faults since its last good generation (the backoff)
 	byModel  map[string]int   // by model: every restart, for /api/ps
-	loaded   map[string]bool  // by model: loaded, so a restarted worker loads it again
 	total    atomic.Int64     // restarts, for /health
 }
 
@@ -90,7 +93,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, health: newHealth(cfg.Health, cfg.Observer, cfg.Log), crashes: newCrashMemory(cfg.Crashes, time.Now),
 		devices: map[string]string{},
-		procs:   map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}, loaded: map[string]bool{}}
+		procs:   map[string]*proc{}, loadedIn: map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}}
 	probe, err := e.spawn("")
 	if err != nil {
 		return nil, err
@@ -163,9 +166,13 @@ func (e *Engine) DeviceOf(model string) string {
 }
 
 // Load implements npu.Engine: a worker for the model, the model
-// compiled in it. Under AUTO a worker that dies while compiling is charged
-// to the device it was compiling for, and the next device is tried.
+// compiled in it. A load after faults waits the restart backoff first.
+// Under AUTO a worker that dies while compiling is charged to the device
+// it was compiling for, and the next device is tried.
 func (e *Engine) Load(ctx context.Context, model string) error {
+	if err := e.backoff(ctx, model); err != nil {
+		return err
+	}
 	var crashedOn []string // devices whose compile of this model killed a worker
 	for {
 		if err := e.health.allow(e.cfg.Device); err != nil {
@@ -201,20 +208,29 @@ func (e *Engine) Load(ctx context.Context, model string) error {
 		}
 		e.mu.Lock()
 		p.device = done.Device
-		e.loaded[model] = true
+		e.loadedIn[model] = p
 		e.mu.Unlock()
 		e.health.recovered(done.Device) // a probe that worked
 		return nil
 	}
 }
 
-// Reload implements npu.Engine.
+// Reload implements npu.Engine. A worker that dies recompiling the model
+// is a fault like a compile's: the model is lost.
 func (e *Engine) Reload(ctx context.Context, model string) error {
-	p, err := e.running(ctx, model)
+	if !e.features.Reloads {
+		return fmt.Errorf("engine %s cannot reload a model: %w", e.cfg.Name, npu.ErrNotSupported)
+	}
+	p, err := e.running(model)
 	if err != nil {
 		return err
 	}
 	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobReload, Model: model})
+	var fault *FaultError
+	if errors.As(err, &fault) {
+		e.fault(model, p, fault, "", true)
+		return modelLost(fault)
+	}
 	if err != nil {
 		return err
 	}
@@ -230,7 +246,7 @@ func (e *Engine) Unload(model string) error {
 	e.mu.Lock()
 	p := e.procs[model]
 	delete(e.procs, model)
-	delete(e.loaded, model)
+	delete(e.loadedIn, model)
 	e.mu.Unlock()
 	if p == nil {
 		return nil
@@ -247,15 +263,16 @@ func (e *Engine) Unload(model string) error {
 }
 
 // Generate implements npu.Engine: the generation runs in the model's
-// worker, restarted first if a fault took the last one; a watchdog kills a
-// worker that stops calling back. A request that crashed a worker twice,
-// and a tenant whose requests keep crashing workers, are refused first.
+// worker; a watchdog kills a worker that stops calling back. A fault ends
+// the generation with an error that also wraps npu.ErrModelLost: the
+// model went with its worker. A request that crashed a worker twice, and
+// a tenant whose requests keep crashing workers, are refused first.
 func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	fp := fingerprint(req)
 	if err := e.crashes.check(fp, req.Tenant); err != nil {
 		return npu.Result{}, err
 	}
-	p, err := e.running(ctx, req.Model)
+	p, err := e.running(req.Model)
 	if err != nil {
 		return npu.Result{}, err
 	}
@@ -279,39 +296,53 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			return d.Result, d.Err.errorOf()
 		case <-p.exited:
 			fault := &FaultError{Model: req.Model, Device: device, Cause: p.exitCause(), Kind: npu.ErrEngineCrashed}
-			return npu.Result{}, e.requestFault(req, fp, p, fault)
+			return npu.Result{}, modelLost(e.requestFault(req, fp, p, fault))
 		case now := <-tick.C:
 			if why := c.hung(now, e.cfg.PrefillTimeout, e.cfg.TokenTimeout); why != "" {
 				p.kill()
 				<-p.exited
 				fault := &FaultError{Model: req.Model, Device: device, Cause: why, Kind: npu.ErrEngineHung}
-				return npu.Result{}, e.requestFault(req, fp, p, fault)
+				return npu.Result{}, modelLost(e.requestFault(req, fp, p, fault))
 			}
 		}
 	}
 }
 
-// Embed runs an embedding in the model's worker.
+// Embed runs an embedding in the model's worker. A worker that dies
+// during it is a fault like a generation's, and the model is lost.
 func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
-	p, err := e.worker(model)
+	if !e.features.Embeds {
+		return nil, 0, fmt.Errorf("engine %s does not embed: %w", e.cfg.Name, npu.ErrNotSupported)
+	}
+	p, err := e.running(model)
 	if err != nil {
 		return nil, 0, err
 	}
+	device := e.DeviceOf(model)
 	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobEmbed, Model: model, Inputs: inputs})
+	var fault *FaultError
+	if errors.As(err, &fault) {
+		fault.Device = device
+		e.fault(model, p, fault, "", true)
+		return nil, 0, modelLost(fault)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
 	return done.Vectors, done.Tokens, nil
 }
 
-// Transcribe runs a transcription in the model's worker, restarted (and
-// the model loaded again) first if a fault took the last one. A worker that
+// Transcribe runs a transcription in the model's worker. A worker that
 // dies during it is a fault like a generation's: the transcription ends
-// with engine_crashed, the device is charged and the next request restarts
-// the worker. There is no watchdog: GenAI's Whisper pipeline calls nothing
-// back while it decodes (its C API has no streamer).
+// with engine_crashed, the device is charged, the model is lost and the
+// next request loads it again in a new worker. There is no watchdog:
+// GenAI's Whisper pipeline calls nothing back while it decodes (its C API
+// has no streamer: openvino.genai src/c/include/openvino/genai/c/whisper_pipeline.h).
 func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
-	p, err := e.running(ctx, req.Model)
+	if !e.features.Transcribes {
+		return npu.Transcript{}, fmt.Errorf("engine %s does not transcribe audio: %w", e.cfg.Name, npu.ErrNotSupported)
+	}
+	p, err := e.running(req.Model)
 	if err != nil {
 		return npu.Transcript{}, err
 	}
@@ -321,7 +352,7 @@ func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (np
 	if errors.As(err, &fault) {
 		fault.Device = device
 		e.fault(req.Model, p, fault, "", true)
-		return npu.Transcript{}, fault
+		return npu.Transcript{}, modelLost(fault)
 	}
 	if err != nil {
 		return npu.Transcript{}, err
@@ -365,74 +396,98 @@ func (e *Engine) requestFault(req *npu.Request, fp string, p *proc, fault *Fault
 	return fault
 }
 
-// fault records a crash or hang: the worker is forgotten (the next request
-// restarts it; grow: after a longer backoff), the device charged (key: the
-// request that ran, "" for none), the restart counted.
+// fault records a crash or hang: the worker and the model in it are
+// forgotten (the next load starts a new one; grow: after a longer
+// backoff), the device charged (key: the request that ran, "" for none),
+// the restart counted.
 func (e *Engine) fault(model string, p *proc, fault *FaultError, key string, grow bool) {
 	e.forget(model, p, grow)
 	e.health.failed(fault.Device, key, fault.Error())
-	e.total.Add(1)
-	e.mu.Lock()
-	e.byModel[model]++
-	e.mu.Unlock()
 	reason := "crashed"
 	if errors.Is(fault, npu.ErrEngineHung) {
 		reason = "hung"
 	}
+	e.restarted(model, reason)
+	e.cfg.Log.Warn("engine worker "+reason+"; its streams end with an error and the next request loads the model again",
+		"model", model, "device", fault.Device, "cause", fault.Cause)
+}
+
+// restarted counts a fault that took model's worker (its next load is the
+// restart) and tells the observer why.
+func (e *Engine) restarted(model, reason string) {
+	e.total.Add(1)
 	e.mu.Lock()
+	e.byModel[model]++
 	obs := e.cfg.Observer
 	e.mu.Unlock()
 	if obs != nil {
 		obs.WorkerRestarted(model, reason)
 	}
-	e.cfg.Log.Warn("engine worker "+reason+"; its streams end with an error and it is restarted",
-		"model", model, "device", fault.Device, "cause", fault.Cause)
 }
 
-// forget drops p as model's worker, if it still is; grow counts the fault
-// in the model's restart backoff.
-func (e *Engine) forget(model string, p *proc, grow bool) {
+// forget drops p as model's worker, and the model loaded in it, if it
+// still is; grow counts the fault in the model's restart backoff. It
+// reports whether p was still model's worker.
+func (e *Engine) forget(model string, p *proc, grow bool) bool {
 	e.mu.Lock()
-	if e.procs[model] == p {
+	current := e.procs[model] == p
+	if current {
 		delete(e.procs, model)
 		if grow {
 			e.restarts[model]++
 		}
 	}
+	if e.loadedIn[model] == p {
+		delete(e.loadedIn, model)
+	}
 	e.mu.Unlock()
 	p.kill()
+	return current
 }
 
-// running is model's worker with the model loaded: after a fault it waits
-// the backoff, starts a new worker and loads the model again, so requests
-// queued behind a crash are served by the restarted worker.
-func (e *Engine) running(ctx context.Context, model string) (*proc, error) {
+// running is the worker model is loaded in. It loads nothing itself (the
+// runner's lifecycle owns what is loaded): when no worker holds the model
+// (a fault took it, or its load has not finished) the error wraps
+// npu.ErrModelLost and no other class, so the runner forgets the model,
+// loads it again and runs the job once more. A worker found dead (it died
+// idle: killed, out of memory) is forgotten and counted as a crash first;
+// its device is not charged, since no work of its ran.
+func (e *Engine) running(model string) (*proc, error) {
 	e.mu.Lock()
-	p, faults, wasLoaded := e.procs[model], e.restarts[model], e.loaded[model]
+	p, loaded := e.procs[model], e.loadedIn[model]
 	e.mu.Unlock()
-	if p != nil && !p.dead() {
-		return p, nil
-	}
-	if faults > 0 {
-		wait := min(e.cfg.RestartBackoff<<min(faults-1, 16), e.cfg.MaxBackoff)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
+	switch {
+	case p == nil || loaded != p:
+		return nil, fmt.Errorf("model %q is not loaded in a worker: %w", model, npu.ErrModelLost)
+	case p.dead():
+		cause := p.exitCause()
+		if e.forget(model, p, true) {
+			e.restarted(model, "crashed")
+			e.cfg.Log.Warn("engine worker died while idle; the model is loaded again", "model", model, "cause", cause)
 		}
+		return nil, fmt.Errorf("the worker running model %q died while idle (%s): %w", model, cause, npu.ErrModelLost)
 	}
-	if !wasLoaded {
-		return e.worker(model)
-	}
-	if err := e.Load(ctx, model); err != nil {
-		return nil, err
-	}
+	return p, nil
+}
+
+// backoff waits before loading a model whose worker faulted:
+// RestartBackoff, doubled per fault since its last good job, up to
+// MaxBackoff. ctx bounds the wait.
+func (e *Engine) backoff(ctx context.Context, model string) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p := e.procs[model]; p != nil {
-		return p, nil
+	faults := e.restarts[model]
+	e.mu.Unlock()
+	if faults == 0 {
+		return nil
 	}
-	return nil, fmt.Errorf("model %q: its worker is gone: %w", model, npu.ErrEngineCrashed)
+	wait := time.NewTimer(min(e.cfg.RestartBackoff<<min(faults-1, 16), e.cfg.MaxBackoff))
+	defer wait.Stop()
+	select {
+	case <-wait.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // worker is model's worker process, started when there is none.

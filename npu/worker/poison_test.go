@@ -76,7 +76,7 @@ func TestRepeatCrashIsRefusedAndKeepsTheBackoff(t *testing.T) {
 	e := &Engine{cfg: Config{Log: slog.New(slog.DiscardHandler)},
 		health:  newHealth(HealthConfig{Failures: 2}, nil, slog.New(slog.DiscardHandler)),
 		crashes: newCrashMemory(CrashConfig{}, time.Now),
-		procs:   map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}, loaded: map[string]bool{}}
+		procs:   map[string]*proc{}, loadedIn: map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}}
 	req := &npu.Request{Model: "m", Prompt: "crash me", Tenant: "alice"}
 	fp := fingerprint(req)
 	crash := func() error {

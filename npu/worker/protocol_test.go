@@ -26,11 +26,12 @@ func sentinelsOf(t *testing.T) map[string]error {
 		"ErrModelNotFound": npu.ErrModelNotFound, "ErrQueueFull": npu.ErrQueueFull, "ErrQueueTimeout": npu.ErrQueueTimeout,
 		"ErrTokenTimeout": npu.ErrTokenTimeout, "ErrSlowConsumer": npu.ErrSlowConsumer, "ErrClientGone": npu.ErrClientGone, "ErrKeyRevoked": npu.ErrKeyRevoked,
 		"ErrShuttingDown": npu.ErrShuttingDown, "ErrContextLength": npu.ErrContextLength, "ErrNotSupported": npu.ErrNotSupported,
-		"ErrTooManyStreams": npu.ErrTooManyStreams, "ErrPanic": npu.ErrPanic, "ErrEngineCrashed": npu.ErrEngineCrashed,
+		"ErrTooManyStreams": npu.ErrTooManyStreams, "ErrRateLimited": npu.ErrRateLimited, "ErrPanic": npu.ErrPanic, "ErrEngineCrashed": npu.ErrEngineCrashed,
 		"ErrEngineHung": npu.ErrEngineHung, "ErrDeviceUnhealthy": npu.ErrDeviceUnhealthy,
 		"ErrUpstreamUnavailable": npu.ErrUpstreamUnavailable, "ErrInvalidRequest": npu.ErrInvalidRequest,
 		"ErrEngineCrashedOnRequest": npu.ErrEngineCrashedOnRequest, "ErrCrashThrottled": npu.ErrCrashThrottled,
 		"ErrResumeExpired": npu.ErrResumeExpired, "ErrStreamAbandoned": npu.ErrStreamAbandoned, "ErrStreamCancelled": npu.ErrStreamCancelled,
+		"ErrModelLost": npu.ErrModelLost,
 	}
 	out := map[string]error{}
 	for _, decl := range f.Decls {
@@ -55,7 +56,7 @@ func sentinelsOf(t *testing.T) map[string]error {
 // engine's failure stays an engine failure for the APIs and the metrics).
 func TestWireErrorsKeepTheirClass(t *testing.T) {
 	sentinels := sentinelsOf(t)
-	require.Len(t, sentinels, 22)
+	require.Len(t, sentinels, 24)
 	for name, sentinel := range sentinels {
 		t.Run(name, func(t *testing.T) {
 			for _, sent := range []error{

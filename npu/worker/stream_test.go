@@ -129,7 +129,9 @@ var brokenFrames = map[string]func(job int64) []byte{
 	},
 }
 
-func testEngine(t testing.TB, mode string) (*Engine, error) {
+// engineOfTestWorkers is an Engine whose workers are this test binary in
+// mode.
+func engineOfTestWorkers(t testing.TB, mode string) (*Engine, error) {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -152,7 +154,7 @@ func TestBrokenFrameEndsTheWorkerAsAFault(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := testEngine(t, mode)
+			_, err := engineOfTestWorkers(t, mode)
 			runtime.ReadMemStats(&after)
 			require.ErrorIs(t, err, npu.ErrEngineCrashed)
 			var fault *FaultError
@@ -167,14 +169,14 @@ func TestBrokenFrameEndsTheWorkerAsAFault(t *testing.T) {
 // A worker that closes its output can say nothing more: it is ended as a
 // crash, not waited for.
 func TestWorkerThatClosesItsOutputIsEnded(t *testing.T) {
-	_, err := testEngine(t, "closes-output")
+	_, err := engineOfTestWorkers(t, "closes-output")
 	require.ErrorIs(t, err, npu.ErrEngineCrashed)
 }
 
 // What a worker wrote before it died is read before its death is seen:
 // the device it was compiling for when it died is charged.
 func TestTheDeviceAWorkerDiedCompilingForIsKnown(t *testing.T) {
-	e, err := testEngine(t, "compile-then-die")
+	e, err := engineOfTestWorkers(t, "compile-then-die")
 	require.NoError(t, err)
 	defer e.Close()
 	err = e.Load(t.Context(), sim.ModelID)
@@ -202,7 +204,7 @@ func inProcess(t *testing.T, req npu.Request, stopAt int) ([]string, npu.Result)
 // in the order the engine produced them, with nothing putting them back in
 // order: one reader passes the worker's frames on as they come.
 func TestChunksArriveInOrderUnderConcurrency(t *testing.T) {
-	e, err := testEngine(t, "sim")
+	e, err := engineOfTestWorkers(t, "sim")
 	require.NoError(t, err)
 	defer e.Close()
 	require.NoError(t, e.Load(t.Context(), sim.ModelID))
@@ -232,9 +234,10 @@ func TestChunksArriveInOrderUnderConcurrency(t *testing.T) {
 // again (the worker's engine heard of it a few tokens later), and the
 // tokens the engine ran past it are not counted.
 func TestSinkStopEndsTheTextWhereItSaid(t *testing.T) {
-	e, err := testEngine(t, "sim")
+	e, err := engineOfTestWorkers(t, "sim")
 	require.NoError(t, err)
 	defer e.Close()
+	require.NoError(t, e.Load(t.Context(), sim.ModelID))
 	const stopAt = 3
 	for i := range 20 {
 		req := npu.Request{Model: sim.ModelID, Prompt: fmt.Sprintf("stop %d", i), MaxTokens: 200, Sampling: npu.Sampling{Seed: new(int64(i))}}
@@ -258,9 +261,10 @@ func TestSinkStopEndsTheTextWhereItSaid(t *testing.T) {
 
 // An embedding's vectors cross in frames of their own, whole and in order.
 func TestEmbeddingsCrossInFrames(t *testing.T) {
-	e, err := testEngine(t, "sim")
+	e, err := engineOfTestWorkers(t, "sim")
 	require.NoError(t, err)
 	defer e.Close()
+	require.NoError(t, e.Load(t.Context(), sim.ModelID))
 	inputs := []string{"one", "two", "three"}
 	want, wantTokens, err := sim.New(sim.Config{}).Embed(t.Context(), sim.ModelID, inputs)
 	require.NoError(t, err)

@@ -35,6 +35,7 @@ var statusOf = map[string]int{
 	"context_length_exceeded":   http.StatusBadRequest,
 	"not_supported":             http.StatusNotImplemented,
 	"too_many_streams":          http.StatusTooManyRequests,
+	"rate_limit_exceeded":       http.StatusTooManyRequests,
 	"queue_full":                http.StatusServiceUnavailable,
 	"queue_timeout":             http.StatusServiceUnavailable,
 	"shutting_down":             http.StatusServiceUnavailable,
@@ -50,6 +51,7 @@ var statusOf = map[string]int{
 	"device_unhealthy":          http.StatusServiceUnavailable,
 	"upstream_unavailable":      http.StatusServiceUnavailable,
 	"engine_hung":               http.StatusServiceUnavailable,
+	"model_lost":                http.StatusServiceUnavailable,
 	npu.CodeEngineError:         http.StatusInternalServerError,
 	npu.CodeInternalError:       http.StatusInternalServerError,
 }

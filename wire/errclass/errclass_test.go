@@ -36,6 +36,12 @@ func TestOf(t *testing.T) {
 		{&npu.EngineError{Engine: "x", Cause: errors.New("boom")}, Class{Status: 500, Code: "engine_error", Server: true}},
 		{&npu.EngineError{Engine: "x", Cause: fmt.Errorf("worker: %w", npu.ErrEngineCrashed)}, Class{Status: 503, Code: "engine_crashed", Server: true, Retryable: true}},
 		{fmt.Errorf("worker: %w", npu.ErrEngineHung), Class{Status: 503, Code: "engine_hung", Server: true, Retryable: true}},
+		// A crash or hang that lost the model keeps its class; a model
+		// found gone before the job started has its own.
+		{fmt.Errorf("worker: %w: %w", npu.ErrEngineCrashed, npu.ErrModelLost), Class{Status: 503, Code: "engine_crashed", Server: true, Retryable: true}},
+		{fmt.Errorf("worker: %w: %w", npu.ErrEngineHung, npu.ErrModelLost), Class{Status: 503, Code: "engine_hung", Server: true, Retryable: true}},
+		{fmt.Errorf("worker: %w: %w", npu.ErrEngineCrashedOnRequest, npu.ErrModelLost), Class{Status: 422, Code: "engine_crashed_on_request", Server: true}},
+		{fmt.Errorf("model %q: %w", "m", npu.ErrModelLost), Class{Status: 503, Code: "model_lost", Server: true, Retryable: true}},
 		{fmt.Errorf("worker: %w", npu.ErrEngineCrashedOnRequest), Class{Status: 422, Code: "engine_crashed_on_request", Server: true}},
 		{fmt.Errorf("worker: %w", npu.ErrCrashThrottled), Class{Status: 429, Code: "crash_throttled", Retryable: true}},
 		{fmt.Errorf("model %q: %w", "m", npu.ErrDeviceUnhealthy), Class{Status: 503, Code: "device_unhealthy", Server: true, Retryable: true}},

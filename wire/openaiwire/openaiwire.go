@@ -1,9 +1,11 @@
-// Package openaiwire declares the pieces of OpenAI's chat completion wire
-// that more than one side of npud reads or writes: the API that serves it
-// (openaiapi, and the WebSocket that speaks its deltas) and the upstream
-// engine that is its client (npu/upstream). One declaration, so that what
-// npud sends and what it accepts cannot drift apart. It imports nothing of
-// npud's, so every layer may use it.
+// Package openaiwire declares OpenAI's chat completion wire (the request,
+// its messages and tools, the stream's chunks, tool-call deltas, usage and
+// finish reasons) for every side of npud that reads or writes it: the API
+// that serves it (openaiapi, and the WebSocket that speaks its deltas) and
+// the upstream engine that is its client (npu/upstream). One declaration,
+// so that what npud sends and what it accepts cannot drift apart. It
+// imports nothing of npud's but wire/jsonbody (for its decoding errors),
+// which imports nothing, so every layer may use it.
 package openaiwire
 
 import "encoding/json"

@@ -1,6 +1,6 @@
 // Package route is how an API declares what its routes do, so that the
-// daemon's accounting and guards (stream metrics, the embedding stream
-// cap, the admin role for model management, the WebSocket's token) follow
+// daemon's accounting and guards (stream metrics, the admin role for model
+// management, the WebSocket's token) follow
 // the APIs instead of a list of paths kept beside them: a new generation
 // route cannot escape them.
 package route
@@ -9,25 +9,21 @@ package route
 // templates the API registers.
 type Set struct {
 	Generation      []string // start engine work: stream metrics
-	Embedding       []string // engine work that ends with its request: counted against the stream cap there
 	ModelManagement []string // change the models folder for every tenant: the admin role
 	WebSocket       []string // browsers cannot send headers on the handshake: the key may come as ?token=
 }
 
 // Table answers what a path is, for the union of sets.
 type Table struct {
-	generation, embedding, management, websocket map[string]bool
+	generation, management, websocket map[string]bool
 }
 
 // NewTable merges sets.
 func NewTable(sets ...Set) Table {
-	t := Table{generation: map[string]bool{}, embedding: map[string]bool{}, management: map[string]bool{}, websocket: map[string]bool{}}
+	t := Table{generation: map[string]bool{}, management: map[string]bool{}, websocket: map[string]bool{}}
 	for _, s := range sets {
 		for _, p := range s.Generation {
 			t.generation[p] = true
-		}
-		for _, p := range s.Embedding {
-			t.embedding[p] = true
 		}
 		for _, p := range s.ModelManagement {
 			t.management[p] = true
@@ -40,6 +36,5 @@ func NewTable(sets ...Set) Table {
 }
 
 func (t Table) Generation(path string) bool      { return t.generation[path] }
-func (t Table) Embedding(path string) bool       { return t.embedding[path] }
 func (t Table) ModelManagement(path string) bool { return t.management[path] }
 func (t Table) WebSocket(path string) bool       { return t.websocket[path] }

@@ -283,11 +283,11 @@ func diff(have, want *txtar.Archive) string {
 	return b.String()
 }
 
-// Runner is an idle runner over the simulated engine, for the framings
+// Router is an idle router over the simulated engine, for the framings
 // that ask theirs how long a client should wait before it retries; it is
 // closed when the test ends.
-func Runner(t *testing.T) *npu.Runner {
-	r := npu.NewRunner(sim.New(sim.Config{}), npu.RunnerConfig{MaxQueue: 1, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
+func Router(t *testing.T) *npu.Router {
+	r := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 1, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
 		slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		r.Abort()

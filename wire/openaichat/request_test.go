@@ -1,4 +1,4 @@
-package openaiapi
+package openaichat
 
 import (
 	"fmt"
@@ -13,13 +13,11 @@ import (
 // The tools of one request are bounded (a body limit larger than the
 // daemon's test default would otherwise let any number through).
 func TestTooManyTools(t *testing.T) {
-	req := request{Model: "sim", Messages: []message{{Role: "user", Content: contentText{Text: "x", present: true}}}}
-	for i := range maxTools + 1 {
-		td := toolDef{Type: "function"}
-		td.Function = &openaiwire.Function{Name: fmt.Sprintf("f%d", i)}
-		req.Tools = append(req.Tools, td)
+	req := openaiwire.ChatRequest{Model: "sim", Messages: []openaiwire.Message{{Role: "user", Content: openaiwire.Content{Text: "x", Present: true}}}}
+	for i := range MaxTools + 1 {
+		req.Tools = append(req.Tools, openaiwire.Tool{Type: "function", Function: &openaiwire.Function{Name: fmt.Sprintf("f%d", i)}})
 	}
-	_, err := req.toEngineRequest(chatEndpoint, 0)
+	_, err := EngineRequest(&req, Chat, 0)
 	require.NotNil(t, err)
 	assert.Equal(t, "tools", err.Param)
 	assert.Contains(t, err.Message, "at most 128")

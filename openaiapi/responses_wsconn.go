@@ -1,4 +1,4 @@
-package wsapi
+package openaiapi
 
 import (
 	"bytes"
@@ -15,21 +15,20 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
+	"github.com/npud/npud/wire/wsconn"
 )
 
-// ResponsesPath is the OpenAI Responses API's WebSocket mode: GET
-// /v1/responses upgraded. Its messages are OpenAI's (response.create with
-// the body of POST /v1/responses; the same typed events back, one JSON
-// text message each), not npud's own; the connection is this API's, with
-// the same authentication, limits and drain as /npud/v1/streams.
-const ResponsesPath = "/v1/responses"
+// responsesPath is POST /v1/responses, and the Responses API's WebSocket
+// mode: GET /v1/responses upgraded. The connection is wire/wsconn's, with
+// the same authentication, limits and drain as npud's own WebSocket at
+// /npud/v1/streams.
+const responsesPath = "/v1/responses"
 
-// DefaultMaxMessages is how many messages a client may send on one
-// Responses connection when the configuration does not say.
-const DefaultMaxMessages = 10000
+// defaultMaxWSMessages is how many messages a client may send on one
+// Responses WebSocket connection when the configuration does not say.
+const defaultMaxWSMessages = 10000
 
 // Codes of the WebSocket mode's own errors. The connection limit is the
 // code OpenAI uses for a connection that has served long enough: Codex
@@ -43,25 +42,33 @@ const (
 // sequence (as OpenAI's WebSocket mode runs them), and the session that
 // lets previous_response_id continue the last one.
 type responsesConn struct {
-	*connBase
-	session  *openaiapi.ResponsesSession
-	tenant   string
-	messages int // read so far, against the bound
+	*wsconn.Conn
+	hub         *wsconn.Hub
+	maxMessages int
+	session     *responsesSession
+	tenant      string
+	messages    int // read so far, against the bound
 
 	mu      sync.Mutex
-	current *openaiapi.ResponseTurn // the response running, nil when none
+	current *responseTurn // the response running, nil when none
 }
 
-func (a *API) responses(c *gin.Context) {
+// responsesWebSocket serves GET /v1/responses.
+func (a *API) responsesWebSocket(c *gin.Context) {
 	if !strings.EqualFold(c.GetHeader("Upgrade"), "websocket") {
 		// GET /v1/responses serves nothing else: say so in OpenAI's shape.
-		openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
+		WriteError(c.Writer, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
 			Code: "websocket_upgrade_required", Message: "GET /v1/responses is the Responses API's WebSocket mode: open a WebSocket (Upgrade: websocket), or POST /v1/responses"})
 		return
 	}
 	tenant := reqinfo.From(c.Request.Context()).Tenant
-	a.serve(c, &websocket.AcceptOptions{CompressionMode: websocket.CompressionContextTakeover}, func(b *connBase) connHandler {
-		return &responsesConn{connBase: b, tenant: tenant, session: a.cfg.Responses.NewResponsesSession(tenant)}
+	hub := a.cfg.WebSockets
+	maxMessages := a.cfg.MaxWSMessages
+	if maxMessages <= 0 {
+		maxMessages = defaultMaxWSMessages
+	}
+	hub.Serve(c, &websocket.AcceptOptions{CompressionMode: websocket.CompressionContextTakeover}, func(conn *wsconn.Conn) wsconn.Handler {
+		return &responsesConn{Conn: conn, hub: hub, maxMessages: maxMessages, tenant: tenant, session: a.newResponsesSession(tenant)}
 	})
 }
 
@@ -72,13 +79,11 @@ type wsEvent struct {
 	ResponseID string `json:"response_id"`
 }
 
-func (rc *responsesConn) readLoop(ctx context.Context) error {
-	maxMessages := rc.cfg.MaxMessages
-	if maxMessages <= 0 {
-		maxMessages = DefaultMaxMessages
-	}
+// ReadLoop handles the client's messages until the connection ends.
+func (rc *responsesConn) ReadLoop(ctx context.Context) error {
+	maxMessages := rc.maxMessages
 	for {
-		typ, data, err := rc.conn.Read(ctx)
+		typ, data, err := rc.Read(ctx)
 		if err != nil {
 			return err
 		}
@@ -86,21 +91,21 @@ func (rc *responsesConn) readLoop(ctx context.Context) error {
 		if rc.messages > maxMessages {
 			// Finish what runs, say why, and close: the client connects
 			// again (OpenAI's clients do on this code).
-			rc.draining.Store(true)
-			rc.wg.Wait()
-			_ = rc.write(ctx, openaiapi.WSErrorOf(fmt.Errorf("this connection has carried %d messages, its maximum: open a new one", maxMessages),
+			rc.StopTaking()
+			rc.Wait()
+			_ = rc.Send(ctx, wsErrorOf(fmt.Errorf("this connection has carried %d messages, its maximum: open a new one", maxMessages),
 				http.StatusBadRequest, codeConnectionLimit))
-			return rc.conn.Close(websocket.StatusNormalClosure, "message limit reached")
+			return rc.Close(websocket.StatusNormalClosure, "message limit reached")
 		}
 		if typ != websocket.MessageText {
-			if err := rc.write(ctx, openaiapi.WSInvalid("invalid_message", "messages are JSON text frames")); err != nil {
+			if err := rc.Send(ctx, wsInvalid("invalid_message", "messages are JSON text frames")); err != nil {
 				return err
 			}
 			continue
 		}
 		var ev wsEvent
 		if err := json.Unmarshal(data, &ev); err != nil {
-			if err := rc.write(ctx, openaiapi.WSInvalid("invalid_json", "not a JSON object: %v", err)); err != nil {
+			if err := rc.Send(ctx, wsInvalid("invalid_json", "not a JSON object: %v", err)); err != nil {
 				return err
 			}
 			continue
@@ -114,11 +119,11 @@ func (rc *responsesConn) readLoop(ctx context.Context) error {
 		case "response.processed":
 			// Codex acknowledges each response it has handled; nothing to do.
 		default:
-			reply = openaiapi.WSInvalid("unknown_event_type",
+			reply = wsInvalid("unknown_event_type",
 				"unknown event type %q: send response.create (or npud's response.cancel)", reqinfo.Clip(ev.Type))
 		}
 		if reply != nil {
-			if err := rc.write(ctx, reply); err != nil {
+			if err := rc.Send(ctx, reply); err != nil {
 				return err
 			}
 		}
@@ -127,21 +132,19 @@ func (rc *responsesConn) readLoop(ctx context.Context) error {
 
 // create starts a response, or answers why not.
 func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
-	if rc.draining.Load() {
-		return openaiapi.WSErrorOf(npu.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down")
+	if rc.Draining() {
+		return wsErrorOf(npu.ErrShuttingDown, http.StatusServiceUnavailable, "shutting_down")
 	}
 	rc.mu.Lock()
 	busy := rc.current != nil
 	rc.mu.Unlock()
 	if busy {
-		return openaiapi.WSInvalid(codeInFlight, "a response is still running on this connection: wait for its terminal event (responses run one at a time, in order), or open another connection")
+		return wsInvalid(codeInFlight, "a response is still running on this connection: wait for its terminal event (responses run one at a time, in order), or open another connection")
 	}
 	// Every response counts against its tenant: the request rate here
 	// (the upgrade was one request), the stream cap in the runner.
-	if rc.cfg.Admit != nil {
-		if refusal := rc.cfg.Admit(rc.tenant); refusal != nil {
-			return openaiapi.WSErrorOf(errors.New(refusal.Message), http.StatusTooManyRequests, refusal.Code)
-		}
+	if refusal := rc.hub.Admit(rc.tenant); refusal != nil {
+		return wsErrorOf(errors.New(refusal.Message), http.StatusTooManyRequests, refusal.Code)
 	}
 	turn, refusal := rc.session.Start(ctx, raw)
 	if refusal != nil {
@@ -152,7 +155,7 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 		// A warmup: its events are all there is, and it is the
 		// connection's latest response.
 		for _, msg := range bytes.Split(bytes.TrimSuffix(turn.Warmup(), []byte("\n")), []byte("\n")) {
-			if err := rc.write(ctx, msg); err != nil {
+			if err := rc.Send(ctx, msg); err != nil {
 				return nil // the connection is gone; readLoop sees it
 			}
 		}
@@ -162,10 +165,7 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 	rc.mu.Lock()
 	rc.current = turn
 	rc.mu.Unlock()
-	streamEnded := func() {}
-	if rc.cfg.StreamOpened != nil {
-		streamEnded = rc.cfg.StreamOpened(ResponsesPath)
-	}
+	streamEnded := rc.hub.StreamOpened(responsesPath)
 	info := &reqinfo.Info{ID: turn.ID(), Start: time.Now(), Model: turn.Model, Tenant: rc.tenant, Stream: stream}
 	// The response is over for the connection before its terminal event
 	// goes out: a client that reads it may send the next response.create,
@@ -179,22 +179,18 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 			rc.mu.Unlock()
 		})
 	}
-	rc.wg.Add(1)
-	go func() {
-		defer rc.wg.Done()
+	rc.Go(func() {
 		defer streamEnded()
 		defer ended()
-		w := &responsesWriter{b: rc.connBase, ctx: ctx}
+		w := &responsesWriter{conn: rc.Conn, ctx: ctx}
 		info.Record(relay.Run(ctx, w, stream, &turnFraming{Framing: turn.Framing(), ended: ended}, func(err error) {
 			info.Fail(err)
 			ended()
 			_ = w.Write(turn.EarlyError(err), false)
 		}))
 		stream.Close()
-		if rc.cfg.RequestEnded != nil {
-			rc.cfg.RequestEnded(ResponsesPath, info)
-		}
-	}()
+		rc.hub.RequestEnded(responsesPath, info)
+	})
 	return nil
 }
 
@@ -224,15 +220,16 @@ func (rc *responsesConn) cancel(id string) []byte {
 	turn := rc.current
 	rc.mu.Unlock()
 	if turn == nil || (id != "" && id != turn.ID()) {
-		return openaiapi.WSError(&openaiapi.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
+		return wsErrorMessage(&Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
 			Code: "response_not_found", Message: fmt.Sprintf("response.cancel: no response %q runs on this connection", reqinfo.Clip(id))})
 	}
 	turn.Cancel()
 	return nil
 }
 
-func (rc *responsesConn) abort() {
-	rc.draining.Store(true)
+// Abort ends the running response (the drain timeout passed).
+func (rc *responsesConn) Abort() {
+	rc.StopTaking()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.current != nil {
@@ -240,8 +237,9 @@ func (rc *responsesConn) abort() {
 	}
 }
 
-func (rc *responsesConn) revoke() {
-	rc.draining.Store(true)
+// Revoke ends the connection: its API key was revoked.
+func (rc *responsesConn) Revoke() {
+	rc.StopTaking()
 	rc.mu.Lock()
 	if rc.current != nil {
 		rc.current.Abort(npu.ErrKeyRevoked)
@@ -250,8 +248,8 @@ func (rc *responsesConn) revoke() {
 	go func() {
 		// The running response ends first with its error event and
 		// response.failed (no stream ends without its terminal event).
-		rc.wg.Wait()
-		_ = rc.conn.Close(websocket.StatusPolicyViolation, "the API key was revoked")
+		rc.Wait()
+		_ = rc.Close(websocket.StatusPolicyViolation, "the API key was revoked")
 	}()
 }
 
@@ -260,7 +258,7 @@ func (rc *responsesConn) revoke() {
 // context too long) is an error message with the status HTTP would have
 // had, as OpenAI's WebSocket mode sends it.
 type responsesWriter struct {
-	b         *connBase
+	conn      *wsconn.Conn
 	ctx       context.Context
 	committed bool
 }
@@ -277,7 +275,7 @@ func (w *responsesWriter) Write(frame []byte, _ bool) error {
 		if len(msg) == 0 {
 			continue
 		}
-		if err := w.b.write(w.ctx, msg); err != nil {
+		if err := w.conn.Send(w.ctx, msg); err != nil {
 			return err
 		}
 	}

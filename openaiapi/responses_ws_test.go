@@ -1,4 +1,4 @@
-package wsapi_test
+package openaiapi_test
 
 import (
 	"context"
@@ -144,7 +144,8 @@ func wsError(t *testing.T, ev responses.ResponsesServerEventUnion) responses.Res
 	return ev.AsResponsesServerEventResponseWsError()
 }
 
-var weatherTool = map[string]any{"type": "function", "name": "get_weather",
+// functionWeatherTool is a Responses API tool (a function, flat).
+var functionWeatherTool = map[string]any{"type": "function", "name": "get_weather",
 	"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []string{"city"}}}
 
 // Several responses in sequence on one connection, each continuing the
@@ -165,7 +166,7 @@ func TestResponsesWebSocketConversation(t *testing.T) {
 	assert.False(t, storeOf(t, firstResp))
 
 	c.create(map[string]any{"model": "sim", "store": false, "previous_response_id": firstResp.ID,
-		"input": "What is the weather in Paris?", "tools": []any{weatherTool}})
+		"input": "What is the weather in Paris?", "tools": []any{functionWeatherTool}})
 	second := final(t, c.turn())
 	require.NotEmpty(t, second.Output)
 	call := second.Output[len(second.Output)-1]
@@ -174,7 +175,7 @@ func TestResponsesWebSocketConversation(t *testing.T) {
 	assert.Greater(t, second.Usage.InputTokens, firstResp.Usage.InputTokens+firstResp.Usage.OutputTokens,
 		"the first exchange is in the prompt")
 
-	c.create(map[string]any{"model": "sim", "store": false, "previous_response_id": second.ID, "tools": []any{weatherTool},
+	c.create(map[string]any{"model": "sim", "store": false, "previous_response_id": second.ID, "tools": []any{functionWeatherTool},
 		"input": []any{map[string]any{"type": "function_call_output", "call_id": call.CallID, "output": `{"temp_c": 18}`}}})
 	third := c.turn()
 	answer := final(t, third)

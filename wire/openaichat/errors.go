@@ -1,4 +1,10 @@
-package openaiapi
+// Package openaichat reads OpenAI's chat completion requests into npu
+// requests and writes npu's results in OpenAI's shapes (usage, finish
+// reasons, tool-call deltas, the error object): what the OpenAI API and
+// npud's WebSocket, whose start messages are chat requests, both need. It
+// sits in wire, not in either API, because no API imports another; the
+// types themselves are openaiwire's, which the upstream engine shares.
+package openaichat
 
 import (
 	"encoding/json"
@@ -31,19 +37,21 @@ func (e *Error) Error() string { return e.Message }
 // Unwrap gives errors.Is access to the cause.
 func (e *Error) Unwrap() error { return e.Cause }
 
-func invalid(param, code, format string, args ...any) *Error {
+// Invalid is a 400 invalid_request_error naming param (empty: none) and
+// code.
+func Invalid(param, code, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code,
 		Message: fmt.Sprintf(format, args...)}
 }
 
-// bodyError renders a request body that could not be decoded.
-func bodyError(e *jsonbody.Error) *Error {
+// BodyError renders a request body that could not be decoded.
+func BodyError(e *jsonbody.Error) *Error {
 	return &Error{Status: e.Status, Type: "invalid_request_error", Param: e.Field, Code: e.Code, Message: e.Message}
 }
 
-// errorBody is the wire shape; param and code are null when unknown, as
+// ErrorBody is the wire shape; param and code are null when unknown, as
 // OpenAI sends them.
-type errorBody struct {
+type ErrorBody struct {
 	Error struct {
 		Message string  `json:"message"`
 		Type    string  `json:"type"`
@@ -52,8 +60,9 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-func (e *Error) body() errorBody {
-	var b errorBody
+// Body is e in its wire shape.
+func (e *Error) Body() ErrorBody {
+	var b ErrorBody
 	b.Error.Message, b.Error.Type = e.Message, e.Type
 	if e.Param != "" {
 		b.Error.Param = &e.Param
@@ -65,7 +74,7 @@ func (e *Error) body() errorBody {
 }
 
 // MarshalJSON writes the wire shape.
-func (e *Error) MarshalJSON() ([]byte, error) { return json.Marshal(e.body()) }
+func (e *Error) MarshalJSON() ([]byte, error) { return json.Marshal(e.Body()) }
 
 // WriteError answers with e before any byte of the response was written.
 func WriteError(w http.ResponseWriter, e *Error) {
@@ -78,16 +87,10 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
 }
 
-// statusClientClosed is logged for a client that went away before its
-// response began.
-const statusClientClosed = errclass.StatusClientClosed
-
-// ErrorOf is err as OpenAI's error object, classified by npu's one table
-// (the admin routes answer in OpenAI's shape too).
-func ErrorOf(err error, retryAfter func() time.Duration) *Error { return toError(err, retryAfter) }
-
-// toError classifies any error from validation, the runner or a stream.
-func toError(err error, retryAfter func() time.Duration) *Error {
+// ErrorOf is err (from validation, the runner or a stream) as OpenAI's
+// error object, classified by npu's one table (the admin routes answer in
+// OpenAI's shape too).
+func ErrorOf(err error, retryAfter func() time.Duration) *Error {
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		return apiErr
@@ -131,7 +134,7 @@ func invalidRequest(err error) *Error {
 	if !errors.As(err, &ie) {
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_value", Message: err.Error(), Cause: err}
 	}
-	e := invalid(ie.Param, "invalid_value", "%s", ie.Message)
+	e := Invalid(ie.Param, "invalid_value", "%s", ie.Message)
 	e.Cause = err
 	return e
 }

@@ -1,0 +1,109 @@
+package ollamaapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/ollamaapi"
+)
+
+// refusingRunner is the router as a fake: one model, every piece of work
+// refused with err. Methods it does not define are not reached.
+type refusingRunner struct {
+	ollamaapi.Runner
+	err     error
+	started int
+}
+
+func (r *refusingRunner) Start(req *npu.Request) (*npu.Stream, error) {
+	if _, err := r.Model(req.Model); err != nil {
+		return nil, err // as npu.Router.Start: an unknown model starts nothing
+	}
+	r.started++
+	return nil, r.err
+}
+
+func (r *refusingRunner) Embed(_ context.Context, req npu.EmbedRequest) ([][]float32, int, error) {
+	if _, err := r.Model(req.Model); err != nil {
+		return nil, 0, err
+	}
+	r.started++
+	return nil, 0, r.err
+}
+
+func (r *refusingRunner) Model(id string) (npu.ModelInfo, error) {
+	if id != "local" {
+		return npu.ModelInfo{}, fmt.Errorf("model %q: %w", id, npu.ErrModelNotFound)
+	}
+	return npu.ModelInfo{ID: "local", ContextLength: 4096}, nil
+}
+
+func (r *refusingRunner) Models() []npu.ModelInfo   { return []npu.ModelInfo{{ID: "local"}} }
+func (r *refusingRunner) RetryAfter() time.Duration { return 1500 * time.Millisecond }
+func (r *refusingRunner) Simulated() bool           { return false }
+
+// What the router refuses becomes Ollama's {"error"} with its status and
+// Retry-After before any line of a stream, on chat, generate and embed
+// alike: asserted against a fake router, no daemon.
+func TestRefusalsFromTheRunner(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	for _, tc := range []struct {
+		name       string
+		model      string
+		err        error
+		status     int
+		retryAfter string
+		started    int
+	}{
+		{"queue full", "local", fmt.Errorf("wrapped: %w", npu.ErrQueueFull), http.StatusServiceUnavailable, "2", 1},
+		{"tenant at its cap", "local", fmt.Errorf("tenant %q: %w", "alice", npu.ErrTooManyStreams), http.StatusTooManyRequests, "2", 1},
+		{"context too long", "local", fmt.Errorf("prompt of 5000 tokens: %w", npu.ErrContextLength), http.StatusBadRequest, "", 1},
+		{"engine failure", "local", &npu.EngineError{Engine: "fake", Cause: io.ErrUnexpectedEOF}, http.StatusInternalServerError, "", 1},
+		{"unknown model", "llama3", nil, http.StatusNotFound, "", 0},
+	} {
+		for _, call := range []struct{ path, body string }{
+			{"/api/chat", `{"model":%q,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`},
+			{"/api/generate", `{"model":%q,"stream":%v,"prompt":"hi"}`},
+			{"/api/embed", `{"model":%q,"truncate":%v,"input":"hi"}`},
+		} {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s%s/stream=%v", tc.name, call.path, stream), func(t *testing.T) {
+					runner := &refusingRunner{err: tc.err}
+					router := gin.New()
+					ollamaapi.New(runner, ollamaapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+					srv := httptest.NewServer(router)
+					t.Cleanup(srv.Close)
+					body := fmt.Sprintf(call.body, tc.model, stream)
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+call.path, strings.NewReader(body))
+					require.NoError(t, err)
+					resp, err := http.DefaultClient.Do(req)
+					require.NoError(t, err)
+					defer resp.Body.Close()
+					raw, err := io.ReadAll(resp.Body)
+					require.NoError(t, err)
+					assert.Equal(t, tc.status, resp.StatusCode, "%s", raw)
+					assert.Equal(t, tc.retryAfter, resp.Header.Get("Retry-After"))
+					var out struct {
+						Error string `json:"error"`
+					}
+					require.NoError(t, json.Unmarshal(raw, &out), "an error before the stream began is a plain JSON body: %s", raw)
+					assert.NotEmpty(t, out.Error)
+					assert.Equal(t, tc.started, runner.started)
+				})
+			}
+		}
+	}
+}
