@@ -60,8 +60,8 @@ type loadedEntry struct {
 	// unloading is set while the engine unloads the model, and closed
 	// when it is done: the entry stays listed as going, so nobody loads
 	// the model again before its old instance is gone, and the lock is
-	// never held across the engine's Unload (for a worker, an RPC with
-	// timeouts of its own).
+	// never held across the engine's Unload (for a worker, a job's round
+	// trip with timeouts of its own).
 	unloading chan struct{}
 	// loading describes the load while ready is open.
 	loading LoadStatus
@@ -512,9 +512,9 @@ func (l *lifecycle) releaseOrphanLocked(model string) bool {
 }
 
 // unloadLocked marks model as going and returns what unloads it, which
-// the caller runs after unlocking: the engine's Unload (for a worker, an
-// RPC with timeouts) never runs under the lock, so acquires, releases and
-// /api/ps of other models go on meanwhile.
+// the caller runs after unlocking: the engine's Unload (for a worker, a
+// job's round trip with timeouts) never runs under the lock, so acquires,
+// releases and /api/ps of other models go on meanwhile.
 func (l *lifecycle) unloadLocked(model, why string) (unload func()) {
 	e := l.loaded[model]
 	if e.timer != nil {
