@@ -164,8 +164,8 @@ func (m *metrics) TokenGap(model, device string, gap time.Duration) {
 	m.interToken.WithLabelValues(model, device).Observe(gap.Seconds())
 }
 
-// Refused implements npu.Observer: a generation over its tenant's stream
-// cap, on any API or the WebSocket, is a 429 like the rate's.
+// Refused implements npu.Observer: a request over its tenant's rate, or
+// work over its stream cap, on any API or the WebSocket, is a 429.
 func (m *metrics) Refused(tenant string, err error) {
 	switch {
 	case errors.Is(err, npu.ErrTooManyStreams):
@@ -238,7 +238,7 @@ func (m *metrics) GenerationEnded(g npu.GenerationReport) {
 	}
 }
 
-// TranscriptionEnded implements npu.TranscriptionObserver: the audio the
+// TranscriptionEnded implements npu.Observer: the audio the
 // engine got through, and how fast, once per transcription; a failure
 // counts as an engine error as a generation's does.
 func (m *metrics) TranscriptionEnded(t npu.TranscriptionReport) {

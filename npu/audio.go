@@ -131,17 +131,11 @@ func (p *Pool) transcribe(ctx context.Context, req *TranscribeRequest, m ModelIn
 		took = time.Since(start)
 		return err
 	})
-	if o, ok := p.cfg.Observer.(TranscriptionObserver); ok && ran {
-		o.TranscriptionEnded(TranscriptionReport{Model: m.ID, Device: p.deviceOf(m.ID), Task: req.Task,
+	if ran {
+		p.cfg.Observer.TranscriptionEnded(TranscriptionReport{Model: m.ID, Device: p.deviceOf(m.ID), Task: req.Task,
 			AudioSeconds: req.Seconds(), Took: took, Err: err})
 	}
 	return out, err
-}
-
-// TranscriptionObserver is an Observer that also hears transcriptions.
-type TranscriptionObserver interface {
-	// TranscriptionEnded reports each transcription the engine ran, once.
-	TranscriptionEnded(TranscriptionReport)
 }
 
 // TranscriptionReport is how a transcription went on the engine.

@@ -20,9 +20,11 @@ type Observer interface {
 	// done with it (or it never got there), however many clients read it
 	// and whichever protocol started it.
 	GenerationEnded(GenerationReport)
-	// Refused reports work the router refused for its tenant
-	// before it was queued (ErrTooManyStreams), whichever protocol asked.
+	// Refused reports a request or work the router refused for its
+	// tenant (ErrRateLimited, ErrTooManyStreams), whichever protocol asked.
 	Refused(tenant string, err error)
+	// TranscriptionEnded reports each transcription the engine ran, once.
+	TranscriptionEnded(TranscriptionReport)
 }
 
 // GenerationReport is how a generation ended.
@@ -42,6 +44,7 @@ func (noObserver) TokenGap(string, string, time.Duration)    {}
 func (noObserver) Prefill(string, CacheResult, int, int)     {}
 func (noObserver) GenerationEnded(GenerationReport)          {}
 func (noObserver) Refused(string, error)                     {}
+func (noObserver) TranscriptionEnded(TranscriptionReport)    {}
 
 // StreamStats describes a stream for logs and metrics once its writer is
 // done with it.
