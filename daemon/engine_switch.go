@@ -89,7 +89,7 @@ type switchingEngine struct {
 	// start starts the OpenVINO engine: nil and why when it cannot serve
 	// yet (no library, no model), an error when it failed.
 	start func(Config, *slog.Logger) (npu.Engine, string, error)
-	// blocked, when set, is why no switch may happen (the runner was
+	// blocked, when set, is why no switch may happen (the local pool was
 	// sized for the simulator's concurrent generations).
 	blocked string
 

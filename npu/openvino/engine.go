@@ -50,7 +50,7 @@ type Config struct {
 	OnCompile func(model, device string)
 }
 
-// What the OpenVINO engine offers the runner, checked at compile time.
+// What the OpenVINO engine offers a pool, checked at compile time.
 var (
 	_ npu.Engine   = (*Engine)(nil)
 	_ npu.Registry = (*Engine)(nil)
@@ -491,7 +491,7 @@ func (e *Engine) Delete(_ context.Context, name string) error {
 	_, loaded := e.pipelines[name]
 	e.mu.Unlock()
 	if loaded {
-		return fmt.Errorf("model %q is loaded: unload it through the runner before deleting its files", name)
+		return fmt.Errorf("model %q is loaded: unload it through the router before deleting its files", name)
 	}
 	return e.catalog.Delete(name)
 }

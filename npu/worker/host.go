@@ -59,7 +59,7 @@ type Config struct {
 // Engine is an npu.Engine whose models run in worker processes, one per
 // loaded model: a fault takes down that model's streams only. It holds no
 // residency of its own: a fault forgets the worker and the model and says
-// so (npu.ErrModelLost), and the runner's lifecycle loads the model again
+// so (npu.ErrModelLost), and the pool's lifecycle loads the model again
 // for the next request, which starts a new worker.
 type Engine struct {
 	cfg      Config
@@ -446,9 +446,9 @@ func (e *Engine) forget(model string, p *proc, grow bool) bool {
 }
 
 // running is the worker model is loaded in. It loads nothing itself (the
-// runner's lifecycle owns what is loaded): when no worker holds the model
+// pool's lifecycle owns what is loaded): when no worker holds the model
 // (a fault took it, or its load has not finished) the error wraps
-// npu.ErrModelLost and no other class, so the runner forgets the model,
+// npu.ErrModelLost and no other class, so the pool forgets the model,
 // loads it again and runs the job once more. A worker found dead (it died
 // idle: killed, out of memory) is forgotten and counted as a crash first;
 // its device is not charged, since no work of its ran.

@@ -4,7 +4,7 @@ import "github.com/npud/npud/npu"
 
 // modelLost marks err, the end of a job whose worker a fault took, as
 // the loss of the model that worker held (npu.ErrModelLost), for the
-// runner's lifecycle to forget it. The text and the class stay err's:
+// pool's lifecycle to forget it. The text and the class stay err's:
 // npu's table lists the crash, hang and refusal classes first.
 func modelLost(err error) error { return &lostError{err: err} }
 

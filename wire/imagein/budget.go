@@ -99,8 +99,8 @@ func (bt *Batch) Held() int64 {
 }
 
 // Release gives the request's share back. It may be called more than
-// once (the runner calls it when the generation ends, the API when the
-// request never reached the runner).
+// once (the pool calls it when the generation ends, the API when the
+// request never reached the router).
 func (bt *Batch) Release() {
 	bt.mu.Lock()
 	n := bt.held

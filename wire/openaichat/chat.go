@@ -15,7 +15,7 @@ import (
 
 // ModelFinder resolves a request's model and says how long a client
 // should wait when the engine is busy: what reading a chat request with
-// images needs of the runner.
+// images needs of the router.
 type ModelFinder interface {
 	Model(id string) (npu.ModelInfo, error)
 	RetryAfter() time.Duration

@@ -87,7 +87,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
 }
 
-// ErrorOf is err (from validation, the runner or a stream) as OpenAI's
+// ErrorOf is err (from validation, the router or a stream) as OpenAI's
 // error object, classified by npu's one table (the admin routes answer in
 // OpenAI's shape too).
 func ErrorOf(err error, retryAfter func() time.Duration) *Error {
