@@ -17,33 +17,8 @@ import (
 
 	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 )
-
-// refusingRunner is the runner as a fake: it serves one model and refuses
-// every generation with err. The API is tested on its own, no daemon.
-type refusingRunner struct {
-	err        error
-	retryAfter time.Duration
-	started    int
-}
-
-func (r *refusingRunner) Start(req *npu.Request) (*npu.Stream, error) {
-	if _, err := r.Model(req.Model); err != nil {
-		return nil, err // as npu.Router.Start: an unknown model starts nothing
-	}
-	r.started++
-	return nil, r.err
-}
-
-func (r *refusingRunner) Model(id string) (npu.ModelInfo, error) {
-	if id != "local" {
-		return npu.ModelInfo{}, fmt.Errorf("model %q: %w", id, npu.ErrModelNotFound)
-	}
-	return npu.ModelInfo{ID: "local", ContextLength: 4096}, nil
-}
-
-func (r *refusingRunner) Models() []npu.ModelInfo   { return []npu.ModelInfo{{ID: "local"}} }
-func (r *refusingRunner) RetryAfter() time.Duration { return r.retryAfter }
 
 // What the runner refuses becomes Anthropic's error, status and
 // Retry-After, before any byte of a stream: asserted against a fake
@@ -68,7 +43,7 @@ func TestMessagesRefusalsFromTheRunner(t *testing.T) {
 	} {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
-				runner := &refusingRunner{err: tc.err, retryAfter: 2500 * time.Millisecond}
+				runner := &nputest.RefusingRouter{Err: tc.err, Retry: 2500 * time.Millisecond}
 				router := gin.New()
 				anthropicapi.New(runner, anthropicapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
 				srv := httptest.NewServer(router)
@@ -94,7 +69,7 @@ func TestMessagesRefusalsFromTheRunner(t *testing.T) {
 				assert.Equal(t, "error", out.Type)
 				assert.Equal(t, tc.errType, out.Error.Type)
 				assert.NotEmpty(t, out.Error.Message)
-				assert.Equal(t, tc.started, runner.started)
+				assert.Equal(t, tc.started, runner.Started())
 			})
 		}
 	}

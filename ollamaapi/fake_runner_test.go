@@ -1,7 +1,6 @@
 package ollamaapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,43 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/ollamaapi"
 )
-
-// refusingRunner is the router as a fake: one model, every piece of work
-// refused with err. Methods it does not define are not reached.
-type refusingRunner struct {
-	ollamaapi.Runner
-	err     error
-	started int
-}
-
-func (r *refusingRunner) Start(req *npu.Request) (*npu.Stream, error) {
-	if _, err := r.Model(req.Model); err != nil {
-		return nil, err // as npu.Router.Start: an unknown model starts nothing
-	}
-	r.started++
-	return nil, r.err
-}
-
-func (r *refusingRunner) Embed(_ context.Context, req npu.EmbedRequest) ([][]float32, int, error) {
-	if _, err := r.Model(req.Model); err != nil {
-		return nil, 0, err
-	}
-	r.started++
-	return nil, 0, r.err
-}
-
-func (r *refusingRunner) Model(id string) (npu.ModelInfo, error) {
-	if id != "local" {
-		return npu.ModelInfo{}, fmt.Errorf("model %q: %w", id, npu.ErrModelNotFound)
-	}
-	return npu.ModelInfo{ID: "local", ContextLength: 4096}, nil
-}
-
-func (r *refusingRunner) Models() []npu.ModelInfo   { return []npu.ModelInfo{{ID: "local"}} }
-func (r *refusingRunner) RetryAfter() time.Duration { return 1500 * time.Millisecond }
-func (r *refusingRunner) Simulated() bool           { return false }
 
 // What the router refuses becomes Ollama's {"error"} with its status and
 // Retry-After before any line of a stream, on chat, generate and embed
@@ -81,7 +46,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 		} {
 			for _, stream := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s%s/stream=%v", tc.name, call.path, stream), func(t *testing.T) {
-					runner := &refusingRunner{err: tc.err}
+					runner := &nputest.RefusingRouter{Err: tc.err, Retry: 1500 * time.Millisecond}
 					router := gin.New()
 					ollamaapi.New(runner, ollamaapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
 					srv := httptest.NewServer(router)
@@ -101,7 +66,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 					}
 					require.NoError(t, json.Unmarshal(raw, &out), "an error before the stream began is a plain JSON body: %s", raw)
 					assert.NotEmpty(t, out.Error)
-					assert.Equal(t, tc.started, runner.started)
+					assert.Equal(t, tc.started, runner.Started())
 				})
 			}
 		}

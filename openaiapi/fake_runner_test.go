@@ -16,35 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/openaiapi"
 )
-
-// refusingRunner is the runner as a fake: one model, every generation
-// refused with err. Methods it does not define are not reached.
-type refusingRunner struct {
-	openaiapi.Runner
-	err     error
-	started int
-}
-
-func (r *refusingRunner) Start(req *npu.Request) (*npu.Stream, error) {
-	if _, err := r.Model(req.Model); err != nil {
-		return nil, err // as npu.Router.Start: an unknown model starts nothing
-	}
-	r.started++
-	return nil, r.err
-}
-
-func (r *refusingRunner) Model(id string) (npu.ModelInfo, error) {
-	if id != "local" {
-		return npu.ModelInfo{}, fmt.Errorf("model %q: %w", id, npu.ErrModelNotFound)
-	}
-	return npu.ModelInfo{ID: "local", ContextLength: 4096}, nil
-}
-
-func (r *refusingRunner) Models() []npu.ModelInfo   { return []npu.ModelInfo{{ID: "local"}} }
-func (r *refusingRunner) RetryAfter() time.Duration { return 1500 * time.Millisecond }
-func (r *refusingRunner) Simulated() bool           { return false }
 
 // What the runner refuses becomes OpenAI's error object, status and
 // Retry-After before any byte of a stream, on chat completions and the
@@ -68,7 +42,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 		for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 			for _, stream := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s%s/stream=%v", tc.name, path, stream), func(t *testing.T) {
-					runner := &refusingRunner{err: tc.err}
+					runner := &nputest.RefusingRouter{Err: tc.err, Retry: 1500 * time.Millisecond}
 					router := gin.New()
 					openaiapi.New(runner, openaiapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
 					srv := httptest.NewServer(router)
@@ -97,7 +71,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 					require.NoError(t, json.Unmarshal(raw, &out), "an error before the stream began is a plain JSON body: %s", raw)
 					assert.Equal(t, tc.code, out.Error.Code)
 					assert.NotEmpty(t, out.Error.Message)
-					assert.Equal(t, tc.started, runner.started)
+					assert.Equal(t, tc.started, runner.Started())
 				})
 			}
 		}
