@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/anthropicapi"
+	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/nputest"
 )
@@ -49,13 +49,7 @@ func TestMessagesRefusalsFromTheRunner(t *testing.T) {
 				srv := httptest.NewServer(router)
 				t.Cleanup(srv.Close)
 				body := fmt.Sprintf(`{"model":%q,"max_tokens":64,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, tc.model, stream)
-				req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+anthropicapi.MessagesPath, strings.NewReader(body))
-				require.NoError(t, err)
-				resp, err := http.DefaultClient.Do(req)
-				require.NoError(t, err)
-				defer resp.Body.Close()
-				raw, err := io.ReadAll(resp.Body)
-				require.NoError(t, err)
+				resp, raw := daemontest.NewClient(t, srv.URL).Do(t, http.MethodPost, anthropicapi.MessagesPath, body)
 				assert.Equal(t, tc.status, resp.StatusCode, "%s", raw)
 				assert.Equal(t, tc.retryAfter, resp.Header.Get("Retry-After"))
 				var out struct {

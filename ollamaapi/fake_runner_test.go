@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/ollamaapi"
@@ -52,13 +52,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 					srv := httptest.NewServer(router)
 					t.Cleanup(srv.Close)
 					body := fmt.Sprintf(call.body, tc.model, stream)
-					req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+call.path, strings.NewReader(body))
-					require.NoError(t, err)
-					resp, err := http.DefaultClient.Do(req)
-					require.NoError(t, err)
-					defer resp.Body.Close()
-					raw, err := io.ReadAll(resp.Body)
-					require.NoError(t, err)
+					resp, raw := daemontest.NewClient(t, srv.URL).Do(t, http.MethodPost, call.path, body)
 					assert.Equal(t, tc.status, resp.StatusCode, "%s", raw)
 					assert.Equal(t, tc.retryAfter, resp.Header.Get("Retry-After"))
 					var out struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/openaiapi"
@@ -53,13 +54,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 					} else {
 						body = strings.Replace(body, `"messages":[{"role":"user","content":"hi"}],`, "", 1)
 					}
-					req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader(body))
-					require.NoError(t, err)
-					resp, err := http.DefaultClient.Do(req)
-					require.NoError(t, err)
-					defer resp.Body.Close()
-					raw, err := io.ReadAll(resp.Body)
-					require.NoError(t, err)
+					resp, raw := daemontest.NewClient(t, srv.URL).Do(t, http.MethodPost, path, body)
 					assert.Equal(t, tc.status, resp.StatusCode, "%s", raw)
 					assert.Equal(t, tc.retryAfter, resp.Header.Get("Retry-After"))
 					var out struct {
