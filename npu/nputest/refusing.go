@@ -35,7 +35,9 @@ func (r *RefusingRouter) refuse(model string) error {
 	return r.Err
 }
 
-func (r *RefusingRouter) Start(req *npu.Request) (*npu.Stream, error) { return nil, r.refuse(req.Model) }
+func (r *RefusingRouter) Start(req *npu.Request) (*npu.Stream, error) {
+	return nil, r.refuse(req.Model)
+}
 
 func (r *RefusingRouter) Embed(_ context.Context, req npu.EmbedRequest) ([][]float32, int, error) {
 	return nil, 0, r.refuse(req.Model)
@@ -52,7 +54,9 @@ func (r *RefusingRouter) Model(id string) (npu.ModelInfo, error) {
 	return npu.ModelInfo{ID: "local", ContextLength: 4096}, nil
 }
 
-func (r *RefusingRouter) Models() []npu.ModelInfo   { return []npu.ModelInfo{{ID: "local", ContextLength: 4096}} }
+func (r *RefusingRouter) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: "local", ContextLength: 4096}}
+}
 func (r *RefusingRouter) RetryAfter() time.Duration { return r.Retry }
 func (r *RefusingRouter) Simulated() bool           { return false }
 func (r *RefusingRouter) EngineName() string        { return "refusing" }
