@@ -563,7 +563,19 @@ func callHeader(obj []byte) (id, name string, argsAt int, v headerVerdict) {
 	if _, err := dec.Token(); err != nil { // the '{'
 		return "", "", 0, headerMore
 	}
+	// A key or the name is a string or the object is no call header, as
+	// soon as its first byte says so: decoding a number at the end of the
+	// text so far would read "0" as a whole token but "0." as one cut
+	// short, and the verdict would depend on where the engine cut the
+	// text.
 	str := func() (string, headerVerdict) {
+		switch nextTokenByte(obj, int(dec.InputOffset())) {
+		case 0:
+			return "", headerMore
+		case '"':
+		default:
+			return "", headerOther
+		}
 		tok, err := dec.Token()
 		if err != nil {
 			return "", headerMore
@@ -612,6 +624,19 @@ func callHeader(obj []byte) (id, name string, argsAt int, v headerVerdict) {
 		return "", "", 0, headerOther // arguments as a string: decoded whole
 	}
 	return id, name, i, headerReady
+}
+
+// nextTokenByte is the first byte of the JSON token at or after from, past
+// whitespace and the separators the decoder skips; 0 when none came yet.
+func nextTokenByte(obj []byte, from int) byte {
+	for _, c := range obj[min(from, len(obj)):] {
+		switch c {
+		case ' ', '\t', '\n', '\r', ':', ',':
+		default:
+			return c
+		}
+	}
+	return 0
 }
 
 // jsonScanner finds where a JSON object or array ends, a byte at a time.

@@ -347,3 +347,32 @@ func TestToolCallParserCutInAnOpener(t *testing.T) {
 		assert.Len(t, p.problems, tc.problems, "%q: %v", tc.answer, p.problems)
 	}
 }
+
+// A call header's verdict never depends on where the text was cut: once a
+// prefix of an object is known to be a call's header, or no call's, every
+// longer prefix says the same. A number where the name goes said "other"
+// when cut after "0" but "more" when cut after "0.", so the same answer
+// was content when streamed and dropped when read whole (found by
+// FuzzToolCallParser).
+func TestCallHeaderVerdictIsTheSameWhereverTheTextIsCut(t *testing.T) {
+	for _, obj := range []string{
+		`{"name":0.5,"arguments":{}}`,
+		`{"name": 12, "arguments": {}}`,
+		`{"id": 7, "name": "f"}`,
+		`{"name": null}`,
+		`{"name":"f","arguments":{"a":1}}`,
+		`{"id":"c1","name":"f","parameters":{}}`,
+		`{"arguments":{},"name":"f"}`,
+		`{"name":"f","arguments":"{}"}`,
+		`{}`,
+	} {
+		settled := headerMore
+		for n := 1; n <= len(obj); n++ {
+			_, _, _, v := callHeader([]byte(obj[:n]))
+			if settled != headerMore {
+				require.Equal(t, settled, v, "%s cut after %q", obj, obj[:n])
+			}
+			settled = v
+		}
+	}
+}
