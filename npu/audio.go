@@ -112,18 +112,17 @@ func (r *Router) Transcribe(ctx context.Context, req *TranscribeRequest) (Transc
 // as for a generation (a compile must not hold up other models' streams),
 // and kept loaded until the transcription ends; then its keep-alive starts.
 func (p *Pool) transcribe(ctx context.Context, req *TranscribeRequest, m ModelInfo) (Transcript, error) {
-	if p.engine.Describe().LoadsModels {
-		if _, err := p.life.acquire(ctx, m); err != nil {
-			return Transcript{}, err
-		}
-		defer p.life.release(m.ID, nil, false)
+	release, err := p.hold(ctx, m)
+	if err != nil {
+		return Transcript{}, err
 	}
+	defer release()
 	var (
 		out  Transcript
 		took time.Duration
 		ran  bool
 	)
-	err := p.withSlot(ctx, func() error {
+	err = p.withSlot(ctx, func() error {
 		ran = true
 		start := time.Now()
 		var err error

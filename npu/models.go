@@ -81,12 +81,11 @@ func (r *Router) Embed(ctx context.Context, req EmbedRequest) (vectors [][]float
 // lifecycle, as for a generation: outside the slot, kept until the
 // embedding ends, then its keep-alive starts (and /api/ps shows it).
 func (p *Pool) embed(ctx context.Context, m ModelInfo, inputs []string) (vectors [][]float32, promptTokens int, err error) {
-	if p.engine.Describe().LoadsModels {
-		if _, err := p.life.acquire(ctx, m); err != nil {
-			return nil, 0, err
-		}
-		defer p.life.release(m.ID, nil, false)
+	release, err := p.hold(ctx, m)
+	if err != nil {
+		return nil, 0, err
 	}
+	defer release()
 	err = p.withSlot(ctx, func() error {
 		vectors, promptTokens, err = p.embedResident(ctx, m, inputs)
 		return err

@@ -219,6 +219,20 @@ func (p *Pool) acquireShowingLoad(s *Stream, model ModelInfo) (time.Duration, er
 	return p.life.acquire(s.ctx, model)
 }
 
+// hold keeps m loaded for a job without a stream (an embedding, a
+// transcription): loaded through the lifecycle, outside the engine's slot,
+// as for a generation, when the engine loads models; release ends the use
+// and starts the model's default keep-alive.
+func (p *Pool) hold(ctx context.Context, m ModelInfo) (release func(), err error) {
+	if !p.engine.Describe().LoadsModels {
+		return func() {}, nil
+	}
+	if _, err := p.life.acquire(ctx, m); err != nil {
+		return nil, err
+	}
+	return func() { p.life.release(m.ID, nil, false) }, nil
+}
+
 // generate calls the engine, turning a panic into an error so one bad
 // request cannot take the daemon down.
 func (p *Pool) generate(s *Stream) (res Result, err error) {
