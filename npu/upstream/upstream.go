@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 	"github.com/npud/npud/wire/openaiwire"
 )
 
@@ -151,7 +152,7 @@ func (e *Engine) Models() []npu.ModelInfo {
 		case "tools":
 			// The upstream's calls come back structured; relay hands
 			// them to the bridge in a form no text can take.
-			d.ToolFormat = npu.ToolFormatRelayed
+			d.ToolFormat = chatfmt.Relayed{}.Name()
 		case "vision":
 			d.Vision = true
 		case "thinking":
@@ -422,7 +423,7 @@ func errorMessage(b []byte) string {
 // relay reads the upstream's event stream into the sink. Reasoning goes to
 // the sink between <think> tags, which the bridge takes apart again; tool
 // calls come only from the upstream's structured delta.tool_calls, as
-// npu.ToolFormatRelayed calls (its text can open none: NUL is kept out),
+// chatfmt.Relayed calls (its text can open none: NUL is kept out),
 // and only to tools the request declared. max_tokens is kept here too: an
 // upstream that ignores it is cut off.
 func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.Reader, req *npu.Request, sink npu.Sink, start time.Time) (npu.Result, error) {
@@ -479,8 +480,7 @@ func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.R
 		if c.Arguments == "" {
 			c.Arguments = "{}"
 		}
-		obj, _ := json.Marshal(c) // strings only: NUL and quotes come out escaped
-		text := npu.RelayedCallOpen + string(obj) + npu.RelayedCallClose
+		text := chatfmt.Relayed{}.WriteCalls([]chatfmt.Call{{ID: c.ID, Name: c.Name, Arguments: c.Arguments}})
 		if thinking {
 			text, thinking = "</think>"+text, false
 		}
@@ -662,7 +662,7 @@ func outputBytes(c openaiwire.ChatChunk) int {
 }
 
 // noNUL keeps NUL out of relayed text: it would open no call (see
-// npu.ToolFormatRelayed), but it has no place in an answer either.
+// chatfmt.Relayed), but it has no place in an answer either.
 func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // clip bounds what of the upstream's text goes to a log line, and masks
