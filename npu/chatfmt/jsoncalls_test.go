@@ -256,7 +256,10 @@ func FuzzToolCallParser(f *testing.F) {
 	} {
 		f.Add(seed, uint8(3), uint8(0))
 	}
-	formats := []string{Hermes{}.Name(), Llama3{}.Name(), Mistral{}.Name(), Phi4Mini{}.Name()}
+	var formats []string
+	for _, f := range Families() {
+		formats = append(formats, f.Name())
+	}
 	f.Fuzz(func(t *testing.T, answer string, cut, format uint8) {
 		if len(answer) > 4096 {
 			return
