@@ -40,9 +40,9 @@ type Config struct {
 	ITL time.Duration
 	// ContextLength of the simulated model; default 32768.
 	ContextLength int
-	// Family is the model family (npu/chatfmt) whose format the simulated
-	// model writes its tool calls in, and whether it reasons; default
-	// Qwen's (chatfmt.Hermes).
+	// Family names the model family (npu/chatfmt) whose format the
+	// simulated model writes its tool calls in, and which says whether it
+	// reasons; "" (or a name chatfmt does not know) is Qwen's, Hermes.
 	Family string
 	// Faults, when set, chooses faults to inject into a request (tests).
 	Faults func(*npu.Request) Fault
