@@ -165,7 +165,7 @@ FUZZTIME ?= 60s
 FUZZTIMEOUT ?= 15m
 fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
 	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
-	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/
+	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/chatfmt/
 	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/npud/npud/npu/chatfmt"
 )
 
 // StreamLimits bound one stream.
@@ -30,7 +32,8 @@ type Event struct {
 	// While the reader is behind, consecutive chunks are coalesced.
 	Text string
 	// Reasoning is the model's reasoning (between <think> and </think> at
-	// the start of its answer), never part of Text.
+	// the start of its answer, or as its family writes it), never part of
+	// Text.
 	Reasoning string
 	// ToolCalls are pieces of the tool calls the model is making (see
 	// ToolCallDelta); text that may be part of a call is held back until
@@ -79,13 +82,14 @@ type Stream struct {
 	// pendingTokens counts the callbacks behind pending (and the text the
 	// filters still hold back).
 	pendingTokens int
-	// think splits reasoning from the answer; its reasoning waits in
-	// pendingReasoning, the answer goes on to the stop strings.
-	think            thinkSplitter
+	// think splits reasoning from the answer as the model's family writes
+	// it; its reasoning waits in pendingReasoning, the answer goes on to
+	// the stop strings.
+	think            chatfmt.ReasoningSplitter
 	pendingReasoning []byte
 	// tools parses the answer into tool calls when the request declared
 	// tools; nil otherwise.
-	tools        *toolCallParser
+	tools        chatfmt.CallParser
 	pendingCalls []ToolCallDelta
 	// clamped is the completion limit the pool lowered the request's to
 	// when it admitted it (0: not lowered); set before the stream is shared.
@@ -113,14 +117,25 @@ func newStream(parent context.Context, req *Request, limits StreamLimits, obs Ob
 		cancel:    cancel,
 		notify:    make(chan struct{}, 1),
 		stops:     stopMatcher{stops: req.Stop},
+		think:     chatfmt.SplitReasoning(nil),
 		lastEvent: now,
 	}
 }
 
-// parseToolCalls makes the stream parse its answer into tool calls in
-// format (npu.ToolFormat*).
-func (s *Stream) parseToolCalls(format string) {
-	s.tools = newToolCallParser(format, s.req.Tools, s.req.SingleToolCall)
+// speak makes the stream read its answer as the model family named family
+// (ModelDetails.ToolFormat) writes it: its reasoning, and its tool calls
+// when the request declared tools. An unknown family keeps the default
+// reasoning split and parses no calls.
+func (s *Stream) speak(family string) {
+	f := chatfmt.Lookup(family)
+	s.think = chatfmt.SplitReasoning(f)
+	if f != nil && len(s.req.Tools) > 0 {
+		tools := make([]chatfmt.Tool, len(s.req.Tools))
+		for i, t := range s.req.Tools {
+			tools[i] = chatfmt.Tool{Name: t.Name, Parameters: t.Parameters}
+		}
+		s.tools = f.NewCallParser(chatfmt.ParserOptions{Tools: tools, Single: s.req.SingleToolCall})
+	}
 }
 
 // content passes answer text on: through the tool-call parser when there
@@ -131,10 +146,10 @@ func (s *Stream) content(text string) bool {
 		s.appendText(text)
 		return false
 	}
-	content, calls := s.tools.push(text)
-	s.appendText(content)
-	s.appendCalls(calls)
-	return s.tools.finished()
+	out := s.tools.Push(text)
+	s.appendText(out.Content)
+	s.appendCalls(out.Calls)
+	return s.tools.Finished()
 }
 
 func (s *Stream) appendText(text string) {
@@ -150,8 +165,9 @@ func (s *Stream) appendText(text string) {
 
 // appendCalls queues pieces of calls, merging a piece into the one before
 // it when both belong to the same call, as text is coalesced.
-func (s *Stream) appendCalls(calls []ToolCallDelta) {
-	for _, c := range calls {
+func (s *Stream) appendCalls(calls []chatfmt.CallDelta) {
+	for _, d := range calls {
+		c := ToolCallDelta(d)
 		if n := len(s.pendingCalls); n > 0 && c.ID == "" {
 			last := &s.pendingCalls[n-1]
 			if last.Index == c.Index && !last.Done {
@@ -173,9 +189,9 @@ func (s *Stream) flushToolCalls(cut bool) {
 	if s.tools == nil {
 		return
 	}
-	content, calls := s.tools.flush(cut)
-	s.appendText(content)
-	s.appendCalls(calls)
+	out := s.tools.Flush(cut)
+	s.appendText(out.Content)
+	s.appendCalls(out.Calls)
 }
 
 // signal wakes the consumer; it never blocks.
@@ -235,7 +251,7 @@ func (s *Stream) sink(text string) Status {
 	if text != "" {
 		s.pendingTokens++
 	}
-	reasoning, content := s.think.push(s.utf8.push(text))
+	reasoning, content := s.think.Push(s.utf8.push(text))
 	if reasoning != "" {
 		if len(s.pending)+len(s.pendingReasoning) > 0 {
 			s.coalesced++
@@ -281,8 +297,8 @@ func (s *Stream) finish(res Result, err error) {
 		err = cause // the bridge cancelled the engine: say why, not just "canceled"
 	}
 	if err == nil && s.stopReason != FinishStop {
-		reasoning, content := s.think.push(s.utf8.flush())
-		lastReasoning, lastContent := s.think.flush()
+		reasoning, content := s.think.Push(s.utf8.flush())
+		lastReasoning, lastContent := s.think.Flush()
 		s.pendingReasoning = append(append(s.pendingReasoning, reasoning...), lastReasoning...)
 		release, stopped := s.stops.push(content + lastContent)
 		if s.content(release) {
@@ -307,7 +323,7 @@ func (s *Stream) finish(res Result, err error) {
 	if s.stopReason == FinishStop {
 		res.StopSequence = s.stops.matched // "" when it was no stop string
 	}
-	if s.tools != nil && s.tools.calls > 0 && res.FinishReason == FinishStop {
+	if s.tools != nil && s.tools.Calls() > 0 && res.FinishReason == FinishStop {
 		res.FinishReason = FinishToolCalls
 	}
 	if !s.started.IsZero() {
@@ -520,7 +536,7 @@ func (s *Stream) Stats() StreamStats {
 	defer s.mu.Unlock()
 	st := StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished, MaxTokensClamped: s.clamped}
 	if s.tools != nil {
-		st.ToolCallProblems = append([]string(nil), s.tools.problems...)
+		st.ToolCallProblems = append([]string(nil), s.tools.Problems()...)
 	}
 	if !s.started.IsZero() {
 		st.Queue = s.started.Sub(s.created)

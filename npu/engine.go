@@ -186,9 +186,9 @@ type ModelDetails struct {
 	// Thinking: the model reasons (its chat template takes enable_thinking
 	// or opens <think>), so requests may turn its reasoning on and off.
 	Thinking bool
-	// ToolFormat is how the model writes tool calls (ToolFormatHermes and
-	// the others), detected from its chat template and config.json; ""
-	// when its template renders no tools.
+	// ToolFormat names the model's family (npu/chatfmt): how it writes
+	// tool calls and reasoning, recognised from its chat template and
+	// config.json; "" when its template renders no tools.
 	ToolFormat string
 	// Vision: the model's folder holds a vision encoder, so it takes
 	// images (through GenAI's VLM pipeline).
@@ -246,6 +246,18 @@ type ToolCall struct {
 	ID        string
 	Name      string
 	Arguments string
+}
+
+// ToolCallDelta is a piece of a tool call the model is making, in the
+// order a client assembles it (OpenAI's delta.tool_calls): the first piece
+// of a call carries its ID and Name, the following ones further pieces of
+// its Arguments (JSON text, as the model writes it), the last one Done.
+type ToolCallDelta struct {
+	Index     int
+	ID        string // first piece only
+	Name      string // first piece only
+	Arguments string
+	Done      bool // the call is complete
 }
 
 // ToolChoice says whether and which tools the model should call.

@@ -134,9 +134,7 @@ func (p *Pool) start(req *Request, m ModelInfo, done func()) (*Stream, error) {
 	}
 	s := newStream(p.base, req, p.cfg.Stream, p.cfg.Observer)
 	s.clamped = clamped
-	if len(req.Tools) > 0 {
-		s.parseToolCalls(m.Details.ToolFormat)
-	}
+	s.speak(m.Details.ToolFormat)
 	p.inflight.Add(1)
 	go func() {
 		defer done()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 )
 
 // maxConfigBytes bounds the JSON files read to describe a model: a
@@ -84,39 +85,11 @@ func Describe(dir, name string) npu.ModelDetails {
 	}
 	template := chatTemplateText(dir)
 	d.Thinking = strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
-	d.ToolFormat = toolFormat(template, cfg.ModelType)
+	if f := chatfmt.Recognise(template, cfg.ModelType); f != nil {
+		d.ToolFormat = f.Name()
+	}
 	d.Vision = HasVisionEncoder(dir)
 	return d
-}
-
-// toolFormat is how the model writes tool calls, from its chat template
-// (what it was taught to answer with) and then its architecture; "" when
-// the template renders no tools, since the model would never hear of them.
-func toolFormat(template, modelType string) string {
-	if !strings.Contains(template, "tools") {
-		return ""
-	}
-	switch {
-	case strings.Contains(template, "<tool_call>"):
-		return npu.ToolFormatHermes
-	case strings.Contains(template, "[TOOL_CALLS]"):
-		return npu.ToolFormatMistral
-	case strings.Contains(template, "<|python_tag|>") || strings.Contains(template, "ipython"):
-		return npu.ToolFormatLlama3
-	case strings.Contains(template, "<|tool_call|>") || strings.Contains(template, "functools") || strings.Contains(template, "<|tool|>"):
-		return npu.ToolFormatPhi4Mini
-	}
-	switch {
-	case strings.HasPrefix(modelType, "qwen"):
-		return npu.ToolFormatHermes
-	case strings.HasPrefix(modelType, "llama"):
-		return npu.ToolFormatLlama3
-	case strings.HasPrefix(modelType, "mistral"):
-		return npu.ToolFormatMistral
-	case strings.HasPrefix(modelType, "phi"):
-		return npu.ToolFormatPhi4Mini
-	}
-	return ""
 }
 
 // HasVisionEncoder reports whether the model folder dir holds a

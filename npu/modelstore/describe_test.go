@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 )
 
 // Qwen2.5-1.5B-Instruct's shapes (its published config.json); it has
@@ -52,15 +53,15 @@ func TestDescribe(t *testing.T) {
 		{"a template that opens <think> reasons", "r1", map[string]string{"chat_template.jinja": `{{ '<｜Assistant｜><think>\n' }}`},
 			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", Thinking: true}, 0},
 		{"qwen2.5 renders tools and answers <tool_call>", "qwen", map[string]string{"tokenizer_config.json": `{"chat_template": "{%- if tools %}{{- '<tools>' }}{%- for tool in tools %}{{ tool | tojson }}{%- endfor %}{{- '</tools> ... <tool_call>' }}{%- endif %}"}`},
-			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: npu.ToolFormatHermes}, 0},
+			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: chatfmt.Hermes{}.Name()}, 0},
 		{"llama 3.1 renders tools for ipython", "llama", map[string]string{"chat_template.jinja": `{%- if tools is not none %}{{- '<|start_header_id|>ipython<|end_header_id|>' }}{%- endif %}`},
-			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: npu.ToolFormatLlama3}, 0},
+			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: chatfmt.Llama3{}.Name()}, 0},
 		{"mistral renders tools", "mistral", map[string]string{"chat_template.jinja": `{%- if tools is not none %}[AVAILABLE_TOOLS]{{ tools|tojson }}[/AVAILABLE_TOOLS]{%- endif %}[TOOL_CALLS]`},
-			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: npu.ToolFormatMistral}, 0},
+			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: chatfmt.Mistral{}.Name()}, 0},
 		{"phi-4-mini renders tools", "phi", map[string]string{"chat_template.jinja": `{% if message['tools'] is defined %}<|tool|>{{ message['tools'] }}<|/tool|>{% endif %}`},
-			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: npu.ToolFormatPhi4Mini}, 0},
+			npu.ModelDetails{ParameterSize: "unknown", Quantization: "unknown", ToolFormat: chatfmt.Phi4Mini{}.Name()}, 0},
 		{"tools without markers: the architecture decides", "q", map[string]string{"config.json": `{"model_type":"qwen3"}`, "chat_template.jinja": `{% if tools %}{{ tools }}{% endif %}`},
-			npu.ModelDetails{Architecture: "qwen3", HeadCountKV: 0, ParameterSize: "unknown", Quantization: "unknown", ToolFormat: npu.ToolFormatHermes}, 0},
+			npu.ModelDetails{Architecture: "qwen3", HeadCountKV: 0, ParameterSize: "unknown", Quantization: "unknown", ToolFormat: chatfmt.Hermes{}.Name()}, 0},
 		{"a template without tools cannot call them", "plain", map[string]string{"config.json": `{"model_type":"qwen2"}`, "chat_template.jinja": `{% for m in messages %}{{ m.content }}{% endfor %}`},
 			npu.ModelDetails{Architecture: "qwen2", ParameterSize: "unknown", Quantization: "unknown"}, 0},
 		{"a vision encoder makes a vision model", "vlm", map[string]string{"openvino_vision_embeddings_model.xml": `<net/>`},

@@ -138,6 +138,7 @@ import (
 	"unsafe"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 	"github.com/npud/npud/npu/modelstore"
 )
 
@@ -199,9 +200,9 @@ type pipeline struct {
 	// On the NPU: MAX_PROMPT_LEN and MIN_RESPONSE_LEN as GenAI was given
 	// them (its prompt check and KV cache, utils.cpp).
 	promptLimit, responseLen int
-	// toolFormat is how the model's template takes tools and its answer
-	// writes calls (npu.ToolFormat*), "" when it renders none.
-	toolFormat string
+	// toolsInSystem: the model's family (npu/chatfmt) reads its tools from
+	// the system message, not its template's tools variable.
+	toolsInSystem bool
 	// stateful: on CPU/GPU, GenAI built its stateful pipeline (SDPA)
 	// rather than continuous batching: it keeps the KV cache between
 	// generates and counts only the new part of a continued history. The
@@ -262,7 +263,7 @@ func (p *pipeline) vlmHistory(msgs []npu.Message, req *npu.Request) (*C.ov_genai
 		}
 	}
 	p.dropKept()
-	h, err := chatHistory(p.api, msgs, req, p.toolFormat)
+	h, err := chatHistory(p.api, msgs, req, p.toolsInSystem)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -395,7 +396,7 @@ func compilePipeline(api *C.npud_ov_api, dir, device string, props []property) (
 	defer args.free()
 	cdir, cdev, keys, vals, input := args.dir, args.device, args.keys, args.vals, args.input
 	p := &pipeline{api: api, model: dir, device: device, chatTemplate: modelstore.HasChatTemplate(dir), context: modelstore.ModelContext(dir),
-		toolFormat: modelstore.Describe(dir, filepath.Base(dir)).ToolFormat}
+		toolsInSystem: toolsInSystemMessage(modelstore.Describe(dir, filepath.Base(dir)).ToolFormat)}
 	if modelstore.HasVisionEncoder(dir) {
 		// A vision-language model: GenAI's VLM pipeline, which the LLM
 		// pipeline cannot load (its language model has another file name).
@@ -515,7 +516,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 			}
 		}()
 	case len(msgs) > 0:
-		if history, err = chatHistory(api, msgs, req, p.toolFormat); err != nil {
+		if history, err = chatHistory(api, msgs, req, p.toolsInSystem); err != nil {
 			return npu.Result{}, err
 		}
 		defer C.npud_ov_genai_chat_history_free(api, history)
@@ -744,7 +745,7 @@ func setStopStrings(api *C.npud_ov_api, cfg *C.ov_genai_generation_config, stops
 
 // chatHistory builds a ChatHistory from messages, each a properly escaped
 // JSON object.
-func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolFormat string) (*C.ov_genai_chat_history, error) {
+func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolsInSystem bool) (*C.ov_genai_chat_history, error) {
 	var h *C.ov_genai_chat_history
 	if st := C.npud_ov_genai_chat_history_create(api, &h); st != C.OV_GENAI_CHAT_HISTORY_OK {
 		return nil, fmt.Errorf("ov_genai_chat_history_create: status %d", int(st))
@@ -761,11 +762,11 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolF
 			return nil, err
 		}
 	}
-	if len(req.Tools) > 0 && toolFormat != npu.ToolFormatPhi4Mini {
+	if len(req.Tools) > 0 && !toolsInSystem {
 		// The template renders them, in the shape Hugging Face templates
-		// read: [{"type": "function", "function": {...}}]. Not for
-		// Phi-4-mini, whose template reads them from the system message
-		// only: GenAI renders with minja, which, given tools for a template
+		// read: [{"type": "function", "function": {...}}]. Not for a
+		// family whose template reads them from the system message only
+		// (Phi-4-mini): GenAI renders with minja, which, given tools for a template
 		// that does not render its tools variable, polyfills them into the
 		// system message and rebuilds that message as role and content
 		// only, dropping its "tools" (minja chat-template.hpp: apply,
@@ -781,12 +782,13 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolF
 			return nil, err
 		}
 	}
-	msgs = withSystemTools(msgs, req.Tools, toolFormat)
+	msgs = withSystemTools(msgs, req.Tools, toolsInSystem)
 	for i, m := range msgs {
 		tm := templateMessage(m)
-		if i == 0 && m.Role == "system" && len(req.Tools) > 0 && toolFormat == npu.ToolFormatPhi4Mini {
-			// Phi-4-mini's template reads the tools from the system
-			// message, as a JSON string, not from its tools variable.
+		if i == 0 && m.Role == "system" && len(req.Tools) > 0 && toolsInSystem {
+			// Such a template (Phi-4-mini's) reads the tools from the
+			// system message, as a JSON string, not from its tools
+			// variable.
 			b, _ := json.Marshal(templateTools(req.Tools)) // built from JSON values: always encodes
 			tm["tools"] = string(b)
 		}
@@ -803,10 +805,17 @@ func chatHistory(api *C.npud_ov_api, msgs []npu.Message, req *npu.Request, toolF
 	return h, nil
 }
 
+// toolsInSystemMessage asks the model's family (ModelDetails.ToolFormat)
+// whether its template reads the tools from the system message.
+func toolsInSystemMessage(family string) bool {
+	f := chatfmt.Lookup(family)
+	return f != nil && f.ToolsInSystemMessage()
+}
+
 // withSystemTools makes sure a family that reads its tools from the system
 // message (Phi-4-mini) has one to read them from.
-func withSystemTools(msgs []npu.Message, tools []npu.Tool, format string) []npu.Message {
-	if len(tools) == 0 || format != npu.ToolFormatPhi4Mini || (len(msgs) > 0 && msgs[0].Role == "system") {
+func withSystemTools(msgs []npu.Message, tools []npu.Tool, toolsInSystem bool) []npu.Message {
+	if len(tools) == 0 || !toolsInSystem || (len(msgs) > 0 && msgs[0].Role == "system") {
 		return msgs
 	}
 	return append([]npu.Message{{Role: "system", Content: "You are a helpful assistant with some tools."}}, msgs...)

@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 )
 
 // ModelID is the one model the simulated engine serves.
@@ -39,6 +40,10 @@ type Config struct {
 	ITL time.Duration
 	// ContextLength of the simulated model; default 32768.
 	ContextLength int
+	// Family names the model family (npu/chatfmt) whose format the
+	// simulated model writes its tool calls in, and which says whether it
+	// reasons; "" (or a name chatfmt does not know) is Qwen's, Hermes.
+	Family string
 	// Faults, when set, chooses faults to inject into a request (tests).
 	Faults func(*npu.Request) Fault
 	// ReloadFault, when set, makes Reload fail with its error (tests).
@@ -71,6 +76,7 @@ type Engine struct {
 	npu.Unsupported // it places no models on devices: they serve at any time
 
 	cfg     Config
+	family  chatfmt.Family // never nil
 	created time.Time
 	cache   convCache
 }
@@ -80,7 +86,11 @@ func New(cfg Config) *Engine {
 	if cfg.ContextLength == 0 {
 		cfg.ContextLength = 32768
 	}
-	return &Engine{cfg: cfg, created: time.Now()}
+	family := chatfmt.Lookup(cfg.Family)
+	if family == nil {
+		family = chatfmt.Hermes{}
+	}
+	return &Engine{cfg: cfg, family: family, created: time.Now()}
 }
 
 func (e *Engine) Name() string    { return "sim" }
@@ -92,12 +102,17 @@ func (e *Engine) Describe() npu.Features {
 }
 
 func (e *Engine) Models() []npu.ModelInfo {
-	// The simulated model reasons when asked (Request.Think), calls tools
-	// "sees" images and "hears" audio: clients' thinking, tool, vision and speech paths can be
+	// The simulated model reasons when asked (Request.Think) if its family
+	// does, calls tools in its family's format, "sees" images and "hears"
+	// audio: clients' thinking, tool, vision and speech paths can be
 	// tested end to end.
 	return []npu.ModelInfo{{ID: ModelID, OwnedBy: OwnedBy, Created: e.created, ContextLength: e.cfg.ContextLength,
-		Details: npu.ModelDetails{Thinking: true, ToolFormat: npu.ToolFormatHermes, Vision: true, Speech: true}}}
+		Details: npu.ModelDetails{Thinking: e.reasons(), ToolFormat: e.family.Name(), Vision: true, Speech: true}}}
 }
+
+// reasons reports whether the simulated model's family writes reasoning
+// apart from its answer.
+func (e *Engine) reasons() bool { return e.family.NewReasoningSplitter() != nil }
 
 // Reload implements npu.Engine. The simulated model has no files to read
 // again, so a reload only checks that the model exists.
@@ -128,11 +143,11 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	}
 	tokens := Tokens(seedOf(req), prompt)
 	if tool, ok := plannedCall(req, rngFor(seedOf(req), prompt)); ok {
-		tokens = ToolCallTokens(seedOf(req), prompt, tool)
+		tokens = ToolCallTokens(seedOf(req), prompt, tool, e.family)
 	} else if seen := describeImages(req); seen != nil {
 		tokens = append(seen, tokens...)
 	}
-	if req.Think != nil && *req.Think {
+	if req.Think != nil && *req.Think && e.reasons() {
 		tokens = append(Reasoning(seedOf(req), prompt), tokens...)
 	}
 	res := npu.Result{FinishReason: npu.FinishStop, PromptTokens: promptTokens, CachedPromptTokens: reused}
@@ -366,7 +381,7 @@ func Tokens(seed int64, prompt string) []string {
 func Reasoning(seed int64, prompt string) []string {
 	thoughts := Tokens(seed+1, "reasoning about: "+prompt)
 	thoughts = thoughts[:min(len(thoughts), 12)]
-	return append(append([]string{"<think>"}, thoughts...), "</think>", "\n\n")
+	return append(append([]string{chatfmt.ThinkOpen}, thoughts...), chatfmt.ThinkClose, "\n\n")
 }
 
 // Text is the simulated model's complete answer as one string.

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 	"github.com/npud/npud/wire/errclass"
 )
 
@@ -534,6 +535,39 @@ func TestPlannedCallTakesTheNamedTool(t *testing.T) {
 			if tc.want != "" {
 				assert.Equal(t, tc.want, call.Name)
 			}
+		})
+	}
+}
+
+// The simulated model speaks every family npud parses: its call, written
+// as the family writes it, comes back through the bridge as that call,
+// with arguments that satisfy the tool's schema; it reasons only when its
+// family does.
+func TestSpeaksEveryFamily(t *testing.T) {
+	tool := npu.Tool{Name: "get_weather", Parameters: []byte(
+		`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city"]}`)}
+	for _, f := range chatfmt.Families() {
+		t.Run(f.Name(), func(t *testing.T) {
+			r, _ := newRunner(t, Config{Family: f.Name()}, npu.StreamLimits{})
+			models := r.Models()
+			require.Len(t, models, 1)
+			assert.Equal(t, f.Name(), models[0].Details.ToolFormat)
+			reasons := f.NewReasoningSplitter() != nil
+			assert.Equal(t, reasons, models[0].Details.Thinking)
+			think := reasons
+			s, err := r.Start(&npu.Request{Model: ModelID, Sampling: npu.Sampling{Seed: seed(3)}, Think: &think, Tools: []npu.Tool{tool},
+				Messages: []npu.Message{{Role: "user", Content: "weather in Oslo?"}}})
+			require.NoError(t, err)
+			defer s.Close()
+			a, err := npu.CollectAnswer(t.Context(), s.Next)
+			require.NoError(t, err)
+			assert.Empty(t, a.Text)
+			assert.Equal(t, reasons, a.Reasoning != "", "reasoning %q", a.Reasoning)
+			require.Len(t, a.ToolCalls, 1)
+			assert.Equal(t, "get_weather", a.ToolCalls[0].Name)
+			assert.Empty(t, chatfmt.CheckArguments(a.ToolCalls[0].Arguments, tool.Parameters), a.ToolCalls[0].Arguments)
+			assert.Equal(t, npu.FinishToolCalls, a.Result.FinishReason)
+			assert.Empty(t, s.Stats().ToolCallProblems)
 		})
 	}
 }

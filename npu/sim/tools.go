@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 )
 
-// The simulated model writes tool calls as Qwen does (npu.ToolFormatHermes),
-// so its answers go through the bridge's parser like a real model's.
+// The simulated model writes tool calls as its family does (Config.Family,
+// Qwen's by default), so its answers go through the bridge's parser like a
+// real model's.
 
 // plannedCall is the tool the simulated model calls for req, if any: with
 // tools and a choice that allows calls, it calls one unless the last
@@ -64,14 +66,14 @@ func namedTool(req *npu.Request) (npu.Tool, bool) {
 	return npu.Tool{}, false
 }
 
-// ToolCallTokens is the simulated model's answer calling tool: a
-// <tool_call> block whose arguments satisfy the tool's JSON schema, in
-// tokens of a few characters, as a tokenizer cuts JSON.
-func ToolCallTokens(seed int64, prompt string, tool npu.Tool) []string {
+// ToolCallTokens is the simulated model's answer calling tool, as family
+// writes it (a <tool_call> block for Qwen's), with arguments that satisfy
+// the tool's JSON schema, in tokens of a few characters, as a tokenizer
+// cuts JSON.
+func ToolCallTokens(seed int64, prompt string, tool npu.Tool, family chatfmt.Family) []string {
 	rng := rngFor(seed, "call: "+prompt)
 	args, _ := json.Marshal(ExampleArguments(tool.Parameters, rng)) // built from JSON values: always encodes
-	name, _ := json.Marshal(tool.Name)
-	text := "<tool_call>\n{\"name\": " + string(name) + ", \"arguments\": " + string(args) + "}\n</tool_call>"
+	text := family.WriteCalls([]chatfmt.Call{{Name: tool.Name, Arguments: string(args)}})
 	var out []string
 	for len(text) > 0 {
 		n := min(len(text), 1+rng.IntN(5))

@@ -9,7 +9,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/chatfmt"
 	"github.com/npud/npud/wire/openaiwire"
 )
 
@@ -151,7 +151,7 @@ func (e *Engine) Models() []npu.ModelInfo {
 		case "tools":
 			// The upstream's calls come back structured; relay hands
 			// them to the bridge in a form no text can take.
-			d.ToolFormat = npu.ToolFormatRelayed
+			d.ToolFormat = chatfmt.Relayed{}.Name()
 		case "vision":
 			d.Vision = true
 		case "thinking":
@@ -418,252 +418,6 @@ func errorMessage(b []byte) string {
 	}
 	return string(oa.Error)
 }
-
-// relay reads the upstream's event stream into the sink. Reasoning goes to
-// the sink between <think> tags, which the bridge takes apart again; tool
-// calls come only from the upstream's structured delta.tool_calls, as
-// npu.ToolFormatRelayed calls (its text can open none: NUL is kept out),
-// and only to tools the request declared. max_tokens is kept here too: an
-// upstream that ignores it is cut off.
-func (e *Engine) relay(ctx context.Context, cancel context.CancelFunc, body io.Reader, req *npu.Request, sink npu.Sink, start time.Time) (npu.Result, error) {
-	res := npu.Result{FinishReason: npu.FinishStop}
-	var first time.Time
-	thinking := false
-	callbacks := 0
-	events, textBytes := 0, 0 // the upstream's output so far, for max_tokens
-	var call *relayedCall     // the call being received, nil: none
-	finish := func() npu.Result {
-		if !first.IsZero() {
-			res.Timings.Prefill, res.Timings.Decode = first.Sub(start), time.Since(first)
-		} else {
-			res.Timings.Prefill = time.Since(start)
-		}
-		if res.CompletionTokens == 0 {
-			res.CompletionTokens = callbacks
-		}
-		if req.MaxTokens > 0 {
-			res.CompletionTokens = min(res.CompletionTokens, req.MaxTokens)
-		}
-		return res
-	}
-	send := func(text string) bool {
-		if text == "" {
-			return true
-		}
-		if first.IsZero() {
-			first = time.Now()
-		}
-		callbacks++
-		if st := sink(text); st != npu.Running {
-			if st == npu.Cancel {
-				res.FinishReason = npu.FinishCancelled
-			}
-			cancel() // closes the upstream request: its engine stops too
-			return false
-		}
-		return true
-	}
-	// endCall hands the call received so far to the bridge, if it is to a
-	// declared tool.
-	endCall := func() bool {
-		c := call
-		call = nil
-		if c == nil {
-			return true
-		}
-		if !declared(req.Tools, c.Name) {
-			e.log.Warn("upstream called a tool the request does not declare; the call is dropped",
-				"upstream", e.cfg.Name, "tool", e.clip(c.Name))
-			return true
-		}
-		if c.Arguments == "" {
-			c.Arguments = "{}"
-		}
-		obj, _ := json.Marshal(c) // strings only: NUL and quotes come out escaped
-		text := npu.RelayedCallOpen + string(obj) + npu.RelayedCallClose
-		if thinking {
-			text, thinking = "</think>"+text, false
-		}
-		return send(text)
-	}
-	lines := make(chan string)
-	readErr := make(chan error, 1)
-	go func() { // a reader that can be abandoned: the watchdog below bounds each wait
-		var err error
-		defer func() {
-			readErr <- err
-			close(lines)
-		}()
-		sc := bufio.NewScanner(body)
-		sc.Buffer(make([]byte, 64<<10), maxEventBytes)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-		err = sc.Err()
-	}()
-	idle := time.NewTimer(e.cfg.Timeout)
-	defer idle.Stop()
-	done := false
-	for !done {
-		var line string
-		var ok bool
-		select {
-		case line, ok = <-lines:
-		case <-idle.C:
-			cancel()
-			why := fmt.Sprintf("it sent nothing for %s in the middle of a stream", e.cfg.Timeout)
-			e.markDown(why)
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q: %s: %w", e.cfg.Name, why, npu.ErrUpstreamUnavailable)}
-		case <-ctx.Done():
-			return finish(), ctx.Err()
-		}
-		if !ok {
-			if err := <-readErr; err != nil && ctx.Err() == nil {
-				e.markDown(err.Error())
-				return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q: reading its stream: %w", e.cfg.Name, err)}
-			}
-			if ctx.Err() != nil {
-				return finish(), nil // the sink ended it
-			}
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q ended its stream without [DONE]", e.cfg.Name)}
-		}
-		idle.Reset(e.cfg.Timeout)
-		data, isData := strings.CutPrefix(line, "data:")
-		if !isData {
-			continue // comments (heartbeats), event:, id:, retry: and blank lines
-		}
-		data = strings.TrimSpace(data)
-		if data == "[DONE]" {
-			done = true
-			continue
-		}
-		var c openaiwire.ChatChunk
-		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q sent a malformed event: %w", e.cfg.Name, err)}
-		}
-		if len(c.Error) > 0 && string(c.Error) != "null" {
-			e.log.Warn("upstream failed mid-stream", "upstream", e.cfg.Name, "answer", e.clip(errorMessage([]byte(data))))
-			return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf("upstream %q failed mid-stream (its error is in npud's log)", e.cfg.Name)}
-		}
-		if c.Usage != nil {
-			res.PromptTokens, res.CompletionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
-		}
-		if n := outputBytes(c); n > 0 {
-			events++
-			textBytes += n
-			if req.MaxTokens > 0 && (events > req.MaxTokens || textBytes > req.MaxTokens*maxTokenBytes) {
-				// The upstream went past max_tokens: what came before
-				// this event is the answer (a call cut short is dropped).
-				cancel()
-				if call != nil {
-					e.log.Warn("upstream went past max_tokens in a tool call; the call is dropped", "upstream", e.cfg.Name)
-				}
-				if thinking {
-					send("</think>")
-				}
-				res.FinishReason = npu.FinishLength
-				return finish(), nil
-			}
-		}
-		for _, ch := range c.Choices {
-			for _, tc := range ch.Delta.ToolCalls {
-				if call == nil || tc.Index != call.index || tc.Function.Name != "" {
-					if !endCall() {
-						return finish(), nil
-					}
-					call = &relayedCall{index: tc.Index, ID: tc.ID, Name: tc.Function.Name}
-				}
-				if len(call.Arguments)+len(tc.Function.Arguments) > maxEventBytes {
-					return finish(), &npu.EngineError{Engine: e.Name(), Cause: fmt.Errorf(
-						"upstream %q sent a tool call with more than %d bytes of arguments", e.cfg.Name, maxEventBytes)}
-				}
-				call.Arguments += tc.Function.Arguments
-			}
-			reasoning := ch.Delta.ReasoningContent
-			if reasoning == nil {
-				reasoning = ch.Delta.Reasoning
-			}
-			if reasoning != nil && *reasoning != "" {
-				text := noNUL(*reasoning)
-				if !thinking {
-					text, thinking = "<think>"+text, true
-				}
-				if !send(text) {
-					return finish(), nil
-				}
-			}
-			if ch.Delta.Content != nil && *ch.Delta.Content != "" {
-				if !endCall() {
-					return finish(), nil
-				}
-				text := noNUL(*ch.Delta.Content)
-				if thinking {
-					text, thinking = "</think>"+text, false
-				}
-				if !send(text) {
-					return finish(), nil
-				}
-			}
-			if ch.FinishReason != nil && *ch.FinishReason == openaiwire.FinishLength {
-				res.FinishReason = npu.FinishLength
-			}
-		}
-	}
-	if call != nil && !endCall() {
-		return finish(), nil
-	}
-	if thinking {
-		send("</think>")
-	}
-	return finish(), nil
-}
-
-// relayedCall is a tool call being received from the upstream, and what
-// the bridge gets of it (ToolFormatRelayed's JSON).
-type relayedCall struct {
-	index     int
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// declared reports whether the request declares a tool named name.
-func declared(tools []npu.Tool, name string) bool {
-	for _, t := range tools {
-		if t.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// outputBytes is how much output an event carries: text, reasoning and
-// call arguments.
-func outputBytes(c openaiwire.ChatChunk) int {
-	n := 0
-	for _, ch := range c.Choices {
-		if ch.Delta.Content != nil {
-			n += len(*ch.Delta.Content)
-		}
-		if ch.Delta.ReasoningContent != nil {
-			n += len(*ch.Delta.ReasoningContent)
-		} else if ch.Delta.Reasoning != nil {
-			n += len(*ch.Delta.Reasoning)
-		}
-		for _, tc := range ch.Delta.ToolCalls {
-			n += len(tc.Function.Name) + len(tc.Function.Arguments)
-		}
-	}
-	return n
-}
-
-// noNUL keeps NUL out of relayed text: it would open no call (see
-// npu.ToolFormatRelayed), but it has no place in an answer either.
-func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // clip bounds what of the upstream's text goes to a log line, and masks
 // its key where the upstream quoted it.

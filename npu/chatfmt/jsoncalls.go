@@ -1,4 +1,4 @@
-package npu
+package chatfmt
 
 import (
 	"bytes"
@@ -10,41 +10,9 @@ import (
 	"unicode/utf8"
 )
 
-// The tool-call formats of the model families npud parses. A model's
-// format is detected from its folder (npu/modelstore); the bridge parses
-// its answer with it.
-const (
-	// ToolFormatHermes: Qwen 2.5 and 3, Hermes and the models trained on
-	// their template: <tool_call>{"name": …, "arguments": {…}}</tool_call>,
-	// one block per call.
-	ToolFormatHermes = "hermes"
-	// ToolFormatLlama3: Llama 3.1 to 3.3 answer a call with a bare JSON
-	// object {"name": …, "parameters": {…}}, sometimes after <|python_tag|>;
-	// several are separated by ';'.
-	ToolFormatLlama3 = "llama3"
-	// ToolFormatMistral: [TOOL_CALLS] [{"name": …, "arguments": {…}}, …].
-	// [TOOL_CALLS] is a special token that GenAI's detokenizer usually
-	// drops, so a JSON array that opens the answer counts too.
-	ToolFormatMistral = "mistral"
-	// ToolFormatPhi4Mini: <|tool_call|>[{…}]<|/tool_call|> or
-	// functools[{…}]; the tags are special tokens too.
-	ToolFormatPhi4Mini = "phi4mini"
-	// ToolFormatRelayed: calls an engine received already structured (an
-	// upstream's delta.tool_calls), handed to the bridge as
-	// \x00call\x00{"id": …, "name": …, "arguments": "…"}\x00/call\x00.
-	// The engine keeps NUL out of every text it relays, so no text can
-	// open a call.
-	ToolFormatRelayed = "relayed"
-)
-
-// The markers of a ToolFormatRelayed call.
-const (
-	RelayedCallOpen  = "\x00call\x00"
-	RelayedCallClose = "\x00/call\x00"
-)
-
-// toolSyntax is how one family marks its calls.
-type toolSyntax struct {
+// jsonSyntax is how a family that writes its calls as JSON objects marks
+// them: the shared piece of the JSON-in-markers families.
+type jsonSyntax struct {
 	openers []string // begin a block of calls anywhere in the answer
 	closers []string // end a block
 	// bare: a JSON object or array that opens the answer is a block of
@@ -55,41 +23,13 @@ type toolSyntax struct {
 	shortIDs bool
 }
 
-func toolSyntaxOf(format string) (toolSyntax, bool) {
-	switch format {
-	case ToolFormatHermes:
-		return toolSyntax{openers: []string{"<tool_call>"}, closers: []string{"</tool_call>"}}, true
-	case ToolFormatLlama3:
-		return toolSyntax{openers: []string{"<|python_tag|>"}, closers: []string{"<|eom_id|>", "<|eot_id|>"}, bare: true}, true
-	case ToolFormatMistral:
-		return toolSyntax{openers: []string{"[TOOL_CALLS]"}, bare: true, shortIDs: true}, true
-	case ToolFormatPhi4Mini:
-		return toolSyntax{openers: []string{"<|tool_call|>", "functools"}, closers: []string{"<|/tool_call|>"}, bare: true}, true
-	case ToolFormatRelayed:
-		return toolSyntax{openers: []string{RelayedCallOpen}, closers: []string{RelayedCallClose}}, true
-	}
-	return toolSyntax{}, false
-}
-
-// ToolCallDelta is a piece of a tool call the model is making, in the
-// order a client assembles it (OpenAI's delta.tool_calls): the first piece
-// of a call carries its ID and Name, the following ones further pieces of
-// its Arguments (JSON text, as the model writes it), the last one Done.
-type ToolCallDelta struct {
-	Index     int
-	ID        string // first piece only
-	Name      string // first piece only
-	Arguments string
-	Done      bool // the call is complete
-}
-
-// toolCallParser turns a model's answer into content and tool calls as it
+// jsonCallParser turns a model's answer into content and tool calls as it
 // streams in. While what is being generated may still be a call, none of
 // it is released as content (the hold-back discipline of stop strings);
 // text that turns out not to be a call is released as it was. A call's
 // name is sent as soon as it is known, its arguments as they come.
-type toolCallParser struct {
-	syn    toolSyntax
+type jsonCallParser struct {
+	syn    jsonSyntax
 	tools  []Tool
 	single bool // parallel tool calls are off: the answer ends with the first call
 
@@ -124,31 +64,39 @@ const (
 	toolObject
 )
 
-func newToolCallParser(format string, tools []Tool, single bool) *toolCallParser {
-	syn, ok := toolSyntaxOf(format)
-	if !ok {
-		return nil
-	}
-	return &toolCallParser{syn: syn, tools: tools, single: single, atStart: true}
+// newJSONCallParser is a parser of calls written as JSON in syn's markers.
+func newJSONCallParser(syn jsonSyntax, opts ParserOptions) *jsonCallParser {
+	return &jsonCallParser{syn: syn, tools: opts.Tools, single: opts.Single, atStart: true}
 }
 
-// push takes the next content and returns what is now known to be
-// content, and the pieces of calls.
-func (p *toolCallParser) push(text string) (content string, calls []ToolCallDelta) {
+// Push implements CallParser.
+func (p *jsonCallParser) Push(text string) Output {
 	if p.done {
-		return "", nil
+		return Output{}
 	}
 	p.held += text
 	var out strings.Builder
+	var calls []CallDelta
 	for p.step(&out, &calls, false) {
 	}
-	return out.String(), calls
+	return Output{Content: out.String(), Calls: calls}
 }
 
-// flush ends the answer: held text is content, a call cut short ends. cut
-// says a limit ended the answer (max_tokens, the context, a deadline): then
-// a call's opener it cut in two is dropped too, not shown as text.
-func (p *toolCallParser) flush(cut bool) (content string, calls []ToolCallDelta) {
+// Flush implements CallParser.
+func (p *jsonCallParser) Flush(cut bool) Output {
+	content, calls := p.flush(cut)
+	return Output{Content: content, Calls: calls}
+}
+
+// Calls implements CallParser.
+func (p *jsonCallParser) Calls() int { return p.calls }
+
+// Problems implements CallParser.
+func (p *jsonCallParser) Problems() []string { return p.problems }
+
+// flush ends the answer (see CallParser.Flush): a call's opener a limit
+// cut in two is dropped, not shown as text.
+func (p *jsonCallParser) flush(cut bool) (content string, calls []CallDelta) {
 	if p.done {
 		return "", nil
 	}
@@ -194,12 +142,11 @@ func (p *toolCallParser) flush(cut bool) (content string, calls []ToolCallDelta)
 	return out.String(), calls
 }
 
-// finished reports that the answer must end here (parallel calls off and
-// one call made).
-func (p *toolCallParser) finished() bool { return p.done }
+// Finished implements CallParser.
+func (p *jsonCallParser) Finished() bool { return p.done }
 
 // step makes one move; false when it needs more text.
-func (p *toolCallParser) step(out *strings.Builder, calls *[]ToolCallDelta, atEnd bool) bool {
+func (p *jsonCallParser) step(out *strings.Builder, calls *[]CallDelta, atEnd bool) bool {
 	switch p.state {
 	case toolText:
 		return p.stepText(out, atEnd)
@@ -211,7 +158,7 @@ func (p *toolCallParser) step(out *strings.Builder, calls *[]ToolCallDelta, atEn
 	return false
 }
 
-func (p *toolCallParser) release(out *strings.Builder, s string) {
+func (p *jsonCallParser) release(out *strings.Builder, s string) {
 	if s == "" {
 		return
 	}
@@ -221,7 +168,7 @@ func (p *toolCallParser) release(out *strings.Builder, s string) {
 	}
 }
 
-func (p *toolCallParser) stepText(out *strings.Builder, atEnd bool) bool {
+func (p *jsonCallParser) stepText(out *strings.Builder, atEnd bool) bool {
 	trimmed := strings.TrimLeftFunc(p.held, unicode.IsSpace)
 	if p.atStart || p.afterCall {
 		if trimmed == "" {
@@ -265,7 +212,7 @@ func (p *toolCallParser) stepText(out *strings.Builder, atEnd bool) bool {
 }
 
 // mayOpen: s starts with an opener ([TOOL_CALLS]), or may still.
-func (p *toolCallParser) mayOpen(s string, atEnd bool) bool {
+func (p *jsonCallParser) mayOpen(s string, atEnd bool) bool {
 	for _, o := range p.syn.openers {
 		if strings.HasPrefix(s, o) || (!atEnd && strings.HasPrefix(o, s)) {
 			return true
@@ -274,14 +221,14 @@ func (p *toolCallParser) mayOpen(s string, atEnd bool) bool {
 	return false
 }
 
-func (p *toolCallParser) openBlock(text string) {
+func (p *jsonCallParser) openBlock(text string) {
 	p.state, p.blockCalls, p.inArray = toolBlock, 0, false
 	p.block.Reset()
 	p.block.WriteString(text)
 }
 
 // notACall releases the block read so far as content: it was no call.
-func (p *toolCallParser) notACall(out *strings.Builder) {
+func (p *jsonCallParser) notACall(out *strings.Builder) {
 	p.release(out, p.block.String()+string(p.obj))
 	p.block.Reset()
 	p.obj = p.obj[:0]
@@ -291,7 +238,7 @@ func (p *toolCallParser) notACall(out *strings.Builder) {
 
 // opened reports that the current block began with the family's opener
 // (<tool_call>, [TOOL_CALLS]), not with bare JSON: what follows is a call.
-func (p *toolCallParser) opened() bool {
+func (p *jsonCallParser) opened() bool {
 	block := strings.TrimLeftFunc(p.block.String(), unicode.IsSpace)
 	for _, o := range p.syn.openers {
 		if strings.HasPrefix(block, o) {
@@ -303,7 +250,7 @@ func (p *toolCallParser) opened() bool {
 
 // dropCut drops a call the answer ended in before its name came, and says
 // so in the problems (the access log): it is never shown as text.
-func (p *toolCallParser) dropCut() {
+func (p *jsonCallParser) dropCut() {
 	p.problems = append(p.problems, fmt.Sprintf("call %d was cut short before its name (%q): dropped",
 		p.calls, clipProblem(p.block.String()+string(p.obj))))
 	p.block.Reset()
@@ -325,7 +272,7 @@ func clipProblem(s string) string {
 	return s[:cut] + "…"
 }
 
-func (p *toolCallParser) stepBlock(out *strings.Builder, atEnd bool) bool {
+func (p *jsonCallParser) stepBlock(out *strings.Builder, atEnd bool) bool {
 	i := 0
 	for i < len(p.held) && (unicode.IsSpace(rune(p.held[i])) || p.held[i] == ',' || p.held[i] == ';') {
 		i++
@@ -368,12 +315,12 @@ func (p *toolCallParser) stepBlock(out *strings.Builder, atEnd bool) bool {
 	return true
 }
 
-func (p *toolCallParser) endBlock() {
+func (p *jsonCallParser) endBlock() {
 	p.state, p.afterCall, p.atStart = toolText, true, false
 	p.block.Reset()
 }
 
-func (p *toolCallParser) startObject() {
+func (p *jsonCallParser) startObject() {
 	p.state = toolObject
 	p.obj = p.obj[:0]
 	p.outer, p.args = jsonScanner{}, jsonScanner{}
@@ -383,7 +330,7 @@ func (p *toolCallParser) startObject() {
 	p.name = ""
 }
 
-func (p *toolCallParser) stepObject(out *strings.Builder, calls *[]ToolCallDelta) bool {
+func (p *jsonCallParser) stepObject(out *strings.Builder, calls *[]CallDelta) bool {
 	n := 0
 	complete := false
 	for n < len(p.held) {
@@ -403,7 +350,7 @@ func (p *toolCallParser) stepObject(out *strings.Builder, calls *[]ToolCallDelta
 			if id == "" {
 				id = p.newID()
 			}
-			*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: id, Name: name})
+			*calls = append(*calls, CallDelta{Index: p.calls, ID: id, Name: name})
 		case headerOther:
 			p.whole = true
 		}
@@ -431,7 +378,7 @@ func (p *toolCallParser) stepObject(out *strings.Builder, calls *[]ToolCallDelta
 }
 
 // sendArgs sends what came of the arguments since the last piece.
-func (p *toolCallParser) sendArgs(calls *[]ToolCallDelta) {
+func (p *jsonCallParser) sendArgs(calls *[]CallDelta) {
 	end := len(p.obj)
 	if p.argsEnd == 0 {
 		for i := max(p.argsSent, p.argsFrom); i < len(p.obj); i++ {
@@ -448,18 +395,18 @@ func (p *toolCallParser) sendArgs(calls *[]ToolCallDelta) {
 		piece := string(p.obj[p.argsSent:end])
 		p.argText.WriteString(piece)
 		p.argsSent = end
-		*calls = append(*calls, ToolCallDelta{Index: p.calls, Arguments: piece})
+		*calls = append(*calls, CallDelta{Index: p.calls, Arguments: piece})
 	}
 }
 
-func (p *toolCallParser) endStreamedCall(calls []ToolCallDelta, cut string) []ToolCallDelta {
+func (p *jsonCallParser) endStreamedCall(calls []CallDelta, cut string) []CallDelta {
 	args := p.argText.String()
 	if cut != "" {
 		p.problems = append(p.problems, fmt.Sprintf("call %d to %q: %s", p.calls, p.name, cut))
 	} else {
 		p.check(p.name, args)
 	}
-	calls = append(calls, ToolCallDelta{Index: p.calls, Done: true})
+	calls = append(calls, CallDelta{Index: p.calls, Done: true})
 	p.calls++
 	p.blockCalls++
 	p.afterCall = true
@@ -469,7 +416,7 @@ func (p *toolCallParser) endStreamedCall(calls []ToolCallDelta, cut string) []To
 // decodeWhole reads a complete object whose name did not come first:
 // {"arguments": …, "name": …}, {"type": "function", "function": {…}},
 // or arguments written as a JSON string. False when it is no call.
-func (p *toolCallParser) decodeWhole(calls *[]ToolCallDelta) bool {
+func (p *jsonCallParser) decodeWhole(calls *[]CallDelta) bool {
 	var c struct {
 		ID         string          `json:"id"`
 		Name       string          `json:"name"`
@@ -507,7 +454,7 @@ func (p *toolCallParser) decodeWhole(calls *[]ToolCallDelta) bool {
 	if id == "" {
 		id = p.newID()
 	}
-	*calls = append(*calls, ToolCallDelta{Index: p.calls, ID: id, Name: c.Name, Arguments: text, Done: true})
+	*calls = append(*calls, CallDelta{Index: p.calls, ID: id, Name: c.Name, Arguments: text, Done: true})
 	p.calls++
 	p.blockCalls++
 	p.afterCall = true
@@ -516,7 +463,7 @@ func (p *toolCallParser) decodeWhole(calls *[]ToolCallDelta) bool {
 
 // check records what is wrong with a call against the declared tools: the
 // call is returned anyway (clients validate), and the log says so.
-func (p *toolCallParser) check(name, args string) {
+func (p *jsonCallParser) check(name, args string) {
 	for _, t := range p.tools {
 		if t.Name == name {
 			if problem := CheckArguments(args, t.Parameters); problem != "" {
@@ -532,7 +479,7 @@ const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // newID is a call's id: call_ and 24 characters, or nine characters for
 // families whose templates insist on that.
-func (p *toolCallParser) newID() string {
+func (p *jsonCallParser) newID() string {
 	n, prefix := 24, "call_"
 	if p.syn.shortIDs {
 		n, prefix = 9, ""
@@ -670,88 +617,24 @@ func (s *jsonScanner) feed(c byte) bool {
 	return false
 }
 
-// CheckArguments says what is wrong with a call's arguments for the
-// declared JSON schema ("" when nothing is): not a JSON object, a required
-// property missing, a property of the wrong type.
-func CheckArguments(args string, schema json.RawMessage) string {
-	var got map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(args), &got); err != nil {
-		return "its arguments are not a JSON object"
+// jsonCall is the JSON object in which the JSON-in-markers families write
+// a call: {"name": …, argsKey: {…}}. Arguments that are no JSON text are
+// written as {}: a call's arguments are an object.
+func jsonCall(c Call, argsKey string) string {
+	name, _ := json.Marshal(c.Name) // a string: always encodes
+	key, _ := json.Marshal(argsKey)
+	args := strings.TrimSpace(c.Arguments)
+	if !json.Valid([]byte(args)) || args[0] != '{' {
+		args = "{}"
 	}
-	var s struct {
-		Properties map[string]struct {
-			Type json.RawMessage `json:"type"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
-		return ""
-	}
-	for _, name := range s.Required {
-		if _, ok := got[name]; !ok {
-			return fmt.Sprintf("required argument %q is missing", name)
-		}
-	}
-	for name, v := range got {
-		prop, ok := s.Properties[name]
-		if !ok || len(prop.Type) == 0 {
-			continue
-		}
-		var types []string
-		var one string
-		if json.Unmarshal(prop.Type, &one) == nil {
-			types = []string{one}
-		} else if json.Unmarshal(prop.Type, &types) != nil {
-			continue
-		}
-		if !jsonTypeIn(v, types) {
-			return fmt.Sprintf("argument %q is not of type %s", name, strings.Join(types, " or "))
-		}
-	}
-	return ""
+	return "{\"name\": " + string(name) + ", " + string(key) + ": " + args + "}"
 }
 
-func jsonTypeIn(v json.RawMessage, types []string) bool {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return false
+// jsonCallArray is calls as one JSON array of jsonCall objects.
+func jsonCallArray(calls []Call, argsKey string) string {
+	objs := make([]string, len(calls))
+	for i, c := range calls {
+		objs[i] = jsonCall(c, argsKey)
 	}
-	for _, t := range types {
-		switch c := v[0]; t {
-		case "string":
-			if c == '"' {
-				return true
-			}
-		case "object":
-			if c == '{' {
-				return true
-			}
-		case "array":
-			if c == '[' {
-				return true
-			}
-		case "boolean":
-			if c == 't' || c == 'f' {
-				return true
-			}
-		case "null":
-			if c == 'n' {
-				return true
-			}
-		case "number":
-			if c == '-' || (c >= '0' && c <= '9') {
-				return true
-			}
-		case "integer":
-			var n json.Number
-			if (c == '-' || (c >= '0' && c <= '9')) && json.Unmarshal(v, &n) == nil {
-				if _, err := n.Int64(); err == nil {
-					return true
-				}
-			}
-		default:
-			return true // a type npud does not check
-		}
-	}
-	return false
+	return "[" + strings.Join(objs, ", ") + "]"
 }

@@ -1,4 +1,4 @@
-package npu
+package chatfmt
 
 import (
 	"testing"
@@ -32,13 +32,13 @@ func TestThinkSplitter(t *testing.T) {
 					continue
 				}
 				for _, chunks := range [][]string{{tc.text[:cut], tc.text[cut:]}, runesOf(tc.text)} {
-					var s thinkSplitter
+					s := NewThinkTags(ThinkOpen, ThinkClose)
 					var reasoning, content string
 					for _, c := range chunks {
-						r, t := s.push(c)
+						r, t := s.Push(c)
 						reasoning, content = reasoning+r, content+t
 					}
-					r, c := s.flush()
+					r, c := s.Flush()
 					reasoning, content = reasoning+r, content+c
 					assert.Equal(t, tc.reasoning, reasoning, "cut at %d / %d chunks", cut, len(chunks))
 					assert.Equal(t, tc.content, content, "cut at %d / %d chunks", cut, len(chunks))

@@ -1,4 +1,4 @@
-package npu
+package chatfmt
 
 import (
 	"strings"
@@ -8,31 +8,37 @@ import (
 // The tags reasoning models (Qwen3, DeepSeek-R1, Phi-4-reasoning and
 // others) put around their reasoning at the start of an answer.
 const (
-	thinkOpen  = "<think>"
-	thinkClose = "</think>"
+	ThinkOpen  = "<think>"
+	ThinkClose = "</think>"
 )
 
-// thinkSplitter separates a model's reasoning, between <think> and
-// </think> at the start of its answer, from the answer itself, as text
-// streams in: reasoning is never mixed into the content. It holds back
-// what may still turn out to be a tag, and the whitespace that pads the
+// thinkTags separates a model's reasoning, between an open and a close tag
+// at the start of its answer, from the answer itself, as text streams in:
+// the shared piece of the families that think in tags. It holds back what
+// may still turn out to be a tag, and the whitespace that pads the
 // reasoning and follows it.
-type thinkSplitter struct {
-	state int  // thinkUndecided, thinkReasoning, thinkAfter, thinkContent
-	begun bool // reasoning text came (the whitespace before it is dropped)
-	held  strings.Builder
+type thinkTags struct {
+	open, close string
+	state       int  // thinkUndecided, thinkReasoning, thinkAfter, thinkContent
+	begun       bool // reasoning text came (the whitespace before it is dropped)
+	held        strings.Builder
 }
 
 const (
-	thinkUndecided = iota // only whitespace, or a prefix of <think>, so far
-	thinkReasoning        // inside <think>
-	thinkAfter            // just after </think>: its whitespace is dropped
+	thinkUndecided = iota // only whitespace, or a prefix of the open tag, so far
+	thinkReasoning        // inside the tags
+	thinkAfter            // just after the close tag: its whitespace is dropped
 	thinkContent          // the answer
 )
 
-// push takes the next text and returns what is now known to be reasoning
-// and content.
-func (t *thinkSplitter) push(text string) (reasoning, content string) {
+// NewThinkTags is a ReasoningSplitter for reasoning between openTag and closeTag
+// at the start of an answer.
+func NewThinkTags(openTag, closeTag string) ReasoningSplitter {
+	return &thinkTags{open: openTag, close: closeTag}
+}
+
+// Push implements ReasoningSplitter.
+func (t *thinkTags) Push(text string) (reasoning, content string) {
 	if t.state == thinkContent {
 		return "", text
 	}
@@ -43,11 +49,11 @@ func (t *thinkSplitter) push(text string) (reasoning, content string) {
 		case thinkUndecided:
 			trimmed := strings.TrimLeftFunc(s, unicode.IsSpace)
 			switch {
-			case strings.HasPrefix(trimmed, thinkOpen):
+			case strings.HasPrefix(trimmed, t.open):
 				t.state = thinkReasoning
-				s = strings.TrimLeftFunc(trimmed[len(thinkOpen):], unicode.IsSpace)
+				s = strings.TrimLeftFunc(trimmed[len(t.open):], unicode.IsSpace)
 				continue
-			case strings.HasPrefix(thinkOpen, trimmed):
+			case strings.HasPrefix(t.open, trimmed):
 				t.hold(s) // "", whitespace, or the start of the tag
 				return reasoning, content
 			}
@@ -63,15 +69,15 @@ func (t *thinkSplitter) push(text string) (reasoning, content string) {
 				}
 				t.begun = true
 			}
-			if i := strings.Index(s, thinkClose); i >= 0 {
+			if i := strings.Index(s, t.close); i >= 0 {
 				reasoning += strings.TrimRightFunc(s[:i], unicode.IsSpace)
-				s = s[i+len(thinkClose):]
+				s = s[i+len(t.close):]
 				t.state = thinkAfter
 				continue
 			}
-			// Keep what may be the start of </think>, and trailing
+			// Keep what may be the start of the close tag, and trailing
 			// whitespace (it is dropped if the tag follows).
-			keep := len(s) - partialSuffix(s, thinkClose)
+			keep := len(s) - partialSuffix(s, t.close)
 			body := strings.TrimRightFunc(s[:keep], unicode.IsSpace)
 			reasoning += body
 			t.hold(s[len(body):])
@@ -89,8 +95,8 @@ func (t *thinkSplitter) push(text string) (reasoning, content string) {
 	}
 }
 
-// flush ends the answer: what is held goes where it belongs.
-func (t *thinkSplitter) flush() (reasoning, content string) {
+// Flush implements ReasoningSplitter.
+func (t *thinkTags) Flush() (reasoning, content string) {
 	s := t.held.String()
 	t.hold("")
 	switch t.state {
@@ -102,7 +108,7 @@ func (t *thinkSplitter) flush() (reasoning, content string) {
 	return "", ""
 }
 
-func (t *thinkSplitter) hold(s string) {
+func (t *thinkTags) hold(s string) {
 	t.held.Reset()
 	t.held.WriteString(s)
 }
