@@ -103,7 +103,7 @@ test: check ## vet, then every test under the race detector
 	@# and npm ci refuses a lock without every optional platform package; install
 	@# keeps the lock's versions and integrity (--no-save: the lock is never rewritten).
 	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] && [ -d testdata/agents/node_modules/opencode-ai ] || \
-	  { echo "== npm install in testdata/agents: OpenCode, Claude Code and Codex CLI (about 1.1 GB)"; \
+	  { echo "== npm install in testdata/agents: OpenCode, Claude Code and Codex CLI (1.1 GB)"; \
 	    cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error; }
 	@# A timeout of our own for each package's test binary: Go's default 10 minutes is
 	@# too tight for the daemon's suite under -race on a loaded machine.
