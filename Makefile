@@ -26,6 +26,10 @@ OVPINS := $(CURDIR)/testdata/openvino/requirements.txt
 PYVENV ?= $(CURDIR)/testdata/python/venv
 PYPINS := $(CURDIR)/testdata/python/requirements.txt
 
+# make test vets once, in make check, and passes -vet=off to the go test runs
+# after it; each target alone keeps go test's own vet.
+TESTVET ?=
+
 .PHONY: help build run test test-openvino test-openvino-real openvino-venv python-venv test-openvino-asan fuzz soak check bench package clean
 
 help: ## list the targets
@@ -40,29 +44,35 @@ build: ## build the npud binary: the OpenVINO engine (loaded at run time) and th
 run: build ## start the daemon on 127.0.0.1:11434, or NPUD_LISTEN (OpenVINO when installed with a model, else simulated)
 	./$(BINARY) serve
 
-# golangci-lint at a pinned version, built from the module proxy (cached
-# after the first run); its settings are in .golangci.yml.
-GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+# npud's linter (tools/lint, a module of its own): go vet's analyzers and
+# the linters .golangci.yml enables, with its settings, in one go vet tool.
+# A cold build takes minutes where golangci-lint's takes tens (issue 35).
+NPUDLINT := $(CURDIR)/bin/npudlint
+MODULE   := github.com/npud/npud
 
-check: ## gofmt, go vet, golangci-lint (errcheck, errorlint, staticcheck, ...) and the layering and dependency guards
+check: ## gofmt, go vet with npud's linter (errcheck, errorlint, staticcheck, ...: tools/lint), the cgo-less and Windows builds, the layering and dependency guards
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
-	$(GOLANGCI_LINT) run ./...
+	@echo "== npud's linter (tools/lint): build it, and check it finds each linter's fault"
+	$(GO) build -C tools/lint -o $(NPUDLINT) .
+	$(GO) test -C tools/lint -count=1 ./...
+	@echo "== go vet ./... with go vet's analyzers and .golangci.yml's linters"
+	$(GO) vet -vettool=$(NPUDLINT) ./...
 	@# Without cgo npud has the simulated engine only; it must keep compiling.
 	CGO_ENABLED=0 $(GO) vet ./...
 	@# The Windows service build must keep compiling.
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./...
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack -o /dev/null .
-	@# The arrows between packages, the CGO_ENABLED=0 link, and what the binary
-	@# links (deps.txt; a new dependency: go test -run TestDependencies -update .).
-	$(GO) test -count=1 -timeout 5m -run 'TestLayering|TestTheBinaryHasNoTestingPackage|TestBuildsWithoutCgo|TestDependencies' .
+	@# The root package's tests, all of them, once: the arrows between packages, the
+	@# CGO_ENABLED=0 link, and what the binary links (deps.txt; a new dependency:
+	@# go test -run TestDependencies -update .). The race run below leaves them out.
+	$(GO) test -count=1 -timeout 5m .
 
 test: check ## vet, then every test under the race detector
 	@# -race needs a C compiler, the proxy tests nginx and HAProxy, the JS client tests Node,
 	@# the unit and package checks systemd-analyze, lintian, rpm and shellcheck,
 	@# the web console's tests Chromium, the audio tests espeak-ng, sox, lame and ffmpeg
-	@# (ffmpeg is also npud's optional decoder of Opus, WebM and M4A):
+	@# (ffmpeg is also npud's optional decoder of Opus, WebM and M4A), the docs' examples curl:
 	@# a fresh Debian may lack them.
 	@missing=""; command -v gcc >/dev/null || missing="gcc libc6-dev"; \
 	[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || missing="$$missing nginx-light"; \
@@ -75,34 +85,39 @@ test: check ## vet, then every test under the race detector
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v x86_64-w64-mingw32-gcc >/dev/null || missing="$$missing gcc-mingw-w64-x86-64"; \
 	command -v zip >/dev/null || missing="$$missing zip"; \
+	command -v curl >/dev/null || missing="$$missing curl"; \
 	command -v espeak-ng >/dev/null || missing="$$missing espeak-ng"; \
 	command -v sox >/dev/null || missing="$$missing sox"; \
 	command -v lame >/dev/null || missing="$$missing lame"; \
 	command -v ffmpeg >/dev/null || missing="$$missing ffmpeg"; \
 	python3 -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
-	if [ -n "$$missing" ]; then echo "installing $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	if [ -n "$$missing" ]; then echo "== apt-get: installing$$missing (what each is for: docs/TESTING.md)"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 $$missing; fi
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
-	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] && [ -d testdata/js/node_modules/@anthropic-ai/sdk ] || (cd testdata/js && npm ci --no-audit --no-fund --loglevel=error)
-	@# OpenCode (a native binary, ~180 MB a platform), pinned by testdata/opencode/package-lock.json.
-	@# npm install, not npm ci: the lock holds only the platform packages the registry serves here,
-	@# and npm ci refuses a lock without every optional platform package; install keeps the lock's
-	@# versions and integrity (--no-save: the lock is never rewritten).
-	@[ -d testdata/opencode/node_modules/opencode-ai ] || (cd testdata/opencode && npm install --no-save --no-audit --no-fund --loglevel=error)
-	@# Claude Code and Codex CLI, pinned by testdata/agents/package-lock.json (native binaries for this
-	@# platform: @openai/codex-linux-x64 is npm:@openai/codex@VERSION-linux-x64). npm install, not npm ci,
-	@# for the reason above.
-	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] || (cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error)
+	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] && [ -d testdata/js/node_modules/@anthropic-ai/sdk ] || \
+	  { echo "== npm ci in testdata/js: the official JS clients (ollama, openai, @anthropic-ai/sdk)"; \
+	    cd testdata/js && npm ci --no-audit --no-fund --loglevel=error; }
+	@# OpenCode, Claude Code and Codex CLI (native binaries), pinned by
+	@# testdata/agents/package-lock.json: one install for the three. npm install, not
+	@# npm ci: the lock holds only the platform packages the registry serves here,
+	@# and npm ci refuses a lock without every optional platform package; install
+	@# keeps the lock's versions and integrity (--no-save: the lock is never rewritten).
+	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] && [ -d testdata/agents/node_modules/opencode-ai ] || \
+	  { echo "== npm install in testdata/agents: OpenCode, Claude Code and Codex CLI (1.1 GB)"; \
+	    cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error; }
 	@# A timeout of our own for each package's test binary: Go's default 10 minutes is
 	@# too tight for the daemon's suite under -race on a loaded machine.
 	$(MAKE) --no-print-directory python-venv
-	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m ./...
-	$(MAKE) --no-print-directory test-openvino-real
-	$(MAKE) --no-print-directory test-openvino
-	$(MAKE) --no-print-directory test-openvino-asan
+	@# Vetted once, by make check: -vet=off from here on. The root package's
+	@# tests ran in make check.
+	@echo "== go test -race: every package but the root one"
+	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race -vet=off -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(MODULE)')
+	$(MAKE) --no-print-directory test-openvino-real TESTVET=-vet=off
+	$(MAKE) --no-print-directory test-openvino TESTVET=-vet=off
+	$(MAKE) --no-print-directory test-openvino-asan TESTVET=-vet=off
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a duration
 	@# run at its deadline with no crasher on a loaded machine (go.dev/issue/75804).
-	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
+	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x TESTVET=-vet=off
 
 openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/openvino/venv (once)
 	@if [ -f $(OVVENV)/pins.txt ] && cmp -s $(OVVENV)/pins.txt $(OVPINS); then exit 0; fi; \
@@ -136,14 +151,24 @@ python-venv: ## the pinned official Python clients from PyPI in testdata/python/
 test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
 	@# The whole binding (every cgo preamble) compiled against the wheel's core C headers.
 	CGO_ENABLED=1 CGO_CFLAGS="-I$$(ls -d $(OVVENV)/lib/python3*/site-packages/openvino/include)" $(GO) build -o /dev/null ./npu/openvino/
-	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test -count=1 -timeout 15m -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/
+	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test $(TESTVET) -count=1 -timeout 15m -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/
+
+# The API suites' tests that reach no engine, which make test-openvino leaves
+# out: the framing goldens (scripted events), the refusal tests (a fake
+# router), the fuzz targets' seeds (the simulated engine, always), and the
+# encoders', the response store's and the request mapping's unit tests. A
+# name that goes stale only makes a test run twice.
+ENGINE_FREE := ^(TestFramingTranscripts|TestRefusalsFromTheRunner|TestMessagesRefusalsFromTheRunner|Fuzz.*|TestChunkEncoder.*|TestAppendJSONString.*|TestErrorJSONShape|TestBenchmarkFramesAgree|TestResponseStore.*|TestToError|TestToEngineRequest|TestToolInput|TestSystemMessageAmongTurns)$$
 
 test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI test library; the headers alone
 	$(MAKE) --no-print-directory -C testdata/ovgenai check-headers
 	@# The binding's own tests ran in `go test ./...`, through run-time
-	@# loading; here the API suites run on the OpenVINO engine (tests that
-	@# need the simulator's text, timing or faults skip themselves).
-	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./openaiapi/ ./ollamaapi/ ./wsapi/ ./anthropicapi/
+	@# loading; here the API suites run on the OpenVINO engine, the tests that
+	@# reach it only: those that need the simulator's text, timing or faults
+	@# skip themselves, and so do those that bring their own engine
+	@# (daemontest.Start); ENGINE_FREE reach no engine. go test ./... ran all of them.
+	NPUD_TEST_ENGINE=openvino CGO_ENABLED=1 $(GO) test $(TESTVET) -race -count=1 -timeout 20m \
+	  -skip '$(ENGINE_FREE)' ./openaiapi/ ./ollamaapi/ ./wsapi/ ./anthropicapi/
 
 # The same binding against the test library built with AddressSanitizer:
 # a use of a freed pipeline, config or history aborts the run. go test -asan
@@ -152,8 +177,8 @@ test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI tes
 OVASAN := $(OVTEST)/build-asan
 test-openvino-asan: ## the cgo binding and the daemon's OpenVINO suites under AddressSanitizer
 	$(MAKE) --no-print-directory -C testdata/ovgenai OUT=build-asan EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
-	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test -asan -count=1 -timeout 20m ./npu/openvino/
-	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test -asan -count=1 -timeout 20m -run OpenVINO ./daemon/
+	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test $(TESTVET) -asan -count=1 -timeout 20m ./npu/openvino/
+	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test $(TESTVET) -asan -count=1 -timeout 20m -run OpenVINO ./daemon/
 
 SOAK_STREAMS ?= 5000
 SOAK_WORKER_STREAMS ?= 600
@@ -164,12 +189,12 @@ FUZZTIME ?= 60s
 # Each target's bound as a whole; a FUZZTIME near it needs a larger one.
 FUZZTIMEOUT ?= 15m
 fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
-	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
-	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/chatfmt/
-	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
-	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
-	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/
-	$(GO) test -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wire/audioin/
+	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
+	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/chatfmt/
+	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
+	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
+	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/
+	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wire/audioin/
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
 	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/

@@ -13,7 +13,7 @@ import (
 )
 
 // The engines have no way to count a prompt's tokens without running it
-// (GenAI's C API has a pipeline but no tokenizer; see docs/API.md), so
+// (GenAI's C API has a pipeline but no tokenizer; see docs/OPENVINO-INTERNALS.md), so
 // count_tokens answers an estimate, and says so: the header
 // EstimateHeader and the body's npud_estimate.
 const (

@@ -392,7 +392,7 @@ func TestLaunchRunsClaudeCode(t *testing.T) {
 	assert.NotContains(t, strings.Join(credentials, " "), "sk-ant-the-users-real-key", "the user's Anthropic key never reaches npud")
 }
 
-// The real OpenCode (pinned in testdata/opencode), started by npud launch
+// The real OpenCode (pinned in testdata/agents), started by npud launch
 // against a daemon with an API key, offline: the provider launch hands it
 // in OPENCODE_CONFIG_CONTENT (merged over the project's opencode.json,
 // which here only narrows its permissions) reaches npud with the key
@@ -400,7 +400,7 @@ func TestLaunchRunsClaudeCode(t *testing.T) {
 // call, then OpenCode's result of it.
 func TestLaunchRunsOpenCode(t *testing.T) {
 	daemontest.SimOnly(t, "the simulated engine's tool call drives the loop")
-	opencode := installedAgent(t, "opencode/node_modules/opencode-linux-x64*/bin/opencode", "OpenCode")
+	opencode := installedAgent(t, "agents/node_modules/opencode-linux-x64*/bin/opencode", "OpenCode")
 	const key = "k-opencode-0123456789abcdef"
 	srv := daemontest.StartSim(t, func(c *daemon.Config) {
 		c.APIKeys = []daemon.APIKey{{Name: "dev", Key: key}}

@@ -27,9 +27,9 @@ import (
 	"github.com/npud/npud/wire/reqinfo"
 )
 
-// openCodeDir is the pinned install of OpenCode (`make test` runs npm ci
-// there), relative to this package.
-var openCodeDir = filepath.Join("..", "testdata", "opencode")
+// openCodeDir is the pinned install of OpenCode, with the other agents
+// (`make test` runs npm install there), relative to this package.
+var openCodeDir = filepath.Join("..", "testdata", "agents")
 
 // openCode returns the pinned OpenCode binary and its version. It skips
 // when the npm package is not installed, except in CI, where `make test`
@@ -63,9 +63,9 @@ func openCode(t *testing.T) string {
 		}
 	}
 	if os.Getenv("CI") != "" {
-		t.Fatalf("OpenCode %s is not installed (make test runs npm ci in testdata/opencode)", pinned)
+		t.Fatalf("OpenCode %s is not installed (make test runs npm install in testdata/agents)", pinned)
 	}
-	t.Skipf("OpenCode %s is not installed: run npm ci in testdata/opencode (the npm package opencode-ai and its platform binary)", pinned)
+	t.Skipf("OpenCode %s is not installed: run npm install in testdata/agents (the npm package opencode-ai and its platform binary)", pinned)
 	return ""
 }
 

@@ -16,14 +16,14 @@ mkdir -p "$dest"
 case "$target" in
 package)
     installed=(
-        -e 's#](packaging/npud\.toml)#](/etc/npud/npud.toml)#g'
+        -e 's#](\(\.\./\)\{0,1\}packaging/npud\.toml)#](/etc/npud/npud.toml)#g'
         -e 's#](\.\./packaging/grafana-dashboard\.json)#](/usr/share/npud/grafana-dashboard.json)#g'
         -e 's#](\.\./packaging/fleet/#](/usr/share/npud/fleet/#g'
     ) ;;
 windows)
     installed=(
         -e 's#](packaging/windows/npud\.toml)#](npud.toml)#g'
-        -e 's#](packaging/npud\.toml)#](npud.toml)#g'
+        -e 's#](\(\.\./\)\{0,1\}packaging/npud\.toml)#](npud.toml)#g'
         -e 's#\[\([^]]*\)\](\.\./packaging/[^)]*)#\1#g'
     ) ;;
 *)

@@ -72,8 +72,15 @@ func Eventually(t testing.TB, cond func() bool) {
 // Start serves cfg with engine (nil: the engine cfg.Engine names) until
 // the test ends; the drain is checked then. Server.Engine is nil when the
 // daemon built the engine.
+//
+// A test that gives the engine itself runs the same whatever
+// NPUD_TEST_ENGINE says, so the suites' rerun on OpenVINO (make
+// test-openvino) skips it: go test ./... ran it already.
 func Start(t testing.TB, cfg daemon.Config, engine npu.Engine) *Server {
 	t.Helper()
+	if engine != nil && EngineUnderTest() != "sim" {
+		t.Skip("runs on the engine the test gives, not the one under test: go test ./... ran it")
+	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var opts []daemon.Option
 	if engine != nil {

@@ -1,0 +1,3 @@
+package unused
+
+func helper() {} // want unused "func helper is unused"
