@@ -49,6 +49,7 @@ func openvinoConfig(cfg Config, lib *openvino.Library) openvino.Config {
 		CacheDir:         cfg.CacheDir,
 		PrefillChunkSize: cfg.NPUPrefillChunk,
 		PrefixCaching:    cfg.NPUPrefixCaching,
+		OperatorSet:      cfg.NPUOperatorSet,
 	}
 }
 

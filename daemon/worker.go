@@ -127,7 +127,8 @@ func workerConfig(cfg Config, engine string) Config {
 		NPUMaxPromptLen: cfg.NPUMaxPromptLen, NPUMinResponseLen: cfg.NPUMinResponseLen,
 		NPUPrefillHint: cfg.NPUPrefillHint, NPUGenerateHint: cfg.NPUGenerateHint,
 		NPUPrefillChunk: cfg.NPUPrefillChunk, NPUPrefixCaching: cfg.NPUPrefixCaching,
-		LogFormat: cfg.LogFormat,
+		NPUOperatorSet: cfg.NPUOperatorSet,
+		LogFormat:      cfg.LogFormat,
 	}
 	w.LogLevel = cfg.LogLevel
 	return w
