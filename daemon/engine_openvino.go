@@ -92,3 +92,15 @@ func openvinoWorkerEngine(cfg Config, compiling func(model, device string), log 
 func findLibrary(cfg Config) (string, error) {
 	return openvino.FindLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: os.Getenv})
 }
+
+// tokenizersEnv is what a worker running the GenAI C library genai needs
+// in its environment for GenAI's tokenizer, and nothing more:
+// EnvTokenizersPath, when discovery found openvino-tokenizers where GenAI
+// does not look by itself (an inherited value is the worker's already).
+func tokenizersEnv(genai string) []string {
+	file, point, err := openvino.FindTokenizers(genai, "", os.Getenv)
+	if err != nil || !point {
+		return nil
+	}
+	return []string{openvino.EnvTokenizersPath + "=" + file}
+}

@@ -224,6 +224,9 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 	}
 	p, err := newPipeline(e.cfg.Library.api, dir, target, props)
 	if err != nil {
+		if tok := e.cfg.Library.TokenizersErr; tok != nil {
+			return nil, fmt.Errorf("%w (likely why: %w)", err, tok) // GenAI says only -17
+		}
 		return nil, err
 	}
 	p.device = device
