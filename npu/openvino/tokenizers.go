@@ -87,6 +87,15 @@ func FindTokenizers(genai, core string, getenv func(string) string) (path string
 	if p := try(filepath.SplitList(getenv(loaderPath))...); p != "" {
 		return p, true, nil
 	}
+	if dir == "" {
+		// Found by the loader: the tokenizers are where it found GenAI,
+		// on its path or in the system's folders, not in another install.
+		if p := try(systemFolders()...); p != "" {
+			return p, true, nil
+		}
+		return "", false, fmt.Errorf("%w: not on the loader's path nor in %s (set %s to it)",
+			ErrTokenizersNotFound, strings.Join(systemFolders(), ", "), EnvTokenizersPath)
+	}
 	for _, site := range pythonSitePackages(getenv) {
 		if p := try(filepath.Join(site, "openvino_tokenizers", "lib")); p != "" {
 			return p, true, nil

@@ -75,9 +75,21 @@ func TestFindTokenizers(t *testing.T) {
 		})
 	}
 
+	// A library the system loader found by name: its tokenizers are on
+	// the loader's path, never another install's.
+	ld := t.TempDir()
+	want := touch(t, filepath.Join(ld, tok))
+	site := filepath.Join(t.TempDir(), "venv", "lib", "python3.12", "site-packages")
+	touch(t, filepath.Join(site, "openvino_tokenizers", "lib", tok))
+	byName := map[string]string{"LD_LIBRARY_PATH": ld, "VIRTUAL_ENV": filepath.Dir(filepath.Dir(filepath.Dir(site)))}
+	path, point, err := FindTokenizers(genaiName, "", func(k string) string { return byName[k] })
+	require.NoError(t, err)
+	assert.Equal(t, want, path)
+	assert.True(t, point)
+
 	root := t.TempDir()
 	genai := touch(t, filepath.Join(root, "genai", genaiName))
-	path, _, err := FindTokenizers(genai, "", func(string) string { return "" })
+	path, _, err = FindTokenizers(genai, "", func(string) string { return "" })
 	if err == nil {
 		t.Skipf("this machine has openvino-tokenizers where discovery looks: %s", path)
 	}
