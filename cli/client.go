@@ -223,6 +223,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 				ModelInfo    map[string]any `json:"model_info"`
 				Capabilities []string       `json:"capabilities"`
 				Modelfile    string         `json:"modelfile"`
+				Parameters   string         `json:"parameters"`
 			}
 			if err := c.getJSON(ctx, http.MethodPost, "/api/show", map[string]string{"model": rest[0]}, &out); err != nil {
 				return err
@@ -238,6 +239,17 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 				safe(out.Details["format"]), safe(out.Details["quantization_level"]))
 			for _, cap := range out.Capabilities {
 				fmt.Fprintf(stdout, "    %s\n", safe(cap))
+			}
+			// What the model's folder sets (npud-properties.json), or why
+			// its file is refused.
+			if params := strings.TrimSpace(out.Parameters); params != "" {
+				fmt.Fprintf(stdout, "\n  Parameters (npud-properties.json)\n")
+				for _, line := range strings.Split(params, "\n") {
+					fmt.Fprintf(stdout, "    %s\n", safe(line))
+				}
+			}
+			if refused, ok := out.ModelInfo["npud.properties_refused"]; ok {
+				fmt.Fprintf(stdout, "\n  Parameters (npud-properties.json)\n    refused: %s\n", safe(refused))
 			}
 			return nil
 		case "rm":

@@ -95,6 +95,9 @@ It reads the configuration as npud serve does (--config, NPUD_*, flags).
 `
 
 func doctor(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if getenv(doctorProbeEnv) != "" {
+		return RunDoctorProbe(stdout) // doctor's own child: see probeLibrary
+	}
 	asJSON := false
 	var rest []string
 	for _, a := range args {
@@ -130,7 +133,7 @@ func doctor(ctx context.Context, args []string, getenv func(string) string, stdo
 // examine runs every check.
 func examine(ctx context.Context, cfg daemon.Config, getenv func(string) string) doctorReport {
 	r := doctorReport{Devices: []doctorDevice{}, Models: []string{}}
-	libraryOK := examineLibrary(cfg, getenv, &r)
+	libraryOK := probeLibrary(ctx, cfg, getenv, &r)
 	devicesOK := libraryOK && examineDevices(&r)
 	examineDeviceNode(&r)
 	modelsOK := examineModels(cfg.ModelsDir, &r)

@@ -20,6 +20,9 @@ func openLibrary(cfg daemon.Config, getenv func(string) string) (*openvino.Libra
 	return openvino.OpenLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: getenv})
 }
 
+// doctorProbeInChild: doctor loads OpenVINO in a child process (probeLibrary).
+const doctorProbeInChild = true
+
 // printDevices lists the devices OpenVINO sees.
 func printDevices(cfg daemon.Config, w io.Writer) error {
 	lib, err := openLibrary(cfg, os.Getenv)
@@ -68,8 +71,24 @@ func examineLibrary(cfg daemon.Config, getenv func(string) string, r *doctorRepo
 	for _, d := range devices {
 		r.Devices = append(r.Devices, doctorDevice{Name: d.Name, FullName: d.FullName, DriverVersion: d.DriverVersion})
 	}
+	// Every pipeline starts GenAI's tokenizer, which loads
+	// openvino-tokenizers as an extension: ready means it loaded here.
+	file, err := lib.LoadTokenizers()
+	if err != nil {
+		r.add("tokenizers", checkFail, "every model load would fail: "+err.Error(), fixTokenizers)
+		return false
+	}
+	where := "beside GenAI's library"
+	if lib.Tokenizers != "" {
+		where = "found by npud, which points GenAI at it (" + openvino.EnvTokenizersPath + ")"
+	}
+	r.add("tokenizers", checkOK, fmt.Sprintf("openvino-tokenizers %s loads (%s)", file, where), "")
 	return true
 }
+
+// fixTokenizers is how to give GenAI its tokenizers library.
+const fixTokenizers = "install openvino-tokenizers of the same release as OpenVINO GenAI (the archive carries it beside GenAI's library; " +
+	"pip install openvino-tokenizers puts it in site-packages/openvino_tokenizers/lib), or set " + openvino.EnvTokenizersPath + " to its file"
 
 // fixGenAIC is how to get GenAI's C library where only the PyPI wheels
 // are installed: they hold GenAI's C++ library and Python module only

@@ -44,10 +44,15 @@ type Config struct {
 	NPUPrefixCaching  bool   // OpenVINO on NPU: NPUW_LLM_ENABLE_PREFIX_CACHING (npud's default on)
 	NPUPrefillHint    string // OpenVINO on NPU: PREFILL_HINT, DYNAMIC or STATIC
 	NPUGenerateHint   string // OpenVINO on NPU: GENERATE_HINT, FAST_COMPILE or BEST_PERF
-	CacheDir          string // OpenVINO: compiled-model cache
-	HubEndpoint       string // model hub for pull; "" = HF_ENDPOINT, else huggingface.co
-	HubToken          string // optional hub token (secret: masked in logs)
-	MaxModelBytes     int64  // a pull of a larger repository is refused; 0 = no cap
+	// NPUOperatorSet names the engine properties of the npu-* keys the
+	// operator set (file, environment or flag) rather than left at npud's
+	// defaults: a model folder's npud-properties.json does not override
+	// them. Derived when the configuration is read; not a key itself.
+	NPUOperatorSet []string `config:"derived"`
+	CacheDir       string   // OpenVINO: compiled-model cache
+	HubEndpoint    string   // model hub for pull; "" = HF_ENDPOINT, else huggingface.co
+	HubToken       string   // optional hub token (secret: masked in logs)
+	MaxModelBytes  int64    // a pull of a larger repository is refused; 0 = no cap
 
 	SimTTFT            time.Duration // simulated time to first token
 	SimITL             time.Duration // simulated inter-token latency
@@ -470,7 +475,19 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		return Config{}, nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	cfg.ConfigFile = path
+	fs.Visit(func(f *flag.Flag) { // what was set, in any layer
+		if prop, ok := npuFlagProperties[f.Name]; ok {
+			cfg.NPUOperatorSet = append(cfg.NPUOperatorSet, prop)
+		}
+	})
 	return cfg, fs, cfg.Validate()
+}
+
+// npuFlagProperties are the engine properties the npu-* keys set.
+var npuFlagProperties = map[string]string{
+	"npu-max-prompt-len": "MAX_PROMPT_LEN", "npu-min-response-len": "MIN_RESPONSE_LEN",
+	"npu-prefill-chunk": "NPUW_LLM_PREFILL_CHUNK_SIZE", "npu-prefix-caching": "NPUW_LLM_ENABLE_PREFIX_CACHING",
+	"npu-prefill-hint": "PREFILL_HINT", "npu-generate-hint": "GENERATE_HINT",
 }
 
 // configFlag finds --config in args without parsing the rest.

@@ -160,5 +160,7 @@ func TestPackagedConfigFileListsEveryKey(t *testing.T) {
 	all, err := ParseServe([]string{"--config", writeConfig(t, strings.Join(uncommented, "\n"))}, env(), io.Discard)
 	require.NoError(t, err)
 	all.ConfigFile = defaults.ConfigFile
+	assert.NotEmpty(t, all.NPUOperatorSet, "the npu-* keys written are the operator's")
+	all.NPUOperatorSet = nil // which keys were written, not a value
 	assert.Equal(t, defaults, all, "the values shown are the defaults")
 }

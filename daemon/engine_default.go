@@ -29,3 +29,6 @@ func openvinoWorkerEngine(Config, func(model, device string), *slog.Logger) (npu
 }
 
 func findLibrary(Config) (string, error) { return "", ErrNoOpenVINO }
+
+// tokenizersEnv: a build without cgo runs no OpenVINO worker.
+func tokenizersEnv(string) []string { return nil }

@@ -49,6 +49,7 @@ func openvinoConfig(cfg Config, lib *openvino.Library) openvino.Config {
 		CacheDir:         cfg.CacheDir,
 		PrefillChunkSize: cfg.NPUPrefillChunk,
 		PrefixCaching:    cfg.NPUPrefixCaching,
+		OperatorSet:      cfg.NPUOperatorSet,
 	}
 }
 
@@ -90,4 +91,16 @@ func openvinoWorkerEngine(cfg Config, compiling func(model, device string), log 
 // findLibrary is where discovery finds OpenVINO GenAI, without loading it.
 func findLibrary(cfg Config) (string, error) {
 	return openvino.FindLibrary(openvino.LibraryOptions{Path: cfg.OpenVINOLib, Getenv: os.Getenv})
+}
+
+// tokenizersEnv is what a worker running the GenAI C library genai needs
+// in its environment for GenAI's tokenizer, and nothing more:
+// EnvTokenizersPath, when discovery found openvino-tokenizers where GenAI
+// does not look by itself (an inherited value is the worker's already).
+func tokenizersEnv(genai string) []string {
+	file, point, err := openvino.FindTokenizers(genai, "", os.Getenv)
+	if err != nil || !point {
+		return nil
+	}
+	return []string{openvino.EnvTokenizersPath + "=" + file}
 }

@@ -78,12 +78,16 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 	if err != nil {
 		return nil, fmt.Errorf("finding npud's own binary for its workers: %w", err)
 	}
+	var extraEnv []string
+	if engine == "openvino" {
+		extraEnv = tokenizersEnv(cfg.OpenVINOLib)
+	}
 	command := func() *exec.Cmd {
 		// Not CommandContext: a worker lives as long as the engine (Close
 		// stops it after the drain), not as long as a request or the
 		// signal context, which ends when the drain begins.
 		cmd := exec.Command(exe, "worker") //nolint:noctx // see above
-		cmd.Env = append(workerEnviron(os.Environ()), workerConfigEnv+"="+string(payload))
+		cmd.Env = append(append(workerEnviron(os.Environ()), extraEnv...), workerConfigEnv+"="+string(payload))
 		cmd.Stderr = os.Stderr // the worker logs as the daemon does
 		return cmd
 	}
@@ -127,7 +131,8 @@ func workerConfig(cfg Config, engine string) Config {
 		NPUMaxPromptLen: cfg.NPUMaxPromptLen, NPUMinResponseLen: cfg.NPUMinResponseLen,
 		NPUPrefillHint: cfg.NPUPrefillHint, NPUGenerateHint: cfg.NPUGenerateHint,
 		NPUPrefillChunk: cfg.NPUPrefillChunk, NPUPrefixCaching: cfg.NPUPrefixCaching,
-		LogFormat: cfg.LogFormat,
+		NPUOperatorSet: cfg.NPUOperatorSet,
+		LogFormat:      cfg.LogFormat,
 	}
 	w.LogLevel = cfg.LogLevel
 	return w

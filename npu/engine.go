@@ -199,6 +199,11 @@ type ModelDetails struct {
 	// SpeechOnly: the model only transcribes (Whisper): it takes no
 	// prompts or chat messages.
 	SpeechOnly bool
+	// Properties are the engine properties the model's folder sets (its
+	// npud-properties.json), as passed; PropertiesRefused is why the
+	// folder's file is refused ("" when it is not): its load fails so.
+	Properties        map[string]string
+	PropertiesRefused string
 }
 
 // Message is one chat turn.

@@ -94,15 +94,16 @@ func (p *Pool) embed(ctx context.Context, m ModelInfo, inputs []string) (vectors
 }
 
 // Pull fetches a model into the local engine's models folder, else the
-// daemon's store. A model the engine already serves needs nothing; others
-// need a models folder or a store.
+// daemon's store. A model npud already serves needs nothing, whatever
+// serves it: it is asked first, since a served name ("sim") need not be a
+// repository a models folder could fetch. Others need a folder or a store.
 func (r *Router) Pull(ctx context.Context, name string, progress func(PullProgress)) error {
 	p := r.local
-	if reg := p.cfg.Models; reg != nil {
-		return reg.Pull(ctx, name, progress)
-	}
 	if _, err := r.Model(name); err == nil {
 		return nil
+	}
+	if reg := p.cfg.Models; reg != nil {
+		return reg.Pull(ctx, name, progress)
 	}
 	if p.cfg.Store != nil {
 		return p.cfg.Store.Pull(ctx, name, progress)

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -208,15 +211,30 @@ func (a *API) show(c *gin.Context) {
 	if a.runner.Simulated() {
 		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)
 	}
+	info := modelInfo(m, d.Details.Family)
+	if m.Details.PropertiesRefused != "" {
+		info["npud.properties_refused"] = m.Details.PropertiesRefused
+	}
 	c.JSON(http.StatusOK, gin.H{
 		"modelfile":    modelfile,
-		"parameters":   "",
+		"parameters":   folderParameters(m.Details.Properties),
 		"template":     "",
 		"details":      d.Details,
-		"model_info":   modelInfo(m, d.Details.Family),
+		"model_info":   info,
 		"capabilities": capabilities,
 		"modified_at":  d.ModifiedAt,
 	})
+}
+
+// folderParameters are the engine properties the model's folder sets
+// (npud-properties.json), as Ollama's show lists a model's parameters: one
+// "NAME VALUE" line each, sorted.
+func folderParameters(props map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		fmt.Fprintf(&b, "%s %s\n", k, props[k])
+	}
+	return b.String()
 }
 
 // embedInput is `input`: a string or an array of strings.

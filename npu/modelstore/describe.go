@@ -77,6 +77,7 @@ func Describe(dir, name string) npu.ModelDetails {
 	if d.Quantization == "" {
 		d.Quantization = quantizationFromName(name)
 	}
+	d.Properties, d.PropertiesRefused = folderProperties(dir)
 	if IsSpeechModel(dir) {
 		// Whisper transcribes: no chat template, tools or thinking, whatever
 		// its tokenizer_config.json holds.
@@ -189,4 +190,21 @@ func quantizationFromName(name string) string {
 		}
 	}
 	return "unknown"
+}
+
+// folderProperties are the properties dir's PropertiesFile sets, or why it
+// is refused (without the server's path: clients read it).
+func folderProperties(dir string) (map[string]string, string) {
+	props, err := ReadProperties(dir)
+	if err != nil {
+		return nil, strings.TrimPrefix(err.Error(), filepath.Join(dir, PropertiesFile)+": ")
+	}
+	if len(props) == 0 {
+		return nil, ""
+	}
+	out := make(map[string]string, len(props))
+	for _, p := range props {
+		out[p.Key] = p.Value
+	}
+	return out, ""
 }

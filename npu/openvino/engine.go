@@ -42,6 +42,10 @@ type Config struct {
 	// blocks it has seen (only when prefill is chunked).
 	PrefixCaching bool
 	CacheDir      string // CACHE_DIR, so the slow first NPU compile happens once
+	// OperatorSet names the properties above that the operator's
+	// configuration set rather than left at npud's defaults: a model
+	// folder's PropertiesFile does not override them.
+	OperatorSet []string
 	// Hub fetches models for pull; nil disables pulling.
 	Hub *hub.Client
 	// OnCompile, when set, is told each device a model is about to be
@@ -126,7 +130,10 @@ func (e *Engine) DeviceOf(model string) string {
 
 // properties are what a pipeline for the model in dir is compiled with on
 // device: the engine's settings, then the model folder's properties file
-// (modelstore.PropertiesFile), which wins for the keys it names.
+// (modelstore.PropertiesFile, which may set only what a folder may: it
+// fails the load otherwise, naming each property and why), which wins for
+// the keys it names over npud's defaults, never over the operator's
+// configuration.
 func (e *Engine) properties(dir, device string) ([]property, error) {
 	var props []property
 	// Not for a speech model: GenAI's Whisper pipeline passes its
@@ -165,6 +172,11 @@ func (e *Engine) properties(dir, device string) ([]property, error) {
 		return nil, err
 	}
 	for _, o := range own {
+		if slices.Contains(e.cfg.OperatorSet, o.Key) {
+			e.log.Info("a model folder's property is not used: the operator's configuration sets it",
+				"model", filepath.Base(dir), "property", o.Key, "folder_value", o.Value)
+			continue
+		}
 		props = slices.DeleteFunc(props, func(p property) bool { return p.key == o.Key })
 		props = append(props, property{o.Key, o.Value})
 	}
@@ -212,6 +224,9 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 	}
 	p, err := newPipeline(e.cfg.Library.api, dir, target, props)
 	if err != nil {
+		if tok := e.cfg.Library.TokenizersErr; tok != nil {
+			return nil, fmt.Errorf("%w (likely why: %w)", err, tok) // GenAI says only -17
+		}
 		return nil, err
 	}
 	p.device = device
@@ -356,7 +371,7 @@ func ReportedContext(cfg Config) int {
 // them), elsewhere cfg's context.
 func ModelLimits(cfg Config) modelstore.Limits {
 	if deviceKind(cfg.Device) == "NPU" {
-		return modelstore.NPULimits(cfg.MaxPromptLen, cfg.MinResponseLen)
+		return modelstore.NPULimits(cfg.MaxPromptLen, cfg.MinResponseLen, cfg.OperatorSet)
 	}
 	return modelstore.FixedContext(ReportedContext(cfg))
 }

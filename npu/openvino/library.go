@@ -66,9 +66,14 @@ type Library struct {
 	// Tokenizers is the openvino-tokenizers library npud pointed GenAI at
 	// (OPENVINO_TOKENIZERS_PATH_GENAI), "" when GenAI finds its own.
 	Tokenizers string
-	Build      string // OpenVINO's build number (ov_get_openvino_version)
-	Version    Version
-	Source     string // which discovery step found it
+	// TokenizersFile is the openvino-tokenizers library GenAI will load
+	// (FindTokenizers); TokenizersErr why there is none, when there is
+	// none: then every pipeline fails to start.
+	TokenizersFile string
+	TokenizersErr  error
+	Build          string // OpenVINO's build number (ov_get_openvino_version)
+	Version        Version
+	Source         string // which discovery step found it
 }
 
 // LibraryOptions says where to look for the library.
@@ -231,7 +236,7 @@ func load(genai, core string) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokenizers := pointAtWheelTokenizers(genai)
+	tokenizersFile, tokenizers, tokenizersErr := pointAtTokenizers(genai, core)
 	cgenai := C.CString(genai)
 	defer C.free(unsafe.Pointer(cgenai))
 	var ccore *C.char
@@ -248,7 +253,8 @@ func load(genai, core string) (*Library, error) {
 		}
 		return nil, fmt.Errorf("loading %s: %s", genai, msg)
 	}
-	lib := &Library{api: api, GenAIPath: genai, CorePath: core, Chain: chain, Tokenizers: tokenizers}
+	lib := &Library{api: api, GenAIPath: genai, CorePath: core, Chain: chain, Tokenizers: tokenizers,
+		TokenizersFile: tokenizersFile, TokenizersErr: tokenizersErr}
 	if err := lib.readVersion(genai); err != nil {
 		return nil, err
 	}
@@ -371,33 +377,6 @@ func dependencyChain(genai, core string) []string {
 // (tokenizers_relative_to_genai, openvino.genai
 // src/cpp/src/tokenizer/tokenizers_path.cpp).
 const EnvTokenizersPath = "OPENVINO_TOKENIZERS_PATH_GENAI"
-
-// pointAtWheelTokenizers sets EnvTokenizersPath for a GenAI C library in
-// an openvino_genai wheel's folder, where the tokenizers library is not
-// beside GenAI's but in the openvino-tokenizers wheel's lib folder (the
-// Python package points GenAI at it; a C program must). Without it every
-// pipeline fails to start. A value already set is kept. It returns the
-// path set, or "".
-func pointAtWheelTokenizers(genai string) string {
-	if runtime.GOOS == "windows" || os.Getenv(EnvTokenizersPath) != "" {
-		return ""
-	}
-	dir := filepath.Dir(genai)
-	if filepath.Base(dir) != "openvino_genai" {
-		return ""
-	}
-	if _, err := os.Stat(filepath.Join(dir, "libopenvino_tokenizers.so")); err == nil {
-		return "" // GenAI finds it itself
-	}
-	p := filepath.Join(filepath.Dir(dir), "openvino_tokenizers", "lib", "libopenvino_tokenizers.so")
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	if err := os.Setenv(EnvTokenizersPath, p); err != nil {
-		return ""
-	}
-	return p
-}
 
 // keepChain loads each library of the chain by path, in order, for the
 // life of the process.

@@ -34,6 +34,7 @@
     X(CORE, ov_core_get_available_devices) \
     X(CORE, ov_available_devices_free) \
     X(CORE, ov_core_get_property) \
+    X(CORE, ov_core_add_extension) \
     X(GENAI, ov_genai_llm_pipeline_create) \
     X(GENAI, ov_genai_llm_pipeline_free) \
     X(GENAI, ov_genai_llm_pipeline_generate) \
@@ -184,6 +185,9 @@ static inline ov_status_e npud_ov_core_get_available_devices(const npud_ov_api* 
 }
 static inline void npud_ov_available_devices_free(const npud_ov_api* api, ov_available_devices_t* devices) {
     api->ov_available_devices_free(devices);
+}
+static inline ov_status_e npud_ov_core_add_extension(const npud_ov_api* api, const ov_core_t* core, const char* path) {
+    return api->ov_core_add_extension(core, path);
 }
 static inline ov_status_e npud_ov_core_get_property(const npud_ov_api* api, const ov_core_t* core, const char* device_name, const char* property_key, char** property_value) {
     return api->ov_core_get_property(core, device_name, property_key, property_value);
@@ -338,6 +342,8 @@ typedef ov_status_e npud_sig_ov_core_get_available_devices(const ov_core_t* core
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_core_get_available_devices), npud_sig_ov_core_get_available_devices), "ov_core_get_available_devices: npud calls it with another signature than the header declares");
 typedef void npud_sig_ov_available_devices_free(ov_available_devices_t* devices);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_available_devices_free), npud_sig_ov_available_devices_free), "ov_available_devices_free: npud calls it with another signature than the header declares");
+typedef ov_status_e npud_sig_ov_core_add_extension(const ov_core_t* core, const char* path);
+_Static_assert(__builtin_types_compatible_p(__typeof__(ov_core_add_extension), npud_sig_ov_core_add_extension), "ov_core_add_extension: npud calls it with another signature than the header declares");
 typedef ov_status_e npud_sig_ov_core_get_property(const ov_core_t* core, const char* device_name, const char* property_key, char** property_value);
 _Static_assert(__builtin_types_compatible_p(__typeof__(ov_core_get_property), npud_sig_ov_core_get_property), "ov_core_get_property: npud calls it with another signature than the header declares");
 typedef void npud_sig_ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe);

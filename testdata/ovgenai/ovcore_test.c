@@ -3,11 +3,18 @@
  * Devices come from the environment: OVTEST_DEVICES="CPU,GPU,NPU" (default
  * "CPU"); FULL_DEVICE_NAME is "Test <name> device", an NPU's
  * NPU_DRIVER_VERSION is OVTEST_NPU_DRIVER (default "1688"). The version is
- * OVTEST_VERSION (default a 2026.3 build number).
+ * OVTEST_VERSION (default a 2026.3 build number). OVTEST_CRASH_LISTING set
+ * makes listing the devices crash (SIGSEGV), as a plugin's bad pointer
+ * would; ov_core_add_extension loads a library that exports OpenVINO's
+ * create_extensions, as the real core does (openvino-tokenizers).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <dlfcn.h>
+#include <signal.h>
+#endif
 
 #include <stdatomic.h>
 
@@ -53,6 +60,12 @@ const char* ovtest_devices(void) {
 
 ov_status_e ov_core_get_available_devices(const ov_core_t* core, ov_available_devices_t* devices) {
     if (!core || !devices) return INVALID_C_PARAM;
+#ifndef _WIN32
+    if (getenv("OVTEST_CRASH_LISTING")) {
+        raise(SIGSEGV);
+        abort(); /* not reached */
+    }
+#endif
     char* list = strdup(ovtest_devices());
     size_t n = 1;
     for (char* p = list; *p; p++) n += *p == ',';
@@ -91,6 +104,25 @@ ov_status_e ov_core_get_property(const ov_core_t* core, const char* device_name,
     }
     *property_value = strdup(buf);
     ovtest_object_created();
+    return OK;
+}
+
+ov_status_e ov_core_add_extension(const ov_core_t* core, const char* path) {
+    if (!core || !path) return INVALID_C_PARAM;
+#ifndef _WIN32
+    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nCannot load library '%s': %s\n", path,
+                 dlerror());
+        return GENERAL_ERROR;
+    }
+    if (!dlsym(h, "create_extensions")) {
+        snprintf(last_err_msg, sizeof last_err_msg,
+                 "Exception from ovcore_test.c:\nLibrary '%s' is not an OpenVINO extension: no create_extensions\n", path);
+        dlclose(h);
+        return GENERAL_ERROR;
+    }
+#endif
     return OK;
 }
 

@@ -34,6 +34,10 @@
  *     (SIGKILL, as the OOM killer does);
  *   - a count of live objects, for leak checks (ovtest.h).
  */
+#ifndef _WIN32
+#include <dlfcn.h>
+#include <limits.h>
+#endif
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -755,6 +759,29 @@ static void compile_cost(const struct properties* p, const char* dir, const char
     spend(us);
 }
 
+int ovtest_tokenizers_load(void) {
+#ifdef _WIN32
+    return 1;
+#else
+    const char* path = getenv("OPENVINO_TOKENIZERS_PATH_GENAI");
+    char beside[PATH_MAX + 64];
+    if (!path || !*path) {
+        Dl_info info;
+        char real[PATH_MAX];
+        if (!dladdr((void*)ovtest_tokenizers_load, &info) || !realpath(info.dli_fname, real)) return 0;
+        char* slash = strrchr(real, '/');
+        if (slash) *slash = 0;
+        snprintf(beside, sizeof beside, "%s/libopenvino_tokenizers.so", real);
+        path = beside;
+    }
+    void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return 0;
+    int ok = dlsym(h, "create_extensions") != NULL;
+    dlclose(h);
+    return ok;
+#endif
+}
+
 /* pipeline_create compiles the language model in model_file of
  * models_path (the LLM's openvino_model.xml, a VLM's
  * openvino_language_model.xml). */
@@ -770,6 +797,7 @@ static ov_status_e pipeline_create(const char* models_path, const char* model_fi
         props.key[props.n] = key;
         props.value[props.n++] = value;
     }
+    if (!ovtest_tokenizers_load()) return UNKNOW_EXCEPTION; /* "openvino_tokenizers path is not set" or unloadable */
     int vlm = strcmp(model_file, "openvino_language_model.xml") == 0;
     size_t max_prompt_len = 1024, min_response_len = 128; /* GenAI's NPU defaults */
     struct npu_model npu = {0};

@@ -42,4 +42,12 @@ int ovtest_last_compile_cached(void);
 int ovtest_whisper_generates(void);
 int64_t ovtest_last_whisper_prompt_bytes(void);
 
+/* GenAI's tokenizer's start (tokenizers_relative_to_genai,
+ * src/cpp/src/tokenizer/tokenizers_path.cpp; core_with_extension,
+ * tokenizer_impl.cpp): the openvino-tokenizers library named by
+ * OPENVINO_TOKENIZERS_PATH_GENAI, else the one beside this library's real
+ * file, loaded as an OpenVINO extension. 1 when it loads; every pipeline
+ * fails to start without it, as GenAI's do. */
+int ovtest_tokenizers_load(void);
+
 #endif

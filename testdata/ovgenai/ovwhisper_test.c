@@ -258,6 +258,7 @@ ov_status_e ov_genai_whisper_pipeline_create(const char* models_path, const char
     }
     va_end(ap);
     const char* broken = getenv("OVTEST_BROKEN_DEVICES");
+    if (!ovtest_tokenizers_load()) return UNKNOW_EXCEPTION;
     if (!ok || !whisper_device_available(device) || (broken && strstr(broken, device))) return UNKNOW_EXCEPTION;
     /* GenAI's NPU path (a static encoder, NPUW's Whisper decoder) is taken
      * only for "NPU"; "NPU.0" compiles the dynamic encoder as it is. */

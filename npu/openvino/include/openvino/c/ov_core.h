@@ -54,6 +54,9 @@ OPENVINO_C_API(ov_status_e)
 ov_core_get_property(const ov_core_t* core, const char* device_name, const char* property_key, char** property_value);
 
 OPENVINO_C_API(ov_status_e)
+ov_core_add_extension(const ov_core_t* core, const char* path);
+
+OPENVINO_C_API(ov_status_e)
 ov_core_get_available_devices(const ov_core_t* core, ov_available_devices_t* devices);
 
 OPENVINO_C_API(void)
