@@ -36,7 +36,7 @@ const (
 // its tests can put a fake in front of the runner (an error the engine
 // gives, a queue that is full) without starting a daemon.
 type Runner interface {
-	Start(req *npu.Request) (*npu.Stream, error)
+	Start(req *npu.Request) (npu.Stream, error)
 	Model(id string) (npu.ModelInfo, error)
 	Models() []npu.ModelInfo
 	RetryAfter() time.Duration

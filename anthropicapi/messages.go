@@ -185,7 +185,7 @@ func toolInput(arguments string) json.RawMessage {
 }
 
 // writeWhole collects the stream into one message object.
-func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *npu.Stream, id, model string) {
+func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src npu.Stream, id, model string) {
 	answer, err := npu.CollectAnswer(ctx, src.Next)
 	info.MarkFirstTokenAt(src.FirstTokenAt())
 	if err != nil {

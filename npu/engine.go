@@ -327,13 +327,6 @@ type Request struct {
 	Release func() `json:"-"`
 }
 
-// released runs r.Release, if any.
-func (r *Request) released() {
-	if r.Release != nil {
-		r.Release()
-	}
-}
-
 // FinishReason says why a generation ended.
 type FinishReason string
 

@@ -37,15 +37,6 @@ type GenerationReport struct {
 	Err    error         // why it failed: an engine error (npu.EngineError, ErrPanic inside), a timeout, a client that left, ...
 }
 
-type noObserver struct{}
-
-func (noObserver) ModelLoaded(string, string, time.Duration) {}
-func (noObserver) TokenGap(string, string, time.Duration)    {}
-func (noObserver) Prefill(string, CacheResult, int, int)     {}
-func (noObserver) GenerationEnded(GenerationReport)          {}
-func (noObserver) Refused(string, error)                     {}
-func (noObserver) TranscriptionEnded(TranscriptionReport)    {}
-
 // StreamStats describes a stream for logs and metrics once its writer is
 // done with it.
 type StreamStats struct {

@@ -38,7 +38,7 @@ type Config struct {
 // Runner is what the Ollama API needs of npu.Router, declared here so its
 // tests can put a fake in front of the runner without starting a daemon.
 type Runner interface {
-	Start(req *npu.Request) (*npu.Stream, error)
+	Start(req *npu.Request) (npu.Stream, error)
 	Model(id string) (npu.ModelInfo, error)
 	Models() []npu.ModelInfo
 	RetryAfter() time.Duration

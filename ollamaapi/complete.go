@@ -257,7 +257,7 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 // writeStream relays a stream as NDJSON (or SSE), through the relay every
 // streaming protocol shares: the 200 is committed at the first event, so
 // early failures stay real HTTP errors.
-func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
+func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream npu.Stream, ep endpoint, model string) {
 	info.Record(relay.Run(ctx, streamwriter.New(rw, a.cfg.WriteTimeout), stream, &lineFraming{sse: sse, ep: ep, model: model, start: info.Start, a: a},
 		func(err error) { a.fail(rw, info, a.toError(err)) }))
 }
@@ -343,7 +343,7 @@ func (f *lineFraming) Fail(err error) ([]byte, string, error) {
 }
 
 // writeWhole answers stream: false with one object.
-func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
+func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream npu.Stream, ep endpoint, model string) {
 	answer, err := npu.CollectAnswer(ctx, stream.Next)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/ollamaapi"
 )
@@ -72,7 +72,7 @@ func FuzzGenerateAndChat(f *testing.F) {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
-	runner := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 64, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
+	runner := serve.NewEngineRouter(sim.New(sim.Config{}), serve.PoolConfig{MaxQueue: 64, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}},
 		slog.New(slog.DiscardHandler))
 	f.Cleanup(func() {
 		runner.Abort()

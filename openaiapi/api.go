@@ -69,7 +69,7 @@ type Config struct {
 // a queue that is full) without starting a daemon.
 type Runner interface {
 	ModelFinder
-	Start(req *npu.Request) (*npu.Stream, error)
+	Start(req *npu.Request) (npu.Stream, error)
 	Models() []npu.ModelInfo
 	Simulated() bool
 	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)

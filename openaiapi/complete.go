@@ -147,7 +147,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		}
 		from = n + 1
 	}
-	j, joined, err := a.journals.Open(key, info.ID, openaichat.Fingerprint(req), resumable, func() (*npu.Stream, error) {
+	j, joined, err := a.journals.Open(key, info.ID, openaichat.Fingerprint(req), resumable, func() (npu.Stream, error) {
 		stream, err := a.runner.Start(engineReq)
 		if err == nil {
 			reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())

@@ -371,7 +371,7 @@ func (run *responseRun) frame(dst []byte, event string, payload map[string]any) 
 type responseStart struct {
 	req    *responsesRequest
 	chat   *request
-	stream *npu.Stream // nil for a warmup (generate: false)
+	stream npu.Stream // nil for a warmup (generate: false)
 	run    *responseRun
 }
 

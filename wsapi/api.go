@@ -49,7 +49,7 @@ type Config struct {
 // its tests can put a fake in front of the runner without a daemon.
 type Runner interface {
 	openaichat.ModelFinder
-	Start(req *npu.Request) (*npu.Stream, error)
+	Start(req *npu.Request) (npu.Stream, error)
 	Waiting() int
 }
 

@@ -227,7 +227,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	// The journal's pump reads the stream under the stream's own context,
 	// not this connection's: a generation outlives its client by design
 	// (a resume or a repeated start joins it).
-	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (*npu.Stream, error) { //nolint:contextcheck // see above
+	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (npu.Stream, error) { //nolint:contextcheck // see above
 		s, err := rc.a.runner.Start(engineReq)
 		started = err == nil
 		return s, err

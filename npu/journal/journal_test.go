@@ -16,6 +16,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/nputest"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -34,7 +35,7 @@ func (c *counting) Generate(ctx context.Context, req *npu.Request, sink npu.Sink
 
 type fixture struct {
 	engine *counting
-	runner *npu.Router
+	runner *serve.Router
 	reg    *Registry
 }
 
@@ -50,7 +51,7 @@ func newFixture(t *testing.T, itl time.Duration, cfg Config) *fixture {
 		return sim.Fault{}
 	}
 	engine := &counting{RecordingEngine: &nputest.RecordingEngine{Engine: sim.New(sim.Config{ITL: itl, Faults: stall})}}
-	runner := npu.NewEngineRouter(engine, npu.PoolConfig{MaxQueue: 8, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}}, slog.New(slog.DiscardHandler))
+	runner := serve.NewEngineRouter(engine, serve.PoolConfig{MaxQueue: 8, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}}, slog.New(slog.DiscardHandler))
 	if cfg.Window == 0 {
 		cfg.Window = time.Second
 	}
@@ -68,15 +69,15 @@ func newFixture(t *testing.T, itl time.Duration, cfg Config) *fixture {
 	return f
 }
 
-func (f *fixture) starter(tokens int) func() (*npu.Stream, error) {
-	return func() (*npu.Stream, error) {
+func (f *fixture) starter(tokens int) func() (npu.Stream, error) {
+	return func() (npu.Stream, error) {
 		return f.runner.Start(&npu.Request{Model: sim.ModelID, Prompt: "journal", MaxTokens: tokens})
 	}
 }
 
 // stallingStarter starts a generation that never ends by itself.
-func (f *fixture) stallingStarter() func() (*npu.Stream, error) {
-	return func() (*npu.Stream, error) {
+func (f *fixture) stallingStarter() func() (npu.Stream, error) {
+	return func() (npu.Stream, error) {
 		return f.runner.Start(&npu.Request{Model: sim.ModelID, Prompt: "stall", MaxTokens: 100})
 	}
 }
@@ -308,7 +309,7 @@ func testCursorHeartbeatsAndLeaves(t *testing.T) {
 
 func TestStartErrorsAreReturnedAndNothingIsKept(t *testing.T) {
 	f := newFixture(t, 0, Config{})
-	_, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, func() (*npu.Stream, error) {
+	_, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, func() (npu.Stream, error) {
 		return f.runner.Start(&npu.Request{Model: "nope"})
 	})
 	require.ErrorIs(t, err, npu.ErrModelNotFound)

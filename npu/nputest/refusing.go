@@ -35,7 +35,7 @@ func (r *RefusingRouter) refuse(model string) error {
 	return r.Err
 }
 
-func (r *RefusingRouter) Start(req *npu.Request) (*npu.Stream, error) {
+func (r *RefusingRouter) Start(req *npu.Request) (npu.Stream, error) {
 	return nil, r.refuse(req.Model)
 }
 

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
@@ -286,8 +287,8 @@ func diff(have, want *txtar.Archive) string {
 // Router is an idle router over the simulated engine, for the framings
 // that ask theirs how long a client should wait before it retries; it is
 // closed when the test ends.
-func Router(t *testing.T) *npu.Router {
-	r := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 1, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
+func Router(t *testing.T) *serve.Router {
+	r := serve.NewEngineRouter(sim.New(sim.Config{}), serve.PoolConfig{MaxQueue: 1, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}},
 		slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		r.Abort()
