@@ -10,8 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"

@@ -84,7 +84,7 @@ var (
 	// class, which the client sees; alone, it says the model was found
 	// gone before the job started, so nothing of the job ran. Either way
 	// the lifecycle forgets the model and the next acquire loads it again
-	// (npu/residency.go). Retryable.
+	// (npu/serve/residency.go). Retryable.
 	ErrModelLost = errors.New("the model is no longer loaded")
 )
 

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 )
 
 // Error is an Ollama API error: a status and {"error": "..."}.

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"
 )

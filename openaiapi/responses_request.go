@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/openaichat"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
 

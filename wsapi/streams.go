@@ -14,9 +14,9 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/openaichat"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/wsconn"

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/imagein"
-	"github.com/npud/npud/wire/openaiwire"
 )
 
 // ModelFinder resolves a request's model and says how long a client

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/imagein"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
