@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/npud/npud/npu"
-
 	"golang.org/x/time/rate"
+
+	"github.com/npud/npud/npu"
 )
 
 // Limits are what one tenant may ask of the engines.

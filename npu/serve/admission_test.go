@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npud/npud/npu"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // rateRefusals records the tenants refused for their rate.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/npud/npud/npu"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // transcribingEngine is a fakeEngine that transcribes: each call waits on

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npud/npud/npu"
-
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/npud/npud/npu"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

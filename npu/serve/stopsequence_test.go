@@ -3,10 +3,10 @@ package serve
 import (
 	"testing"
 
-	"github.com/npud/npud/npu"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // The result names the stop string that ended the output (Anthropic's
