@@ -103,7 +103,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
 }
 
-// toError classifies any error from validation, the runner or a stream,
+// toError classifies any error from validation, the router or a stream,
 // through the classification every API shares.
 func toError(err error, retryAfter func() time.Duration, served func() []string) *Error {
 	var apiErr *Error

@@ -2,9 +2,9 @@ package npu
 
 import "time"
 
-// Observer hears what a Runner does, for metrics. Its methods must be cheap
-// and must not block: TokenGap runs on the writer's goroutine between
-// chunks.
+// Observer hears what the serving runtime (npu/serve) does, for metrics.
+// Its methods must be cheap and must not block: TokenGap runs on the
+// writer's goroutine between chunks.
 type Observer interface {
 	// ModelLoaded reports a load that succeeded.
 	ModelLoaded(model, device string, took time.Duration)

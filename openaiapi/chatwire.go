@@ -19,7 +19,7 @@ type (
 	// Error is an OpenAI-shaped API error: an HTTP status and the body
 	// {"error":{"message","type","param","code"}}.
 	Error = openaichat.Error
-	// ModelFinder is what reading a request needs of the runner.
+	// ModelFinder is what reading a request needs of the router.
 	ModelFinder = openaichat.ModelFinder
 
 	request         = openaiwire.ChatRequest

@@ -31,7 +31,7 @@ func (e *transcribingEngine) Transcribe(ctx context.Context, req *npu.Transcribe
 	return npu.Transcript{Text: req.Model + " heard", Segments: []npu.Segment{{End: req.Seconds(), Text: "heard"}}}, nil
 }
 
-func TestRunnerTranscribeRefuses(t *testing.T) {
+func TestRouterTranscribeRefuses(t *testing.T) {
 	ctx := context.Background()
 	audio := func(model string) *npu.TranscribeRequest {
 		return &npu.TranscribeRequest{Model: model, Samples: make([]float32, npu.AudioSampleRate), Task: npu.TaskTranscribe}
@@ -51,7 +51,7 @@ func TestRunnerTranscribeRefuses(t *testing.T) {
 
 // A transcription holds the engine's one slot: while it runs, the next
 // waits in the queue, and with no room there it is refused at once.
-func TestRunnerTranscribeTakesTheSlot(t *testing.T) {
+func TestRouterTranscribeTakesTheSlot(t *testing.T) {
 	e := &transcribingEngine{fakeEngine: fakeEngine{details: npu.ModelDetails{Speech: true}},
 		entered: make(chan struct{}, 2), release: make(chan struct{})}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 0})

@@ -120,7 +120,7 @@ func (e *losingEngine) Transcribe(ctx context.Context, req *npu.TranscribeReques
 	return npu.Transcript{Text: "heard"}, nil
 }
 
-// loadCounter counts the loads the runner reports, as the load metrics do.
+// loadCounter counts the loads the router reports, as the load metrics do.
 type loadCounter struct {
 	noObserver
 	mu    sync.Mutex

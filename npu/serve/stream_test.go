@@ -400,7 +400,7 @@ func TestStreamHeartbeats(t *testing.T) {
 	}))
 }
 
-func TestRunnerQueueFull(t *testing.T) {
+func TestRouterQueueFull(t *testing.T) {
 	for _, maxQueue := range []int{0, 1, 2} {
 		t.Run(fmt.Sprintf("max queue %d", maxQueue), func(t *testing.T) {
 			gate := make(chan struct{})
@@ -418,9 +418,9 @@ func TestRunnerQueueFull(t *testing.T) {
 	}
 }
 
-func TestRunnerQueueTimeout(t *testing.T) { synctest.Test(t, testRunnerQueueTimeout) }
+func TestRouterQueueTimeout(t *testing.T) { synctest.Test(t, testRouterQueueTimeout) }
 
-func testRunnerQueueTimeout(t *testing.T) {
+func testRouterQueueTimeout(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
@@ -433,9 +433,9 @@ func testRunnerQueueTimeout(t *testing.T) {
 	assert.Equal(t, 1, e.calls())
 }
 
-func TestRunnerReportsQueueTime(t *testing.T) { synctest.Test(t, testRunnerReportsQueueTime) }
+func TestRouterReportsQueueTime(t *testing.T) { synctest.Test(t, testRouterReportsQueueTime) }
 
-func testRunnerReportsQueueTime(t *testing.T) {
+func testRouterReportsQueueTime(t *testing.T) {
 	gate := make(chan struct{})
 	e := &fakeEngine{script: []step{{text: "a", gate: gate}}}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
@@ -452,7 +452,7 @@ func testRunnerReportsQueueTime(t *testing.T) {
 	assert.Less(t, first.Result.Timings.Queue, second.Result.Timings.Queue)
 }
 
-func TestRunnerStopAcceptingAndAbort(t *testing.T) {
+func TestRouterStopAcceptingAndAbort(t *testing.T) {
 	gate := make(chan struct{})
 	e := &fakeEngine{script: []step{{text: "a"}, {text: "b", gate: gate}}, flush: []string{"z"}}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
@@ -484,7 +484,7 @@ func TestRunnerStopAcceptingAndAbort(t *testing.T) {
 	assert.Equal(t, 1, e.calls(), "the queued request never reached the engine")
 }
 
-func TestRunnerEnginePanics(t *testing.T) {
+func TestRouterEnginePanics(t *testing.T) {
 	tests := []struct {
 		name   string
 		script []step
@@ -511,7 +511,7 @@ func TestRunnerEnginePanics(t *testing.T) {
 	}
 }
 
-func TestRunnerUnknownModel(t *testing.T) {
+func TestRouterUnknownModel(t *testing.T) {
 	e := &fakeEngine{script: texts("a")}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	_, err := r.Start(&npu.Request{Model: "nope"})
@@ -524,7 +524,7 @@ func TestRunnerUnknownModel(t *testing.T) {
 	assert.Same(t, e, r.Engine().(*fakeEngine))
 }
 
-func TestRunnerWithoutRegistryOrEmbedder(t *testing.T) {
+func TestRouterWithoutRegistryOrEmbedder(t *testing.T) {
 	e := &fakeEngine{}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
 	ctx := context.Background()
@@ -603,7 +603,7 @@ func TestStatusString(t *testing.T) {
 
 // Issue 16: a request that needs thinking from a model that cannot think
 // is a request error naming both, before it queues.
-func TestRunnerRefusesThinkingToAModelWithout(t *testing.T) {
+func TestRouterRefusesThinkingToAModelWithout(t *testing.T) {
 	r := newTestRouter(t, &fakeEngine{script: texts("a")}, PoolConfig{MaxQueue: 4})
 	on := true
 	_, err := r.Start(&npu.Request{Model: "m", Prompt: "x", Think: &on})

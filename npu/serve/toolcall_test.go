@@ -49,7 +49,7 @@ func TestStreamStopsAfterTheOneCallAllowed(t *testing.T) {
 
 // A model whose template renders no tools is refused them, naming it; one
 // without a vision encoder is refused images.
-func TestRunnerRefusesWhatTheModelCannotDo(t *testing.T) {
+func TestRouterRefusesWhatTheModelCannotDo(t *testing.T) {
 	r := newTestRouter(t, &fakeEngine{}, PoolConfig{MaxQueue: 4})
 	_, err := r.Start(&npu.Request{Model: "m", Messages: []npu.Message{{Role: "user", Content: "x"}}, Tools: []npu.Tool{weatherTool}})
 	var ie *npu.InvalidRequestError
