@@ -197,7 +197,7 @@ fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; s
 	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wire/audioin/
 
 bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
-	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./openaiapi/
+	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./npu/serve/ ./openaiapi/
 
 package: ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default configuration, docs; the Windows zip
 	@# cgo on, PIE, full RELRO: what Debian expects of a binary (lintian).

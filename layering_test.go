@@ -72,8 +72,14 @@ func apiPackages(pkgs []goPackage) map[string]bool {
 
 // The data flows down: APIs → wire → npu; the daemon sits on them, the
 // commands people type (cli) on the daemon, and main on top; nothing below
-// imports what sits above it; no API imports another. These rules keep it so
-// (issues 13 and 28).
+// imports what sits above it; no API imports another. Inside npu, the
+// contract (npu itself) is what every side sees; the serving runtime
+// (npu/serve) sits on the contract and the family package (npu/chatfmt),
+// and only the daemon wires it in, so the APIs, wire and the engines
+// reach a stream and the router through the contract's types alone; the
+// wire formats (npu/wirefmt) are at the bottom and import nothing of
+// npud's above them. These rules keep it so (issues 13, 28 and 36), with
+// no exception.
 func TestLayering(t *testing.T) {
 	pkgs := listPackages(t, nil, "./...")
 	require.NotEmpty(t, pkgs)
@@ -89,33 +95,17 @@ func TestLayering(t *testing.T) {
 		}
 		return false
 	}
-	// A leaf imports nothing of npud's but other leaves: a protocol's own
-	// types (wire/openaiwire, which reads bodies with wire/jsonbody's
-	// errors), which every layer may use, npu's too.
-	leaf := leaves(pkgs)
 	for _, p := range pkgs {
 		for _, imp := range p.Imports {
-			if under(imp, "daemon") && !under(p.ImportPath, "daemon") && !under(p.ImportPath, "cli") && p.ImportPath != module {
-				assert.Failf(t, "imports the daemon", "%s imports %s: only the commands (cli) and main sit above the daemon", p.ImportPath, imp)
-			}
-			if under(imp, "cli") && !under(p.ImportPath, "cli") && p.ImportPath != module {
-				assert.Failf(t, "imports the commands", "%s imports %s: only main sits above the commands", p.ImportPath, imp)
-			}
-			if (under(p.ImportPath, "wire") || under(p.ImportPath, "npu")) && isAPI(imp) {
-				assert.Failf(t, "imports an API", "%s imports %s: the APIs sit above it", p.ImportPath, imp)
-			}
-			if isAPI(p.ImportPath) && isAPI(imp) && !strings.HasPrefix(imp, p.ImportPath+"/") && !strings.HasPrefix(p.ImportPath, imp+"/") {
-				assert.Failf(t, "an API imports another", "%s imports %s: what APIs share belongs in wire", p.ImportPath, imp)
-			}
-			if under(p.ImportPath, "npu") && ((under(imp, "wire") && !leaf[imp]) || under(imp, "systemd") || under(imp, "packaging")) {
-				assert.Failf(t, "npu imports upward", "%s imports %s", p.ImportPath, imp)
-			}
+			checkImport(t, p.ImportPath, imp, isAPI)
 		}
 		// The engine core knows nothing about HTTP; only the network
 		// clients talk to the network: the hub client (and the store above
-		// it), and the upstream engine (another server's API is its device).
+		// it) and the upstream engine (another server's API is its
+		// device); the wire formats are HTTP's own (a body's size limit,
+		// its status codes).
 		if under(p.ImportPath, "npu") && !under(p.ImportPath, "npu/hub") && !under(p.ImportPath, "npu/upstream") &&
-			slices.Contains(p.Imports, "net/http") {
+			!under(p.ImportPath, "npu/wirefmt") && slices.Contains(p.Imports, "net/http") {
 			assert.Failf(t, "npu imports net/http", "%s imports net/http", p.ImportPath)
 		}
 		if len(p.CgoFiles) > 0 && p.ImportPath != module+"/npu/openvino" {
@@ -124,20 +114,29 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// leaves are the packages whose imports of npud's own are leaves too (none
-// at all, at the bottom).
-func leaves(pkgs []goPackage) map[string]bool {
-	own := func(imp string) bool { return imp == module || strings.HasPrefix(imp, module+"/") }
-	leaf := map[string]bool{}
-	for changed := true; changed; {
-		changed = false
-		for _, p := range pkgs {
-			if !leaf[p.ImportPath] && !slices.ContainsFunc(p.Imports, func(imp string) bool { return own(imp) && !leaf[imp] }) {
-				leaf[p.ImportPath], changed = true, true
-			}
-		}
+// checkImport asserts that package p may import imp.
+func checkImport(t *testing.T, p, imp string, isAPI func(string) bool) {
+	t.Helper()
+	own := imp == module || strings.HasPrefix(imp, module+"/")
+	switch {
+	case under(imp, "daemon") && !under(p, "daemon") && !under(p, "cli") && p != module:
+		assert.Failf(t, "imports the daemon", "%s imports %s: only the commands (cli) and main sit above the daemon", p, imp)
+	case under(imp, "cli") && !under(p, "cli") && p != module:
+		assert.Failf(t, "imports the commands", "%s imports %s: only main sits above the commands", p, imp)
+	case (under(p, "wire") || under(p, "npu")) && isAPI(imp):
+		assert.Failf(t, "imports an API", "%s imports %s: the APIs sit above it", p, imp)
+	case isAPI(p) && isAPI(imp) && !strings.HasPrefix(imp, p+"/") && !strings.HasPrefix(p, imp+"/"):
+		assert.Failf(t, "an API imports another", "%s imports %s: what APIs share belongs in wire", p, imp)
+	case under(p, "npu") && (under(imp, "wire") || under(imp, "systemd") || under(imp, "packaging")):
+		assert.Failf(t, "npu imports upward", "%s imports %s", p, imp)
+	case under(imp, "npu/serve") && !under(p, "npu/serve") && !under(p, "daemon"):
+		assert.Failf(t, "imports the serving runtime", "%s imports %s: only the daemon wires the runtime in; "+
+			"the APIs, wire and the engines see streams and the router through npu's types", p, imp)
+	case p == module+"/npu/serve" && own && imp != module+"/npu" && !under(imp, "npu/chatfmt"):
+		assert.Failf(t, "the runtime imports beside the contract", "%s imports %s: the runtime sits on the contract (npu) and the family package (npu/chatfmt)", p, imp)
+	case under(p, "npu/wirefmt") && own && !under(imp, "npu/wirefmt"):
+		assert.Failf(t, "a wire format imports upward", "%s imports %s: the wire formats are at the bottom", p, imp)
 	}
-	return leaf
 }
 
 // No test helper reaches the binary.

@@ -1,6 +1,6 @@
 // Package anthropicapi serves the Anthropic Messages API (/v1/messages
 // and /v1/messages/count_tokens), the API Claude Code and Anthropic's SDKs
-// speak. It reads from the same npu.Router streams and writes through the
+// speak. It reads from the same router's streams and writes through the
 // same relay as the other protocol writers; it supplies only the
 // Messages API's request mapping, message object and event framing.
 package anthropicapi
@@ -32,11 +32,12 @@ const (
 	CountTokensPath = "/v1/messages/count_tokens"
 )
 
-// Runner is what the Messages API needs of npu.Router, declared here so
-// its tests can put a fake in front of the runner (an error the engine
+// Router is what the Messages API needs of the router (npu/serve.Router,
+// which only the daemon imports), in the contract's types, declared
+// here so its tests can put a fake in front of it (an error the engine
 // gives, a queue that is full) without starting a daemon.
-type Runner interface {
-	Start(req *npu.Request) (*npu.Stream, error)
+type Router interface {
+	Start(req *npu.Request) (npu.Stream, error)
 	Model(id string) (npu.ModelInfo, error)
 	Models() []npu.ModelInfo
 	RetryAfter() time.Duration
@@ -44,14 +45,14 @@ type Runner interface {
 
 // API serves the Messages API routes.
 type API struct {
-	runner Runner
+	router Router
 	cfg    Config
 	log    *slog.Logger
 }
 
-// New returns the API for runner.
-func New(runner Runner, cfg Config, log *slog.Logger) *API {
-	return &API{runner: runner, cfg: cfg, log: log}
+// New returns the API for router.
+func New(router Router, cfg Config, log *slog.Logger) *API {
+	return &API{router: router, cfg: cfg, log: log}
 }
 
 // Routes declares what the API's routes do.

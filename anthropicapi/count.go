@@ -8,7 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 )
 

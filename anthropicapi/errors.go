@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 )
 
 // Error is an Anthropic-shaped error: an HTTP status and the body
@@ -103,7 +103,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
 }
 
-// toError classifies any error from validation, the runner or a stream,
+// toError classifies any error from validation, the router or a stream,
 // through the classification every API shares.
 func toError(err error, retryAfter func() time.Duration, served func() []string) *Error {
 	var apiErr *Error

@@ -20,11 +20,11 @@ import (
 	"github.com/npud/npud/npu/nputest"
 )
 
-// What the runner refuses becomes Anthropic's error, status and
+// What the router refuses becomes Anthropic's error, status and
 // Retry-After, before any byte of a stream: asserted against a fake
-// runner, so each refusal is reached directly, not by filling a real
+// router, so each refusal is reached directly, not by filling a real
 // queue.
-func TestMessagesRefusalsFromTheRunner(t *testing.T) {
+func TestMessagesRefusalsFromTheRouter(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	for _, tc := range []struct {
 		name       string
@@ -43,9 +43,9 @@ func TestMessagesRefusalsFromTheRunner(t *testing.T) {
 	} {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
-				runner := &nputest.RefusingRouter{Err: tc.err, Retry: 2500 * time.Millisecond}
+				fake := &nputest.RefusingRouter{Err: tc.err, Retry: 2500 * time.Millisecond}
 				router := gin.New()
-				anthropicapi.New(runner, anthropicapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+				anthropicapi.New(fake, anthropicapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
 				srv := httptest.NewServer(router)
 				t.Cleanup(srv.Close)
 				body := fmt.Sprintf(`{"model":%q,"max_tokens":64,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, tc.model, stream)
@@ -63,7 +63,7 @@ func TestMessagesRefusalsFromTheRunner(t *testing.T) {
 				assert.Equal(t, "error", out.Type)
 				assert.Equal(t, tc.errType, out.Error.Type)
 				assert.NotEmpty(t, out.Error.Message)
-				assert.Equal(t, tc.started, runner.Started())
+				assert.Equal(t, tc.started, fake.Started())
 			})
 		}
 	}

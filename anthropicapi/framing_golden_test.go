@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/npud/npud/npu/serve/servetest"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/relay/relaytest"
 )
@@ -16,7 +17,7 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the framing transcri
 // stream ends, an error after the first byte and a resume after the end
 // (testdata/framing; go test -update rewrites them).
 func TestFramingTranscripts(t *testing.T) {
-	a := New(relaytest.Router(t), Config{}, slog.New(slog.DiscardHandler))
+	a := New(servetest.IdleRouter(t), Config{}, slog.New(slog.DiscardHandler))
 	relaytest.Check(t, "testdata/framing", *updateTranscripts,
 		relaytest.Framer{Name: "messages.sse", New: func(_ *testing.T, src *relaytest.Source) (relay.Framing, relay.Source) {
 			return &framing{a: a, id: "msg_golden", model: "sim"}, src

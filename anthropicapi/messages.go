@@ -10,8 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"
@@ -82,17 +82,17 @@ func (a *API) messages(c *gin.Context) {
 		return
 	}
 	p.req.Tenant = info.Tenant
-	src, err := a.runner.Start(p.req)
+	src, err := a.router.Start(p.req)
 	if err != nil {
 		if p.req.Release != nil {
-			p.req.Release() // the runner never took the request: its images' memory goes back
+			p.req.Release() // the router never took the request: its images' memory goes back
 		}
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
 	info.Stream = src
 	defer src.Close()
-	// A clamp the runner made at admission is known now.
+	// A clamp the router made at admission is known now.
 	reqinfo.SetMaxTokensClamped(c.Writer.Header(), src.MaxTokensClamped())
 	id := "msg_" + info.ID
 	if req.Stream {
@@ -109,10 +109,10 @@ func (a *API) messages(c *gin.Context) {
 // only then). max_tokens is npu.CompletionLimit's, as on every API:
 // Anthropic's clients send their own model's output limit, often more than
 // a local model's whole context, and a limit larger than the room the
-// prompt leaves is clamped to that room (by the runner when the engine
+// prompt leaves is clamped to that room (by the router when the engine
 // counts the prompt, else by the engine), not refused.
 func (a *API) prepare(ctx context.Context, p *parsed) *Error {
-	m, err := a.runner.Model(p.req.Model)
+	m, err := a.router.Model(p.req.Model)
 	if err != nil {
 		return a.toError(err)
 	}
@@ -123,7 +123,7 @@ func (a *API) prepare(ctx context.Context, p *parsed) *Error {
 }
 
 func (a *API) toError(err error) *Error {
-	return toError(err, a.runner.RetryAfter, func() []string { return errclass.ServedNames(a.runner) })
+	return toError(err, a.router.RetryAfter, func() []string { return errclass.ServedNames(a.router) })
 }
 
 // fail answers an error before the response began.
@@ -185,7 +185,7 @@ func toolInput(arguments string) json.RawMessage {
 }
 
 // writeWhole collects the stream into one message object.
-func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *npu.Stream, id, model string) {
+func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src npu.Stream, id, model string) {
 	answer, err := npu.CollectAnswer(ctx, src.Next)
 	info.MarkFirstTokenAt(src.FirstTokenAt())
 	if err != nil {

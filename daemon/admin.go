@@ -9,8 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/openaiapi"
-	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 )
 

@@ -69,7 +69,7 @@ type Config struct {
 	DrainDelay      time.Duration // on SIGTERM, keep answering (with 503s) this long before closing the listener
 	KeepAlive       time.Duration // how long an idle model stays loaded; negative = forever
 	MaxLoadedModels int           // models in memory at once; 0 = no cap
-	// Conversation affinity (see npu.Scheduler).
+	// Conversation affinity (see serve.Scheduler).
 	AffinityMaxOvertakes int           // times a waiting request may be passed over; 0 = plain FIFO
 	AffinityMaxWait      time.Duration // after this long a request is never passed over
 	AffinityLinger       time.Duration // how long a freed engine waits for a conversation's next turn

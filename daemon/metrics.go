@@ -13,6 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -109,7 +110,7 @@ func (m *metrics) describeEngine(engine npu.Engine) {
 }
 
 // watch adds the gauges read from router at each scrape.
-func (m *metrics) watch(router *npu.Router) {
+func (m *metrics) watch(router *serve.Router) {
 	m.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "npud_queue_depth", Help: "Requests waiting for the engine."},
 			func() float64 { return float64(router.Waiting()) }),

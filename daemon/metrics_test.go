@@ -170,7 +170,7 @@ func TestMetricsGaugesAndDisconnects(t *testing.T) {
 	_, _ = running.Body.Read(make([]byte, 64))
 	cancel()
 	cancelQueued()
-	// The gauges come down as the handlers and the runner finish, just
+	// The gauges come down as the handlers and the router finish, just
 	// after the counters are taken.
 	daemontest.Eventually(t, func() bool {
 		m = scrapeMetrics(t, srv.URL)
@@ -335,7 +335,7 @@ func TestMetricsCountPanicsByType(t *testing.T) {
 }
 
 // Issue 13: what a generation cost the engine is counted once, by the
-// runner: two clients reading one generation (a join by Idempotency-Key)
+// router: two clients reading one generation (a join by Idempotency-Key)
 // count its tokens once.
 func TestMetricsCountAGenerationOnceWhateverReadsIt(t *testing.T) {
 	srv := daemontest.StartSim(t, nil, nil)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/npud/npud/daemon/console"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/wsconn"
@@ -420,7 +421,7 @@ func (s *Server) limitTenant(c *gin.Context) {
 		return
 	}
 	tenant := reqinfo.From(c.Request.Context()).Tenant
-	var limited *npu.RateLimitError
+	var limited *serve.RateLimitError
 	if err := s.router.AdmitRequest(tenant, time.Now()); errors.As(err, &limited) {
 		writeDenied(c, http.StatusTooManyRequests, "rate_limit_exceeded", err.Error(), limited.Wait)
 		return
@@ -451,6 +452,6 @@ func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.D
 }
 
 // tenantLimits is what cfg lets one tenant do, for the router's admission.
-func tenantLimits(cfg Config) npu.Limits {
-	return npu.Limits{RatePerMinute: cfg.RateLimit, RateBurst: cfg.RateBurst, StreamCap: cfg.MaxStreams}
+func tenantLimits(cfg Config) serve.Limits {
+	return serve.Limits{RatePerMinute: cfg.RateLimit, RateBurst: cfg.RateBurst, StreamCap: cfg.MaxStreams}
 }

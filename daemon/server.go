@@ -26,6 +26,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
 	"github.com/npud/npud/npu/modelstore"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/npu/worker"
 	"github.com/npud/npud/ollamaapi"
@@ -46,7 +47,7 @@ type Server struct {
 	// itself (--audio-decoder); nil without it.
 	audioDecoder *audioin.External
 	log          *slog.Logger
-	router       *npu.Router
+	router       *serve.Router
 	ln           net.Listener
 	http         *http.Server
 	started      time.Time
@@ -109,7 +110,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		}
 	}
 	m := newMetrics(engine)
-	stream := npu.StreamLimits{
+	stream := serve.StreamLimits{
 		MaxPendingBytes: cfg.MaxPendingBytes,
 		TokenTimeout:    cfg.TokenTimeout,
 		Heartbeat:       cfg.Heartbeat,
@@ -137,14 +138,14 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	} else if folder == nil && o.engine == nil {
 		store = newModelsFolder(cfg) // --engine sim: pulls still fill the models folder
 	}
-	pc := npu.PoolConfig{
+	pc := serve.PoolConfig{
 		MaxQueue:         cfg.MaxQueue,
 		QueueTimeout:     cfg.QueueTimeout,
 		DefaultKeepAlive: cfg.KeepAlive,
 		MaxLoadedModels:  cfg.MaxLoadedModels,
 		Observer:         m,
 		Slots:            engineSlots(cfg, engine),
-		Affinity: npu.Affinity{
+		Affinity: serve.Affinity{
 			MaxOvertakes: cfg.AffinityMaxOvertakes,
 			MaxWait:      cfg.AffinityMaxWait,
 			Linger:       cfg.AffinityLinger,
@@ -155,13 +156,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		CompileCache: compileCacheFor(cfg, engine, log),
 		Device:       cfg.Device,
 	}
-	local := npu.NewPool(engine, pc, log)
+	local := serve.NewPool(engine, pc, log)
 	pc.Stream.TokenTimeout = cfg.TokenTimeout // an upstream's stream is read by the bridge, whatever the local engine
 	upstreams, err := startUpstreams(cfg, os.Getenv, pc, log)
 	if err != nil {
 		return nil, err
 	}
-	router := npu.NewRouter(local, npu.RouterConfig{Aliases: cfg.Aliases, Upstreams: upstreams,
+	router := serve.NewRouter(local, serve.RouterConfig{Aliases: cfg.Aliases, Upstreams: upstreams,
 		OverflowAfter: cfg.OverflowAfter, Limits: tenantLimits(cfg), Observer: m}, log)
 	m.watch(router)
 	audioDecoder, err := audioin.FindExternal(cfg.AudioDecoder)

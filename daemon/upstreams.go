@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/modelstore"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/upstream"
 )
 
@@ -102,9 +102,9 @@ func ParseUpstream(spec string, getenv func(string) string) (UpstreamSpec, error
 
 // startUpstreams makes a pool for each upstream, with the local pool's
 // limits and observer.
-func startUpstreams(cfg Config, getenv func(string) string, pc npu.PoolConfig, log *slog.Logger) ([]npu.Upstream, error) {
-	var ups []npu.Upstream
-	fail := func(err error) ([]npu.Upstream, error) {
+func startUpstreams(cfg Config, getenv func(string) string, pc serve.PoolConfig, log *slog.Logger) ([]serve.Upstream, error) {
+	var ups []serve.Upstream
+	fail := func(err error) ([]serve.Upstream, error) {
 		for _, up := range ups {
 			up.Pool.Engine().Close() // their health checks
 		}
@@ -120,10 +120,10 @@ func startUpstreams(cfg Config, getenv func(string) string, pc npu.PoolConfig, l
 			return fail(err)
 		}
 		upc := pc
-		upc.Slots, upc.Affinity, upc.MaxLoadedModels = us.Slots, npu.Affinity{}, 0
+		upc.Slots, upc.Affinity, upc.MaxLoadedModels = us.Slots, serve.Affinity{}, 0
 		upc.CompileCache, upc.Device = nil, "" // an upstream compiles nothing here
 		upc.Models, upc.Store = nil, nil       // nor has a models folder here
-		ups = append(ups, npu.Upstream{Name: us.Name, Pool: npu.NewPool(engine, upc, log),
+		ups = append(ups, serve.Upstream{Name: us.Name, Pool: serve.NewPool(engine, upc, log),
 			Healthy: func() bool { ok, _ := engine.Healthy(); return ok }})
 		log.Info("upstream", "name", us.Name, "url", maskURL(us.URL), "models", us.Models, "slots", us.Slots)
 	}
@@ -131,7 +131,7 @@ func startUpstreams(cfg Config, getenv func(string) string, pc npu.PoolConfig, l
 }
 
 // closeUpstreams stops the upstreams' health checks.
-func closeUpstreams(r *npu.Router) {
+func closeUpstreams(r *serve.Router) {
 	for _, up := range r.Upstreams() {
 		up.Pool.Engine().Close()
 	}

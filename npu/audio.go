@@ -1,7 +1,6 @@
 package npu
 
 import (
-	"context"
 	"fmt"
 	"time"
 )
@@ -74,67 +73,6 @@ func CheckGenerates(m ModelInfo) error {
 				"and takes no prompts or chat messages", m.ID)}
 	}
 	return nil
-}
-
-// Transcribe runs req, admitted against its tenant's stream cap, while
-// holding the engine's slot, through the same queue, limits and
-// Retry-After as generations, on the model loaded through the lifecycle
-// like a generation's. Engines that cannot transcribe give an error
-// wrapping ErrNotSupported; models that cannot hear give an
-// InvalidRequestError.
-func (r *Router) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
-	if r.closing.Load() {
-		return Transcript{}, ErrShuttingDown
-	}
-	res, err := r.resolve(req.Model)
-	if err != nil {
-		return Transcript{}, err
-	}
-	if res.upstream != nil {
-		return Transcript{}, fmt.Errorf("model %q is served by an upstream; transcription is not relayed to upstreams yet: %w", req.Model, ErrNotSupported)
-	}
-	if !res.pool.engine.Describe().Transcribes {
-		return Transcript{}, fmt.Errorf("engine %s does not transcribe audio: %w", res.pool.engine.Name(), ErrNotSupported)
-	}
-	if err := CheckSpeech(res.model); err != nil {
-		return Transcript{}, err
-	}
-	release, err := r.admit(req.Tenant)
-	if err != nil {
-		return Transcript{}, err
-	}
-	defer release()
-	req.Model = res.model.ID // an alias names the model the engine knows
-	return res.pool.transcribe(ctx, req, res.model)
-}
-
-// transcribe runs req on m. The model is loaded outside the engine's slot,
-// as for a generation (a compile must not hold up other models' streams),
-// and kept loaded until the transcription ends; then its keep-alive starts.
-func (p *Pool) transcribe(ctx context.Context, req *TranscribeRequest, m ModelInfo) (Transcript, error) {
-	release, err := p.hold(ctx, m)
-	if err != nil {
-		return Transcript{}, err
-	}
-	defer release()
-	var (
-		out  Transcript
-		took time.Duration
-		ran  bool
-	)
-	err = p.withSlot(ctx, func() error {
-		ran = true
-		start := time.Now()
-		var err error
-		out, err = p.transcribeResident(ctx, m, req)
-		took = time.Since(start)
-		return err
-	})
-	if ran {
-		p.cfg.Observer.TranscriptionEnded(TranscriptionReport{Model: m.ID, Device: p.deviceOf(m.ID), Task: req.Task,
-			AudioSeconds: req.Seconds(), Took: took, Err: err})
-	}
-	return out, err
 }
 
 // TranscriptionReport is how a transcription went on the engine.

@@ -1,12 +1,20 @@
-// Package npu owns everything between an accepted request and the protocol
-// writer: the engine contract, the scheduler that serialises access to an
-// engine, and the bridge that turns engine callbacks into a bounded,
-// cancellable stream of text.
+// Package npu is the contract every side of npud shares: the Engine
+// interface and what crosses it (Request, Sink, Status, Result, Features,
+// models and their details, transcriptions), the one error table
+// (errors.go: sentinels, classes, EngineError), request validation and
+// the completion limit, the Observer the daemon's metrics implement, and
+// the Stream and Event a protocol writer reads (stream.go). The serving
+// runtime that implements them (router, admission, pools, scheduler,
+// lifecycle, the bridge) is npu/serve, which only the daemon imports; the
+// engines (npu/sim, npu/openvino, npu/upstream, npu/worker), the APIs and
+// wire see this package alone. The answer's text filters (UTF-8 assembly,
+// stop strings, the <think> split, tool-call parsing; textparts.go) live
+// here until the family package takes them.
 //
-// Data flows one way: request → Scheduler → Engine → bridge → writer.
-// Cancellation flows back the same path: the writer cancels the Stream, the
-// bridge answers Cancel at the engine's next callback, the engine returns and
-// frees its scheduler slot.
+// Data flows one way: request → router → scheduler → Engine → bridge →
+// writer. Cancellation flows back the same path: the writer cancels the
+// Stream, the bridge answers Cancel at the engine's next callback, the
+// engine returns and frees its scheduler slot.
 package npu
 
 import (
@@ -344,13 +352,6 @@ type Request struct {
 	Release func() `json:"-"`
 }
 
-// released runs r.Release, if any.
-func (r *Request) released() {
-	if r.Release != nil {
-		r.Release()
-	}
-}
-
 // FinishReason says why a generation ended.
 type FinishReason string
 
@@ -364,10 +365,10 @@ const (
 
 // Timings are the durations of a generation's phases.
 type Timings struct {
-	// Queue is the time spent waiting for the engine (filled by the Runner).
+	// Queue is the time spent waiting for the engine (filled by the pool).
 	Queue time.Duration
 	// Load is the time spent loading the model for this request (filled by
-	// the Runner; zero when it was loaded already).
+	// the pool; zero when it was loaded already).
 	Load time.Duration
 	// Prefill is from the start of Generate to the first token.
 	Prefill time.Duration

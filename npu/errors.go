@@ -84,7 +84,7 @@ var (
 	// class, which the client sees; alone, it says the model was found
 	// gone before the job started, so nothing of the job ran. Either way
 	// the lifecycle forgets the model and the next acquire loads it again
-	// (npu/residency.go). Retryable.
+	// (npu/serve/residency.go). Retryable.
 	ErrModelLost = errors.New("the model is no longer loaded")
 )
 
@@ -139,12 +139,12 @@ var classes = []struct {
 	{ErrUpstreamUnavailable, Class{Code: "upstream_unavailable", Server: true, Retryable: true}},
 	{ErrEngineHung, Class{Code: "engine_hung", Server: true, Retryable: true}},
 	// Last: a crash or a hang that lost the model keeps its own class.
-	{ErrModelLost, Class{Code: codeModelLost, Server: true, Retryable: true}},
+	{ErrModelLost, Class{Code: CodeModelLost, Server: true, Retryable: true}},
 }
 
-// codeModelLost is ErrModelLost's code: the model was found gone before a
+// CodeModelLost is ErrModelLost's code: the model was found gone before a
 // job started (an error of no other class).
-const codeModelLost = "model_lost"
+const CodeModelLost = "model_lost"
 
 // Classify finds err's class in the table: its first sentinel's, else an
 // engine error's, else an internal error's.

@@ -2,7 +2,6 @@ package npu
 
 import (
 	"context"
-	"fmt"
 	"math"
 )
 
@@ -52,98 +51,6 @@ type EmbedRequest struct {
 	// Tenant is who the work counts against, with its generations and
 	// transcriptions ("" counts against nobody).
 	Tenant string
-}
-
-// Embed embeds req's inputs with its model, admitted against its tenant's
-// stream cap, while holding the engine's slot, so it never overlaps a
-// generation. Engines that cannot embed give an error wrapping
-// ErrNotSupported.
-func (r *Router) Embed(ctx context.Context, req EmbedRequest) (vectors [][]float32, promptTokens int, err error) {
-	if r.closing.Load() {
-		return nil, 0, ErrShuttingDown
-	}
-	res, err := r.resolve(req.Model)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !res.pool.engine.Describe().Embeds {
-		return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", req.Model, ErrNotSupported)
-	}
-	release, err := r.admit(req.Tenant)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer release()
-	return res.pool.embed(ctx, res.model, req.Inputs)
-}
-
-// embed runs an embedding on m. The model is loaded through the
-// lifecycle, as for a generation: outside the slot, kept until the
-// embedding ends, then its keep-alive starts (and /api/ps shows it).
-func (p *Pool) embed(ctx context.Context, m ModelInfo, inputs []string) (vectors [][]float32, promptTokens int, err error) {
-	release, err := p.hold(ctx, m)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer release()
-	err = p.withSlot(ctx, func() error {
-		vectors, promptTokens, err = p.embedResident(ctx, m, inputs)
-		return err
-	})
-	return vectors, promptTokens, err
-}
-
-// Pull fetches a model into the local engine's models folder, else the
-// daemon's store. A model npud already serves needs nothing, whatever
-// serves it: it is asked first, since a served name ("sim") need not be a
-// repository a models folder could fetch. Others need a folder or a store.
-func (r *Router) Pull(ctx context.Context, name string, progress func(PullProgress)) error {
-	p := r.local
-	if _, err := r.Model(name); err == nil {
-		return nil
-	}
-	if reg := p.cfg.Models; reg != nil {
-		return reg.Pull(ctx, name, progress)
-	}
-	if p.cfg.Store != nil {
-		return p.cfg.Store.Pull(ctx, name, progress)
-	}
-	return fmt.Errorf("cannot pull %q: engine %s serves a fixed set of models (%s): %w", name, p.engine.Name(), p.modelNames(), ErrNotSupported)
-}
-
-// Delete removes a model from the local engine's models folder.
-//
-// The lifecycle owns residency: the model is unloaded through it while the
-// engine slot is held, so no generation is using the pipeline that goes,
-// and only then are its files removed. A request that loaded the model and
-// still waits for the slot then finds it gone (model not found).
-func (r *Router) Delete(ctx context.Context, name string) error {
-	res, err := r.resolve(name)
-	if err != nil {
-		return err
-	}
-	p := res.pool
-	if reg := p.cfg.Models; reg != nil && res.upstream == nil {
-		return p.withSlot(ctx, func() error {
-			if err := p.life.evict(ctx, res.model.ID, "deleted"); err != nil {
-				return err
-			}
-			return reg.Delete(ctx, res.model.ID)
-		})
-	}
-	return fmt.Errorf("cannot delete %q: engine %s serves a fixed set of models: %w", name, p.engine.Name(), ErrNotSupported)
-}
-
-// Copy copies a model in the local engine's models folder.
-func (r *Router) Copy(ctx context.Context, source, destination string) error {
-	if reg := r.local.cfg.Models; reg != nil {
-		return reg.Copy(ctx, source, destination)
-	}
-	res, err := r.resolve(source)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("cannot copy %q to %q: engine %s serves a fixed set of models: %w", source, destination, res.pool.engine.Name(), ErrNotSupported)
 }
 
 // Capabilities lists what a model can do, in Ollama's words: completion

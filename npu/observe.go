@@ -2,9 +2,9 @@ package npu
 
 import "time"
 
-// Observer hears what a Runner does, for metrics. Its methods must be cheap
-// and must not block: TokenGap runs on the writer's goroutine between
-// chunks.
+// Observer hears what the serving runtime (npu/serve) does, for metrics.
+// Its methods must be cheap and must not block: TokenGap runs on the
+// writer's goroutine between chunks.
 type Observer interface {
 	// ModelLoaded reports a load that succeeded.
 	ModelLoaded(model, device string, took time.Duration)
@@ -36,15 +36,6 @@ type GenerationReport struct {
 	Result Result        // valid when Err is nil
 	Err    error         // why it failed: an engine error (npu.EngineError, ErrPanic inside), a timeout, a client that left, ...
 }
-
-type noObserver struct{}
-
-func (noObserver) ModelLoaded(string, string, time.Duration) {}
-func (noObserver) TokenGap(string, string, time.Duration)    {}
-func (noObserver) Prefill(string, CacheResult, int, int)     {}
-func (noObserver) GenerationEnded(GenerationReport)          {}
-func (noObserver) Refused(string, error)                     {}
-func (noObserver) TranscriptionEnded(TranscriptionReport)    {}
 
 // StreamStats describes a stream for logs and metrics once its writer is
 // done with it.

@@ -1,7 +1,7 @@
 // Package ollamaapi serves the Ollama-compatible API: generate and chat
 // streamed as NDJSON (or SSE for clients that ask), model listing, load and
 // unload through keep_alive, and embeddings. It reads from the same
-// npu.Router streams as the OpenAI API.
+// router's streams as the OpenAI API.
 package ollamaapi
 
 import (
@@ -35,10 +35,12 @@ type Config struct {
 	MaxEmbedInputs int
 }
 
-// Runner is what the Ollama API needs of npu.Router, declared here so its
-// tests can put a fake in front of the runner without starting a daemon.
-type Runner interface {
-	Start(req *npu.Request) (*npu.Stream, error)
+// Router is what the Ollama API needs of the router (npu/serve.Router,
+// which only the daemon imports), in the contract's types, declared
+// here so its tests can put a fake in front of it
+// without starting a daemon.
+type Router interface {
+	Start(req *npu.Request) (npu.Stream, error)
 	Model(id string) (npu.ModelInfo, error)
 	Models() []npu.ModelInfo
 	RetryAfter() time.Duration
@@ -61,14 +63,14 @@ type Runner interface {
 
 // API serves the Ollama-compatible routes.
 type API struct {
-	runner Runner
+	router Router
 	cfg    Config
 	log    *slog.Logger
 }
 
-// New returns the API for runner.
-func New(runner Runner, cfg Config, log *slog.Logger) *API {
-	return &API{runner: runner, cfg: cfg, log: log}
+// New returns the API for router.
+func New(router Router, cfg Config, log *slog.Logger) *API {
+	return &API{router: router, cfg: cfg, log: log}
 }
 
 // Shutdown is the API's part of a drain: nothing outlives its handlers,

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"
@@ -130,7 +130,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, badRequest("model is required"))
 		return
 	}
-	m, err := a.runner.Model(model)
+	m, err := a.router.Model(model)
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err))
 		return
@@ -177,7 +177,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, badRequest("images go with a message on /api/chat: messages[].images"))
 		return
 	}
-	if apiErr := req.decodeImages(a.cfg.Images, m, ep, engineReq, a.runner.RetryAfter); apiErr != nil {
+	if apiErr := req.decodeImages(a.cfg.Images, m, ep, engineReq, a.router.RetryAfter); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
@@ -187,7 +187,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, optionError(err))
 		return
 	}
-	stream, err := a.runner.Start(engineReq)
+	stream, err := a.router.Start(engineReq)
 	if err != nil {
 		releaseImages(engineReq)
 		a.fail(c.Writer, info, a.toError(err))
@@ -203,8 +203,8 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	a.writeWhole(ctx, c.Writer, info, stream, ep, model)
 }
 
-// releaseImages gives back the image memory of a request the runner never
-// took (the runner releases those it took when their generation ends).
+// releaseImages gives back the image memory of a request the router never
+// took (the router releases those it took when their generation ends).
 func releaseImages(req *npu.Request) {
 	if req.Release != nil {
 		req.Release()
@@ -224,15 +224,15 @@ func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive 
 	var err error
 	if keepAlive != nil && *keepAlive == 0 {
 		reason = "unload"
-		if a.runner.Preloaded(model) && !info.ManagesModels {
+		if a.router.Preloaded(model) && !info.ManagesModels {
 			// The operator pinned it for every tenant.
 			a.fail(c.Writer, info, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
 				"model %q is preloaded (--preload) and kept loaded for everyone: unloading it needs an admin key", model)})
 			return
 		}
-		err = a.runner.UnloadModel(c.Request.Context(), model)
+		err = a.router.UnloadModel(c.Request.Context(), model)
 	} else {
-		_, err = a.runner.LoadModel(c.Request.Context(), model, keepAlive)
+		_, err = a.router.LoadModel(c.Request.Context(), model, keepAlive)
 	}
 	if err != nil {
 		a.fail(c.Writer, info, a.toError(err))
@@ -257,7 +257,7 @@ func (a *API) fail(rw http.ResponseWriter, info *reqinfo.Info, e *Error) {
 // writeStream relays a stream as NDJSON (or SSE), through the relay every
 // streaming protocol shares: the 200 is committed at the first event, so
 // early failures stay real HTTP errors.
-func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
+func (a *API) writeStream(ctx context.Context, rw http.ResponseWriter, sse bool, info *reqinfo.Info, stream npu.Stream, ep endpoint, model string) {
 	info.Record(relay.Run(ctx, streamwriter.New(rw, a.cfg.WriteTimeout), stream, &lineFraming{sse: sse, ep: ep, model: model, start: info.Start, a: a},
 		func(err error) { a.fail(rw, info, a.toError(err)) }))
 }
@@ -343,7 +343,7 @@ func (f *lineFraming) Fail(err error) ([]byte, string, error) {
 }
 
 // writeWhole answers stream: false with one object.
-func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream *npu.Stream, ep endpoint, model string) {
+func (a *API) writeWhole(ctx context.Context, rw http.ResponseWriter, info *reqinfo.Info, stream npu.Stream, ep endpoint, model string) {
 	answer, err := npu.CollectAnswer(ctx, stream.Next)
 	info.MarkFirstTokenAt(stream.FirstTokenAt())
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 )
 
 // Error is an Ollama API error: a status and {"error": "..."}.
@@ -41,7 +41,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 
 func bodyError(e *jsonbody.Error) *Error { return &Error{Status: e.Status, Message: e.Message} }
 
-// toError classifies errors from the runner and streams.
+// toError classifies errors from the router and streams.
 func toError(err error, retryAfter func() time.Duration, served func() []string) *Error {
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
@@ -67,8 +67,8 @@ func toError(err error, retryAfter func() time.Duration, served func() []string)
 	return &Error{Status: status, Message: msg, RetryAfter: retry, Cause: err}
 }
 
-// toError classifies err with what the runner says: when to retry, and
+// toError classifies err with what the router says: when to retry, and
 // which models an unknown model's 404 lists.
 func (a *API) toError(err error) *Error {
-	return toError(err, a.runner.RetryAfter, func() []string { return errclass.ServedNames(a.runner) })
+	return toError(err, a.router.RetryAfter, func() []string { return errclass.ServedNames(a.router) })
 }

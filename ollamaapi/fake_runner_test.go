@@ -23,7 +23,7 @@ import (
 // What the router refuses becomes Ollama's {"error"} with its status and
 // Retry-After before any line of a stream, on chat, generate and embed
 // alike: asserted against a fake router, no daemon.
-func TestRefusalsFromTheRunner(t *testing.T) {
+func TestRefusalsFromTheRouter(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	for _, tc := range []struct {
 		name       string
@@ -46,9 +46,9 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 		} {
 			for _, stream := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s%s/stream=%v", tc.name, call.path, stream), func(t *testing.T) {
-					runner := &nputest.RefusingRouter{Err: tc.err, Retry: 1500 * time.Millisecond}
+					fake := &nputest.RefusingRouter{Err: tc.err, Retry: 1500 * time.Millisecond}
 					router := gin.New()
-					ollamaapi.New(runner, ollamaapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+					ollamaapi.New(fake, ollamaapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
 					srv := httptest.NewServer(router)
 					t.Cleanup(srv.Close)
 					body := fmt.Sprintf(call.body, tc.model, stream)
@@ -60,7 +60,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 					}
 					require.NoError(t, json.Unmarshal(raw, &out), "an error before the stream began is a plain JSON body: %s", raw)
 					assert.NotEmpty(t, out.Error)
-					assert.Equal(t, tc.started, runner.Started())
+					assert.Equal(t, tc.started, fake.Started())
 				})
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npud/npud/npu/serve/servetest"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/relay/relaytest"
 )
@@ -19,7 +20,7 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the framing transcri
 // ends, an error after the first byte and a resume after the end
 // (testdata/framing; go test -update rewrites them).
 func TestFramingTranscripts(t *testing.T) {
-	a := New(relaytest.Router(t), Config{}, slog.New(slog.DiscardHandler))
+	a := New(servetest.IdleRouter(t), Config{}, slog.New(slog.DiscardHandler))
 	lines := func(ep endpoint, sse bool) func(*testing.T, *relaytest.Source) (relay.Framing, relay.Source) {
 		return func(_ *testing.T, src *relaytest.Source) (relay.Framing, relay.Source) {
 			return &lineFraming{sse: sse, ep: ep, model: "sim", start: time.Now(), a: a}, src

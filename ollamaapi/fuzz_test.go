@@ -15,7 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/ollamaapi"
 )
@@ -72,17 +72,17 @@ func FuzzGenerateAndChat(f *testing.F) {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
-	runner := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 64, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
+	router := serve.NewEngineRouter(sim.New(sim.Config{}), serve.PoolConfig{MaxQueue: 64, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}},
 		slog.New(slog.DiscardHandler))
 	f.Cleanup(func() {
-		runner.Abort()
+		router.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = runner.Wait(ctx)
+		_ = router.Wait(ctx)
 	})
 	gin.SetMode(gin.ReleaseMode)
 	h := gin.New()
-	ollamaapi.New(runner, ollamaapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(h)
+	ollamaapi.New(router, ollamaapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(h)
 	f.Fuzz(func(t *testing.T, body string, chat bool) {
 		path := "/api/generate"
 		if chat {

@@ -16,7 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"
 )
@@ -52,14 +52,14 @@ type listedModel struct {
 }
 
 func (a *API) describe(m npu.ModelInfo) listedModel {
-	sum := sha256.Sum256([]byte(a.runner.EngineName() + "/" + m.ID))
+	sum := sha256.Sum256([]byte(a.router.EngineName() + "/" + m.ID))
 	family := m.Details.Architecture
 	if family == "" {
-		family = a.runner.EngineName()
+		family = a.router.EngineName()
 	}
-	d := details{Format: a.runner.EngineName(), Family: family, Families: []string{family},
+	d := details{Format: a.router.EngineName(), Family: family, Families: []string{family},
 		ParameterSize: orUnknown(m.Details.ParameterSize), QuantizationLevel: orUnknown(m.Details.Quantization)}
-	if a.runner.Simulated() {
+	if a.router.Simulated() {
 		d.Format, d.ParameterSize, d.QuantizationLevel = "simulated", "0", "none"
 	}
 	return listedModel{Name: m.ID, Model: m.ID, ModifiedAt: m.Created.UTC().Format(time.RFC3339Nano),
@@ -109,7 +109,7 @@ func modelInfo(m npu.ModelInfo, family string) map[string]any {
 
 func (a *API) tags(c *gin.Context) {
 	models := []listedModel{} // [] on the wire, never null
-	for _, m := range a.runner.Models() {
+	for _, m := range a.router.Models() {
 		models = append(models, a.describe(m))
 	}
 	c.JSON(http.StatusOK, gin.H{"models": models})
@@ -120,7 +120,7 @@ var forever = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 func (a *API) ps(c *gin.Context) {
 	models := []listedModel{}
-	for _, lm := range a.runner.Loaded() {
+	for _, lm := range a.router.Loaded() {
 		m := a.describe(lm.Model)
 		m.ModifiedAt = ""
 		expires := lm.ExpiresAt
@@ -131,14 +131,14 @@ func (a *API) ps(c *gin.Context) {
 		zero := int64(0)
 		m.SizeVRAM = &zero // NPU and CPU models live in system memory
 		m.ContextLength, m.PromptLimit = lm.Model.ContextLength, lm.Model.PromptLimit
-		m.Device = a.runner.DeviceOf(lm.Model.ID) // "simulated" for the simulated engine
-		if n := a.runner.Restarts(lm.Model.ID); n > 0 {
+		m.Device = a.router.DeviceOf(lm.Model.ID) // "simulated" for the simulated engine
+		if n := a.router.Restarts(lm.Model.ID); n > 0 {
 			m.Restarts = &n
 		}
 		models = append(models, m)
 	}
 	out := gin.H{"models": models}
-	if loads := a.runner.Loading(); len(loads) > 0 {
+	if loads := a.router.Loading(); len(loads) > 0 {
 		// npud's addition: models still loading (Ollama's clients read
 		// only "models"); `npud ps` shows them.
 		now := time.Now()
@@ -187,7 +187,7 @@ func (a *API) decodeModel(c *gin.Context, into any, name func() string) (npu.Mod
 		a.fail(c.Writer, info, badRequest("model is required"))
 		return npu.ModelInfo{}, "", false
 	}
-	m, err := a.runner.Model(id)
+	m, err := a.router.Model(id)
 	if err != nil {
 		return npu.ModelInfo{}, id, true // the caller decides: pull may still work
 	}
@@ -201,14 +201,14 @@ func (a *API) show(c *gin.Context) {
 		return
 	}
 	if m.ID == "" {
-		_, err := a.runner.Model(id)
+		_, err := a.router.Model(id)
 		a.fail(c.Writer, reqinfo.From(c.Request.Context()), a.toError(err))
 		return
 	}
 	d := a.describe(m)
 	capabilities := npu.Capabilities(m)
-	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.runner.EngineName())
-	if a.runner.Simulated() {
+	modelfile := fmt.Sprintf("# %s, served by npud's %s engine\n", m.ID, a.router.EngineName())
+	if a.router.Simulated() {
 		modelfile = fmt.Sprintf("# %s: npud's simulated model; it does no inference\n", m.ID)
 	}
 	info := modelInfo(m, d.Details.Family)
@@ -280,7 +280,7 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	start := time.Now()
-	vectors, tokens, err := a.runner.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, Tenant: info.Tenant})
+	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, Tenant: info.Tenant})
 	if errors.Is(err, npu.ErrNotSupported) {
 		a.fail(c.Writer, info, badRequest("%v", err)) // the model cannot do this: a bad request, not a server fault
 		return nil, 0, 0, false
@@ -294,7 +294,7 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	npu.ShortenEmbeddings(vectors, req.Dimensions)
-	if a.runner.Simulated() {
+	if a.router.Simulated() {
 		// Say so where a client can see it: the vectors carry no meaning.
 		c.Header("X-Npud-Simulated", "true")
 	}
@@ -355,7 +355,7 @@ func (a *API) pull(c *gin.Context) {
 		b, _ := json.Marshal(v)            // maps of strings and numbers always encode
 		_ = w.Write(append(b, '\n'), true) // a client that left just misses progress
 	}
-	err := a.runner.Pull(c.Request.Context(), id, func(p npu.PullProgress) {
+	err := a.router.Pull(c.Request.Context(), id, func(p npu.PullProgress) {
 		if p.Digest == "" {
 			line(gin.H{"status": p.Status})
 			return
@@ -381,7 +381,7 @@ func (a *API) deleteModel(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := a.runner.Delete(c.Request.Context(), id); err != nil {
+	if err := a.router.Delete(c.Request.Context(), id); err != nil {
 		a.fail(c.Writer, reqinfo.From(c.Request.Context()), a.toError(err))
 		return
 	}
@@ -403,7 +403,7 @@ func (a *API) copyModel(c *gin.Context) {
 		return
 	}
 	info.Model = req.Source
-	if err := a.runner.Copy(c.Request.Context(), req.Source, req.Destination); err != nil {
+	if err := a.router.Copy(c.Request.Context(), req.Source, req.Destination); err != nil {
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}

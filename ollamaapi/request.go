@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/imagein"
-	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 )
 

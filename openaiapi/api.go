@@ -1,7 +1,7 @@
 // Package openaiapi serves the OpenAI-compatible API: chat and legacy
 // completions, streamed as server-sent events or answered whole, the
 // Responses API (over HTTP and in its WebSocket mode), embeddings, audio,
-// and the model list. It reads from the same npu.Router streams as every other
+// and the model list. It reads from the same router's streams as every other
 // protocol writer.
 package openaiapi
 
@@ -64,12 +64,13 @@ type Config struct {
 	MaxWSMessages int
 }
 
-// Runner is what the OpenAI API needs of npu.Router, declared here so its
-// tests can put a fake in front of the runner (an error the engine gives,
-// a queue that is full) without starting a daemon.
-type Runner interface {
+// Router is what the OpenAI API needs of the router (npu/serve.Router,
+// which only the daemon imports), in the contract's types, declared
+// here so its tests can put a fake in front of it (an error the engine
+// gives, a queue that is full) without starting a daemon.
+type Router interface {
 	ModelFinder
-	Start(req *npu.Request) (*npu.Stream, error)
+	Start(req *npu.Request) (npu.Stream, error)
 	Models() []npu.ModelInfo
 	Simulated() bool
 	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
@@ -80,7 +81,7 @@ type Runner interface {
 
 // API serves the OpenAI-compatible routes.
 type API struct {
-	runner   Runner
+	router   Router
 	cfg      Config
 	log      *slog.Logger
 	journals *journal.Registry
@@ -90,12 +91,12 @@ type API struct {
 	decodes chan struct{}
 }
 
-// New returns the API for runner.
-func New(runner Runner, cfg Config, log *slog.Logger) *API {
+// New returns the API for router.
+func New(router Router, cfg Config, log *slog.Logger) *API {
 	if cfg.MaxAudioDecodes <= 0 {
 		cfg.MaxAudioDecodes = runtime.NumCPU()
 	}
-	return &API{runner: runner, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal),
+	return &API{router: router, cfg: cfg, log: log, journals: journal.NewRegistry(cfg.Journal),
 		responses: newResponseStore(cfg.Responses), decodes: make(chan struct{}, cfg.MaxAudioDecodes)}
 }
 

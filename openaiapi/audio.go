@@ -143,7 +143,7 @@ func formError(err error) *Error {
 }
 
 // audio serves POST /v1/audio/transcriptions and /v1/audio/translations:
-// the file decoded (wire/audioin), then one job on the runner, in the
+// the file decoded (wire/audioin), then one job on the router, in the
 // engine's queue like a generation.
 func (a *API) audio(c *gin.Context, task string) {
 	info := reqinfo.From(c.Request.Context())
@@ -160,7 +160,7 @@ func (a *API) audio(c *gin.Context, task string) {
 	}
 	// The model first: an unknown one is a 404, one that cannot hear a
 	// 400, before any audio is decoded.
-	m, err := a.runner.Model(req.model)
+	m, err := a.router.Model(req.model)
 	if err == nil {
 		err = npu.CheckSpeech(m)
 	}
@@ -180,12 +180,12 @@ func (a *API) audio(c *gin.Context, task string) {
 		a.streamTranscript(c, info, job)
 		return
 	}
-	out, err := a.runner.Transcribe(c.Request.Context(), job)
+	out, err := a.router.Transcribe(c.Request.Context(), job)
 	if err != nil {
 		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
 	}
-	if a.runner.Simulated() {
+	if a.router.Simulated() {
 		c.Header("X-Npud-Simulated", "true")
 	}
 	writeTranscript(c, req.responseFormat, task, job.Seconds(), req.temperature, out)
@@ -210,7 +210,7 @@ func (a *API) decodeAudio(ctx context.Context, info *reqinfo.Info, file []byte, 
 	}
 	if !errors.Is(err, audioin.ErrInvalid) {
 		if ctx.Err() != nil {
-			return audioin.Clip{}, toError(context.Cause(ctx), a.runner.RetryAfter)
+			return audioin.Clip{}, toError(context.Cause(ctx), a.router.RetryAfter)
 		}
 		// The external decoder could not run: the server's fault, and its
 		// path is the server's business (the log has it).

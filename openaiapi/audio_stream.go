@@ -28,10 +28,10 @@ func (a *API) streamTranscript(c *gin.Context, info *reqinfo.Info, job *npu.Tran
 	src := newTranscriptSource(a.cfg.Journal.Heartbeat)
 	job.OnSegment = src.segment
 	go func() {
-		out, err := a.runner.Transcribe(ctx, job)
+		out, err := a.router.Transcribe(ctx, job)
 		src.finish(out, err)
 	}()
-	if a.runner.Simulated() {
+	if a.router.Simulated() {
 		c.Header("X-Npud-Simulated", "true") // sent with the stream's headers
 	}
 	w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)

@@ -5,21 +5,21 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/openaichat"
-	"github.com/npud/npud/wire/openaiwire"
 )
 
 // OpenAI's chat request and error object are read and written in
 // wire/openaichat, which npud's WebSocket uses too (its start messages are
-// chat requests), and declared in wire/openaiwire, which the upstream
+// chat requests), and declared in npu/wirefmt/openaiwire, which the upstream
 // engine, their client, uses: the names here are the API's for them.
 type (
 	// Error is an OpenAI-shaped API error: an HTTP status and the body
 	// {"error":{"message","type","param","code"}}.
 	Error = openaichat.Error
-	// ModelFinder is what reading a request needs of the runner.
+	// ModelFinder is what reading a request needs of the router.
 	ModelFinder = openaichat.ModelFinder
 
 	request         = openaiwire.ChatRequest

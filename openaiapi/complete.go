@@ -14,10 +14,10 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/openaichat"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -37,7 +37,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := openaichat.DecodeImages(ctx, &req, a.cfg.Images, a.runner, engineReq); apiErr != nil {
+	if apiErr := openaichat.DecodeImages(ctx, &req, a.cfg.Images, a.router, engineReq); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
@@ -45,7 +45,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	src, err := a.open(c, info, &req, engineReq)
 	if err != nil {
 		if engineReq.Release != nil {
-			engineReq.Release() // the runner never took the request
+			engineReq.Release() // the router never took the request
 		}
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
@@ -122,7 +122,7 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 	// completion.
 	clientID := c.GetHeader("Idempotency-Key")
 	if clientID == "" {
-		stream, err := a.runner.Start(engineReq)
+		stream, err := a.router.Start(engineReq)
 		if err != nil {
 			return nil, err
 		}
@@ -147,8 +147,8 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		}
 		from = n + 1
 	}
-	j, joined, err := a.journals.Open(key, info.ID, openaichat.Fingerprint(req), resumable, func() (*npu.Stream, error) {
-		stream, err := a.runner.Start(engineReq)
+	j, joined, err := a.journals.Open(key, info.ID, openaichat.Fingerprint(req), resumable, func() (npu.Stream, error) {
+		stream, err := a.router.Start(engineReq)
 		if err == nil {
 			reqinfo.SetMaxTokensClamped(c.Writer.Header(), stream.MaxTokensClamped())
 		}
@@ -188,10 +188,10 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 // toError classifies err for endpoint ep: on /v1/completions a context
 // that is too long is the prompt's fault, as there are no messages.
 func (a *API) toError(err error, ep endpoint) *Error {
-	e := toError(err, a.runner.RetryAfter)
+	e := toError(err, a.router.RetryAfter)
 	if e.Code == "model_not_found" && errors.Is(err, npu.ErrModelNotFound) {
 		named := *e
-		named.Message = errclass.ModelNotFound(err, errclass.ServedNames(a.runner), "")
+		named.Message = errclass.ModelNotFound(err, errclass.ServedNames(a.router), "")
 		e = &named
 	}
 	if ep == completionsEndpoint && e.Param == "messages" {

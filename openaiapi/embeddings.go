@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -95,7 +95,7 @@ func (a *API) embeddings(c *gin.Context) {
 		a.fail(c.Writer, info, invalid("dimensions", "invalid_value", "'dimensions' must be at least 1, got %d", *req.Dimensions))
 		return
 	}
-	vectors, tokens, err := a.runner.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.Model, Inputs: inputs, Tenant: info.Tenant})
+	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.Model, Inputs: inputs, Tenant: info.Tenant})
 	if err != nil {
 		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
@@ -108,7 +108,7 @@ func (a *API) embeddings(c *gin.Context) {
 		}
 		npu.ShortenEmbeddings(vectors, *req.Dimensions)
 	}
-	if a.runner.Simulated() {
+	if a.router.Simulated() {
 		// Say so where a client can see it: the vectors carry no meaning.
 		c.Header("X-Npud-Simulated", "true")
 	}
@@ -141,5 +141,5 @@ func (a *API) modelWorkError(err error) *Error {
 		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
 			Code: "unsupported_value", Message: err.Error(), Cause: err}
 	}
-	return toError(err, a.runner.RetryAfter)
+	return toError(err, a.router.RetryAfter)
 }

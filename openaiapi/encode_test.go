@@ -6,9 +6,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 )
 
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {

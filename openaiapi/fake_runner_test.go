@@ -21,10 +21,10 @@ import (
 	"github.com/npud/npud/openaiapi"
 )
 
-// What the runner refuses becomes OpenAI's error object, status and
+// What the router refuses becomes OpenAI's error object, status and
 // Retry-After before any byte of a stream, on chat completions and the
-// Responses API alike: asserted against a fake runner, no daemon.
-func TestRefusalsFromTheRunner(t *testing.T) {
+// Responses API alike: asserted against a fake router, no daemon.
+func TestRefusalsFromTheRouter(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	for _, tc := range []struct {
 		name       string
@@ -43,9 +43,9 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 		for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
 			for _, stream := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s%s/stream=%v", tc.name, path, stream), func(t *testing.T) {
-					runner := &nputest.RefusingRouter{Err: tc.err, Retry: 1500 * time.Millisecond}
+					fake := &nputest.RefusingRouter{Err: tc.err, Retry: 1500 * time.Millisecond}
 					router := gin.New()
-					openaiapi.New(runner, openaiapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+					openaiapi.New(fake, openaiapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
 					srv := httptest.NewServer(router)
 					t.Cleanup(srv.Close)
 					body := fmt.Sprintf(`{"model":%q,"stream":%v,"messages":[{"role":"user","content":"hi"}],"input":"hi"}`, tc.model, stream)
@@ -66,7 +66,7 @@ func TestRefusalsFromTheRunner(t *testing.T) {
 					require.NoError(t, json.Unmarshal(raw, &out), "an error before the stream began is a plain JSON body: %s", raw)
 					assert.Equal(t, tc.code, out.Error.Code)
 					assert.NotEmpty(t, out.Error.Message)
-					assert.Equal(t, tc.started, runner.Started())
+					assert.Equal(t, tc.started, fake.Started())
 				})
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/npud/npud/npu/serve/servetest"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/relay/relaytest"
 )
@@ -17,7 +18,7 @@ var updateTranscripts = flag.Bool("update", false, "rewrite the framing transcri
 // byte and a resume after the end (testdata/framing; go test -update
 // rewrites them).
 func TestFramingTranscripts(t *testing.T) {
-	a := New(relaytest.Router(t), Config{}, slog.New(slog.DiscardHandler))
+	a := New(servetest.IdleRouter(t), Config{}, slog.New(slog.DiscardHandler))
 	const created = 1700000000
 	chat := func(ep endpoint, resumable, includeUsage bool) func(*testing.T, *relaytest.Source) (relay.Framing, relay.Source) {
 		return func(_ *testing.T, src *relaytest.Source) (relay.Framing, relay.Source) {

@@ -14,23 +14,23 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/openaiapi"
 )
 
 // fuzzHandler is the API on a fast simulated engine, served in-process.
 func fuzzHandler(f *testing.F) (http.Handler, func()) {
-	runner := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 64, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
+	router := serve.NewEngineRouter(sim.New(sim.Config{}), serve.PoolConfig{MaxQueue: 64, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}},
 		slog.New(slog.DiscardHandler))
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	openaiapi.New(runner, openaiapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(r)
+	openaiapi.New(router, openaiapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(r)
 	return r, func() {
-		runner.Abort()
+		router.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = runner.Wait(ctx)
+		_ = router.Wait(ctx)
 	}
 }
 

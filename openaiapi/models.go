@@ -31,7 +31,7 @@ func toModel(m npu.ModelInfo) model {
 
 func (a *API) listModels(c *gin.Context) {
 	data := []model{} // [] on the wire, never null
-	for _, m := range a.runner.Models() {
+	for _, m := range a.router.Models() {
 		data = append(data, toModel(m))
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
@@ -39,9 +39,9 @@ func (a *API) listModels(c *gin.Context) {
 
 func (a *API) getModel(c *gin.Context) {
 	id := strings.TrimPrefix(c.Param("id"), "/") // ids may contain slashes
-	m, err := a.runner.Model(id)
+	m, err := a.router.Model(id)
 	if err != nil {
-		WriteError(c.Writer, toError(err, a.runner.RetryAfter))
+		WriteError(c.Writer, toError(err, a.router.RetryAfter))
 		return
 	}
 	m.ID = id // an alias answers under its own name

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/openaichat"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
@@ -21,7 +21,7 @@ import (
 
 // The Responses API (POST /v1/responses) is chat completions in another
 // shape: its request is translated into a chat request (one validation),
-// started on the same runner, and its stream goes through the same relay
+// started on the same router, and its stream goes through the same relay
 // with one more framing (responseFraming), which turns the bridge's events
 // into typed events and output items.
 
@@ -365,17 +365,17 @@ func (run *responseRun) frame(dst []byte, event string, payload map[string]any) 
 	return append(dst, "\n\n"...)
 }
 
-// responseStart is a response the runner has started (or, for a
+// responseStart is a response the router has started (or, for a
 // warmup, checked only): the request, the chat request it became, its
 // stream and the response being made.
 type responseStart struct {
 	req    *responsesRequest
 	chat   *request
-	stream *npu.Stream // nil for a warmup (generate: false)
+	stream npu.Stream // nil for a warmup (generate: false)
 	run    *responseRun
 }
 
-// startResponse checks r and starts it on the runner, after the
+// startResponse checks r and starts it on the router, after the
 // conversation a previous response left (history). A warmup checks the
 // request and its model without generating.
 func (a *API) startResponse(ctx context.Context, tenant string, r *responsesRequest, history []message, created int64, warmup bool) (*responseStart, *Error) {
@@ -392,19 +392,19 @@ func (a *API) startResponse(ctx context.Context, tenant string, r *responsesRequ
 	id := "resp_" + strings.ToLower(rand.Text())
 	st := &responseStart{req: r, chat: chat, run: newResponseRun(id, created, r)}
 	if warmup {
-		if _, err := a.runner.Model(r.Model); err != nil {
+		if _, err := a.router.Model(r.Model); err != nil {
 			return nil, r.renamed(a.toError(err, chatEndpoint))
 		}
 		return st, nil
 	}
-	if apiErr := openaichat.DecodeImages(ctx, chat, a.cfg.Images, a.runner, engineReq); apiErr != nil {
+	if apiErr := openaichat.DecodeImages(ctx, chat, a.cfg.Images, a.router, engineReq); apiErr != nil {
 		return nil, r.renamed(apiErr)
 	}
 	engineReq.Tenant = tenant
-	stream, err := a.runner.Start(engineReq)
+	stream, err := a.router.Start(engineReq)
 	if err != nil {
 		if engineReq.Release != nil {
-			engineReq.Release() // the runner never took the request
+			engineReq.Release() // the router never took the request
 		}
 		return nil, r.renamed(a.toError(err, chatEndpoint))
 	}

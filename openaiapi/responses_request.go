@@ -7,14 +7,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/openaichat"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
 // responsesRequest is the body of POST /v1/responses. It is checked here
 // and then translated into a chat request, so that the Responses API runs
-// through the same validation, runner, bridge and relay as chat
+// through the same validation, router, bridge and relay as chat
 // completions. Unknown fields are ignored; known ones npud cannot honour
 // are refused.
 type responsesRequest struct {

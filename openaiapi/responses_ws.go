@@ -57,7 +57,7 @@ type responseTurn struct {
 
 // Stream is the generation's events; nil for a warmup, whose whole answer
 // is Warmup.
-func (t *responseTurn) Stream() *npu.Stream { return t.st.stream }
+func (t *responseTurn) Stream() npu.Stream { return t.st.stream }
 
 // Framing frames the stream's events as the protocol's messages, one JSON
 // object and a newline per event.

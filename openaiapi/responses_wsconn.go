@@ -142,7 +142,7 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 		return wsInvalid(codeInFlight, "a response is still running on this connection: wait for its terminal event (responses run one at a time, in order), or open another connection")
 	}
 	// Every response counts against its tenant: the request rate here
-	// (the upgrade was one request), the stream cap in the runner.
+	// (the upgrade was one request), the stream cap in the router.
 	if refusal := rc.hub.Admit(rc.tenant); refusal != nil {
 		return wsErrorOf(errors.New(refusal.Message), http.StatusTooManyRequests, refusal.Code)
 	}

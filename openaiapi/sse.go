@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/openaichat"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/streamwriter"
 )
 

@@ -45,26 +45,28 @@ type Config struct {
 	DefaultTimeout time.Duration
 }
 
-// Runner is what the WebSocket API needs of npu.Router, declared here so
-// its tests can put a fake in front of the runner without a daemon.
-type Runner interface {
+// Router is what the WebSocket API needs of the router (npu/serve.Router,
+// which only the daemon imports), in the contract's types, declared
+// here so its tests can put a fake in front of it
+// without starting a daemon.
+type Router interface {
 	openaichat.ModelFinder
-	Start(req *npu.Request) (*npu.Stream, error)
+	Start(req *npu.Request) (npu.Stream, error)
 	Waiting() int
 }
 
 // API serves the WebSocket.
 type API struct {
-	runner   Runner
+	router   Router
 	journals *journal.Registry
 	cfg      Config
 	log      *slog.Logger
 }
 
-// New returns the WebSocket API over runner, journaling into journals
+// New returns the WebSocket API over router, journaling into journals
 // (shared with the OpenAI API, for joins and resumes across protocols).
-func New(runner Runner, journals *journal.Registry, cfg Config, log *slog.Logger) *API {
-	return &API{runner: runner, journals: journals, cfg: cfg, log: log}
+func New(router Router, journals *journal.Registry, cfg Config, log *slog.Logger) *API {
+	return &API{router: router, journals: journals, cfg: cfg, log: log}
 }
 
 // Routes declares what the API's routes do.

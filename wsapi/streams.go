@@ -14,9 +14,9 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/openaichat"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/wsconn"
@@ -189,7 +189,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 		return rc.send(ctx, wsError{Type: "error", Code: "invalid_request_id",
 			Message: "start needs a request_id of 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' and '-'"})
 	}
-	start, apiErr := openaichat.ParseStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.runner) // a WebSocket always streams
+	start, apiErr := openaichat.ParseStart(ctx, raw, rc.a.cfg.DefaultTimeout, rc.a.cfg.Images, rc.a.router) // a WebSocket always streams
 	if apiErr != nil {
 		return rc.fail(ctx, id, errorOf(apiErr))
 	}
@@ -197,14 +197,14 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	started := false
 	defer func() {
 		if !started && engineReq.Release != nil {
-			engineReq.Release() // the runner never took it: its images' memory goes back
+			engineReq.Release() // the router never took it: its images' memory goes back
 		}
 	}()
 	if rc.Draining() {
 		return rc.fail(ctx, id, wsError{Code: "shutting_down", Message: "npud is shutting down", Retryable: true})
 	}
 	// Every generation counts against its tenant: the request rate here
-	// (the upgrade was one request), the stream cap in the runner.
+	// (the upgrade was one request), the stream cap in the router.
 	engineReq.Tenant = reqinfo.From(ctx).Tenant
 	if refusal := rc.a.cfg.Conns.Admit(engineReq.Tenant); refusal != nil {
 		return rc.fail(ctx, id, wsError{Code: refusal.Code, Message: refusal.Message, Retryable: true})
@@ -227,8 +227,8 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	// The journal's pump reads the stream under the stream's own context,
 	// not this connection's: a generation outlives its client by design
 	// (a resume or a repeated start joins it).
-	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (*npu.Stream, error) { //nolint:contextcheck // see above
-		s, err := rc.a.runner.Start(engineReq)
+	j, joined, err := rc.a.journals.Open(key, id, start.Fingerprint, start.Resumable, func() (npu.Stream, error) { //nolint:contextcheck // see above
+		s, err := rc.a.router.Start(engineReq)
 		started = err == nil
 		return s, err
 	})
@@ -253,7 +253,7 @@ func (rc *realtimeConn) start(ctx context.Context, msg clientMessage, raw []byte
 	// Counted before "started" goes out, so that a client that saw it sees
 	// the stream in the metrics too.
 	streamEnded := rc.a.cfg.Conns.StreamOpened(StreamsPath)
-	if err := rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.runner.Waiting()}); err != nil {
+	if err := rc.send(ctx, wsStarted{Type: "started", RequestID: id, Joined: joined, QueuePosition: rc.a.router.Waiting()}); err != nil {
 		// The connection is gone: this reader leaves at once.
 		streamEnded()
 		cancel(nil)

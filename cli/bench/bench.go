@@ -28,7 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/npud/npud/wire/openaiwire"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 )
 
 // Config describes one run.

@@ -82,7 +82,7 @@ type Journal struct {
 	owner       string // the id of the request that started it: the completion id every reader shows
 	fingerprint string
 	resumable   bool
-	stream      *npu.Stream
+	stream      npu.Stream
 	reg         *Registry
 	started     time.Time
 
@@ -117,7 +117,7 @@ func NewRegistry(cfg Config) *Registry {
 // with another fingerprint is ErrConflict. joined says whether an
 // existing generation was joined. resumable keeps a generation running for
 // the window after its last reader left.
-func (r *Registry) Open(key Key, owner, fingerprint string, resumable bool, start func() (*npu.Stream, error)) (j *Journal, joined bool, err error) {
+func (r *Registry) Open(key Key, owner, fingerprint string, resumable bool, start func() (npu.Stream, error)) (j *Journal, joined bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j, ok := r.byID[key]; ok {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/nputest"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -34,7 +35,7 @@ func (c *counting) Generate(ctx context.Context, req *npu.Request, sink npu.Sink
 
 type fixture struct {
 	engine *counting
-	runner *npu.Router
+	router *serve.Router
 	reg    *Registry
 }
 
@@ -50,34 +51,34 @@ func newFixture(t *testing.T, itl time.Duration, cfg Config) *fixture {
 		return sim.Fault{}
 	}
 	engine := &counting{RecordingEngine: &nputest.RecordingEngine{Engine: sim.New(sim.Config{ITL: itl, Faults: stall})}}
-	runner := npu.NewEngineRouter(engine, npu.PoolConfig{MaxQueue: 8, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}}, slog.New(slog.DiscardHandler))
+	router := serve.NewEngineRouter(engine, serve.PoolConfig{MaxQueue: 8, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}}, slog.New(slog.DiscardHandler))
 	if cfg.Window == 0 {
 		cfg.Window = time.Second
 	}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = 1 << 20
 	}
-	f := &fixture{engine: engine, runner: runner, reg: NewRegistry(cfg)}
+	f := &fixture{engine: engine, router: router, reg: NewRegistry(cfg)}
 	t.Cleanup(func() {
-		runner.Abort()
+		router.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		require.NoError(t, runner.Wait(ctx))
+		require.NoError(t, router.Wait(ctx))
 		require.NoError(t, f.reg.Wait(ctx))
 	})
 	return f
 }
 
-func (f *fixture) starter(tokens int) func() (*npu.Stream, error) {
-	return func() (*npu.Stream, error) {
-		return f.runner.Start(&npu.Request{Model: sim.ModelID, Prompt: "journal", MaxTokens: tokens})
+func (f *fixture) starter(tokens int) func() (npu.Stream, error) {
+	return func() (npu.Stream, error) {
+		return f.router.Start(&npu.Request{Model: sim.ModelID, Prompt: "journal", MaxTokens: tokens})
 	}
 }
 
 // stallingStarter starts a generation that never ends by itself.
-func (f *fixture) stallingStarter() func() (*npu.Stream, error) {
-	return func() (*npu.Stream, error) {
-		return f.runner.Start(&npu.Request{Model: sim.ModelID, Prompt: "stall", MaxTokens: 100})
+func (f *fixture) stallingStarter() func() (npu.Stream, error) {
+	return func() (npu.Stream, error) {
+		return f.router.Start(&npu.Request{Model: sim.ModelID, Prompt: "stall", MaxTokens: 100})
 	}
 }
 
@@ -182,7 +183,7 @@ func testLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	_, err = c.Next(t.Context())
 	require.NoError(t, err)
 	c.Close()
-	require.Eventually(t, func() bool { return f.runner.Running() == 0 }, 5*time.Second, time.Millisecond, "cancelled when its reader left")
+	require.Eventually(t, func() bool { return f.router.Running() == 0 }, 5*time.Second, time.Millisecond, "cancelled when its reader left")
 	st := f.engine.Statuses()
 	assert.Equal(t, npu.Cancel, st[len(st)-1])
 
@@ -196,7 +197,7 @@ func testLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	got := e.Text
 	c.Close()
 	time.Sleep(100 * time.Millisecond)
-	assert.Equal(t, 1, f.runner.Running(), "still generating with nobody attached")
+	assert.Equal(t, 1, f.router.Running(), "still generating with nobody attached")
 	back := rj.Attach(1)
 	rest, end := readAll(t, back)
 	back.Close()
@@ -207,7 +208,7 @@ func testLastReaderLeavingCancelsAtOnceUnlessResumable(t *testing.T) {
 	gone, _, err := f.reg.Open(Key{ID: "gone"}, "gone", "fp", true, f.stallingStarter())
 	require.NoError(t, err)
 	gone.Attach(0).Close()
-	require.Eventually(t, func() bool { return f.runner.Running() == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return f.router.Running() == 0 }, 5*time.Second, time.Millisecond)
 	late := gone.Attach(0)
 	defer late.Close()
 	_, e = readAll(t, late)
@@ -248,7 +249,7 @@ func TestAReaderFallingBehindTheJournalIsASlowConsumer(t *testing.T) {
 	require.NoError(t, err)
 	// The reader stops reading (a paused client): the engine is stopped
 	// once the reader is further behind than the journal keeps.
-	require.Eventually(t, func() bool { return f.runner.Running() == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return f.router.Running() == 0 }, 5*time.Second, time.Millisecond)
 	st := f.engine.Statuses()
 	assert.Equal(t, npu.Cancel, st[len(st)-1])
 	assert.Less(t, len(st), 1000, "stopped early, not at the end of 20000 tokens")
@@ -308,8 +309,8 @@ func testCursorHeartbeatsAndLeaves(t *testing.T) {
 
 func TestStartErrorsAreReturnedAndNothingIsKept(t *testing.T) {
 	f := newFixture(t, 0, Config{})
-	_, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, func() (*npu.Stream, error) {
-		return f.runner.Start(&npu.Request{Model: "nope"})
+	_, _, err := f.reg.Open(Key{ID: "r"}, "r", "fp", false, func() (npu.Stream, error) {
+		return f.router.Start(&npu.Request{Model: "nope"})
 	})
 	require.ErrorIs(t, err, npu.ErrModelNotFound)
 	assert.Zero(t, f.reg.Len())

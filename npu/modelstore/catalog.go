@@ -86,7 +86,7 @@ func (c *Catalog) Pull(ctx context.Context, name string, progress func(npu.PullP
 }
 
 // Delete removes the model's folder. Unloading it first is the caller's
-// part (npu.Router.Delete does it through the lifecycle).
+// part (serve.Router.Delete does it through the lifecycle).
 func (c *Catalog) Delete(name string) error {
 	if !c.Has(name) {
 		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)

@@ -9,8 +9,8 @@ import (
 	"github.com/npud/npud/npu"
 )
 
-// RefusingRouter stands in for npu.Router in an API's tests: it serves one
-// model, "local", and refuses every piece of work (a generation, an
+// RefusingRouter stands in for the router (npu/serve) in an API's tests:
+// it serves one model, "local", and refuses every piece of work (a generation, an
 // embedding, a transcription) with Err, so each refusal an API must turn
 // into its protocol's error is reached directly, with no daemon and no
 // queue to fill. What is not work answers as an idle router with nothing
@@ -35,7 +35,7 @@ func (r *RefusingRouter) refuse(model string) error {
 	return r.Err
 }
 
-func (r *RefusingRouter) Start(req *npu.Request) (*npu.Stream, error) {
+func (r *RefusingRouter) Start(req *npu.Request) (npu.Stream, error) {
 	return nil, r.refuse(req.Model)
 }
 

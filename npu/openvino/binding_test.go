@@ -22,6 +22,7 @@ import (
 	"github.com/npud/npud/npu/hub/hubtest"
 	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/nputest"
+	"github.com/npud/npud/npu/serve"
 )
 
 // modelsDir makes a models directory with the given model folders.
@@ -43,7 +44,7 @@ const testTokenizerConfig = `{"chat_template": "{% for m in messages %}{{ m.cont
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newTestEngine builds an engine over one model, "tiny", on devices.
-func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Router) {
+func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *serve.Router) {
 	t.Helper()
 	t.Setenv("OVTEST_DEVICES", devices)
 	if cfg.ModelsDir == "" {
@@ -54,7 +55,7 @@ func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Rout
 	}
 	e, err := New(cfg, discard)
 	require.NoError(t, err)
-	r := npu.NewEngineRouter(e, npu.PoolConfig{MaxQueue: 16, DefaultKeepAlive: time.Hour, Models: e, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
+	r := serve.NewEngineRouter(e, serve.PoolConfig{MaxQueue: 16, DefaultKeepAlive: time.Hour, Models: e, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
 	t.Cleanup(func() {
 		r.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -66,7 +67,7 @@ func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Rout
 	return e, r
 }
 
-func run(t testing.TB, r *npu.Router, req *npu.Request) (string, npu.Result, error) {
+func run(t testing.TB, r *serve.Router, req *npu.Request) (string, npu.Result, error) {
 	t.Helper()
 	s, err := r.Start(req)
 	require.NoError(t, err)
@@ -179,8 +180,8 @@ func TestCancelStopsTheNativeLoopWithinAToken(t *testing.T) {
 	e, _ := newTestEngine(t, "CPU", Config{Device: "CPU"})
 	t.Setenv("OVTEST_TOKEN_DELAY_US", "2000")
 	rec := &nputest.RecordingEngine{Engine: e}
-	r := npu.NewEngineRouter(rec, npu.PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
-		Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
+	r := serve.NewEngineRouter(rec, serve.PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour,
+		Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 10 * time.Second}}, discard)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -278,7 +278,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 		devices = healthy
 	}
 	// Compiling takes minutes on an NPU: the engine mutex is not held
-	// meanwhile, so other models' generations go on. The runner makes sure
+	// meanwhile, so other models' generations go on. The router makes sure
 	// one model is loaded by one caller at a time.
 	dir := filepath.Join(e.cfg.ModelsDir, model)
 	var errs []error
@@ -302,7 +302,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 
 // Reload implements npu.Engine: it compiles the model folder again on the
 // device the model runs on, and swaps the new pipeline in only when that
-// worked; on failure the old pipeline keeps serving. The runner holds the
+// worked; on failure the old pipeline keeps serving. The router holds the
 // engine slot, so no generation uses the old pipeline meanwhile.
 func (e *Engine) Reload(ctx context.Context, model string) error {
 	e.mu.Lock()
@@ -406,7 +406,7 @@ func (e *Engine) Close() {
 	}
 }
 
-// Generate implements npu.Engine. The runner has loaded the model.
+// Generate implements npu.Engine. The router has loaded the model.
 func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	e.mu.Lock()
 	p, ok := e.pipelines[req.Model]
@@ -499,7 +499,7 @@ func (e *Engine) Delete(_ context.Context, name string) error {
 	if !e.catalog.Has(name) {
 		return fmt.Errorf("model %q: %w", name, npu.ErrModelNotFound)
 	}
-	// The lifecycle unloads before it deletes (npu.Router.Delete); a pipeline
+	// The lifecycle unloads before it deletes (serve.Router.Delete); a pipeline
 	// still here means someone skipped it, and freeing it now could pull it
 	// from under a generation.
 	e.mu.Lock()

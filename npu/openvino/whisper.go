@@ -153,7 +153,7 @@ func compileWhisper(api *C.npud_ov_api, dir, device string, props []property) (*
 func freeWhisper(api *C.npud_ov_api, w *C.ov_genai_whisper_pipeline) { C.npud_whisper_free(api, w) }
 
 // Transcribe implements npu.Engine: the model's Whisper pipeline
-// hears req's samples. The runner has loaded the model and holds its slot.
+// hears req's samples. The router has loaded the model and holds its slot.
 func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
 	e.mu.Lock()
 	p, ok := e.pipelines[req.Model]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/openvino/ovtestlib"
+	"github.com/npud/npud/npu/serve"
 )
 
 // writeWhisperModel makes a Whisper folder as optimum-intel exports one
@@ -49,7 +50,7 @@ func tone(freq, amp, seconds float64) []float32 {
 	return x
 }
 
-func speechEngine(t testing.TB, devices string, cfg Config) (*Engine, *npu.Router) {
+func speechEngine(t testing.TB, devices string, cfg Config) (*Engine, *serve.Router) {
 	t.Helper()
 	models := modelsDir(t, "tiny")
 	writeWhisperModel(t, models, "whisper", true)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/chatfmt"
+	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/wire/errclass"
 )
 
@@ -79,13 +80,13 @@ func (e *recordingEngine) calls(t *testing.T, i int) ([]string, []npu.Status) {
 	return append([]string(nil), rec.chunks...), append([]npu.Status(nil), rec.statuses...)
 }
 
-func newRunner(t *testing.T, cfg Config, limits npu.StreamLimits) (*npu.Router, *recordingEngine) {
+func newRouter(t *testing.T, cfg Config, limits serve.StreamLimits) (*serve.Router, *recordingEngine) {
 	t.Helper()
 	e := &recordingEngine{Engine: New(cfg)}
-	if limits == (npu.StreamLimits{}) {
-		limits = npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second}
+	if limits == (serve.StreamLimits{}) {
+		limits = serve.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.Second}
 	}
-	r := npu.NewEngineRouter(e, npu.PoolConfig{MaxQueue: 4, Stream: limits}, slog.New(slog.DiscardHandler))
+	r := serve.NewEngineRouter(e, serve.PoolConfig{MaxQueue: 4, Stream: limits}, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		r.Abort()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -96,7 +97,7 @@ func newRunner(t *testing.T, cfg Config, limits npu.StreamLimits) (*npu.Router, 
 }
 
 // stream runs req through r and returns the text, the result and the error.
-func stream(t *testing.T, r *npu.Router, req *npu.Request) (string, npu.Result, error) {
+func stream(t *testing.T, r *serve.Router, req *npu.Request) (string, npu.Result, error) {
 	t.Helper()
 	s, err := r.Start(req)
 	require.NoError(t, err)
@@ -170,7 +171,7 @@ func TestStreamMaxTokens(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, _ := newRunner(t, Config{}, npu.StreamLimits{})
+			r, _ := newRouter(t, Config{}, serve.StreamLimits{})
 			text, res, err := stream(t, r, &npu.Request{Model: ModelID, Prompt: prompt, MaxTokens: tc.maxTokens, Sampling: npu.Sampling{Seed: seed(3)}})
 			require.NoError(t, err)
 			assert.Equal(t, joined(3, prompt, tc.want), text)
@@ -184,7 +185,7 @@ func TestStreamMaxTokens(t *testing.T) {
 func TestStreamChatMessages(t *testing.T) {
 	req := &npu.Request{Model: ModelID, Messages: []npu.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}}
 	assert.Equal(t, "system: be brief\nuser: hi\n", PromptText(req))
-	r, _ := newRunner(t, Config{}, npu.StreamLimits{})
+	r, _ := newRouter(t, Config{}, serve.StreamLimits{})
 	text, res, err := stream(t, r, req)
 	require.NoError(t, err)
 	assert.Equal(t, Text(0, PromptText(req)), text)
@@ -206,7 +207,7 @@ func seedWithMultiByte(t *testing.T, prompt string) int64 {
 func TestSplitRunes(t *testing.T) {
 	const prompt = "p"
 	s := seedWithMultiByte(t, prompt)
-	r, e := newRunner(t, Config{Faults: func(*npu.Request) Fault { return Fault{SplitRunes: true} }}, npu.StreamLimits{})
+	r, e := newRouter(t, Config{Faults: func(*npu.Request) Fault { return Fault{SplitRunes: true} }}, serve.StreamLimits{})
 	text, _, err := stream(t, r, &npu.Request{Model: ModelID, Prompt: prompt, Sampling: npu.Sampling{Seed: &s}})
 	require.NoError(t, err)
 	assert.Equal(t, Text(s, prompt), text, "the bridge reassembles the characters")
@@ -240,7 +241,7 @@ func isASCII(s string) bool {
 
 func TestErrorAtToken(t *testing.T) {
 	for _, n := range []int{1, 2, 5} {
-		r, e := newRunner(t, Config{Faults: func(*npu.Request) Fault { return Fault{ErrorAtToken: n} }}, npu.StreamLimits{})
+		r, e := newRouter(t, Config{Faults: func(*npu.Request) Fault { return Fault{ErrorAtToken: n} }}, serve.StreamLimits{})
 		text, _, err := stream(t, r, &npu.Request{Model: ModelID, Prompt: "p"})
 		var engineErr *npu.EngineError
 		require.ErrorAs(t, err, &engineErr, "token %d", n)
@@ -254,7 +255,7 @@ func TestErrorAtToken(t *testing.T) {
 func TestStall(t *testing.T) {
 	const prompt = "p"
 	t.Run("until the stream is cancelled", func(t *testing.T) {
-		r, e := newRunner(t, Config{Faults: func(*npu.Request) Fault { return Fault{StallAtToken: 3} }}, npu.StreamLimits{})
+		r, e := newRouter(t, Config{Faults: func(*npu.Request) Fault { return Fault{StallAtToken: 3} }}, serve.StreamLimits{})
 		s, err := r.Start(&npu.Request{Model: ModelID, Prompt: prompt})
 		require.NoError(t, err)
 		defer s.Close()
@@ -278,7 +279,7 @@ func TestStall(t *testing.T) {
 		assert.Equal(t, []npu.Status{npu.Running, npu.Running, npu.Cancel, npu.Cancel}, statuses)
 	})
 	t.Run("for a while", func(t *testing.T) {
-		r, _ := newRunner(t, Config{Faults: func(*npu.Request) Fault { return Fault{StallAtToken: 3, StallFor: 20 * time.Millisecond} }}, npu.StreamLimits{})
+		r, _ := newRouter(t, Config{Faults: func(*npu.Request) Fault { return Fault{StallAtToken: 3, StallFor: 20 * time.Millisecond} }}, serve.StreamLimits{})
 		begin := time.Now()
 		text, _, err := stream(t, r, &npu.Request{Model: ModelID, Prompt: prompt})
 		require.NoError(t, err)
@@ -286,8 +287,8 @@ func TestStall(t *testing.T) {
 		assert.GreaterOrEqual(t, time.Since(begin), 20*time.Millisecond)
 	})
 	t.Run("past the token timeout", func(t *testing.T) {
-		r, _ := newRunner(t, Config{Faults: func(*npu.Request) Fault { return Fault{StallAtToken: 3} }},
-			npu.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 20 * time.Millisecond})
+		r, _ := newRouter(t, Config{Faults: func(*npu.Request) Fault { return Fault{StallAtToken: 3} }},
+			serve.StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 20 * time.Millisecond})
 		text, _, err := stream(t, r, &npu.Request{Model: ModelID, Prompt: prompt})
 		require.ErrorIs(t, err, npu.ErrTokenTimeout)
 		assert.Equal(t, joined(0, prompt, 2), text)
@@ -327,9 +328,9 @@ func TestContextLength(t *testing.T) {
 				assert.Equal(t, npu.FinishLength, res.FinishReason, "cut short by the context")
 				assert.Equal(t, tc.clamped, res.MaxTokensClamped)
 
-				// Through the runner the clamp is known when the request is
+				// Through the router the clamp is known when the request is
 				// admitted, before the first event (a writer's header).
-				r, _ := newRunner(t, cfg, npu.StreamLimits{})
+				r, _ := newRouter(t, cfg, serve.StreamLimits{})
 				s, err := r.Start(&npu.Request{Model: ModelID, Prompt: prompt, MaxTokens: tc.maxTokens})
 				require.NoError(t, err)
 				defer s.Close()
@@ -348,7 +349,7 @@ func TestContextLength(t *testing.T) {
 			assert.False(t, errclass.Of(err).Retryable)
 			assert.Empty(t, rec.chunks, "refused before any text")
 
-			r, e := newRunner(t, cfg, npu.StreamLimits{})
+			r, e := newRouter(t, cfg, serve.StreamLimits{})
 			_, err = r.Start(req)
 			require.ErrorIs(t, err, npu.ErrContextLength, "refused when admitted, before anything is queued")
 			e.mu.Lock()
@@ -412,7 +413,7 @@ func TestSinkCalledOnceMoreAfterStop(t *testing.T) {
 		}
 		require.GreaterOrEqual(t, k, 0, "no usable stop token")
 
-		r, e := newRunner(t, Config{}, npu.StreamLimits{})
+		r, e := newRouter(t, Config{}, serve.StreamLimits{})
 		got, res, err := stream(t, r, &npu.Request{Model: ModelID, Prompt: prompt, Stop: []string{tokens[k]}})
 		require.NoError(t, err)
 		assert.Equal(t, joined(0, prompt, k), got, "the text before the stop string")
@@ -548,7 +549,7 @@ func TestSpeaksEveryFamily(t *testing.T) {
 		`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city"]}`)}
 	for _, f := range chatfmt.Families() {
 		t.Run(f.Name(), func(t *testing.T) {
-			r, _ := newRunner(t, Config{Family: f.Name()}, npu.StreamLimits{})
+			r, _ := newRouter(t, Config{Family: f.Name()}, serve.StreamLimits{})
 			models := r.Models()
 			require.Len(t, models, 1)
 			assert.Equal(t, f.Name(), models[0].Details.ToolFormat)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/chatfmt"
-	"github.com/npud/npud/wire/openaiwire"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 )
 
 // relay reads the upstream's event stream into the sink: an eventDecoder

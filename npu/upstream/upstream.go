@@ -27,7 +27,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/chatfmt"
-	"github.com/npud/npud/wire/openaiwire"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 )
 
 // Config describes one upstream server.

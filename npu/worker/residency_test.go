@@ -47,7 +47,7 @@ func deadProc() *proc {
 
 // Issue 28: the worker engine loads nothing on its own. A model no worker
 // holds, and a worker found dead before a job, are reported as a lost
-// model (ErrModelLost and no other class: nothing ran), for the runner's
+// model (ErrModelLost and no other class: nothing ran), for the router's
 // lifecycle to load it again; the idle death is counted as a crash without
 // charging the device.
 func TestJobsReportALostModelInsteadOfLoadingIt(t *testing.T) {

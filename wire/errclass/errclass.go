@@ -1,4 +1,4 @@
-// Package errclass classifies the errors of the runner, its streams and
+// Package errclass classifies the errors of the router, its streams and
 // the engines once, for every API: the HTTP status, a machine-readable
 // code, whether it is the server's fault and whether the client may retry
 // unchanged. Each API renders a class in its own error shape; none keeps

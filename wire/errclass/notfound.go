@@ -15,15 +15,15 @@ const AliasHint = "to answer to this name, start npud with --alias NAME=MODEL (o
 // maxListedModels bounds the served names a 404 lists.
 const maxListedModels = 8
 
-// ModelLister is what ServedNames needs of a runner.
+// ModelLister is what ServedNames needs of a router.
 type ModelLister interface {
 	Models() []npu.ModelInfo
 }
 
-// ServedNames are the names runner answers to (models and aliases), for
+// ServedNames are the names router answers to (models and aliases), for
 // ModelNotFound.
-func ServedNames(runner ModelLister) []string {
-	models := runner.Models()
+func ServedNames(router ModelLister) []string {
+	models := router.Models()
 	names := make([]string, len(models))
 	for i, m := range models {
 		names[i] = m.ID

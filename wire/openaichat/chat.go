@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/imagein"
-	"github.com/npud/npud/wire/openaiwire"
 )
 
 // ModelFinder resolves a request's model and says how long a client
@@ -41,7 +41,7 @@ type Start struct {
 
 // ParseStart decodes raw (the fields of a chat completion request;
 // others are ignored) and validates it. It always streams.
-func ParseStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits, runner ModelFinder) (Start, *Error) {
+func ParseStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, images imagein.Limits, router ModelFinder) (Start, *Error) {
 	var req openaiwire.ChatRequest
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&req); err != nil {
 		return Start{}, Invalid("", "invalid_message", "start: %v", err)
@@ -51,7 +51,7 @@ func ParseStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, i
 	if apiErr != nil {
 		return Start{}, apiErr
 	}
-	if apiErr := DecodeImages(ctx, &req, images, runner, engineReq); apiErr != nil {
+	if apiErr := DecodeImages(ctx, &req, images, router, engineReq); apiErr != nil {
 		return Start{}, apiErr
 	}
 	return Start{Request: engineReq, Model: req.Model, Fingerprint: Fingerprint(&req), Resumable: req.Resumable}, nil

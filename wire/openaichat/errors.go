@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 )
 
 // Error is an OpenAI-shaped API error: an HTTP status and the body

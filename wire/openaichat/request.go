@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/imagein"
-	"github.com/npud/npud/wire/openaiwire"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -234,7 +234,7 @@ func chatMessages(req *openaiwire.ChatRequest) ([]npu.Message, *Error) {
 // up first, and must see images, before anything is fetched or decoded;
 // the decoded pictures hold their share of the image memory until
 // out.Release (set here) runs.
-func DecodeImages(ctx context.Context, req *openaiwire.ChatRequest, limits imagein.Limits, runner ModelFinder, out *npu.Request) *Error {
+func DecodeImages(ctx context.Context, req *openaiwire.ChatRequest, limits imagein.Limits, router ModelFinder, out *npu.Request) *Error {
 	n := 0
 	for _, m := range req.Messages {
 		n += len(m.Content.ImageURLs)
@@ -245,12 +245,12 @@ func DecodeImages(ctx context.Context, req *openaiwire.ChatRequest, limits image
 	if err := limits.CheckCount(n); err != nil {
 		return Invalid("messages", "invalid_value", "%v", err)
 	}
-	m, err := runner.Model(req.Model)
+	m, err := router.Model(req.Model)
 	if err == nil {
 		err = npu.CheckVision(m)
 	}
 	if err != nil {
-		return ErrorOf(err, runner.RetryAfter)
+		return ErrorOf(err, router.RetryAfter)
 	}
 	batch := limits.Begin()
 	for i, m := range req.Messages {
@@ -259,7 +259,7 @@ func DecodeImages(ctx context.Context, req *openaiwire.ChatRequest, limits image
 			if err != nil {
 				batch.Release()
 				if !errors.Is(err, imagein.ErrInvalid) {
-					return ErrorOf(err, runner.RetryAfter) // the image memory is in use: 503
+					return ErrorOf(err, router.RetryAfter) // the image memory is in use: 503
 				}
 				return Invalid(fmt.Sprintf("messages[%d].content", i), "invalid_image", "messages[%d].content image %d: %v", i, j, err)
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/npud/npud/wire/openaiwire"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 )
 
 // The tools of one request are bounded (a body limit larger than the

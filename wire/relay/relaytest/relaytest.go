@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,7 +23,6 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -281,19 +279,4 @@ func diff(have, want *txtar.Archive) string {
 		b.WriteString("(the files are equal; the archive's layout differs)\n")
 	}
 	return b.String()
-}
-
-// Router is an idle router over the simulated engine, for the framings
-// that ask theirs how long a client should wait before it retries; it is
-// closed when the test ends.
-func Router(t *testing.T) *npu.Router {
-	r := npu.NewEngineRouter(sim.New(sim.Config{}), npu.PoolConfig{MaxQueue: 1, Stream: npu.StreamLimits{MaxPendingBytes: 1 << 20}},
-		slog.New(slog.DiscardHandler))
-	t.Cleanup(func() {
-		r.Abort()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = r.Wait(ctx)
-	})
-	return r
 }

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"cmp"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/npud/npud/npu"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -44,7 +46,7 @@ func repeatStep(st step, n int) []step {
 // fakeEngine plays a script from its own goroutine, as OpenVINO's streamer
 // runs on a native thread, and records what the sink answered.
 type fakeEngine struct {
-	Unsupported
+	npu.Unsupported
 	script []step
 	// flush is sent after the sink answered Stop or Cancel, whose answers the
 	// engine ignores: OpenVINO flushes its detokenizer then.
@@ -52,9 +54,9 @@ type fakeEngine struct {
 	// early is returned before any sink call, as request errors are.
 	early error
 	// finish is the engine's own finish reason; FinishStop when empty.
-	finish FinishReason
+	finish npu.FinishReason
 	// details describe its model "m".
-	details ModelDetails
+	details npu.ModelDetails
 
 	mu   sync.Mutex
 	gens []*generation
@@ -62,19 +64,19 @@ type fakeEngine struct {
 
 // generation records one Generate call.
 type generation struct {
-	statuses []Status // the sink's answers to the scripted chunks
-	afterEnd []Status // its answers to calls after it said Stop or Cancel
+	statuses []npu.Status // the sink's answers to the scripted chunks
+	afterEnd []npu.Status // its answers to calls after it said Stop or Cancel
 	returned bool
 }
 
-func (e *fakeEngine) Name() string       { return "fake" }
-func (e *fakeEngine) Simulated() bool    { return true }
-func (e *fakeEngine) Describe() Features { return Features{} }
-func (e *fakeEngine) Models() []ModelInfo {
-	return []ModelInfo{{ID: "m", ContextLength: 1000, Details: e.details}}
+func (e *fakeEngine) Name() string           { return "fake" }
+func (e *fakeEngine) Simulated() bool        { return true }
+func (e *fakeEngine) Describe() npu.Features { return npu.Features{} }
+func (e *fakeEngine) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: "m", ContextLength: 1000, Details: e.details}}
 }
 
-func (e *fakeEngine) Generate(ctx context.Context, req *Request, sink Sink) (Result, error) {
+func (e *fakeEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	g := &generation{}
 	e.mu.Lock()
 	e.gens = append(e.gens, g)
@@ -85,16 +87,16 @@ func (e *fakeEngine) Generate(ctx context.Context, req *Request, sink Sink) (Res
 		e.mu.Unlock()
 	}()
 	if e.early != nil {
-		return Result{}, e.early
+		return npu.Result{}, e.early
 	}
 	type outcome struct {
-		res   Result
+		res   npu.Result
 		err   error
 		panic any
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res := Result{FinishReason: cmp.Or(e.finish, FinishStop), PromptTokens: 3}
+		res := npu.Result{FinishReason: cmp.Or(e.finish, npu.FinishStop), PromptTokens: 3}
 		for _, st := range e.script {
 			time.Sleep(st.delay)
 			if st.gate != nil {
@@ -117,7 +119,7 @@ func (e *fakeEngine) Generate(ctx context.Context, req *Request, sink Sink) (Res
 			g.statuses = append(g.statuses, status)
 			e.mu.Unlock()
 			res.CompletionTokens++
-			if status == Running {
+			if status == npu.Running {
 				continue
 			}
 			for _, f := range e.flush {
@@ -126,8 +128,8 @@ func (e *fakeEngine) Generate(ctx context.Context, req *Request, sink Sink) (Res
 				g.afterEnd = append(g.afterEnd, again)
 				e.mu.Unlock()
 			}
-			if status == Cancel {
-				res.FinishReason = FinishCancelled
+			if status == npu.Cancel {
+				res.FinishReason = npu.FinishCancelled
 			}
 			done <- outcome{res: res}
 			return
@@ -156,8 +158,8 @@ func (e *fakeEngine) gen(t *testing.T, i int) generation {
 	require.Greater(t, len(e.gens), i, "Generate was called %d times", len(e.gens))
 	g := e.gens[i]
 	return generation{
-		statuses: append([]Status(nil), g.statuses...),
-		afterEnd: append([]Status(nil), g.afterEnd...),
+		statuses: append([]npu.Status(nil), g.statuses...),
+		afterEnd: append([]npu.Status(nil), g.afterEnd...),
 		returned: g.returned,
 	}
 }
@@ -169,12 +171,12 @@ func (e *fakeEngine) waitReturned(t *testing.T, i int) generation {
 	return e.gen(t, i)
 }
 
-func statusesOf(running int, last Status) []Status {
-	return append(repeatStatus(Running, running), last)
+func statusesOf(running int, last npu.Status) []npu.Status {
+	return append(repeatStatus(npu.Running, running), last)
 }
 
-func repeatStatus(s Status, n int) []Status {
-	out := make([]Status, n)
+func repeatStatus(s npu.Status, n int) []npu.Status {
+	out := make([]npu.Status, n)
 	for i := range out {
 		out[i] = s
 	}
@@ -185,13 +187,13 @@ var testLimits = StreamLimits{MaxPendingBytes: 1 << 20, TokenTimeout: 5 * time.S
 
 // newTestRouter returns a router for e, alone, that is aborted and
 // drained when the test ends; every engine call must have returned by then.
-func newTestRouter(t *testing.T, e Engine, cfg PoolConfig) *Router {
+func newTestRouter(t *testing.T, e npu.Engine, cfg PoolConfig) *Router {
 	t.Helper()
 	return newTestRouterWith(t, e, cfg, RouterConfig{})
 }
 
 // newTestRouterWith is newTestRouter with the router's configuration.
-func newTestRouterWith(t *testing.T, e Engine, cfg PoolConfig, rc RouterConfig) *Router {
+func newTestRouterWith(t *testing.T, e npu.Engine, cfg PoolConfig, rc RouterConfig) *Router {
 	t.Helper()
 	r := NewRouter(newTestPool(e, cfg), rc, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
@@ -204,14 +206,14 @@ func newTestRouterWith(t *testing.T, e Engine, cfg PoolConfig, rc RouterConfig) 
 }
 
 // newTestPool is a pool for e with the test's stream limits by default.
-func newTestPool(e Engine, cfg PoolConfig) *Pool {
+func newTestPool(e npu.Engine, cfg PoolConfig) *Pool {
 	if cfg.Stream == (StreamLimits{}) {
 		cfg.Stream = testLimits
 	}
 	return NewPool(e, cfg, slog.New(slog.DiscardHandler))
 }
 
-func start(t *testing.T, r *Router, req *Request) *Stream {
+func start(t *testing.T, r *Router, req *npu.Request) npu.Stream {
 	t.Helper()
 	s, err := r.Start(req)
 	require.NoError(t, err)
@@ -220,11 +222,11 @@ func start(t *testing.T, r *Router, req *Request) *Stream {
 }
 
 // readAll reads a stream to its end or first error and returns its events.
-func readAll(t *testing.T, s *Stream) ([]Event, error) {
+func readAll(t *testing.T, s npu.Stream) ([]npu.Event, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var evs []Event
+	var evs []npu.Event
 	for {
 		ev, err := s.Next(ctx)
 		if err != nil {
@@ -239,17 +241,17 @@ func readAll(t *testing.T, s *Stream) ([]Event, error) {
 
 // drain reads a stream to its end and returns its text, its final event
 // (zero on error) and its error.
-func drain(t *testing.T, s *Stream) (string, Event, error) {
+func drain(t *testing.T, s npu.Stream) (string, npu.Event, error) {
 	t.Helper()
 	evs, err := readAll(t, s)
-	var final Event
+	var final npu.Event
 	if err == nil {
 		final = evs[len(evs)-1]
 	}
 	return textOf(evs), final, err
 }
 
-func textOf(evs []Event) string {
+func textOf(evs []npu.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
 		b.WriteString(ev.Text)
@@ -257,7 +259,7 @@ func textOf(evs []Event) string {
 	return b.String()
 }
 
-func next(t *testing.T, s *Stream) (Event, error) {
+func next(t *testing.T, s npu.Stream) (npu.Event, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"context"
@@ -8,25 +8,14 @@ import (
 	"sort"
 	"sync"
 	"time"
-)
 
-// LoadedModel is a model in memory and when it will be unloaded.
-type LoadedModel struct {
-	Model     ModelInfo
-	LoadedAt  time.Time
-	ExpiresAt time.Time // zero: kept until unloaded explicitly
-	// Preloaded: loaded by --preload and kept whatever a request's
-	// keep_alive says, until unloaded explicitly by someone allowed to.
-	Preloaded bool
-	// InUse counts the requests using the model now; its keep-alive
-	// starts when the last one ends.
-	InUse int
-}
+	"github.com/npud/npud/npu"
+)
 
 // lifecycle loads models on first use and unloads them when their
 // keep-alive passes without a request.
 type lifecycle struct {
-	engine           Engine
+	engine           npu.Engine
 	defaultKeepAlive time.Duration
 	maxLoaded        int // 0 = no cap; past it the least recently used idle model goes
 	log              *slog.Logger
@@ -34,7 +23,7 @@ type lifecycle struct {
 	onUnload         func(model string)                     // set once before use; the scheduler forgets its cache
 	// compileCache says whether a load compiles or imports a cached blob,
 	// and learns the blobs a compile leaves; nil: not known.
-	compileCache CompileCache
+	compileCache npu.CompileCache
 	device       string // the configured device, for load progress ("" for AUTO)
 
 	mu     sync.Mutex
@@ -49,7 +38,7 @@ type lifecycle struct {
 }
 
 type loadedEntry struct {
-	LoadedModel
+	npu.LoadedModel
 	inUse    int
 	lastUsed time.Time
 	timer    *time.Timer
@@ -64,7 +53,7 @@ type loadedEntry struct {
 	// trip with timeouts of its own).
 	unloading chan struct{}
 	// loading describes the load while ready is open.
-	loading LoadStatus
+	loading npu.LoadStatus
 	// lost is set when the engine lost the model (lost): the entry is no
 	// longer listed, and the uses it still counts are orphans.
 	lost bool
@@ -82,7 +71,7 @@ func (e *loadedEntry) isReady() bool {
 	}
 }
 
-func newLifecycle(engine Engine, defaultKeepAlive time.Duration, maxLoaded int, log *slog.Logger) *lifecycle {
+func newLifecycle(engine npu.Engine, defaultKeepAlive time.Duration, maxLoaded int, log *slog.Logger) *lifecycle {
 	return &lifecycle{engine: engine, defaultKeepAlive: defaultKeepAlive, maxLoaded: maxLoaded, log: log,
 		loaded: map[string]*loadedEntry{}, orphans: map[string]int{}, repin: map[string]bool{}}
 }
@@ -132,7 +121,7 @@ func runUnloads(unloads ...func()) {
 // without the lifecycle's lock, so requests for other models, and their
 // streams, go on while one model compiles (minutes, on an NPU); callers
 // that want the same model wait for the one load.
-func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration, error) {
+func (l *lifecycle) acquire(ctx context.Context, info npu.ModelInfo) (time.Duration, error) {
 	l.mu.Lock()
 	for {
 		e, ok := l.loaded[info.ID]
@@ -167,8 +156,8 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 		return 0, nil
 	}
 	unloads := l.evictLocked()
-	e := &loadedEntry{LoadedModel: LoadedModel{Model: info, Preloaded: l.repin[info.ID]}, inUse: 1, ready: make(chan struct{}),
-		loading: LoadStatus{Model: info.ID, Device: l.device, Since: time.Now()}}
+	e := &loadedEntry{LoadedModel: npu.LoadedModel{Model: info, Preloaded: l.repin[info.ID]}, inUse: 1, ready: make(chan struct{}),
+		loading: npu.LoadStatus{Model: info.ID, Device: l.device, Since: time.Now()}}
 	delete(l.repin, info.ID)
 	l.loaded[info.ID] = e
 	l.mu.Unlock()
@@ -212,21 +201,21 @@ func (l *lifecycle) acquire(ctx context.Context, info ModelInfo) (time.Duration,
 }
 
 // loadStatus describes model's load while it is in progress.
-func (l *lifecycle) loadStatus(model string) (LoadStatus, bool) {
+func (l *lifecycle) loadStatus(model string) (npu.LoadStatus, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.loaded[model]
 	if !ok || isClosed(e.ready) {
-		return LoadStatus{}, false
+		return npu.LoadStatus{}, false
 	}
 	return e.loading, true
 }
 
 // loads lists the loads in progress, by model.
-func (l *lifecycle) loads() []LoadStatus {
+func (l *lifecycle) loads() []npu.LoadStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []LoadStatus
+	var out []npu.LoadStatus
 	for _, e := range l.loaded {
 		if !isClosed(e.ready) {
 			out = append(out, e.loading)
@@ -255,7 +244,7 @@ func (l *lifecycle) isLoaded(model string) bool {
 
 // reload rebuilds a loaded model in place; a model that is not loaded is
 // loaded, with the default keep-alive. The caller holds the engine slot.
-func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
+func (l *lifecycle) reload(ctx context.Context, info npu.ModelInfo) error {
 	if !l.isLoaded(info.ID) {
 		if _, err := l.acquire(ctx, info); err != nil {
 			return err
@@ -264,7 +253,7 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 		return nil
 	}
 	if !l.engine.Describe().Reloads {
-		return fmt.Errorf("model %q: engine %s cannot reload a model: %w", info.ID, l.engine.Name(), ErrNotSupported)
+		return fmt.Errorf("model %q: engine %s cannot reload a model: %w", info.ID, l.engine.Name(), npu.ErrNotSupported)
 	}
 	if e := l.pin(info.ID); e != nil {
 		defer l.unpin(info.ID, e)
@@ -276,7 +265,7 @@ func (l *lifecycle) reload(ctx context.Context, info ModelInfo) error {
 	}
 	err := l.engine.Reload(ctx, info.ID)
 	tracked(err)
-	if errors.Is(err, ErrModelLost) {
+	if errors.Is(err, npu.ErrModelLost) {
 		return fmt.Errorf("reloading model %q: %w", info.ID, err) // nothing keeps serving
 	}
 	if err != nil {
@@ -542,10 +531,10 @@ func (l *lifecycle) unloadLocked(model, why string) (unload func()) {
 }
 
 // list returns the loaded models by name.
-func (l *lifecycle) list() []LoadedModel {
+func (l *lifecycle) list() []npu.LoadedModel {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]LoadedModel, 0, len(l.loaded))
+	out := make([]npu.LoadedModel, 0, len(l.loaded))
 	for _, e := range l.loaded {
 		if e.isReady() { // a model still loading (or going) is not listed
 			lm := e.LoadedModel

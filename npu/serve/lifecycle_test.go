@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // loadingEngine is a scripted engine that also loads and unloads models.
@@ -24,7 +26,7 @@ type loadingEngine struct {
 	unloads int
 }
 
-func (e *loadingEngine) Describe() Features { return Features{LoadsModels: true} }
+func (e *loadingEngine) Describe() npu.Features { return npu.Features{LoadsModels: true} }
 
 func (e *loadingEngine) Load(ctx context.Context, model string) error {
 	e.loadMu.Lock()
@@ -48,7 +50,7 @@ func (e *loadingEngine) counts() (loads, unloads int) {
 
 func dur(d time.Duration) *time.Duration { return &d }
 
-func generateOnce(t *testing.T, r *Router, req *Request) Event {
+func generateOnce(t *testing.T, r *Router, req *npu.Request) npu.Event {
 	t.Helper()
 	_, final, err := drain(t, start(t, r, req))
 	require.NoError(t, err)
@@ -70,7 +72,7 @@ func TestLifecycleKeepAlive(t *testing.T) {
 		t.Run(tc.name, inBubble(func(t *testing.T) {
 			e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 			r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
-			generateOnce(t, r, &Request{Model: "m", KeepAlive: tc.keepAlive})
+			generateOnce(t, r, &npu.Request{Model: "m", KeepAlive: tc.keepAlive})
 			loaded := r.Loaded()
 			if !tc.wantLoaded {
 				assert.Empty(t, loaded)
@@ -86,7 +88,7 @@ func TestLifecycleKeepAlive(t *testing.T) {
 			} else {
 				assert.WithinDuration(t, time.Now().Add(time.Hour), loaded[0].ExpiresAt, time.Minute)
 			}
-			final := generateOnce(t, r, &Request{Model: "m"})
+			final := generateOnce(t, r, &npu.Request{Model: "m"})
 			assert.Zero(t, final.Result.Timings.Load, "no load time when the model was loaded")
 			loads, _ := e.counts()
 			assert.Equal(t, 1, loads, "a loaded model is not loaded again")
@@ -99,7 +101,7 @@ func TestLifecycleIdleModelsUnload(t *testing.T) { synctest.Test(t, testLifecycl
 func testLifecycleIdleModelsUnload(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: 20 * time.Millisecond})
-	generateOnce(t, r, &Request{Model: "m"})
+	generateOnce(t, r, &npu.Request{Model: "m"})
 	require.Len(t, r.Loaded(), 1)
 	waitUntil(t, func() bool { return len(r.Loaded()) == 0 })
 	_, unloads := e.counts()
@@ -117,14 +119,14 @@ func testLoadAndUnloadModel(t *testing.T) {
 	require.NoError(t, r.UnloadModel(context.Background(), "m"))
 	assert.Empty(t, r.Loaded())
 	_, err = r.LoadModel(context.Background(), "nope", nil)
-	require.ErrorIs(t, err, ErrModelNotFound)
+	require.ErrorIs(t, err, npu.ErrModelNotFound)
 	assert.Zero(t, r.Running(), "loads give their slot back")
 }
 
 func TestLoadFailureFailsTheRequest(t *testing.T) {
 	e := &loadingEngine{fakeEngine: fakeEngine{script: texts("a")}, loadErr: errors.New("no device")}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
-	_, _, err := drain(t, start(t, r, &Request{Model: "m"}))
+	_, _, err := drain(t, start(t, r, &npu.Request{Model: "m"}))
 	require.ErrorContains(t, err, "no device")
 	assert.Zero(t, r.Running(), "the slot was released")
 	assert.Empty(t, r.Loaded())
@@ -134,8 +136,8 @@ func TestLoadFailureFailsTheRequest(t *testing.T) {
 // twoModelEngine serves models "m" and "n".
 type twoModelEngine struct{ loadingEngine }
 
-func (e *twoModelEngine) Models() []ModelInfo {
-	return []ModelInfo{{ID: "m", ContextLength: 1000}, {ID: "n", ContextLength: 1000}}
+func (e *twoModelEngine) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: "m", ContextLength: 1000}, {ID: "n", ContextLength: 1000}}
 }
 
 func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
@@ -145,8 +147,8 @@ func TestLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 func testLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 	e := &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour, MaxLoadedModels: 1})
-	generateOnce(t, r, &Request{Model: "m"})
-	generateOnce(t, r, &Request{Model: "n"})
+	generateOnce(t, r, &npu.Request{Model: "m"})
+	generateOnce(t, r, &npu.Request{Model: "n"})
 	loaded := r.Loaded()
 	require.Len(t, loaded, 1)
 	assert.Equal(t, "n", loaded[0].Model.ID, "m was unloaded to make room")
@@ -156,8 +158,8 @@ func testLifecycleCapEvictsTheLeastRecentlyUsed(t *testing.T) {
 
 	uncapped := newTestRouter(t, &twoModelEngine{loadingEngine{fakeEngine: fakeEngine{script: texts("a")}}},
 		PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
-	generateOnce(t, uncapped, &Request{Model: "m"})
-	generateOnce(t, uncapped, &Request{Model: "n"})
+	generateOnce(t, uncapped, &npu.Request{Model: "m"})
+	generateOnce(t, uncapped, &npu.Request{Model: "n"})
 	assert.Len(t, uncapped.Loaded(), 2)
 }
 
@@ -171,7 +173,7 @@ func testAliasesNameServedModels(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "n", m.ID, "the alias resolves to the served model")
 	_, err = r.Model("ghost")
-	require.ErrorIs(t, err, ErrModelNotFound)
+	require.ErrorIs(t, err, npu.ErrModelNotFound)
 
 	var ids []string
 	for _, m := range r.Models() {
@@ -179,7 +181,7 @@ func testAliasesNameServedModels(t *testing.T) {
 	}
 	assert.Equal(t, []string{"m", "n", "fast"}, ids, "aliases of served models are listed after them")
 
-	generateOnce(t, r, &Request{Model: "fast"})
+	generateOnce(t, r, &npu.Request{Model: "fast"})
 	loaded := r.Loaded()
 	require.Len(t, loaded, 1)
 	assert.Equal(t, "n", loaded[0].Model.ID, "the engine ran the aliased model")
@@ -188,17 +190,17 @@ func testAliasesNameServedModels(t *testing.T) {
 // twoModels serves "small" (loads at once) and "big" (its load waits for
 // gate, like a minutes-long NPU compile); both generate n tokens.
 type twoModels struct {
-	Unsupported
+	npu.Unsupported
 	gate  chan struct{}
 	n     int
 	loads atomic.Int32
 }
 
-func (e *twoModels) Name() string       { return "two" }
-func (e *twoModels) Simulated() bool    { return true }
-func (e *twoModels) Describe() Features { return Features{LoadsModels: true} }
-func (e *twoModels) Models() []ModelInfo {
-	return []ModelInfo{{ID: "small", ContextLength: 1000}, {ID: "big", ContextLength: 1000}}
+func (e *twoModels) Name() string           { return "two" }
+func (e *twoModels) Simulated() bool        { return true }
+func (e *twoModels) Describe() npu.Features { return npu.Features{LoadsModels: true} }
+func (e *twoModels) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: "small", ContextLength: 1000}, {ID: "big", ContextLength: 1000}}
 }
 func (e *twoModels) Load(ctx context.Context, model string) error {
 	e.loads.Add(1)
@@ -208,14 +210,14 @@ func (e *twoModels) Load(ctx context.Context, model string) error {
 	return nil
 }
 func (e *twoModels) Unload(string) error { return nil }
-func (e *twoModels) Generate(ctx context.Context, req *Request, sink Sink) (Result, error) {
+func (e *twoModels) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	for i := range e.n {
-		if sink("x") != Running {
-			return Result{CompletionTokens: i + 1}, nil
+		if sink("x") != npu.Running {
+			return npu.Result{CompletionTokens: i + 1}, nil
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return Result{FinishReason: FinishStop, CompletionTokens: e.n}, nil
+	return npu.Result{FinishReason: npu.FinishStop, CompletionTokens: e.n}, nil
 }
 
 // A model that takes long to load holds no engine slot meanwhile: other
@@ -227,11 +229,11 @@ func TestLoadingOneModelDoesNotStallOthers(t *testing.T) {
 func testLoadingOneModelDoesNotStallOthers(t *testing.T) {
 	e := &twoModels{gate: make(chan struct{}), n: 20}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 8, DefaultKeepAlive: time.Minute})
-	big := start(t, r, &Request{Model: "big"})
+	big := start(t, r, &npu.Request{Model: "big"})
 	waitUntil(t, func() bool { return r.Waiting() == 0 }) // left the queue to load
 
 	for range 3 {
-		text, final, err := drain(t, start(t, r, &Request{Model: "small"}))
+		text, final, err := drain(t, start(t, r, &npu.Request{Model: "small"}))
 		require.NoError(t, err, "small streams while big compiles")
 		assert.Equal(t, 20, len(text))
 		assert.True(t, final.Done)
@@ -274,7 +276,7 @@ func testConcurrentRequestsShareOneLoad(t *testing.T) {
 			assert.NoError(t, err)
 		}()
 	}
-	streams := []*Stream{start(t, r, &Request{Model: "big"}), start(t, r, &Request{Model: "big"})}
+	streams := []npu.Stream{start(t, r, &npu.Request{Model: "big"}), start(t, r, &npu.Request{Model: "big"})}
 	time.Sleep(50 * time.Millisecond) // let them all reach the load
 	close(e.gate)
 	wg.Wait()
@@ -328,7 +330,7 @@ func TestUnloadDoesNotHoldTheLifecycle(t *testing.T) {
 			t.Fatalf("%s waited for another model's unload", what)
 		}
 	}
-	_, err := l.acquire(t.Context(), ModelInfo{ID: "big"})
+	_, err := l.acquire(t.Context(), npu.ModelInfo{ID: "big"})
 	require.NoError(t, err)
 	unloaded := make(chan struct{})
 	go func() {
@@ -339,12 +341,12 @@ func TestUnloadDoesNotHoldTheLifecycle(t *testing.T) {
 
 	within("listing the loaded models", func() { assert.Empty(t, l.list(), "a model going is not listed") })
 	within("acquiring another model", func() {
-		_, err := l.acquire(t.Context(), ModelInfo{ID: "small"})
+		_, err := l.acquire(t.Context(), npu.ModelInfo{ID: "small"})
 		assert.NoError(t, err)
 		l.release("small", nil, false)
 	})
 	again := make(chan error, 1)
-	go func() { _, err := l.acquire(t.Context(), ModelInfo{ID: "big"}); again <- err }()
+	go func() { _, err := l.acquire(t.Context(), npu.ModelInfo{ID: "big"}); again <- err }()
 	close(e.proceed)
 	<-unloaded
 	require.NoError(t, <-again)
@@ -355,7 +357,9 @@ func TestUnloadDoesNotHoldTheLifecycle(t *testing.T) {
 // embeddingLoader loads its models and embeds.
 type embeddingLoader struct{ loadingEngine }
 
-func (e *embeddingLoader) Describe() Features { return Features{LoadsModels: true, Embeds: true} }
+func (e *embeddingLoader) Describe() npu.Features {
+	return npu.Features{LoadsModels: true, Embeds: true}
+}
 
 func (e *embeddingLoader) Embed(_ context.Context, _ string, inputs []string) ([][]float32, int, error) {
 	return make([][]float32, len(inputs)), len(inputs), nil
@@ -369,7 +373,7 @@ func TestEmbedLoadsThroughTheLifecycle(t *testing.T) {
 	e := &embeddingLoader{}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	for range 2 {
-		vectors, _, err := r.Embed(context.Background(), EmbedRequest{Model: "m", Inputs: []string{"a", "b"}})
+		vectors, _, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "m", Inputs: []string{"a", "b"}})
 		require.NoError(t, err)
 		require.Len(t, vectors, 2)
 	}

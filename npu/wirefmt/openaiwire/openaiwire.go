@@ -4,7 +4,7 @@
 // that serves it (openaiapi, and the WebSocket that speaks its deltas) and
 // the upstream engine that is its client (npu/upstream). One declaration,
 // so that what npud sends and what it accepts cannot drift apart. It
-// imports nothing of npud's but wire/jsonbody (for its decoding errors),
+// imports nothing of npud's but npu/wirefmt/jsonbody (for its decoding errors),
 // which imports nothing, so every layer may use it.
 package openaiwire
 

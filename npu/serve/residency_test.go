@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"context"
@@ -11,13 +11,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // losingEngine holds its model the way a worker process does: a crash
 // during a job, or a worker that dies idle, loses it, and only Load brings
 // it back. It never loads on its own.
 type losingEngine struct {
-	Unsupported
+	npu.Unsupported
 	gate chan struct{} // when set, Load waits for it (a compile)
 
 	mu        sync.Mutex
@@ -31,11 +33,11 @@ type losingEngine struct {
 
 func (e *losingEngine) Name() string    { return "losing" }
 func (e *losingEngine) Simulated() bool { return true }
-func (e *losingEngine) Describe() Features {
-	return Features{LoadsModels: true, Reloads: true, Embeds: true, Transcribes: true}
+func (e *losingEngine) Describe() npu.Features {
+	return npu.Features{LoadsModels: true, Reloads: true, Embeds: true, Transcribes: true}
 }
-func (e *losingEngine) Models() []ModelInfo {
-	return []ModelInfo{{ID: "m", ContextLength: 1000, Details: ModelDetails{Speech: true}}}
+func (e *losingEngine) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: "m", ContextLength: 1000, Details: npu.ModelDetails{Speech: true}}}
 }
 
 func (e *losingEngine) Load(ctx context.Context, model string) error {
@@ -75,7 +77,7 @@ func (e *losingEngine) counts() (loads, unloads, jobs int) {
 // job is one use of the model, as the worker engine reports it: found
 // gone before it started (ErrModelLost alone), or lost by a crash during
 // it (ErrEngineCrashed and ErrModelLost).
-func (e *losingEngine) job(sink Sink) error {
+func (e *losingEngine) job(sink npu.Sink) error {
 	e.mu.Lock()
 	e.jobs++
 	resident, crash := e.resident, e.crashNext
@@ -85,23 +87,23 @@ func (e *losingEngine) job(sink Sink) error {
 	}
 	e.mu.Unlock()
 	if !resident {
-		return fmt.Errorf("model %q is not loaded in a worker: %w", "m", ErrModelLost)
+		return fmt.Errorf("model %q is not loaded in a worker: %w", "m", npu.ErrModelLost)
 	}
 	if crash {
 		if sink != nil {
 			sink("a")
 		}
-		return fmt.Errorf("the worker crashed: %w: %w", ErrEngineCrashed, ErrModelLost)
+		return fmt.Errorf("the worker crashed: %w: %w", npu.ErrEngineCrashed, npu.ErrModelLost)
 	}
 	return nil
 }
 
-func (e *losingEngine) Generate(ctx context.Context, req *Request, sink Sink) (Result, error) {
+func (e *losingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	if err := e.job(sink); err != nil {
-		return Result{}, err
+		return npu.Result{}, err
 	}
 	sink("ok")
-	return Result{FinishReason: FinishStop, CompletionTokens: 1}, nil
+	return npu.Result{FinishReason: npu.FinishStop, CompletionTokens: 1}, nil
 }
 
 func (e *losingEngine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
@@ -111,14 +113,14 @@ func (e *losingEngine) Embed(ctx context.Context, model string, inputs []string)
 	return [][]float32{{1}}, 1, nil
 }
 
-func (e *losingEngine) Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error) {
+func (e *losingEngine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
 	if err := e.job(nil); err != nil {
-		return Transcript{}, err
+		return npu.Transcript{}, err
 	}
-	return Transcript{Text: "heard"}, nil
+	return npu.Transcript{Text: "heard"}, nil
 }
 
-// loadCounter counts the loads the runner reports, as the load metrics do.
+// loadCounter counts the loads the router reports, as the load metrics do.
 type loadCounter struct {
 	noObserver
 	mu    sync.Mutex
@@ -152,9 +154,9 @@ func TestLostModelIsForgottenAndTheNextRequestLoadsIt(t *testing.T) {
 		e.mu.Lock()
 		e.crashNext = true
 		e.mu.Unlock()
-		text, _, err := drain(t, start(t, r, &Request{Model: "m"}))
-		require.ErrorIs(t, err, ErrEngineCrashed)
-		assert.Equal(t, "engine_crashed", ErrorCode(err), "the crash keeps its class")
+		text, _, err := drain(t, start(t, r, &npu.Request{Model: "m"}))
+		require.ErrorIs(t, err, npu.ErrEngineCrashed)
+		assert.Equal(t, "engine_crashed", npu.ErrorCode(err), "the crash keeps its class")
 		assert.Equal(t, "a", text, "what came before the crash")
 		assert.Empty(t, r.Loaded(), "a lost model is not listed as loaded")
 		_, jobs := countsOf(e)
@@ -187,7 +189,7 @@ func TestModelFoundGoneIsLoadedAgainAndTheRequestServed(t *testing.T) {
 		e.die()
 		e.gate = make(chan struct{})
 
-		s := start(t, r, &Request{Model: "m"})
+		s := start(t, r, &npu.Request{Model: "m"})
 		ev, err := s.Next(t.Context())
 		require.NoError(t, err)
 		require.True(t, ev.Heartbeat)
@@ -221,9 +223,9 @@ func TestModelFoundGoneIsRetriedOnce(t *testing.T) {
 		e.mu.Lock()
 		e.sticky = true
 		e.mu.Unlock()
-		_, _, err := drain(t, start(t, r, &Request{Model: "m"}))
-		require.ErrorIs(t, err, ErrModelLost)
-		assert.Equal(t, "model_lost", ErrorCode(err))
+		_, _, err := drain(t, start(t, r, &npu.Request{Model: "m"}))
+		require.ErrorIs(t, err, npu.ErrModelLost)
+		assert.Equal(t, "model_lost", npu.ErrorCode(err))
 		loads, jobs := countsOf(e)
 		assert.Equal(t, 2, loads)
 		assert.Equal(t, 3, jobs)
@@ -239,11 +241,11 @@ func TestOtherJobsLoadALostModelAgain(t *testing.T) {
 		run  func(*Router) error
 	}{
 		{"embed", func(r *Router) error {
-			_, _, err := r.Embed(context.Background(), EmbedRequest{Model: "m", Inputs: []string{"x"}})
+			_, _, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "m", Inputs: []string{"x"}})
 			return err
 		}},
 		{"transcribe", func(r *Router) error {
-			out, err := r.Transcribe(context.Background(), &TranscribeRequest{Model: "m", Samples: make([]float32, 16)})
+			out, err := r.Transcribe(context.Background(), &npu.TranscribeRequest{Model: "m", Samples: make([]float32, 16)})
 			if err == nil && out.Text != "heard" {
 				err = fmt.Errorf("heard %q", out.Text)
 			}
@@ -322,7 +324,7 @@ func TestLifecycleLost(t *testing.T) {
 
 func generateText(t *testing.T, r *Router) string {
 	t.Helper()
-	text, _, err := drain(t, start(t, r, &Request{Model: "m"}))
+	text, _, err := drain(t, start(t, r, &npu.Request{Model: "m"}))
 	require.NoError(t, err)
 	return text
 }

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // rateRefusals records the tenants refused for their rate.
@@ -17,7 +19,7 @@ type rateRefusals struct {
 }
 
 func (o *rateRefusals) Refused(tenant string, err error) {
-	if errors.Is(err, ErrRateLimited) {
+	if errors.Is(err, npu.ErrRateLimited) {
 		o.tenants = append(o.tenants, tenant)
 	}
 }
@@ -51,9 +53,9 @@ func TestRouterAdmitsRequestsAtTheirTenantsRate(t *testing.T) {
 		}
 		var limited *RateLimitError
 		require.ErrorAs(t, err, &limited, "%s at %s", tc.tenant, tc.at)
-		require.ErrorIs(t, err, ErrRateLimited)
+		require.ErrorIs(t, err, npu.ErrRateLimited)
 		assert.Equal(t, tc.wait, limited.Wait)
-		assert.Equal(t, "rate_limit_exceeded", Classify(err).Code)
+		assert.Equal(t, "rate_limit_exceeded", npu.Classify(err).Code)
 	}
 	assert.Equal(t, []string{"alice", "alice"}, obs.tenants)
 

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/npud/npud/npu"
 )
 
 // Limits are what one tenant may ask of the engines.
@@ -31,7 +33,7 @@ func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("tenant %q is over its rate limit; retry in %s", e.Tenant, e.Wait.Round(time.Millisecond))
 }
 
-func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
+func (e *RateLimitError) Unwrap() error { return npu.ErrRateLimited }
 
 // AdmitRequest takes one request from tenant's rate, at now. The daemon
 // asks it when a request arrives, before its body is read (so an abusive
@@ -113,9 +115,9 @@ func (t *tenantRates) allow(tenant string, now time.Time) (time.Duration, bool) 
 func (r *Router) admit(tenant string) (release func(), err error) {
 	release, ok := r.tenants.open(tenant)
 	if !ok {
-		r.observer.Refused(tenant, ErrTooManyStreams)
+		r.observer.Refused(tenant, npu.ErrTooManyStreams)
 		return nil, fmt.Errorf("tenant %q already runs or queues its maximum of %d generations, embeddings and transcriptions: %w",
-			tenant, r.tenants.limit(), ErrTooManyStreams)
+			tenant, r.tenants.limit(), npu.ErrTooManyStreams)
 	}
 	return release, nil
 }

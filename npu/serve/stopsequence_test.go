@@ -1,10 +1,12 @@
-package npu
+package serve
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // The result names the stop string that ended the output (Anthropic's
@@ -17,18 +19,18 @@ func TestResultNamesTheStopSequence(t *testing.T) {
 		stops  []string
 		want   string
 		text   string
-		reason FinishReason
+		reason npu.FinishReason
 	}{
-		{"split across chunks", []string{"ab", "c E", "ND tail"}, []string{"END", "STOP"}, "END", "abc ", FinishStop},
-		{"the first complete wins", []string{"xSTOPEND"}, []string{"END", "STOP"}, "STOP", "x", FinishStop},
-		{"at the very end", []string{"ab", "END"}, []string{"END"}, "END", "ab", FinishStop},
-		{"none matched", []string{"ab", "cd"}, []string{"END"}, "", "abcd", FinishStop},
-		{"no stop strings", []string{"ab"}, nil, "", "ab", FinishStop},
+		{"split across chunks", []string{"ab", "c E", "ND tail"}, []string{"END", "STOP"}, "END", "abc ", npu.FinishStop},
+		{"the first complete wins", []string{"xSTOPEND"}, []string{"END", "STOP"}, "STOP", "x", npu.FinishStop},
+		{"at the very end", []string{"ab", "END"}, []string{"END"}, "END", "ab", npu.FinishStop},
+		{"none matched", []string{"ab", "cd"}, []string{"END"}, "", "abcd", npu.FinishStop},
+		{"no stop strings", []string{"ab"}, nil, "", "ab", npu.FinishStop},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &fakeEngine{script: texts(tc.chunks...)}
 			r := newTestRouter(t, e, PoolConfig{MaxQueue: 4})
-			s := start(t, r, &Request{Model: "m", Stop: tc.stops})
+			s := start(t, r, &npu.Request{Model: "m", Stop: tc.stops})
 			text, final, err := drain(t, s)
 			require.NoError(t, err)
 			assert.Equal(t, tc.text, text)

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 func (e *fakeEngine) generations() int {
@@ -40,7 +42,7 @@ func TestRouterRouting(t *testing.T) {
 				r := newTestRouterWith(t, local, PoolConfig{MaxQueue: 4}, RouterConfig{Aliases: map[string]string{"alias": "m"},
 					Upstreams: []Upstream{{Name: "far", Pool: up}}, OverflowAfter: tc.overflowAfter})
 
-				req := func() *Request { return &Request{Model: "m", Prompt: "x"} }
+				req := func() *npu.Request { return &npu.Request{Model: "m", Prompt: "x"} }
 				text, _, err := drain(t, start(t, r, req())) // idle: local, and the mean generation time is known
 				require.NoError(t, err)
 				assert.Equal(t, "local", text)
@@ -77,15 +79,15 @@ func TestRouterRoutesModelsOnlyAnUpstreamServes(t *testing.T) {
 		ids = append(ids, m.ID)
 	}
 	assert.Equal(t, []string{"m", "big"}, ids)
-	text, _, err := drain(t, start(t, r, &Request{Model: "big", Prompt: "x"}))
+	text, _, err := drain(t, start(t, r, &npu.Request{Model: "big", Prompt: "x"}))
 	require.NoError(t, err)
 	assert.Equal(t, "remote", text)
 
 	healthy = false
-	_, err = r.Start(&Request{Model: "big", Prompt: "x"})
-	assert.ErrorIs(t, err, ErrUpstreamUnavailable)
-	_, err = r.Start(&Request{Model: "nothing", Prompt: "x"})
-	assert.ErrorIs(t, err, ErrModelNotFound)
+	_, err = r.Start(&npu.Request{Model: "big", Prompt: "x"})
+	assert.ErrorIs(t, err, npu.ErrUpstreamUnavailable)
+	_, err = r.Start(&npu.Request{Model: "nothing", Prompt: "x"})
+	assert.ErrorIs(t, err, npu.ErrModelNotFound)
 }
 
 // aliasEngine serves its fake engine's script under another model name.
@@ -94,7 +96,9 @@ type aliasEngine struct {
 	id string
 }
 
-func (e *aliasEngine) Models() []ModelInfo { return []ModelInfo{{ID: e.id, ContextLength: 1000}} }
+func (e *aliasEngine) Models() []npu.ModelInfo {
+	return []npu.ModelInfo{{ID: e.id, ContextLength: 1000}}
+}
 
 // workEngine generates, embeds and transcribes; an embedding or a
 // transcription says it entered and waits for release.
@@ -102,7 +106,7 @@ type workEngine struct {
 	transcribingEngine
 }
 
-func (e *workEngine) Describe() Features { return Features{Transcribes: true, Embeds: true} }
+func (e *workEngine) Describe() npu.Features { return npu.Features{Transcribes: true, Embeds: true} }
 
 func (e *workEngine) Embed(ctx context.Context, _ string, inputs []string) ([][]float32, int, error) {
 	e.entered <- struct{}{}
@@ -124,7 +128,7 @@ type refusals struct {
 func (o *refusals) Refused(tenant string, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if errors.Is(err, ErrTooManyStreams) {
+	if errors.Is(err, npu.ErrTooManyStreams) {
 		o.tenants = append(o.tenants, tenant)
 	}
 }
@@ -142,31 +146,31 @@ func (o *refusals) list() []string {
 func TestRouterAdmitsEveryKindOfWorkOnEveryEngine(t *testing.T) {
 	gate := make(chan struct{})
 	remote := &aliasEngine{fakeEngine: &fakeEngine{script: []step{{gate: gate, text: "far"}}}, id: "big"}
-	local := &workEngine{transcribingEngine{fakeEngine: fakeEngine{script: texts("near"), details: ModelDetails{Speech: true}},
+	local := &workEngine{transcribingEngine{fakeEngine: fakeEngine{script: texts("near"), details: npu.ModelDetails{Speech: true}},
 		entered: make(chan struct{}, 4), release: make(chan struct{}, 4)}}
 	obs := &refusals{}
 	r := newTestRouterWith(t, local, PoolConfig{MaxQueue: 4, Slots: 2}, RouterConfig{Limits: Limits{StreamCap: 1}, Observer: obs,
 		Upstreams: []Upstream{{Name: "far", Pool: newTestPool(remote, PoolConfig{MaxQueue: 4})}}})
 	ctx := t.Context()
-	chat := func(tenant, model string) (*Stream, error) {
-		return r.Start(&Request{Model: model, Tenant: tenant, Messages: []Message{{Role: "user", Content: "x"}}})
+	chat := func(tenant, model string) (npu.Stream, error) {
+		return r.Start(&npu.Request{Model: model, Tenant: tenant, Messages: []npu.Message{{Role: "user", Content: "x"}}})
 	}
 	embed := func(tenant string) error {
-		_, _, err := r.Embed(ctx, EmbedRequest{Model: "m", Inputs: []string{"x"}, Tenant: tenant})
+		_, _, err := r.Embed(ctx, npu.EmbedRequest{Model: "m", Inputs: []string{"x"}, Tenant: tenant})
 		return err
 	}
 	transcribe := func(tenant string) error {
-		_, err := r.Transcribe(ctx, &TranscribeRequest{Model: "m", Samples: make([]float32, AudioSampleRate), Tenant: tenant})
+		_, err := r.Transcribe(ctx, &npu.TranscribeRequest{Model: "m", Samples: make([]float32, npu.AudioSampleRate), Tenant: tenant})
 		return err
 	}
 	refusedAll := func(why string) {
 		t.Helper()
 		_, err := chat("alice", "m")
-		require.ErrorIs(t, err, ErrTooManyStreams, "a local generation while %s", why)
+		require.ErrorIs(t, err, npu.ErrTooManyStreams, "a local generation while %s", why)
 		_, err = chat("alice", "big")
-		require.ErrorIs(t, err, ErrTooManyStreams, "an upstream generation while %s", why)
-		require.ErrorIs(t, embed("alice"), ErrTooManyStreams, "an embedding while %s", why)
-		require.ErrorIs(t, transcribe("alice"), ErrTooManyStreams, "a transcription while %s", why)
+		require.ErrorIs(t, err, npu.ErrTooManyStreams, "an upstream generation while %s", why)
+		require.ErrorIs(t, embed("alice"), npu.ErrTooManyStreams, "an embedding while %s", why)
+		require.ErrorIs(t, transcribe("alice"), npu.ErrTooManyStreams, "a transcription while %s", why)
 	}
 
 	far, err := chat("alice", "big")

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/npud/npud/npu"
 )
 
 // PoolConfig sets the limits of a Pool.
@@ -24,7 +26,7 @@ type PoolConfig struct {
 	MaxLoadedModels int
 	// Observer hears about loads, token gaps and generations, for
 	// metrics; nil = none.
-	Observer Observer
+	Observer npu.Observer
 	// Slots is how many generations run at once; 0 means 1. Only an
 	// engine that can run concurrent generations (the simulated one) may
 	// have more: a GenAI pipeline runs one generate at a time.
@@ -32,18 +34,18 @@ type PoolConfig struct {
 	// Models is the models folder the engine serves from, which the
 	// daemon owns: pulls, copies and deletions go to it. nil: the engine
 	// serves a fixed set of models (the simulated one, an upstream).
-	Models Registry
+	Models npu.Registry
 	// Store takes the pulls of an engine without a models folder of its
 	// own (the simulated engine): the folder belongs to the daemon, so a
 	// pull works whatever engine serves. nil: such an engine refuses.
-	Store Registry
+	Store npu.Registry
 	// Affinity lets a request that continues its model's cached
 	// conversation go first, within fairness bounds (see Scheduler); the
 	// zero value is plain FIFO.
 	Affinity Affinity
 	// CompileCache tells loads that compile from scratch from loads that
 	// import a cached blob, for the progress clients see; nil: not known.
-	CompileCache CompileCache
+	CompileCache npu.CompileCache
 	// Device is the configured device, named in load progress ("" or
 	// "AUTO": picked during the load).
 	Device string
@@ -55,7 +57,7 @@ type PoolConfig struct {
 // other engines: the Router in front resolves the model, admits the work
 // and picks the pool, and hands the pool a model it serves.
 type Pool struct {
-	engine Engine
+	engine npu.Engine
 	sched  *Scheduler
 	life   *lifecycle
 	cfg    PoolConfig
@@ -68,7 +70,7 @@ type Pool struct {
 }
 
 // NewPool returns a pool for engine.
-func NewPool(engine Engine, cfg PoolConfig, log *slog.Logger) *Pool {
+func NewPool(engine npu.Engine, cfg PoolConfig, log *slog.Logger) *Pool {
 	base, cancel := context.WithCancelCause(context.Background())
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
@@ -94,7 +96,7 @@ func NewPool(engine Engine, cfg PoolConfig, log *slog.Logger) *Pool {
 }
 
 // Engine is the engine this pool drives.
-func (p *Pool) Engine() Engine { return p.engine }
+func (p *Pool) Engine() npu.Engine { return p.engine }
 
 // Waiting is the number of requests queued for the engine.
 func (p *Pool) Waiting() int { return p.sched.Waiting() }
@@ -105,22 +107,22 @@ func (p *Pool) Running() int { return p.sched.Running() }
 // find looks id up among the engine's own models (no aliases: they are
 // the router's). It asks the engine each time: a pull or delete changes
 // its list.
-func (p *Pool) find(id string) (ModelInfo, bool) {
+func (p *Pool) find(id string) (npu.ModelInfo, bool) {
 	for _, m := range p.engine.Models() {
 		if m.ID == id {
 			return m, true
 		}
 	}
-	return ModelInfo{}, false
+	return npu.ModelInfo{}, false
 }
 
 // start queues req, already resolved to m and admitted, and returns its
 // stream at once; done runs when the generation ends (client or not), or
 // at once when start fails.
-func (p *Pool) start(req *Request, m ModelInfo, done func()) (*Stream, error) {
+func (p *Pool) start(req *npu.Request, m npu.ModelInfo, done func()) (*Stream, error) {
 	if p.closing.Load() {
 		done()
-		return nil, ErrShuttingDown
+		return nil, npu.ErrShuttingDown
 	}
 	clamped, err := p.limitCompletion(req, m)
 	if err != nil {
@@ -146,12 +148,12 @@ func (p *Pool) start(req *Request, m ModelInfo, done func()) (*Stream, error) {
 // limitCompletion applies CompletionLimit to req when the engine can count
 // its prompt: it returns the limit req.MaxTokens was lowered to (0 when it
 // was not), or the error for a prompt that leaves no room.
-func (p *Pool) limitCompletion(req *Request, m ModelInfo) (clamped int, err error) {
+func (p *Pool) limitCompletion(req *npu.Request, m npu.ModelInfo) (clamped int, err error) {
 	prompt, ok := p.engine.PromptTokens(req)
 	if !ok || m.ContextLength <= 0 {
 		return 0, nil
 	}
-	limit, lowered, err := CompletionLimit(req.MaxTokens, prompt, m.ContextLength)
+	limit, lowered, err := npu.CompletionLimit(req.MaxTokens, prompt, m.ContextLength)
 	if err != nil || !lowered {
 		return 0, err
 	}
@@ -163,7 +165,7 @@ func (p *Pool) limitCompletion(req *Request, m ModelInfo) (clamped int, err erro
 // A model that must be loaded first is loaded outside the queue: the
 // request leaves its place, loads, and queues again, so a long compile
 // never holds the engine slot that other models' streams need.
-func (p *Pool) run(s *Stream, ticket *Ticket, model ModelInfo) {
+func (p *Pool) run(s *Stream, ticket *Ticket, model npu.ModelInfo) {
 	defer p.inflight.Done()
 	var loadTime time.Duration
 	pinned := false
@@ -171,13 +173,13 @@ func (p *Pool) run(s *Stream, ticket *Ticket, model ModelInfo) {
 		ticket.abandon()
 		var err error
 		if loadTime, err = p.acquireShowingLoad(s, model); err != nil {
-			s.finish(Result{}, err)
+			s.finish(npu.Result{}, err)
 			return
 		}
 		pinned = true
 		if ticket, err = p.sched.EnqueueConversation(model.ID, s.req.Messages); err != nil {
 			p.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
-			s.finish(Result{}, err)
+			s.finish(npu.Result{}, err)
 			return
 		}
 	}
@@ -185,7 +187,7 @@ func (p *Pool) run(s *Stream, ticket *Ticket, model ModelInfo) {
 		if pinned {
 			p.life.release(model.ID, s.req.KeepAlive, s.req.MayUnpin)
 		}
-		s.finish(Result{}, err)
+		s.finish(npu.Result{}, err)
 		return
 	}
 	if !pinned {
@@ -194,7 +196,7 @@ func (p *Pool) run(s *Stream, ticket *Ticket, model ModelInfo) {
 		var err error
 		if loadTime, err = p.acquireShowingLoad(s, model); err != nil {
 			ticket.Release()
-			s.finish(Result{}, err)
+			s.finish(npu.Result{}, err)
 			return
 		}
 	}
@@ -211,8 +213,8 @@ func (p *Pool) run(s *Stream, ticket *Ticket, model ModelInfo) {
 
 // acquireShowingLoad acquires model for s; while it loads, s's heartbeats
 // say how the load goes.
-func (p *Pool) acquireShowingLoad(s *Stream, model ModelInfo) (time.Duration, error) {
-	s.watchLoad(func() (LoadStatus, bool) { return p.life.loadStatus(model.ID) })
+func (p *Pool) acquireShowingLoad(s *Stream, model npu.ModelInfo) (time.Duration, error) {
+	s.watchLoad(func() (npu.LoadStatus, bool) { return p.life.loadStatus(model.ID) })
 	defer s.watchLoad(nil)
 	return p.life.acquire(s.ctx, model)
 }
@@ -221,7 +223,7 @@ func (p *Pool) acquireShowingLoad(s *Stream, model ModelInfo) (time.Duration, er
 // transcription): loaded through the lifecycle, outside the engine's slot,
 // as for a generation, when the engine loads models; release ends the use
 // and starts the model's default keep-alive.
-func (p *Pool) hold(ctx context.Context, m ModelInfo) (release func(), err error) {
+func (p *Pool) hold(ctx context.Context, m npu.ModelInfo) (release func(), err error) {
 	if !p.engine.Describe().LoadsModels {
 		return func() {}, nil
 	}
@@ -233,11 +235,11 @@ func (p *Pool) hold(ctx context.Context, m ModelInfo) (release func(), err error
 
 // generate calls the engine, turning a panic into an error so one bad
 // request cannot take the daemon down.
-func (p *Pool) generate(s *Stream) (res Result, err error) {
+func (p *Pool) generate(s *Stream) (res npu.Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.log.Error("engine panicked", "engine", p.engine.Name(), "panic", v)
-			err = &EngineError{Engine: p.engine.Name(), Cause: fmt.Errorf("%w: %v", ErrPanic, v)}
+			err = &npu.EngineError{Engine: p.engine.Name(), Cause: fmt.Errorf("%w: %v", npu.ErrPanic, v)}
 		}
 	}()
 	return p.engine.Generate(s.ctx, s.req, s.sink)
@@ -245,9 +247,9 @@ func (p *Pool) generate(s *Stream) (res Result, err error) {
 
 // compileState says how loading m would go: a first compile, a cached
 // blob, or not known.
-func (p *Pool) compileState(m ModelInfo) CompileState {
+func (p *Pool) compileState(m npu.ModelInfo) npu.CompileState {
 	if p.cfg.CompileCache == nil || !p.engine.Describe().LoadsModels {
-		return CompileUnknown
+		return npu.CompileUnknown
 	}
 	return p.cfg.CompileCache.State(m.ID)
 }
@@ -255,9 +257,9 @@ func (p *Pool) compileState(m ModelInfo) CompileState {
 // load loads m and starts its keep-alive (nil: the default, negative:
 // forever, zero: unload at once). No engine slot: loading one model does
 // not stop others' streams.
-func (p *Pool) load(ctx context.Context, m ModelInfo, keepAlive *time.Duration) (time.Duration, error) {
+func (p *Pool) load(ctx context.Context, m npu.ModelInfo, keepAlive *time.Duration) (time.Duration, error) {
 	if p.closing.Load() {
-		return 0, ErrShuttingDown
+		return 0, npu.ErrShuttingDown
 	}
 	took, err := p.life.acquire(ctx, m)
 	if err == nil {
@@ -267,7 +269,7 @@ func (p *Pool) load(ctx context.Context, m ModelInfo, keepAlive *time.Duration) 
 }
 
 // preload loads m and pins it against every request's keep_alive.
-func (p *Pool) preload(ctx context.Context, m ModelInfo) (time.Duration, error) {
+func (p *Pool) preload(ctx context.Context, m npu.ModelInfo) (time.Duration, error) {
 	took, err := p.life.acquire(ctx, m)
 	if err != nil {
 		return 0, err
@@ -279,7 +281,7 @@ func (p *Pool) preload(ctx context.Context, m ModelInfo) (time.Duration, error) 
 
 // reload replaces m with a fresh instance once the streams ahead of it
 // have finished (it waits for the engine slot like any request).
-func (p *Pool) reload(ctx context.Context, m ModelInfo) (time.Duration, error) {
+func (p *Pool) reload(ctx context.Context, m npu.ModelInfo) (time.Duration, error) {
 	var took time.Duration
 	err := p.withSlot(ctx, func() error {
 		start := time.Now()
@@ -294,7 +296,7 @@ func (p *Pool) reload(ctx context.Context, m ModelInfo) (time.Duration, error) {
 }
 
 // unload unloads m once the engine is free.
-func (p *Pool) unload(ctx context.Context, m ModelInfo) error {
+func (p *Pool) unload(ctx context.Context, m npu.ModelInfo) error {
 	return p.withSlot(ctx, func() error {
 		p.life.unload(m.ID)
 		return nil
@@ -305,7 +307,7 @@ func (p *Pool) unload(ctx context.Context, m ModelInfo) error {
 // the work that is not a generation never overlap a generation.
 func (p *Pool) withSlot(ctx context.Context, fn func() error) error {
 	if p.closing.Load() {
-		return ErrShuttingDown
+		return npu.ErrShuttingDown
 	}
 	ticket, err := p.sched.Enqueue()
 	if err != nil {
@@ -351,7 +353,7 @@ func (p *Pool) stopAccepting() { p.closing.Store(true) }
 
 // abort ends every stream with ErrShuttingDown; engines see Cancel at their
 // next callback.
-func (p *Pool) abort() { p.cancel(ErrShuttingDown) }
+func (p *Pool) abort() { p.cancel(npu.ErrShuttingDown) }
 
 // wait blocks until every engine call has returned, or ctx ends; then it
 // stops the keep-alive timers.
@@ -367,5 +369,12 @@ func (p *Pool) wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for engine calls to return: %w", context.Cause(ctx))
+	}
+}
+
+// released runs r.Release, if any.
+func released(r *npu.Request) {
+	if r.Release != nil {
+		r.Release()
 	}
 }

@@ -1,9 +1,11 @@
-package npu
+package serve
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/npud/npud/npu"
 )
 
 // Residency (which models are in memory) is the lifecycle's to say, and
@@ -25,13 +27,13 @@ import (
 // job started: lost, and of no other class (a crash or a hang during the
 // job keeps its own).
 func diedIdle(err error) bool {
-	return errors.Is(err, ErrModelLost) && ErrorCode(err) == codeModelLost
+	return errors.Is(err, npu.ErrModelLost) && npu.ErrorCode(err) == npu.CodeModelLost
 }
 
 // forgetIfLost tells the lifecycle when err says the engine lost model
 // during a job that started at since.
 func (p *Pool) forgetIfLost(model string, since time.Time, err error) {
-	if errors.Is(err, ErrModelLost) {
+	if errors.Is(err, npu.ErrModelLost) {
 		p.life.lost(model, since)
 	}
 }
@@ -72,7 +74,7 @@ func (p *Pool) reacquire(model string, acquire func() (time.Duration, error)) (t
 // held). A model found gone before the generation started is loaded again
 // in the slot, the stream's heartbeats showing the load, whose time adds
 // to loadTime; the generation then starts anew.
-func (p *Pool) generateResident(s *Stream, model ModelInfo, loadTime *time.Duration) (res Result, err error) {
+func (p *Pool) generateResident(s *Stream, model npu.ModelInfo, loadTime *time.Duration) (res npu.Result, err error) {
 	err = p.resident(model.ID,
 		func() error {
 			res, err = p.generate(s)
@@ -92,7 +94,7 @@ func (p *Pool) generateResident(s *Stream, model ModelInfo, loadTime *time.Durat
 
 // embedResident is Embed's call of the engine (model acquired, the engine
 // slot held), run once more on the model loaded again if it was found gone.
-func (p *Pool) embedResident(ctx context.Context, model ModelInfo, inputs []string) (vectors [][]float32, tokens int, err error) {
+func (p *Pool) embedResident(ctx context.Context, model npu.ModelInfo, inputs []string) (vectors [][]float32, tokens int, err error) {
 	err = p.resident(model.ID,
 		func() error {
 			vectors, tokens, err = p.engine.Embed(ctx, model.ID, inputs)
@@ -105,7 +107,7 @@ func (p *Pool) embedResident(ctx context.Context, model ModelInfo, inputs []stri
 // transcribeResident is Transcribe's call of the engine (model acquired,
 // the engine slot held), run once more on the model loaded again if it was
 // found gone.
-func (p *Pool) transcribeResident(ctx context.Context, model ModelInfo, req *TranscribeRequest) (out Transcript, err error) {
+func (p *Pool) transcribeResident(ctx context.Context, model npu.ModelInfo, req *npu.TranscribeRequest) (out npu.Transcript, err error) {
 	err = p.resident(model.ID,
 		func() error {
 			out, err = p.engine.Transcribe(ctx, req)
@@ -117,7 +119,7 @@ func (p *Pool) transcribeResident(ctx context.Context, model ModelInfo, req *Tra
 
 // reloadResident is ReloadModel's reload (the engine slot held): a model
 // the engine lost is forgotten, and the reload loads it anew.
-func (p *Pool) reloadResident(ctx context.Context, model ModelInfo) error {
+func (p *Pool) reloadResident(ctx context.Context, model npu.ModelInfo) error {
 	return p.resident(model.ID,
 		func() error { return p.life.reload(ctx, model) },
 		func() error { return nil }) // reload finds it not loaded, and loads it
@@ -126,7 +128,7 @@ func (p *Pool) reloadResident(ctx context.Context, model ModelInfo) error {
 // reacquireFor is reacquire for a call without a stream (an embedding, a
 // transcription), which acquired the model through the lifecycle only if
 // the engine loads models.
-func (p *Pool) reacquireFor(ctx context.Context, model ModelInfo) error {
+func (p *Pool) reacquireFor(ctx context.Context, model npu.ModelInfo) error {
 	if !p.engine.Describe().LoadsModels {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"container/list"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/npud/npud/npu"
 )
 
 // Scheduler hands out an engine's generation slots. An OpenVINO pipeline
@@ -42,9 +44,9 @@ type Scheduler struct {
 	inUse       int
 	waiting     list.List // of *Ticket, oldest first
 	meanService time.Duration
-	held        map[string][]Message // per model: the conversation its cache holds; bounded by the models served
-	released    map[string]turnEnd   // per model: its last conversation turn to end
-	linger      *lingering           // the slot kept free for a conversation's next turn
+	held        map[string][]npu.Message // per model: the conversation its cache holds; bounded by the models served
+	released    map[string]turnEnd       // per model: its last conversation turn to end
+	linger      *lingering               // the slot kept free for a conversation's next turn
 }
 
 // Affinity bounds the preference for requests that continue the
@@ -60,7 +62,7 @@ type Affinity struct {
 
 // turnEnd is a conversation turn that ended, and when.
 type turnEnd struct {
-	msgs []Message
+	msgs []npu.Message
 	at   time.Time
 }
 
@@ -79,7 +81,7 @@ func NewScheduler(slots, maxDepth int) *Scheduler {
 // NewAffinityScheduler is NewScheduler with conversation affinity.
 func NewAffinityScheduler(slots, maxDepth int, a Affinity) *Scheduler {
 	return &Scheduler{slots: max(slots, 1), maxDepth: max(maxDepth, 0), affinity: a,
-		held: map[string][]Message{}, released: map[string]turnEnd{}}
+		held: map[string][]npu.Message{}, released: map[string]turnEnd{}}
 }
 
 // Ticket is one request's place in the queue.
@@ -92,23 +94,12 @@ type Ticket struct {
 	// The conversation the request carries (model and messages; none for
 	// a plain prompt), and what happened to it, guarded by s.mu.
 	model     string
-	msgs      []Message
+	msgs      []npu.Message
 	queued    time.Time
-	passed    int         // times passed over
-	quick     bool        // it continued its conversation within Linger of the previous turn's end
-	CacheHint CacheResult // set when granted
+	passed    int             // times passed over
+	quick     bool            // it continued its conversation within Linger of the previous turn's end
+	CacheHint npu.CacheResult // set when granted
 }
-
-// CacheResult says what a request found in its model's conversation cache
-// when it was granted the slot.
-type CacheResult string
-
-const (
-	CacheNone      CacheResult = ""          // not a conversation
-	CacheContinued CacheResult = "continued" // it continues the conversation the model ran last
-	CacheNew       CacheResult = "new"       // the model ran no conversation yet
-	CacheSwitched  CacheResult = "switched"  // the model ran another conversation last
-)
 
 // Enqueue takes a place in the queue, or a slot at once when one is free and
 // nobody waits. It fails with ErrQueueFull when the queue is at its depth.
@@ -116,7 +107,7 @@ func (s *Scheduler) Enqueue() (*Ticket, error) { return s.EnqueueConversation(""
 
 // EnqueueConversation is Enqueue for a request carrying conversation msgs
 // for model, which the affinity may let go first.
-func (s *Scheduler) EnqueueConversation(model string, msgs []Message) (*Ticket, error) {
+func (s *Scheduler) EnqueueConversation(model string, msgs []npu.Message) (*Ticket, error) {
 	t := &Ticket{s: s, ready: make(chan struct{}), model: model, msgs: msgs, queued: time.Now()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,7 +118,7 @@ func (s *Scheduler) EnqueueConversation(model string, msgs []Message) (*Ticket, 
 	s.dispatchLocked()
 	if !t.granted && s.waiting.Len() > s.maxDepth {
 		s.waiting.Remove(t.elem)
-		return nil, fmt.Errorf("%d requests waiting: %w", s.waiting.Len(), ErrQueueFull)
+		return nil, fmt.Errorf("%d requests waiting: %w", s.waiting.Len(), npu.ErrQueueFull)
 	}
 	return t, nil
 }
@@ -141,8 +132,8 @@ func (s *Scheduler) continuesLocked(t *Ticket) bool {
 
 // extends is GenAI's rule for a conversation that continues another: more
 // messages, every earlier one equal.
-func extends(held, msgs []Message) bool {
-	return len(held) > 0 && len(msgs) > len(held) && slices.EqualFunc(held, msgs[:len(held)], Message.Equal)
+func extends(held, msgs []npu.Message) bool {
+	return len(held) > 0 && len(msgs) > len(held) && slices.EqualFunc(held, msgs[:len(held)], npu.Message.Equal)
 }
 
 func (s *Scheduler) grantLocked(t *Ticket) {
@@ -153,11 +144,11 @@ func (s *Scheduler) grantLocked(t *Ticket) {
 		held, ok := s.held[t.model]
 		switch {
 		case s.continuesLocked(t):
-			t.CacheHint = CacheContinued
+			t.CacheHint = npu.CacheContinued
 		case !ok || held == nil:
-			t.CacheHint = CacheNew
+			t.CacheHint = npu.CacheNew
 		default:
-			t.CacheHint = CacheSwitched
+			t.CacheHint = npu.CacheSwitched
 		}
 		s.held[t.model] = t.msgs // what the cache holds once this runs
 	} else if t.model != "" {
@@ -230,7 +221,7 @@ func (t *Ticket) Wait(ctx context.Context, maxWait time.Duration) error {
 		return context.Cause(ctx)
 	case <-timeout:
 		t.abandon()
-		return fmt.Errorf("waited %s: %w", maxWait, ErrQueueTimeout)
+		return fmt.Errorf("waited %s: %w", maxWait, npu.ErrQueueTimeout)
 	}
 }
 

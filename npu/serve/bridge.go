@@ -1,13 +1,13 @@
-package npu
+package serve
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/chatfmt"
 )
 
@@ -25,42 +25,15 @@ type StreamLimits struct {
 	Heartbeat time.Duration
 }
 
-// Event is one step of a stream as the protocol writer sees it. Exactly one
-// of Text, Heartbeat and Done is set.
-type Event struct {
-	// Text is valid UTF-8 never containing any prefix of a stop string.
-	// While the reader is behind, consecutive chunks are coalesced.
-	Text string
-	// Reasoning is the model's reasoning (between <think> and </think> at
-	// the start of its answer, or as its family writes it), never part of
-	// Text.
-	Reasoning string
-	// ToolCalls are pieces of the tool calls the model is making (see
-	// ToolCallDelta); text that may be part of a call is held back until
-	// it is known not to be one.
-	ToolCalls []ToolCallDelta
-	// Tokens is how many engine callbacks with text Text holds: a token
-	// each on most engines (GenAI's streamer can hand over a few at once),
-	// so what a client that leaves mid-stream received is known.
-	Tokens    int
-	Heartbeat bool
-	// Loading is set on a heartbeat while the request waits for its
-	// model's load: how it goes (a first compile takes minutes on an NPU).
-	Loading *LoadStatus
-	Done    bool
-	// Result is set with Done.
-	Result Result
-}
-
 // Stream is the bridge between one generation's engine callbacks (the
 // producer, any thread) and its protocol writer (the consumer, the HTTP
 // handler). The producer never waits for the consumer: text is appended to a
 // pending buffer that the consumer takes whole, so a slow reader gets larger
 // chunks rather than slowing the engine, up to MaxPendingBytes.
 type Stream struct {
-	req     *Request
+	req     *npu.Request
 	limits  StreamLimits
-	obs     Observer
+	obs     npu.Observer
 	created time.Time
 	ctx     context.Context // ends when the stream is abandoned; its cause says why
 	cancel  context.CancelCauseFunc
@@ -69,11 +42,11 @@ type Stream struct {
 
 	mu           sync.Mutex
 	pending      []byte
-	utf8         utf8Assembler
-	stops        stopMatcher
-	stopReason   FinishReason // set when the bridge answered Stop: FinishStop or FinishLength
-	started      time.Time    // engine start; zero while queued
-	lastActivity time.Time    // last engine callback, or engine start
+	utf8         npu.UTF8Assembler
+	stops        npu.StopMatcher
+	stopReason   npu.FinishReason // set when the bridge answered Stop: FinishStop or FinishLength
+	started      time.Time        // engine start; zero while queued
+	lastActivity time.Time        // last engine callback, or engine start
 	firstToken   time.Time
 	lastEvent    time.Time // last event handed to the consumer
 	lastText     time.Time // last text handed to the consumer
@@ -90,19 +63,19 @@ type Stream struct {
 	// tools parses the answer into tool calls when the request declared
 	// tools; nil otherwise.
 	tools        chatfmt.CallParser
-	pendingCalls []ToolCallDelta
+	pendingCalls []npu.ToolCallDelta
 	// clamped is the completion limit the pool lowered the request's to
 	// when it admitted it (0: not lowered); set before the stream is shared.
 	clamped  int
 	finished bool
-	result   Result
+	result   npu.Result
 	err      error
 	// loadStatus, while set, says how the load the request waits for
 	// goes; heartbeats carry it.
-	loadStatus func() (LoadStatus, bool)
+	loadStatus func() (npu.LoadStatus, bool)
 }
 
-func newStream(parent context.Context, req *Request, limits StreamLimits, obs Observer) *Stream {
+func newStream(parent context.Context, req *npu.Request, limits StreamLimits, obs npu.Observer) *Stream {
 	ctx, cancel := context.WithCancelCause(parent)
 	now := time.Now()
 	if obs == nil {
@@ -116,7 +89,7 @@ func newStream(parent context.Context, req *Request, limits StreamLimits, obs Ob
 		ctx:       ctx,
 		cancel:    cancel,
 		notify:    make(chan struct{}, 1),
-		stops:     stopMatcher{stops: req.Stop},
+		stops:     npu.NewStopMatcher(req.Stop),
 		think:     chatfmt.SplitReasoning(nil),
 		lastEvent: now,
 	}
@@ -167,7 +140,7 @@ func (s *Stream) appendText(text string) {
 // it when both belong to the same call, as text is coalesced.
 func (s *Stream) appendCalls(calls []chatfmt.CallDelta) {
 	for _, d := range calls {
-		c := ToolCallDelta(d)
+		c := npu.ToolCallDelta(d)
 		if n := len(s.pendingCalls); n > 0 && c.ID == "" {
 			last := &s.pendingCalls[n-1]
 			if last.Index == c.Index && !last.Done {
@@ -204,7 +177,7 @@ func (s *Stream) signal() {
 
 // watchLoad makes heartbeats carry status() while the request waits for
 // its model's load; nil ends that.
-func (s *Stream) watchLoad(status func() (LoadStatus, bool)) {
+func (s *Stream) watchLoad(status func() (npu.LoadStatus, bool)) {
 	s.mu.Lock()
 	s.loadStatus = status
 	s.mu.Unlock()
@@ -212,12 +185,12 @@ func (s *Stream) watchLoad(status func() (LoadStatus, bool)) {
 
 // Loading says how the load of the model the request waits for goes;
 // false when it waits for no load.
-func (s *Stream) Loading() (LoadStatus, bool) {
+func (s *Stream) Loading() (npu.LoadStatus, bool) {
 	s.mu.Lock()
 	status := s.loadStatus
 	s.mu.Unlock()
 	if status == nil {
-		return LoadStatus{}, false
+		return npu.LoadStatus{}, false
 	}
 	return status() // the lifecycle's lock, never under the stream's
 }
@@ -234,16 +207,16 @@ func (s *Stream) begin(device string) {
 
 // sink is the engine's Sink. It must stay cheap: it runs on the engine's
 // thread, between tokens.
-func (s *Stream) sink(text string) Status {
+func (s *Stream) sink(text string) npu.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	s.lastActivity = now
 	if s.ctx.Err() != nil {
-		return Cancel
+		return npu.Cancel
 	}
-	if s.stopReason == FinishStop || s.finished {
-		return Stop // a stop string ended the output; later text is not part of it
+	if s.stopReason == npu.FinishStop || s.finished {
+		return npu.Stop // a stop string ended the output; later text is not part of it
 	}
 	if s.firstToken.IsZero() && text != "" {
 		s.firstToken = now
@@ -251,7 +224,7 @@ func (s *Stream) sink(text string) Status {
 	if text != "" {
 		s.pendingTokens++
 	}
-	reasoning, content := s.think.Push(s.utf8.push(text))
+	reasoning, content := s.think.Push(s.utf8.Push(text))
 	if reasoning != "" {
 		if len(s.pending)+len(s.pendingReasoning) > 0 {
 			s.coalesced++
@@ -259,60 +232,60 @@ func (s *Stream) sink(text string) Status {
 		s.pendingReasoning = append(s.pendingReasoning, reasoning...)
 		s.signal()
 	}
-	release, stopped := s.stops.push(content)
+	release, stopped := s.stops.Push(content)
 	if s.content(release) {
 		stopped = true // the one tool call allowed was made
 	}
 	if stopped {
-		s.stopReason = FinishStop
+		s.stopReason = npu.FinishStop
 		s.signal()
-		return Stop
+		return npu.Stop
 	}
 	if len(s.pending)+len(s.pendingReasoning) > s.limits.MaxPendingBytes {
-		s.cancel(ErrSlowConsumer)
+		s.cancel(npu.ErrSlowConsumer)
 		s.signal()
-		return Cancel
+		return npu.Cancel
 	}
 	// The deadline is also checked here, not only in Next, so that a writer
 	// blocked on a slow client cannot let the engine run past it.
 	if s.req.Timeout > 0 && s.stopReason == "" && now.Sub(s.started) >= s.req.Timeout {
-		s.stopReason = FinishLength
+		s.stopReason = npu.FinishLength
 	}
-	if s.stopReason == FinishLength {
-		return Stop // the deadline passed
+	if s.stopReason == npu.FinishLength {
+		return npu.Stop // the deadline passed
 	}
-	return Running
+	return npu.Running
 }
 
 // finish records the engine's return. Text still held back (an incomplete
 // code point, a possible stop-string prefix) is released now.
-func (s *Stream) finish(res Result, err error) {
+func (s *Stream) finish(res npu.Result, err error) {
 	// The engine is done with the request's images: their memory goes back
 	// before a client can see the end and send its next request.
-	s.req.released()
+	released(s.req)
 	s.mu.Lock()
 	defer s.signal()
 	defer s.mu.Unlock()
 	if cause := context.Cause(s.ctx); cause != nil && (err == nil || errors.Is(err, context.Canceled)) {
 		err = cause // the bridge cancelled the engine: say why, not just "canceled"
 	}
-	if err == nil && s.stopReason != FinishStop {
-		reasoning, content := s.think.Push(s.utf8.flush())
+	if err == nil && s.stopReason != npu.FinishStop {
+		reasoning, content := s.think.Push(s.utf8.Flush())
 		lastReasoning, lastContent := s.think.Flush()
 		s.pendingReasoning = append(append(s.pendingReasoning, reasoning...), lastReasoning...)
-		release, stopped := s.stops.push(content + lastContent)
+		release, stopped := s.stops.Push(content + lastContent)
 		if s.content(release) {
 			stopped = true
 		}
 		if stopped {
-			s.stopReason = FinishStop
+			s.stopReason = npu.FinishStop
 		} else {
-			s.content(s.stops.flush())
+			s.content(s.stops.Flush())
 		}
 	}
 	if err == nil {
 		// Also after a stop string: what it held before it is content.
-		s.flushToolCalls(res.FinishReason == FinishLength || s.stopReason == FinishLength)
+		s.flushToolCalls(res.FinishReason == npu.FinishLength || s.stopReason == npu.FinishLength)
 	}
 	if s.stopReason != "" {
 		res.FinishReason = s.stopReason
@@ -320,18 +293,18 @@ func (s *Stream) finish(res Result, err error) {
 	if res.MaxTokensClamped == 0 {
 		res.MaxTokensClamped = s.clamped
 	}
-	if s.stopReason == FinishStop {
-		res.StopSequence = s.stops.matched // "" when it was no stop string
+	if s.stopReason == npu.FinishStop {
+		res.StopSequence = s.stops.Matched() // "" when it was no stop string
 	}
-	if s.tools != nil && s.tools.Calls() > 0 && res.FinishReason == FinishStop {
-		res.FinishReason = FinishToolCalls
+	if s.tools != nil && s.tools.Calls() > 0 && res.FinishReason == npu.FinishStop {
+		res.FinishReason = npu.FinishToolCalls
 	}
 	if !s.started.IsZero() {
 		res.Timings.Queue = s.started.Sub(s.created) - res.Timings.Load
 	}
 	// Reported before any reader can see the end, so that metrics that
 	// show a finished request show its generation too.
-	s.obs.GenerationEnded(GenerationReport{Model: s.req.Model, Device: s.device, Tenant: s.req.Tenant,
+	s.obs.GenerationEnded(npu.GenerationReport{Model: s.req.Model, Device: s.device, Tenant: s.req.Tenant,
 		Queue: res.Timings.Queue, Result: res, Err: err})
 	s.finished, s.result, s.err = true, res, err
 }
@@ -340,12 +313,12 @@ func (s *Stream) finish(res Result, err error) {
 // After the text produced so far has been returned, a failure comes back as
 // an error; the error of a client that went away (ctx done) wraps
 // ErrClientGone. Next must be called from one goroutine at a time.
-func (s *Stream) Next(ctx context.Context) (Event, error) {
+func (s *Stream) Next(ctx context.Context) (npu.Event, error) {
 	for {
 		s.mu.Lock()
 		now := time.Now()
 		if len(s.pending) > 0 || len(s.pendingReasoning) > 0 || len(s.pendingCalls) > 0 {
-			ev := Event{Text: string(s.pending), Reasoning: string(s.pendingReasoning), Tokens: s.pendingTokens}
+			ev := npu.Event{Text: string(s.pending), Reasoning: string(s.pendingReasoning), Tokens: s.pendingTokens}
 			if len(s.pendingCalls) > 0 {
 				ev.ToolCalls = s.pendingCalls
 				s.pendingCalls = nil // handed over: the reader owns it now
@@ -365,15 +338,15 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			res, err := s.result, s.err
 			s.mu.Unlock()
 			if err != nil {
-				return Event{}, err
+				return npu.Event{}, err
 			}
-			return Event{Done: true, Result: res}, nil
+			return npu.Event{Done: true, Result: res}, nil
 		}
 		// s.ctx is the stream's own lifetime, read here, not a context
 		// this call hands down instead of ctx.
 		if err := context.Cause(s.ctx); err != nil { //nolint:contextcheck // see above
 			s.mu.Unlock()
-			return Event{}, err // abandoned; the engine stops at its next callback
+			return npu.Event{}, err // abandoned; the engine stops at its next callback
 		}
 		wake, expired := s.nextWakeLocked(now)
 		s.mu.Unlock()
@@ -383,19 +356,19 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 			s.mu.Lock()
 			s.lastEvent = now
 			s.mu.Unlock()
-			ev := Event{Heartbeat: true}
+			ev := npu.Event{Heartbeat: true}
 			if st, ok := s.Loading(); ok {
 				ev.Loading = &st
 			}
 			return ev, nil
 		case wakeTokenTimeout:
-			err := fmt.Errorf("no output for %s: %w", s.limits.TokenTimeout, ErrTokenTimeout)
+			err := fmt.Errorf("no output for %s: %w", s.limits.TokenTimeout, npu.ErrTokenTimeout)
 			s.cancel(err)
-			return Event{}, err
+			return npu.Event{}, err
 		case wakeDeadline:
 			s.mu.Lock()
 			if s.stopReason == "" {
-				s.stopReason = FinishLength // the engine gets Stop at its next callback
+				s.stopReason = npu.FinishLength // the engine gets Stop at its next callback
 			}
 			s.mu.Unlock()
 			continue
@@ -415,9 +388,9 @@ func (s *Stream) Next(ctx context.Context) (Event, error) {
 		case <-timerC:
 		case <-s.ctx.Done():
 		case <-ctx.Done():
-			err := fmt.Errorf("%w: %w", ErrClientGone, context.Cause(ctx))
+			err := fmt.Errorf("%w: %w", npu.ErrClientGone, context.Cause(ctx))
 			s.cancel(err)
-			return Event{}, err
+			return npu.Event{}, err
 		}
 	}
 }
@@ -464,59 +437,6 @@ func (s *Stream) nextWakeLocked(now time.Time) (time.Time, wakeKind) {
 	return earliest, wakeNone
 }
 
-// Answer is a whole generation: its text, reasoning and tool calls.
-type Answer struct {
-	Text      string
-	Reasoning string
-	ToolCalls []ToolCall
-	Result    Result
-}
-
-// CollectAnswer reads events from next to the end and assembles them.
-// Heartbeats are skipped.
-func CollectAnswer(ctx context.Context, next func(context.Context) (Event, error)) (Answer, error) {
-	var b, r strings.Builder
-	var calls ToolCallAssembler
-	for {
-		ev, err := next(ctx)
-		if err != nil {
-			return Answer{Text: b.String(), Reasoning: r.String(), ToolCalls: calls.Calls()}, err
-		}
-		b.WriteString(ev.Text)
-		r.WriteString(ev.Reasoning)
-		calls.Add(ev.ToolCalls)
-		if ev.Done {
-			return Answer{Text: b.String(), Reasoning: r.String(), ToolCalls: calls.Calls(), Result: ev.Result}, nil
-		}
-	}
-}
-
-// ToolCallAssembler puts pieces of tool calls back together.
-type ToolCallAssembler struct {
-	calls []ToolCall
-}
-
-// Add takes the next pieces; it returns the calls they completed.
-func (a *ToolCallAssembler) Add(pieces []ToolCallDelta) (completed []ToolCall) {
-	for _, d := range pieces {
-		for len(a.calls) <= d.Index {
-			a.calls = append(a.calls, ToolCall{})
-		}
-		c := &a.calls[d.Index]
-		if d.ID != "" {
-			c.ID, c.Name = d.ID, d.Name
-		}
-		c.Arguments += d.Arguments
-		if d.Done {
-			completed = append(completed, *c)
-		}
-	}
-	return completed
-}
-
-// Calls are the calls assembled so far.
-func (a *ToolCallAssembler) Calls() []ToolCall { return a.calls }
-
 // MaxTokensClamped is the completion limit the request's was lowered to
 // when it was admitted (see CompletionLimit), 0 when it was not: known
 // before the first event, so a writer can say it in a header. An engine
@@ -531,12 +451,12 @@ func (s *Stream) FirstTokenAt() time.Time {
 }
 
 // Stats describes the stream so far.
-func (s *Stream) Stats() StreamStats {
+func (s *Stream) Stats() npu.StreamStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished, MaxTokensClamped: s.clamped}
+	st := npu.StreamStats{Model: s.req.Model, Device: s.device, Coalesced: s.coalesced, Finished: s.finished, MaxTokensClamped: s.clamped}
 	if s.tools != nil {
-		st.ToolCallProblems = append([]string(nil), s.tools.Problems()...)
+		st.ToolCallProblems = s.tools.Problems()
 	}
 	if !s.started.IsZero() {
 		st.Queue = s.started.Sub(s.created)
@@ -555,7 +475,7 @@ func (s *Stream) Stats() StreamStats {
 // how a writer that stops reading frees the engine. Call it from the
 // goroutine that calls Next.
 func (s *Stream) Close() {
-	s.Abandon(ErrClientGone)
+	s.Abandon(npu.ErrClientGone)
 	if s.timer != nil {
 		s.timer.Stop()
 	}

@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // granted reports whether t holds its slot without waiting for it.
@@ -112,7 +114,7 @@ func TestSchedulerQueueFull(t *testing.T) {
 			}
 			assert.Equal(t, depth, s.Waiting())
 			_, err := s.Enqueue()
-			require.ErrorIs(t, err, ErrQueueFull, "depth %d", depth)
+			require.ErrorIs(t, err, npu.ErrQueueFull, "depth %d", depth)
 			assert.Equal(t, depth, s.Waiting(), "a refused request takes no place")
 		})
 	}
@@ -126,7 +128,7 @@ func TestSchedulerSeveralSlots(t *testing.T) {
 	c := mustEnqueue(t, s)
 	assert.False(t, granted(c))
 	_, err := s.Enqueue()
-	require.ErrorIs(t, err, ErrQueueFull)
+	require.ErrorIs(t, err, npu.ErrQueueFull)
 	b.Release()
 	assert.True(t, granted(c))
 	assert.Equal(t, 2, s.Running())
@@ -180,7 +182,7 @@ func testTicketWaitMaxWait(t *testing.T) {
 	waiter := mustEnqueue(t, s)
 	start := time.Now()
 	err := waiter.Wait(context.Background(), 10*time.Millisecond)
-	require.ErrorIs(t, err, ErrQueueTimeout)
+	require.ErrorIs(t, err, npu.ErrQueueTimeout)
 	assert.Equal(t, 10*time.Millisecond, time.Since(start), "the max wait exactly, on the bubble's clock")
 	assert.Zero(t, s.Waiting(), "a timed-out ticket left the queue")
 	running.Release()
@@ -313,14 +315,14 @@ func testRetryAfterLearnsFromService(t *testing.T) {
 	assert.Equal(t, time.Second, s.RetryAfter(), "a few milliseconds still clamp to one second")
 }
 
-func conv(turns ...string) []Message {
-	var out []Message
+func conv(turns ...string) []npu.Message {
+	var out []npu.Message
 	for i, t := range turns {
 		role := "user"
 		if i%2 == 1 {
 			role = "assistant"
 		}
-		out = append(out, Message{Role: role, Content: t})
+		out = append(out, npu.Message{Role: role, Content: t})
 	}
 	return out
 }
@@ -337,29 +339,29 @@ func testAffinityPrefersAContinuationWithinTheFairnessBound(t *testing.T) {
 	run, err := s.EnqueueConversation("m", conv("a1"))
 	require.NoError(t, err)
 	require.True(t, granted(run))
-	assert.Equal(t, CacheNew, run.CacheHint)
+	assert.Equal(t, npu.CacheNew, run.CacheHint)
 
 	other, err := s.EnqueueConversation("m", conv("b1"))
 	require.NoError(t, err)
 	history := conv("a1")
 	for turn := 2; turn <= 5; turn++ {
-		history = append(history, Message{Role: "assistant", Content: "answer"}, Message{Role: "user", Content: "more"})
+		history = append(history, npu.Message{Role: "assistant", Content: "answer"}, npu.Message{Role: "user", Content: "more"})
 		next, err := s.EnqueueConversation("m", slices.Clone(history))
 		require.NoError(t, err)
 		run.Release()
 		switch {
 		case turn <= 3: // other may be passed over twice
 			require.True(t, granted(next), "turn %d continues the cache: it goes first", turn)
-			assert.Equal(t, CacheContinued, next.CacheHint)
+			assert.Equal(t, npu.CacheContinued, next.CacheHint)
 			assert.False(t, granted(other))
 			run = next
 		default:
 			require.True(t, granted(other), "passed over twice: its turn now, whatever continues")
-			assert.Equal(t, CacheSwitched, other.CacheHint)
+			assert.Equal(t, npu.CacheSwitched, other.CacheHint)
 			assert.Equal(t, 2, other.passed)
 			other.Release()
 			require.True(t, granted(next), "then the conversation, from the start: its cache was reset")
-			assert.Equal(t, CacheSwitched, next.CacheHint)
+			assert.Equal(t, npu.CacheSwitched, next.CacheHint)
 			next.Release()
 			return
 		}
@@ -437,7 +439,7 @@ func testAffinityLingerKeepsTheCacheForAQuickConversation(t *testing.T) {
 	third, err := s.EnqueueConversation("m", conv("a1", "answer", "more", "answer", "again"))
 	require.NoError(t, err)
 	require.True(t, granted(third), "the turn the slot waited for")
-	assert.Equal(t, CacheContinued, third.CacheHint)
+	assert.Equal(t, npu.CacheContinued, third.CacheHint)
 	third.Release() // lingers again: it was quick
 	require.NoError(t, other.Wait(t.Context(), time.Second), "the linger ends and the waiter goes")
 	other.Release()
@@ -456,7 +458,7 @@ func testAffinityNeverLingersForAPersonsConversation(t *testing.T) {
 	next, err := s.EnqueueConversation("m", conv("a1", "answer", "more"))
 	require.NoError(t, err)
 	require.True(t, granted(next))
-	assert.Equal(t, CacheContinued, next.CacheHint, "still a continuation: nothing else ran")
+	assert.Equal(t, npu.CacheContinued, next.CacheHint, "still a continuation: nothing else ran")
 	next.Release()
 	other, err := s.EnqueueConversation("m", conv("b1"))
 	require.NoError(t, err)

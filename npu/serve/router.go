@@ -1,4 +1,4 @@
-package npu
+package serve
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/npud/npud/npu"
 )
 
 // Upstream is a pool for another server's engine (npu/upstream), which the
@@ -39,7 +41,7 @@ type RouterConfig struct {
 	Limits Limits
 	// Observer hears the requests and work refused for their tenant;
 	// nil = none.
-	Observer Observer
+	Observer npu.Observer
 }
 
 // Router is the one way into the engines and the one admission point: it
@@ -54,7 +56,7 @@ type Router struct {
 	upstreams []Upstream
 	aliases   map[string]string
 	overflow  time.Duration
-	observer  Observer
+	observer  npu.Observer
 	log       *slog.Logger
 	closing   atomic.Bool
 	// The admission's counts, per tenant (admission.go).
@@ -76,12 +78,12 @@ func NewRouter(local *Pool, cfg RouterConfig, log *slog.Logger) *Router {
 // NewEngineRouter is a router in front of engine alone: no aliases, no
 // upstreams, no stream cap (the simplest way to serve one engine, as tests
 // and tools do).
-func NewEngineRouter(engine Engine, cfg PoolConfig, log *slog.Logger) *Router {
+func NewEngineRouter(engine npu.Engine, cfg PoolConfig, log *slog.Logger) *Router {
 	return NewRouter(NewPool(engine, cfg, log), RouterConfig{Observer: cfg.Observer}, log)
 }
 
 // Engine is the local engine.
-func (r *Router) Engine() Engine { return r.local.engine }
+func (r *Router) Engine() npu.Engine { return r.local.engine }
 
 // Upstreams are the pools requests may be handed to.
 func (r *Router) Upstreams() []Upstream { return r.upstreams }
@@ -89,7 +91,7 @@ func (r *Router) Upstreams() []Upstream { return r.upstreams }
 // resolved is a model and the pool that serves it.
 type resolved struct {
 	pool     *Pool
-	model    ModelInfo
+	model    npu.ModelInfo
 	upstream *Upstream // nil for the local pool
 }
 
@@ -106,11 +108,11 @@ func (r *Router) resolve(id string) (resolved, error) {
 			return resolved{pool: up.Pool, model: m, upstream: up}, nil
 		}
 	}
-	return resolved{}, fmt.Errorf("model %q: %w", id, ErrModelNotFound)
+	return resolved{}, fmt.Errorf("model %q: %w", id, npu.ErrModelNotFound)
 }
 
 // findLocal looks id up among the local engine's models, by name or alias.
-func (r *Router) findLocal(id string) (ModelInfo, bool) {
+func (r *Router) findLocal(id string) (npu.ModelInfo, bool) {
 	if target, ok := r.aliases[id]; ok {
 		id = target
 	}
@@ -128,7 +130,7 @@ func (r *Router) poolOf(id string) (*Pool, string) {
 
 // Model looks a model up by id or alias and returns the model the engine
 // serves; the error wraps ErrModelNotFound.
-func (r *Router) Model(id string) (ModelInfo, error) {
+func (r *Router) Model(id string) (npu.ModelInfo, error) {
 	res, err := r.resolve(id)
 	return res.model, err
 }
@@ -136,8 +138,8 @@ func (r *Router) Model(id string) (ModelInfo, error) {
 // Models lists the models served: the local engine's, in its order, then
 // the aliases whose model it serves, by name, then what only upstreams
 // serve.
-func (r *Router) Models() []ModelInfo {
-	out := append([]ModelInfo(nil), r.local.engine.Models()...)
+func (r *Router) Models() []npu.ModelInfo {
+	out := append([]npu.ModelInfo(nil), r.local.engine.Models()...)
 	names := make([]string, 0, len(r.aliases))
 	for alias := range r.aliases {
 		names = append(names, alias)
@@ -159,7 +161,7 @@ func (r *Router) Models() []ModelInfo {
 	return out
 }
 
-func containsModel(models []ModelInfo, id string) bool {
+func containsModel(models []npu.ModelInfo, id string) bool {
 	for _, m := range models {
 		if m.ID == id {
 			return true
@@ -174,9 +176,9 @@ func containsModel(models []ModelInfo, id string) bool {
 // (ErrTooManyStreams), the queue is full (ErrQueueFull), the request asks
 // what the model cannot do (InvalidRequestError), or the router is
 // draining (ErrShuttingDown). The caller must Close the stream.
-func (r *Router) Start(req *Request) (*Stream, error) {
+func (r *Router) Start(req *npu.Request) (npu.Stream, error) {
 	if r.closing.Load() {
-		return nil, ErrShuttingDown
+		return nil, npu.ErrShuttingDown
 	}
 	res, err := r.route(req.Model)
 	if err != nil {
@@ -191,7 +193,11 @@ func (r *Router) Start(req *Request) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return res.pool.start(req, res.model, release)
+	s, err := res.pool.start(req, res.model, release)
+	if err != nil {
+		return nil, err // not a nil *Stream in the interface
+	}
+	return s, nil
 }
 
 // route picks the pool for a generation of model: the one serving it, or
@@ -207,7 +213,7 @@ func (r *Router) route(model string) (resolved, error) {
 			if up, m, ok := r.upstreamFor(model); ok {
 				return resolved{pool: up.Pool, model: m, upstream: up}, nil
 			}
-			return resolved{}, fmt.Errorf("model %q is served by an upstream that is out of rotation: %w", model, ErrUpstreamUnavailable)
+			return resolved{}, fmt.Errorf("model %q is served by an upstream that is out of rotation: %w", model, npu.ErrUpstreamUnavailable)
 		}
 		return res, nil
 	case r.overflow <= 0 || !r.local.overloaded(r.overflow):
@@ -223,7 +229,7 @@ func (r *Router) route(model string) (resolved, error) {
 
 // upstreamFor is the first upstream in rotation serving one of names, and
 // its model.
-func (r *Router) upstreamFor(names ...string) (*Upstream, ModelInfo, bool) {
+func (r *Router) upstreamFor(names ...string) (*Upstream, npu.ModelInfo, bool) {
 	for i := range r.upstreams {
 		up := &r.upstreams[i]
 		if !up.InRotation() {
@@ -235,7 +241,7 @@ func (r *Router) upstreamFor(names ...string) (*Upstream, ModelInfo, bool) {
 			}
 		}
 	}
-	return nil, ModelInfo{}, false
+	return nil, npu.ModelInfo{}, false
 }
 
 // namesOf are the names model is known by here: its own and its aliases.
@@ -252,12 +258,12 @@ func (r *Router) namesOf(model string) []string {
 // fitRequest checks that model m can do what req asks (text, thinking,
 // tools, images), and narrows the tools the model sees to what the tool
 // choice allows.
-func fitRequest(req *Request, m ModelInfo) error {
-	if err := CheckGenerates(m); err != nil {
+func fitRequest(req *npu.Request, m npu.ModelInfo) error {
+	if err := npu.CheckGenerates(m); err != nil {
 		return err
 	}
 	if req.Think != nil && *req.Think && !m.Details.Thinking {
-		return &InvalidRequestError{Param: "think", Message: fmt.Sprintf(
+		return &npu.InvalidRequestError{Param: "think", Message: fmt.Sprintf(
 			"model %q does not support thinking: its chat template takes no enable_thinking and opens no <think>", m.ID)}
 	}
 	return fitTools(req, m)
@@ -265,53 +271,43 @@ func fitRequest(req *Request, m ModelInfo) error {
 
 // fitTools checks that model m can do what req asks of tools and images,
 // and narrows the tools the model sees to what the tool choice allows.
-func fitTools(req *Request, m ModelInfo) error {
-	if req.ToolChoice.Mode == ToolChoiceNone {
+func fitTools(req *npu.Request, m npu.ModelInfo) error {
+	if req.ToolChoice.Mode == npu.ToolChoiceNone {
 		req.Tools = nil // the model is not told of them, so it calls none
 	}
 	if len(req.Tools) > 0 && m.Details.ToolFormat == "" {
-		return &InvalidRequestError{Param: "tools", Message: fmt.Sprintf(
+		return &npu.InvalidRequestError{Param: "tools", Message: fmt.Sprintf(
 			"model %q does not support tools: its chat template renders no tool definitions", m.ID)}
 	}
-	if req.ToolChoice.Mode == ToolChoiceFunction {
+	if req.ToolChoice.Mode == npu.ToolChoiceFunction {
 		// The model sees only the function it must call.
 		for _, t := range req.Tools {
 			if t.Name == req.ToolChoice.Name {
-				req.Tools = []Tool{t}
+				req.Tools = []npu.Tool{t}
 				break
 			}
 		}
 	}
 	for _, msg := range req.Messages {
 		if len(msg.Images) > 0 {
-			return CheckVision(m)
+			return npu.CheckVision(m)
 		}
 	}
 	return nil
 }
 
-// CheckVision refuses images for a model without a vision encoder. The
-// APIs ask it before decoding or fetching any image.
-func CheckVision(m ModelInfo) error {
-	if !m.Details.Vision {
-		return &InvalidRequestError{Param: "images", Message: fmt.Sprintf(
-			"model %q does not support images: its folder holds no vision encoder", m.ID)}
-	}
-	return nil
-}
-
 // Loading lists the local models being loaded now (not yet in Loaded).
-func (r *Router) Loading() []LoadStatus { return r.local.life.loads() }
+func (r *Router) Loading() []npu.LoadStatus { return r.local.life.loads() }
 
 // Loaded lists the local models in memory.
-func (r *Router) Loaded() []LoadedModel { return r.local.life.list() }
+func (r *Router) Loaded() []npu.LoadedModel { return r.local.life.list() }
 
 // CompileState says how loading model would go: a first compile, a cached
 // blob, or not known.
-func (r *Router) CompileState(id string) CompileState {
+func (r *Router) CompileState(id string) npu.CompileState {
 	res, err := r.resolve(id)
 	if err != nil {
-		return CompileUnknown
+		return npu.CompileUnknown
 	}
 	return res.pool.compileState(res.model)
 }
@@ -321,7 +317,7 @@ func (r *Router) CompileState(id string) CompileState {
 // took.
 func (r *Router) LoadModel(ctx context.Context, id string, keepAlive *time.Duration) (time.Duration, error) {
 	if r.closing.Load() {
-		return 0, ErrShuttingDown
+		return 0, npu.ErrShuttingDown
 	}
 	res, err := r.resolve(id)
 	if err != nil {
@@ -354,7 +350,7 @@ func (r *Router) Preloaded(id string) bool {
 // serving. It returns how long the reload took.
 func (r *Router) ReloadModel(ctx context.Context, id string) (time.Duration, error) {
 	if r.closing.Load() {
-		return 0, ErrShuttingDown
+		return 0, npu.ErrShuttingDown
 	}
 	res, err := r.resolve(id)
 	if err != nil {
@@ -366,7 +362,7 @@ func (r *Router) ReloadModel(ctx context.Context, id string) (time.Duration, err
 // UnloadModel unloads model once its engine is free.
 func (r *Router) UnloadModel(ctx context.Context, id string) error {
 	if r.closing.Load() {
-		return ErrShuttingDown
+		return npu.ErrShuttingDown
 	}
 	res, err := r.resolve(id)
 	if err != nil {
