@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/npud/npud/npu"
@@ -53,11 +54,37 @@ type responseTurn struct {
 	framing *responseFraming
 	// Model is the model the request named, for the access log.
 	Model string
+
+	mu sync.Mutex
+	// aborted is why the connection ended the response (a revoked key,
+	// the drain timeout): no event the engine made before it goes out
+	// after it, not even an end the engine had already reached.
+	aborted error
 }
 
 // Stream is the generation's events; nil for a warmup, whose whole answer
 // is Warmup.
 func (t *responseTurn) Stream() *npu.Stream { return t.st.stream }
+
+// Next is the stream's next event, or the abort's cause once the
+// connection aborted the response, so that it ends with its error event
+// and response.failed, and is neither stored nor the connection's latest.
+func (t *responseTurn) Next(ctx context.Context) (npu.Event, error) {
+	if cause := t.abortCause(); cause != nil {
+		return npu.Event{}, cause
+	}
+	ev, err := t.st.stream.Next(ctx)
+	if cause := t.abortCause(); cause != nil && err == nil {
+		return npu.Event{}, cause
+	}
+	return ev, err
+}
+
+func (t *responseTurn) abortCause() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.aborted
+}
 
 // Framing frames the stream's events as the protocol's messages, one JSON
 // object and a newline per event.
@@ -169,9 +196,15 @@ func (t *responseTurn) Cancel() {
 	}
 }
 
-// Abort ends the response with err (npud is shutting down): an error
-// event and response.failed follow.
+// Abort ends the response with err (npud is shutting down, the key was
+// revoked): an error event and response.failed follow, even when the
+// engine had already finished and only the delivery was left.
 func (t *responseTurn) Abort(err error) {
+	t.mu.Lock()
+	if t.aborted == nil {
+		t.aborted = err
+	}
+	t.mu.Unlock()
 	if t.st.stream != nil {
 		t.st.stream.Abandon(err)
 	}

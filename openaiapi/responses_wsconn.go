@@ -51,6 +51,9 @@ type responsesConn struct {
 
 	mu      sync.Mutex
 	current *responseTurn // the response running, nil when none
+	// aborted is why the connection ended its work (Revoke, Abort): a
+	// response that starts after it is ended at once.
+	aborted error
 }
 
 // responsesWebSocket serves GET /v1/responses.
@@ -164,6 +167,9 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 	}
 	rc.mu.Lock()
 	rc.current = turn
+	if rc.aborted != nil {
+		turn.Abort(rc.aborted) // revoked or aborted while this one was starting
+	}
 	rc.mu.Unlock()
 	streamEnded := rc.hub.StreamOpened(responsesPath)
 	info := &reqinfo.Info{ID: turn.ID(), Start: time.Now(), Model: turn.Model, Tenant: rc.tenant, Stream: stream}
@@ -183,7 +189,7 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 		defer streamEnded()
 		defer ended()
 		w := &responsesWriter{conn: rc.Conn, ctx: ctx}
-		info.Record(relay.Run(ctx, w, stream, &turnFraming{Framing: turn.Framing(), ended: ended}, func(err error) {
+		info.Record(relay.Run(ctx, w, turn, &turnFraming{Framing: turn.Framing(), ended: ended}, func(err error) {
 			info.Fail(err)
 			ended()
 			_ = w.Write(turn.EarlyError(err), false)
@@ -230,21 +236,25 @@ func (rc *responsesConn) cancel(id string) []byte {
 // Abort ends the running response (the drain timeout passed).
 func (rc *responsesConn) Abort() {
 	rc.StopTaking()
+	rc.abort(npu.ErrShuttingDown)
+}
+
+// abort ends the running response, and any that starts later, with cause.
+func (rc *responsesConn) abort(cause error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if rc.aborted == nil {
+		rc.aborted = cause
+	}
 	if rc.current != nil {
-		rc.current.Abort(npu.ErrShuttingDown)
+		rc.current.Abort(cause)
 	}
 }
 
 // Revoke ends the connection: its API key was revoked.
 func (rc *responsesConn) Revoke() {
 	rc.StopTaking()
-	rc.mu.Lock()
-	if rc.current != nil {
-		rc.current.Abort(npu.ErrKeyRevoked)
-	}
-	rc.mu.Unlock()
+	rc.abort(npu.ErrKeyRevoked)
 	go func() {
 		// The running response ends first with its error event and
 		// response.failed (no stream ends without its terminal event).
