@@ -388,7 +388,8 @@ func (s *Server) routes() http.Handler {
 			MaxBytes:  s.cfg.ResumeMaxBytes,
 			Heartbeat: s.cfg.Heartbeat,
 		},
-		Responses:     openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge},
+		Responses: openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge,
+			MaxPerTenant: s.cfg.ResponsesMaxPerTenant, MaxBytesPerTenant: s.cfg.ResponsesMaxBytesPerTenant},
 		WebSockets:    s.wsConns,
 		MaxWSMessages: s.cfg.WSMaxMessages,
 	}, s.log)

@@ -419,10 +419,18 @@ func (st *responseStart) stored() storedResponse {
 		conversation: conversationAfter(st.chat.Messages, st.req.Instructions, st.run.obj.Output)}
 }
 
-// keep stores the response when it asked to be and did not fail.
+// keep stores the response when it asked to be and did not fail, before
+// the response object goes out: one the store cannot take (larger than a
+// tenant's share, or the store full of other tenants' responses) goes out
+// with store false.
 func (a *API) keep(tenant string, st *responseStart) {
-	if st.run.obj.Store && st.run.obj.Status != "failed" {
-		a.responses.put(tenant, st.stored())
+	if !st.run.obj.Store || st.run.obj.Status == "failed" {
+		return
+	}
+	if !a.responses.put(tenant, st.stored()) {
+		st.run.obj.Store = false
+		a.log.Warn("a response was not stored: it is larger than a tenant's share of the store, or the store is full of other tenants' responses",
+			"tenant", tenant, "response", st.run.obj.ID)
 	}
 }
 
@@ -455,13 +463,10 @@ func (a *API) createResponse(c *gin.Context) {
 	defer stream.Close()
 
 	if r.Stream {
-		f := &responseFraming{a: a, run: run}
+		f := &responseFraming{a: a, run: run, keep: func() { a.keep(info.Tenant, st) }}
 		run.builder = newResponseBuilder(run.obj.ID, f.emit)
 		w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
 		info.Record(relay.Run(ctx, w, stream, f, func(err error) { a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint))) }))
-		if f.ended {
-			a.keep(info.Tenant, st)
-		}
 		return
 	}
 	run.builder = newResponseBuilder(run.obj.ID, nil)
@@ -533,6 +538,9 @@ type responseFraming struct {
 	// cancelled reports whether a failure is the client's own cancel
 	// (the WebSocket's response.cancel); nil: there is none.
 	cancelled func(error) bool
+	// keep stores the ended response before its terminal event is framed,
+	// so that the event says whether it was stored.
+	keep func()
 }
 
 func (f *responseFraming) emit(event string, payload map[string]any) {
@@ -577,6 +585,9 @@ func (f *responseFraming) Terminator() []byte { return nil }
 func (f *responseFraming) End(res npu.Result) ([]byte, string) {
 	f.run.end(res)
 	f.ended = true
+	if f.keep != nil {
+		f.keep()
+	}
 	event := "response.completed"
 	if f.run.obj.Status == "incomplete" {
 		event = "response.incomplete"

@@ -99,14 +99,14 @@ func (t *responseTurn) Warmup() []byte {
 }
 
 // Done is called when the response has ended: a completed or incomplete
-// one becomes the connection's latest (and is stored when it asked to be).
+// one becomes the connection's latest (it was stored, when it asked to
+// be, as its terminal event was framed).
 func (t *responseTurn) Done() {
 	if !t.framing.ended || t.st.run.obj.Status == "failed" {
 		return
 	}
 	stored := t.st.stored()
 	t.s.last = &stored
-	t.s.a.keep(t.s.tenant, t.st)
 }
 
 // Start decodes a response.create message and starts the response it asks
@@ -147,7 +147,8 @@ func (s *responsesSession) Start(ctx context.Context, raw []byte) (*responseTurn
 	}
 	st.run.lines = true
 	f := &responseFraming{a: s.a, run: st.run,
-		cancelled: func(err error) bool { return errors.Is(err, ErrResponseCancelled) }}
+		cancelled: func(err error) bool { return errors.Is(err, ErrResponseCancelled) },
+		keep:      func() { s.a.keep(s.tenant, st) }}
 	st.run.builder = newResponseBuilder(st.run.obj.ID, f.emit)
 	return &responseTurn{s: s, st: st, framing: f, Model: r.Model}, nil
 }
