@@ -53,7 +53,9 @@ func (a *API) countTokens(c *gin.Context) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := a.prepare(ctx, p); apiErr != nil {
+	// Images count by their size: their headers are read, nothing is
+	// decoded and no image memory is held.
+	if apiErr := a.prepare(ctx, p, true); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}

@@ -77,16 +77,19 @@ func (a *API) messages(c *gin.Context) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := a.prepare(ctx, p); apiErr != nil {
+	if apiErr := a.prepare(ctx, p, false); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
+	var src *npu.Stream
+	defer func() {
+		if src == nil && p.req.Release != nil {
+			p.req.Release() // the runner never took the request (however this ended): its images' memory goes back
+		}
+	}()
 	p.req.Tenant = info.Tenant
 	src, err := a.runner.Start(p.req)
 	if err != nil {
-		if p.req.Release != nil {
-			p.req.Release() // the runner never took the request: its images' memory goes back
-		}
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
@@ -106,12 +109,12 @@ func (a *API) messages(c *gin.Context) {
 
 // prepare checks the model before anything costly (a 404 names how to
 // alias it; images go only to a model that takes them, and are decoded
-// only then). max_tokens is npu.CompletionLimit's, as on every API:
+// only then, or with sizeOnly only measured). max_tokens is npu.CompletionLimit's, as on every API:
 // Anthropic's clients send their own model's output limit, often more than
 // a local model's whole context, and a limit larger than the room the
 // prompt leaves is clamped to that room (by the runner when the engine
 // counts the prompt, else by the engine), not refused.
-func (a *API) prepare(ctx context.Context, p *parsed) *Error {
+func (a *API) prepare(ctx context.Context, p *parsed, sizeOnly bool) *Error {
 	m, err := a.runner.Model(p.req.Model)
 	if err != nil {
 		return a.toError(err)
@@ -119,7 +122,7 @@ func (a *API) prepare(ctx context.Context, p *parsed) *Error {
 	if len(p.images) > 0 && !m.Details.Vision {
 		return invalid("model %q does not take images: its folder holds no vision encoder", m.ID)
 	}
-	return p.decodeImages(ctx, a.cfg.Images, a.toError)
+	return p.decodeImages(ctx, a.cfg.Images, sizeOnly, a.toError)
 }
 
 func (a *API) toError(err error) *Error {

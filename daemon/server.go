@@ -363,6 +363,7 @@ func (s *Server) routes() http.Handler {
 	r.HEAD(console.Path+"*file", ui)
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
 	images := s.imageLimits()
+	s.metrics.watchImageMemory(images.Budget)
 	s.wsConns = wsconn.New(wsconn.Config{
 		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
 		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },

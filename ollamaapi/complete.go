@@ -181,15 +181,19 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
+	var stream *npu.Stream
+	defer func() {
+		if stream == nil {
+			releaseImages(engineReq) // however this ended
+		}
+	}()
 	// The engine's own limits, shared with the OpenAI API.
 	if err := engineReq.Validate(); err != nil {
-		releaseImages(engineReq)
 		a.fail(c.Writer, info, optionError(err))
 		return
 	}
-	stream, err := a.runner.Start(engineReq)
+	stream, err = a.runner.Start(engineReq)
 	if err != nil {
-		releaseImages(engineReq)
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}

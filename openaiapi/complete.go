@@ -42,11 +42,14 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	engineReq.Tenant = info.Tenant
+	var src *source
+	defer func() {
+		if src == nil && engineReq.Release != nil {
+			engineReq.Release() // the runner never took the request (however this ended)
+		}
+	}()
 	src, err := a.open(c, info, &req, engineReq)
 	if err != nil {
-		if engineReq.Release != nil {
-			engineReq.Release() // the runner never took the request
-		}
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}

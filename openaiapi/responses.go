@@ -400,12 +400,15 @@ func (a *API) startResponse(ctx context.Context, tenant string, r *responsesRequ
 	if apiErr := openaichat.DecodeImages(ctx, chat, a.cfg.Images, a.runner, engineReq); apiErr != nil {
 		return nil, r.renamed(apiErr)
 	}
+	var stream *npu.Stream
+	defer func() {
+		if stream == nil && engineReq.Release != nil {
+			engineReq.Release() // the runner never took the request (however this ended)
+		}
+	}()
 	engineReq.Tenant = tenant
 	stream, err := a.runner.Start(engineReq)
 	if err != nil {
-		if engineReq.Release != nil {
-			engineReq.Release() // the runner never took the request
-		}
 		return nil, r.renamed(a.toError(err, chatEndpoint))
 	}
 	st.stream = stream
