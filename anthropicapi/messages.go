@@ -11,7 +11,6 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/errclass"
-	"github.com/npud/npud/wire/jsonbody"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"
@@ -67,11 +66,9 @@ func (a *API) messages(c *gin.Context) {
 		return
 	}
 	var req request
-	if err := jsonbody.Decode(c.Request, &req); err != nil {
-		a.fail(c.Writer, info, bodyError(err))
+	if !a.decode(c, info, &req) {
 		return
 	}
-	info.Model = req.Model
 	p, apiErr := req.toEngineRequest(a.cfg.DefaultTimeout)
 	if apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
@@ -123,6 +120,16 @@ func (a *API) prepare(ctx context.Context, p *parsed, sizeOnly bool) *Error {
 		return invalid("model %q does not take images: its folder holds no vision encoder", m.ID)
 	}
 	return p.decodeImages(ctx, a.cfg.Images, sizeOnly, a.toError)
+}
+
+// decode reads the body into req and records the model it names; false
+// when the body was refused (answered already).
+func (a *API) decode(c *gin.Context, info *reqinfo.Info, req reqinfo.Named) bool {
+	if err := reqinfo.Decode(c.Request, req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return false
+	}
+	return true
 }
 
 func (a *API) toError(err error) *Error {

@@ -37,6 +37,9 @@ type request struct {
 	Container  json.RawMessage `json:"container"`
 }
 
+// ModelName is the model the request asks for (reqinfo.Named).
+func (r *request) ModelName() string { return r.Model }
+
 type message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/wire/jsonbody"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/openaichat"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
@@ -442,11 +442,9 @@ func (a *API) createResponse(c *gin.Context) {
 	ctx := c.Request.Context()
 	info := reqinfo.From(ctx)
 	var r responsesRequest
-	if err := jsonbody.Decode(c.Request, &r); err != nil {
-		a.fail(c.Writer, info, bodyError(err))
+	if !a.decode(c, info, &r) {
 		return
 	}
-	info.Model = r.Model
 	var history []message
 	if r.PreviousResponseID != "" {
 		prev, ok := a.responses.get(info.Tenant, r.PreviousResponseID)
@@ -622,6 +620,6 @@ func (f *responseFraming) Fail(err error) ([]byte, string, error) {
 }
 
 func responseNotFound(param, id string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: param, Code: "response_not_found",
-		Message: fmt.Sprintf("no response %q: it was not stored, was deleted or has expired, or belongs to another key", reqinfo.Clip(id))}
+	return &Error{Type: "invalid_request_error", Param: param, Code: "response_not_found", Base: errclass.Base{Status: http.StatusNotFound,
+		Message: fmt.Sprintf("no response %q: it was not stored, was deleted or has expired, or belongs to another key", reqinfo.Clip(id))}}
 }

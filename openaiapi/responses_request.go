@@ -59,6 +59,9 @@ type responsesRequest struct {
 	TimeoutMS *int64   `json:"timeout_ms"`
 }
 
+// ModelName is the model the request asks for (reqinfo.Named).
+func (r *responsesRequest) ModelName() string { return r.Model }
+
 type responseReasoning struct {
 	Effort  *string `json:"effort"`
 	Summary *string `json:"summary"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/relay"
 )
 
@@ -181,7 +182,7 @@ func wsErrorMessage(e *Error) []byte {
 // wsErrorOf renders a failure npud classifies (shutting down, rate
 // limited, …) as an error message.
 func wsErrorOf(err error, status int, code string) []byte {
-	return wsErrorMessage(&Error{Status: status, Type: "invalid_request_error", Code: code, Message: err.Error()})
+	return wsErrorMessage(&Error{Type: "invalid_request_error", Code: code, Base: errclass.Base{Status: status, Message: err.Error()}})
 }
 
 // wsInvalid is an error message for a message npud cannot read.

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/wsconn"
@@ -60,8 +61,8 @@ type responsesConn struct {
 func (a *API) responsesWebSocket(c *gin.Context) {
 	if !strings.EqualFold(c.GetHeader("Upgrade"), "websocket") {
 		// GET /v1/responses serves nothing else: say so in OpenAI's shape.
-		WriteError(c.Writer, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
-			Code: "websocket_upgrade_required", Message: "GET /v1/responses is the Responses API's WebSocket mode: open a WebSocket (Upgrade: websocket), or POST /v1/responses"})
+		WriteError(c.Writer, &Error{Type: "invalid_request_error", Code: "websocket_upgrade_required", Base: errclass.Base{Status: http.StatusBadRequest,
+			Message: "GET /v1/responses is the Responses API's WebSocket mode: open a WebSocket (Upgrade: websocket), or POST /v1/responses"}})
 		return
 	}
 	tenant := reqinfo.From(c.Request.Context()).Tenant
@@ -226,8 +227,8 @@ func (rc *responsesConn) cancel(id string) []byte {
 	turn := rc.current
 	rc.mu.Unlock()
 	if turn == nil || (id != "" && id != turn.ID()) {
-		return wsErrorMessage(&Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
-			Code: "response_not_found", Message: fmt.Sprintf("response.cancel: no response %q runs on this connection", reqinfo.Clip(id))})
+		return wsErrorMessage(&Error{Type: "invalid_request_error", Param: "response_id", Code: "response_not_found", Base: errclass.Base{Status: http.StatusNotFound,
+			Message: fmt.Sprintf("response.cancel: no response %q runs on this connection", reqinfo.Clip(id))}})
 	}
 	turn.Cancel()
 	return nil
