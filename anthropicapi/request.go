@@ -38,7 +38,7 @@ type request struct {
 }
 
 // ModelName is the model the request asks for (reqinfo.Named).
-func (r *request) ModelName() string { return r.Model }
+func (req *request) ModelName() string { return req.Model }
 
 type message struct {
 	Role    string          `json:"role"`

@@ -8,6 +8,7 @@ import (
 	"image"
 	"image/png"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,45 +79,39 @@ func TestEveryImageRouteGivesItsMemoryBack(t *testing.T) {
 		})
 	}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
 	ws := strings.Replace(srv.URL, "http://", "ws://", 1)
 	t.Run("npud WebSocket", func(t *testing.T) {
-		conn, _, err := websocket.Dial(ctx, ws+"/npud/v1/streams", nil)
-		require.NoError(t, err)
-		defer conn.CloseNow()
 		start := `{"type":"start","request_id":"img1","max_tokens":5,` + strings.TrimPrefix(strings.Replace(chat, "%s", "", 1), "{")
-		require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(start)))
-		for {
-			_, msg, err := conn.Read(ctx)
-			require.NoError(t, err)
-			var m struct{ Type string }
-			require.NoError(t, json.Unmarshal(msg, &m))
-			require.NotEqual(t, "error", m.Type, "%s", msg)
-			if m.Type == "final" {
-				break
-			}
-		}
+		wsTurn(t, ws+"/npud/v1/streams", start, []string{"final"}, []string{"error"})
 		assert.Zero(t, imageMemory(t, srv.URL))
 	})
 	t.Run("Responses WebSocket", func(t *testing.T) {
-		conn, _, err := websocket.Dial(ctx, ws+"/v1/responses", nil)
-		require.NoError(t, err)
-		defer conn.CloseNow()
 		create := `{"type":"response.create","model":"sim","max_output_tokens":5,"input":[{"type":"message","role":"user","content":[{"type":"input_image","image_url":"` + url + `"}]}]}`
-		require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(create)))
-		for {
-			_, msg, err := conn.Read(ctx)
-			require.NoError(t, err)
-			var m struct{ Type string }
-			require.NoError(t, json.Unmarshal(msg, &m))
-			require.NotContains(t, []string{"error", "response.failed"}, m.Type, "%s", msg)
-			if m.Type == "response.completed" || m.Type == "response.incomplete" {
-				break
-			}
-		}
+		wsTurn(t, ws+"/v1/responses", create, []string{"response.completed", "response.incomplete"}, []string{"error", "response.failed"})
 		assert.Zero(t, imageMemory(t, srv.URL))
 	})
+}
+
+// wsTurn sends msg on a new WebSocket to url and reads until a message of
+// one of the end types, failing on one of the failure types.
+func wsTurn(t *testing.T, url, msg string, end, failure []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, url, nil)
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(msg)))
+	for {
+		_, raw, err := conn.Read(ctx)
+		require.NoError(t, err)
+		var m struct{ Type string }
+		require.NoError(t, json.Unmarshal(raw, &m))
+		require.NotContains(t, failure, m.Type, "%s", raw)
+		if slices.Contains(end, m.Type) {
+			return
+		}
+	}
 }
 
 // Issue 38 item 1: count_tokens held each image's decoded memory for the
