@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -38,11 +37,9 @@ func (a *API) countTokens(c *gin.Context) {
 	ctx := c.Request.Context()
 	info := reqinfo.From(ctx)
 	var req request
-	if err := jsonbody.Decode(c.Request, &req); err != nil {
-		a.fail(c.Writer, info, bodyError(err))
+	if !a.decode(c, info, &req) {
 		return
 	}
-	info.Model = req.Model
 	if req.MaxTokens == nil {
 		unbounded := math.MaxInt32 // count_tokens has no max_tokens; nothing is generated
 		req.MaxTokens = &unbounded
@@ -53,7 +50,9 @@ func (a *API) countTokens(c *gin.Context) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := a.prepare(ctx, p); apiErr != nil {
+	// Images count by their size: their headers are read, nothing is
+	// decoded and no image memory is held.
+	if apiErr := a.prepare(ctx, p, true); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}

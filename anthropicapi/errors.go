@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/npud/npud/npu"
@@ -17,17 +15,9 @@ import (
 // Error is an Anthropic-shaped error: an HTTP status and the body
 // {"type":"error","error":{"type","message"}}.
 type Error struct {
-	Status     int
-	Type       string
-	Message    string
-	RetryAfter time.Duration
-	Cause      error // what the error was made from, for errors.Is and the access log's code
+	errclass.Base
+	Type string
 }
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap gives errors.Is access to the cause.
-func (e *Error) Unwrap() error { return e.Cause }
 
 // StatusOverloaded is Anthropic's status for a server that cannot take the
 // request now (npud's 503s: queue full, draining, engine restarting).
@@ -63,7 +53,7 @@ func NewError(status int, message string) *Error {
 	if status == http.StatusServiceUnavailable {
 		status = StatusOverloaded
 	}
-	return &Error{Status: status, Type: TypeOf(status), Message: message}
+	return &Error{Type: TypeOf(status), Base: errclass.Base{Status: status, Message: message}}
 }
 
 func invalid(format string, args ...any) *Error {
@@ -94,12 +84,7 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 
 // WriteError answers with e before any byte of the response was written.
 func WriteError(w http.ResponseWriter, e *Error) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
-	}
-	w.WriteHeader(e.Status)
+	e.WriteHeader(w, "application/json")
 	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
 }
 
@@ -118,16 +103,11 @@ func toError(err error, retryAfter func() time.Duration, served func() []string)
 	}
 	c := errclass.Of(err)
 	if c.Status == errclass.StatusClientClosed {
-		return &Error{Status: c.Status, Type: "api_error", Message: err.Error(), Cause: err}
+		return &Error{Type: "api_error", Base: errclass.Base{Status: c.Status, Message: err.Error(), Cause: err}}
 	}
 	e := NewError(c.Status, err.Error())
 	e.Cause = err
-	if c.Retryable && retryAfter != nil {
-		e.RetryAfter = retryAfter()
-		if c.Status == http.StatusTooManyRequests {
-			e.RetryAfter = max(time.Second, e.RetryAfter)
-		}
-	}
+	e.RetryAfter = c.RetryDelay(retryAfter)
 	if c.Code == "model_not_found" && served != nil {
 		e.Message = errclass.ModelNotFound(err, served(), "")
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
@@ -67,26 +66,27 @@ func (a *API) messages(c *gin.Context) {
 		return
 	}
 	var req request
-	if err := jsonbody.Decode(c.Request, &req); err != nil {
-		a.fail(c.Writer, info, bodyError(err))
+	if !a.decode(c, info, &req) {
 		return
 	}
-	info.Model = req.Model
 	p, apiErr := req.toEngineRequest(a.cfg.DefaultTimeout)
 	if apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	if apiErr := a.prepare(ctx, p); apiErr != nil {
+	if apiErr := a.prepare(ctx, p, false); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
+	var src npu.Stream
+	defer func() {
+		if src == nil && p.req.Release != nil {
+			p.req.Release() // the router never took the request (however this ended): its images' memory goes back
+		}
+	}()
 	p.req.Tenant = info.Tenant
 	src, err := a.router.Start(p.req)
 	if err != nil {
-		if p.req.Release != nil {
-			p.req.Release() // the router never took the request: its images' memory goes back
-		}
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
@@ -106,12 +106,12 @@ func (a *API) messages(c *gin.Context) {
 
 // prepare checks the model before anything costly (a 404 names how to
 // alias it; images go only to a model that takes them, and are decoded
-// only then). max_tokens is npu.CompletionLimit's, as on every API:
+// only then, or with sizeOnly only measured). max_tokens is npu.CompletionLimit's, as on every API:
 // Anthropic's clients send their own model's output limit, often more than
 // a local model's whole context, and a limit larger than the room the
 // prompt leaves is clamped to that room (by the router when the engine
 // counts the prompt, else by the engine), not refused.
-func (a *API) prepare(ctx context.Context, p *parsed) *Error {
+func (a *API) prepare(ctx context.Context, p *parsed, sizeOnly bool) *Error {
 	m, err := a.router.Model(p.req.Model)
 	if err != nil {
 		return a.toError(err)
@@ -119,7 +119,17 @@ func (a *API) prepare(ctx context.Context, p *parsed) *Error {
 	if len(p.images) > 0 && !m.Details.Vision {
 		return invalid("model %q does not take images: its folder holds no vision encoder", m.ID)
 	}
-	return p.decodeImages(ctx, a.cfg.Images, a.toError)
+	return p.decodeImages(ctx, a.cfg.Images, sizeOnly, a.toError)
+}
+
+// decode reads the body into req and records the model it names; false
+// when the body was refused (answered already).
+func (a *API) decode(c *gin.Context, info *reqinfo.Info, req reqinfo.Named) bool {
+	if err := reqinfo.Decode(c.Request, req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return false
+	}
+	return true
 }
 
 func (a *API) toError(err error) *Error {

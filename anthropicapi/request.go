@@ -37,6 +37,9 @@ type request struct {
 	Container  json.RawMessage `json:"container"`
 }
 
+// ModelName is the model the request asks for (reqinfo.Named).
+func (req *request) ModelName() string { return req.Model }
+
 type message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
@@ -465,8 +468,9 @@ func (req *request) sampling(out *npu.Request) *Error {
 // decodeImages reads the request's images, within limits, into its
 // messages; the caller checked that the model takes images. The decoded
 // pictures hold their share of the image memory until the request's
-// Release (set here) runs.
-func (p *parsed) decodeImages(ctx context.Context, limits imagein.Limits, toError func(error) *Error) *Error {
+// Release (set here) runs. With sizeOnly (a token count) each image's
+// header is read for its size and nothing is decoded or reserved.
+func (p *parsed) decodeImages(ctx context.Context, limits imagein.Limits, sizeOnly bool, toError func(error) *Error) *Error {
 	if len(p.images) == 0 {
 		return nil
 	}
@@ -474,6 +478,9 @@ func (p *parsed) decodeImages(ctx context.Context, limits imagein.Limits, toErro
 		return invalid("messages: %v", err)
 	}
 	batch := limits.Begin()
+	if sizeOnly {
+		batch = limits.Measure()
+	}
 	for _, ref := range p.images {
 		var img npu.Image
 		var err error

@@ -86,6 +86,13 @@ func agentConfig(agent string, t launchTarget) (agentSetup, error) {
 	return agentSetup{}, fmt.Errorf("unknown agent %q (codex, claude or opencode)", agent)
 }
 
+// hostedKeys are the user's own keys for the hosted APIs, removed from
+// every agent's environment: an agent pointed at npud needs only npud's
+// key, and a hosted key passed on could go to the daemon (Claude Code
+// prefers ANTHROPIC_API_KEY to its token; OpenCode's other providers read
+// them) or to any tool the agent runs.
+func hostedKeys() []string { return []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} }
+
 // tomlString is s as a TOML basic string: JSON's string escapes are all
 // TOML's too.
 func tomlString(s string) string {
@@ -117,7 +124,7 @@ func codexConfig(t launchTarget) agentSetup {
 	if t.Context > 0 {
 		settings = append(settings, [2]string{"model_context_window", strconv.Itoa(t.Context)})
 	}
-	s := agentSetup{Program: "codex", Env: map[string]string{}, Install: "npm install -g @openai/codex"}
+	s := agentSetup{Program: "codex", Env: map[string]string{}, Unset: hostedKeys(), Install: "npm install -g @openai/codex"}
 	if t.Key != "" {
 		settings = append(settings, [2]string{"model_providers.npud.env_key", tomlString(apiKeyEnv)})
 		s.Env[apiKeyEnv] = t.Key
@@ -134,7 +141,8 @@ func codexConfig(t launchTarget) agentSetup {
 			fmt.Fprintf(&top, "%s = %s\n", kv[0], kv[1])
 		}
 	}
-	s.Print = "# ~/.codex/config.toml (npud launch codex passes the same with -c)\n" + top.String() +
+	s.Print = "# ~/.codex/config.toml (npud launch codex passes the same with -c,\n" +
+		"# and removes " + strings.Join(s.Unset, " and ") + " from Codex's environment)\n" + top.String() +
 		"\n[features]\n" + features.String() +
 		"\n[model_providers.npud]\n" + provider.String()
 	if t.Key != "" {
@@ -147,8 +155,9 @@ func codexConfig(t launchTarget) agentSetup {
 // API, a bearer token (npud takes one without checking it when it has no
 // keys; Claude Code wants one to skip its login), and the npud model for
 // every model Claude Code would pick on its own (the main model, the
-// small/fast one, subagents and each tier's default). A real Anthropic key
-// in the environment is removed, so it never goes to the daemon.
+// small/fast one, subagents and each tier's default). The hosted APIs'
+// keys in the environment are removed, so a real Anthropic key never goes
+// to the daemon.
 func claudeConfig(t launchTarget) agentSetup {
 	token := t.Key
 	if token == "" {
@@ -163,7 +172,7 @@ func claudeConfig(t launchTarget) agentSetup {
 			// to Anthropic, not to the box it was pointed at.
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		},
-		Unset:   []string{"ANTHROPIC_API_KEY"},
+		Unset:   hostedKeys(),
 		Install: "npm install -g @anthropic-ai/claude-code",
 	}
 	for _, v := range claudeModelVars {
@@ -171,7 +180,9 @@ func claudeConfig(t launchTarget) agentSetup {
 	}
 	var b strings.Builder
 	b.WriteString("# Claude Code's environment (npud launch claude sets it for the agent only)\n")
-	b.WriteString("unset ANTHROPIC_API_KEY\n")
+	for _, k := range s.Unset {
+		fmt.Fprintf(&b, "unset %s\n", k)
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		v := shellQuote(s.Env[k])
 		if k == "ANTHROPIC_AUTH_TOKEN" && t.Key != "" {
@@ -205,7 +216,7 @@ func openCodeConfig(t launchTarget) (agentSetup, error) {
 		model["limit"] = map[string]int{"context": t.Context, "output": min(t.Context/4, 32768)}
 	}
 	options := map[string]any{"baseURL": t.Base + "/v1"}
-	s := agentSetup{Program: "opencode", Env: map[string]string{}, Install: "npm install -g opencode-ai"}
+	s := agentSetup{Program: "opencode", Env: map[string]string{}, Unset: hostedKeys(), Install: "npm install -g opencode-ai"}
 	if t.Key != "" {
 		options["apiKey"] = "{env:" + apiKeyEnv + "}"
 		s.Env[apiKeyEnv] = t.Key
@@ -226,7 +237,8 @@ func openCodeConfig(t launchTarget) (agentSetup, error) {
 		return agentSetup{}, err
 	}
 	s.Env["OPENCODE_CONFIG_CONTENT"] = string(raw)
-	s.Print = "// opencode.json (npud launch opencode passes it in OPENCODE_CONFIG_CONTENT)\n" + string(raw) + "\n"
+	s.Print = "// opencode.json (npud launch opencode passes it in OPENCODE_CONFIG_CONTENT,\n" +
+		"// and removes " + strings.Join(s.Unset, " and ") + " from OpenCode's environment)\n" + string(raw) + "\n"
 	return s, nil
 }
 

@@ -103,7 +103,7 @@ func callContext(t *testing.T) context.Context {
 // Issue 29 item 4: npud launch starts each agent (a fake one on PATH that
 // records what it got) pointed at a real npud with an API key: the
 // configuration reaches the agent, the key only through its environment,
-// a real Anthropic key in the user's environment not to Claude Code, the agent's
+// the user's real Anthropic and OpenAI keys to no agent (issue 38 item 7), the agent's
 // own arguments after --, and its exit code back. Then what each agent
 // got is used with the official clients against the daemon, as the agent
 // would: it works as given.
@@ -114,6 +114,7 @@ func TestLaunchStartsEachAgentPointedAtNpud(t *testing.T) {
 	}, nil)
 	dir := fakeAgents(t)
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-the-users-real-key")
+	t.Setenv("OPENAI_API_KEY", "sk-the-users-real-openai-key")
 	getenv := func(k string) string {
 		return map[string]string{"PATH": dir, "NPUD_API_KEY": key, "NPUD_HOST": srv.URL}[k]
 	}
@@ -126,9 +127,8 @@ func TestLaunchStartsEachAgentPointedAtNpud(t *testing.T) {
 		assert.Equal(t, []string{"--agent-flag", "its value"}, args[len(args)-2:], "%s: its own arguments last", agent)
 		assert.NotContains(t, strings.Join(args, "\x00"), key, "%s: the key is never in argv", agent)
 		assert.NotContains(t, stdout+stderr, key)
-		if agent == "claude" {
-			assert.NotContains(t, env, "ANTHROPIC_API_KEY", "a real Anthropic key never reaches Claude Code pointed at npud")
-		}
+		assert.NotContains(t, env, "ANTHROPIC_API_KEY", "%s: a real Anthropic key never reaches an agent pointed at npud", agent)
+		assert.NotContains(t, env, "OPENAI_API_KEY", "%s: a real OpenAI key never reaches an agent pointed at npud", agent)
 	}
 
 	// Codex: a Responses provider with the daemon's /v1 and the key in the

@@ -94,7 +94,7 @@ func TestAgentConfig(t *testing.T) {
 				"CLAUDE_CODE_SUBAGENT_MODEL":               "qwen3-8b",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 			}, s.Env)
-			assert.Equal(t, []string{"ANTHROPIC_API_KEY"}, s.Unset, "a real Anthropic key never goes to the daemon")
+			assert.Equal(t, []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, s.Unset, "a real Anthropic key never goes to the daemon")
 			assert.Contains(t, s.Print, `export ANTHROPIC_AUTH_TOKEN="$NPUD_API_KEY"`)
 			assert.Contains(t, s.Print, "unset ANTHROPIC_API_KEY\n")
 		}},
@@ -147,6 +147,8 @@ func TestAgentConfig(t *testing.T) {
 			assert.NotContains(t, strings.Join(s.Args, " "), key, "the key is never in argv")
 			assert.NotContains(t, s.Print, key, "nor in what --print shows")
 			assert.NotEmpty(t, s.Install)
+			// Issue 38 item 7: every agent loses the user's hosted keys.
+			assert.Subset(t, s.Unset, []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"})
 		})
 	}
 	_, err := agentConfig("aider", keyed)

@@ -11,6 +11,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -24,11 +25,13 @@ func (s *Server) adminReload(c *gin.Context) {
 		Model string `json:"model"`
 	}
 	if err := jsonbody.Decode(c.Request, &req); err != nil {
-		openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: err.Status, Type: "invalid_request_error", Param: err.Field, Code: err.Code, Message: err.Message})
+		openaiapi.WriteError(c.Writer, &openaiapi.Error{Type: "invalid_request_error", Param: err.Field, Code: err.Code, Base: errclass.Base{Status: err.Status,
+			Message: err.Message}})
 		return
 	}
 	if req.Model == "" {
-		openaiapi.WriteError(c.Writer, &openaiapi.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model", Code: "missing_model", Message: "model is required"})
+		openaiapi.WriteError(c.Writer, &openaiapi.Error{Type: "invalid_request_error", Param: "model", Code: "missing_model", Base: errclass.Base{Status: http.StatusBadRequest,
+			Message: "model is required"}})
 		return
 	}
 	info.Model = req.Model

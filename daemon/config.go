@@ -102,6 +102,11 @@ type Config struct {
 	Preload           []string          // models loaded at start and kept loaded
 	Aliases           map[string]string // extra model names: alias → served model
 
+	// Each tenant's share of the stored responses: a tenant evicts only
+	// its own.
+	ResponsesMaxPerTenant      int
+	ResponsesMaxBytesPerTenant int64
+
 	Security
 
 	LogFormat string // "text" or "json"
@@ -337,6 +342,10 @@ func (c *Config) options(ls *layers) []option {
 		{"responses-max", "stored responses (/v1/responses with store) kept in memory for previous_response_id and GET, oldest evicted first (0 = none stored)", num(&c.ResponsesMax, 1000)},
 		{"responses-max-bytes", "total size of the stored responses, oldest evicted first", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.ResponsesMaxBytes, n, 64<<20, u) }},
 		{"responses-max-age", "how long a stored response is kept (0 = until evicted by count or size)", dur(&c.ResponsesMaxAge, 24*time.Hour)},
+		{"responses-max-per-tenant", "stored responses each tenant (API key name) may keep, its own oldest evicted first: no tenant evicts another's (0 = --responses-max)", num(&c.ResponsesMaxPerTenant, 250)},
+		{"responses-max-bytes-per-tenant", "total size of each tenant's stored responses, its own oldest evicted first (0 = --responses-max-bytes)", func(fs *flag.FlagSet, n, u string) {
+			fs.Int64Var(&c.ResponsesMaxBytesPerTenant, n, 16<<20, u)
+		}},
 		{"ws-max-requests", "generations one WebSocket connection (/npud/v1/streams) may run at once", num(&c.WSMaxRequests, 8)},
 		{"ws-max-messages", "client messages one Responses WebSocket connection (GET /v1/responses) may carry; then it asks the client to connect again", num(&c.WSMaxMessages, 10000)},
 		{"keep-alive", "how long a model stays loaded after its last request (negative = forever)", dur(&c.KeepAlive, 5*time.Minute)},
@@ -552,6 +561,7 @@ func (c Config) Validate() error {
 	check(c.WSMaxMessages > 0, "--ws-max-messages must be positive, got %d", c.WSMaxMessages)
 	check(c.ResumeMaxBytes > 0, "--resume-max-bytes must be positive, got %d", c.ResumeMaxBytes)
 	check(c.ResponsesMax >= 0 && c.ResponsesMaxBytes > 0, "--responses-max must be 0 or more and --responses-max-bytes positive")
+	check(c.ResponsesMaxPerTenant >= 0 && c.ResponsesMaxBytesPerTenant >= 0, "--responses-max-per-tenant and --responses-max-bytes-per-tenant must be 0 or more")
 	check(c.MaxBodyBytes > 0, "--max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	check(c.LogFormat == "text" || c.LogFormat == "json", "--log-format must be text or json, got %q", c.LogFormat)
 	check(c.RateLimit >= 0 && c.MaxStreams >= 0, "--rate-limit and --max-streams-per-key must be 0 or more")

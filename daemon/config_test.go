@@ -85,6 +85,9 @@ func TestParseServeDefaults(t *testing.T) {
 			HeaderTimeout:  10 * time.Second,
 		},
 		LogFormat: "text",
+
+		ResponsesMaxPerTenant:      250,
+		ResponsesMaxBytesPerTenant: 16 << 20,
 	}
 	assert.Equal(t, want, cfg)
 	assert.NoError(t, cfg.Validate(), "the defaults are valid")
@@ -176,6 +179,8 @@ func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 		{"responses-max", "7", func(c Config) any { return c.ResponsesMax }, 7},
 		{"responses-max-bytes", "65536", func(c Config) any { return c.ResponsesMaxBytes }, int64(65536)},
 		{"responses-max-age", "2h", func(c Config) any { return c.ResponsesMaxAge }, 2 * time.Hour},
+		{"responses-max-per-tenant", "3", func(c Config) any { return c.ResponsesMaxPerTenant }, 3},
+		{"responses-max-bytes-per-tenant", "4096", func(c Config) any { return c.ResponsesMaxBytesPerTenant }, int64(4096)},
 		{"sim-slots", "16", func(c Config) any { return c.SimSlots }, 16},
 		{"ws-max-requests", "3", func(c Config) any { return c.WSMaxRequests }, 3},
 		{"ws-max-messages", "50", func(c Config) any { return c.WSMaxMessages }, 50},

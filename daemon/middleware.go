@@ -16,6 +16,7 @@ import (
 	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/ollamaapi"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -166,7 +167,7 @@ func writeRouteError(c *gin.Context, status int, msg string) {
 	case http.StatusInternalServerError:
 		typ, code = "server_error", "internal_error"
 	}
-	writeProtocolError(c, &openaiapi.Error{Status: status, Type: typ, Code: code, Message: msg})
+	writeProtocolError(c, &openaiapi.Error{Type: typ, Code: code, Base: errclass.Base{Status: status, Message: msg}})
 }
 
 // writeProtocolError answers for the daemon itself (unknown route, panic,
@@ -182,7 +183,7 @@ func writeProtocolError(c *gin.Context, e *openaiapi.Error) {
 		return
 	}
 	if strings.HasPrefix(c.Request.URL.Path, "/api/") {
-		ollamaapi.WriteError(c.Writer, &ollamaapi.Error{Status: e.Status, Message: e.Message, RetryAfter: e.RetryAfter})
+		ollamaapi.WriteError(c.Writer, &ollamaapi.Error{Base: e.Base})
 		return
 	}
 	openaiapi.WriteError(c.Writer, e)

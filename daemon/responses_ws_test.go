@@ -14,6 +14,8 @@ import (
 
 	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
 )
 
 // A reload that revokes a key ends its Responses WebSockets as it ends
@@ -71,4 +73,96 @@ func TestRevokedKeyEndsItsResponsesWebSocket(t *testing.T) {
 	assert.Equal(t, "key_revoked", code, "%v", types)
 	_, _, err = conn.Read(ctx)
 	assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v", err)
+}
+
+// bigAnswer is an engine that answers one token of n pseudo-random
+// letters (no compression shrinks it) and returns: a client that does not
+// read keeps the relay writing it after the engine has finished.
+type bigAnswer struct {
+	*sim.Engine
+	n int
+}
+
+func (e bigAnswer) Generate(_ context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
+	b := make([]byte, e.n)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = 'a' + byte(x%26)
+	}
+	sink(string(b))
+	return npu.Result{FinishReason: npu.FinishStop, PromptTokens: 1, CompletionTokens: 1}, nil
+}
+
+// Issue 38 item 4: a response the engine had finished but the connection
+// had not yet delivered when the key was revoked reported
+// response.completed (and became the connection's latest, and was
+// stored); it ends with key_revoked and response.failed as over SSE, and
+// is not stored.
+func TestRevokedKeyFailsAResponseFinishedButNotDelivered(t *testing.T) {
+	alice := daemon.APIKey{Name: "alice", Key: "sk-alice-0123456789"}
+	admin := daemon.APIKey{Name: "ops", Key: "sk-ops-0123456789abc", Admin: true}
+	cfg := daemontest.Defaults(t)
+	cfg.APIKeys = []daemon.APIKey{alice, admin}
+	cfg.MaxPendingBytes = 64 << 20
+	const answer = 12 << 20 // more than loopback's socket buffers hold for a reader that reads nothing
+	srv, err := daemon.New(cfg, discardLogger(), daemon.WithEngine(bigAnswer{Engine: sim.New(sim.Config{}), n: answer}))
+	require.NoError(t, err)
+	c := serveInBackground(t, srv)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/responses",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + alice.Key}}})
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	conn.SetReadLimit(2 * answer)
+	require.NoError(t, conn.Write(ctx, websocket.MessageText,
+		[]byte(`{"type":"response.create","model":"sim","input":"hello"}`)))
+
+	// The engine has finished (its tokens are counted only then) while the
+	// connection still writes the answer to a client that reads nothing.
+	daemontest.Eventually(t, func() bool {
+		return scrapeMetrics(t, c.URL, "Authorization", "Bearer "+admin.Key).sum("npud_completion_tokens_total", "tenant", "alice") > 0
+	})
+	next := cfg
+	next.APIKeys = []daemon.APIKey{admin}
+	require.NoError(t, srv.Reload(next))
+
+	var types []string
+	var code, id string
+	for {
+		_, data, err := conn.Read(ctx)
+		require.NoError(t, err, "%v", types)
+		var ev struct {
+			Type     string `json:"type"`
+			Code     string `json:"code"`
+			Response struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"response"`
+		}
+		require.NoError(t, json.Unmarshal(data, &ev))
+		types = append(types, ev.Type)
+		if ev.Response.ID != "" {
+			id = ev.Response.ID
+		}
+		if ev.Type == "error" {
+			code = ev.Code
+		}
+		require.NotContains(t, []string{"response.completed", "response.incomplete"}, ev.Type, "%v", types)
+		if ev.Type == "response.failed" {
+			assert.Equal(t, "failed", ev.Response.Status)
+			break
+		}
+	}
+	assert.Equal(t, "key_revoked", code, "%v", types)
+	_, _, err = conn.Read(ctx)
+	assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v", err)
+
+	// Given back, the key finds no stored response of that turn.
+	require.NoError(t, srv.Reload(cfg))
+	resp, body := c.Do(t, "GET", "/v1/responses/"+id, "", "Authorization", "Bearer "+alice.Key)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/serve"
 	"github.com/npud/npud/openaiapi"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/wsconn"
 )
@@ -447,7 +448,8 @@ func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.D
 			_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
 		}
 	}()
-	writeProtocolError(c, &openaiapi.Error{Status: status, Type: "invalid_request_error", Code: code, Message: msg, RetryAfter: retryAfter})
+	writeProtocolError(c, &openaiapi.Error{Type: "invalid_request_error", Code: code, Base: errclass.Base{Status: status,
+		Message: msg, RetryAfter: retryAfter}})
 	c.Abort()
 }
 

@@ -364,6 +364,7 @@ func (s *Server) routes() http.Handler {
 	r.HEAD(console.Path+"*file", ui)
 	r.GET(strings.TrimSuffix(console.Path, "/"), func(c *gin.Context) { c.Redirect(http.StatusMovedPermanently, console.Path) })
 	images := s.imageLimits()
+	s.metrics.watchImageMemory(images.Budget)
 	s.wsConns = wsconn.New(wsconn.Config{
 		MaxMessage:     func() int64 { return s.policy.Load().maxBody },
 		KeyValid:       func(id string) bool { return id == "" || s.policy.Load().keys.hasID(id) },
@@ -389,7 +390,8 @@ func (s *Server) routes() http.Handler {
 			MaxBytes:  s.cfg.ResumeMaxBytes,
 			Heartbeat: s.cfg.Heartbeat,
 		},
-		Responses:     openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge},
+		Responses: openaiapi.StoreConfig{MaxResponses: s.cfg.ResponsesMax, MaxBytes: s.cfg.ResponsesMaxBytes, MaxAge: s.cfg.ResponsesMaxAge,
+			MaxPerTenant: s.cfg.ResponsesMaxPerTenant, MaxBytesPerTenant: s.cfg.ResponsesMaxBytesPerTenant},
 		WebSockets:    s.wsConns,
 		MaxWSMessages: s.cfg.WSMaxMessages,
 	}, s.log)

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/wirefmt/jsonbody"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/streamwriter"
@@ -120,12 +120,11 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	ctx := c.Request.Context()
 	info := reqinfo.From(ctx)
 	var req request
-	if err := jsonbody.Decode(c.Request, &req); err != nil {
+	if err := reqinfo.Decode(c.Request, &req); err != nil {
 		a.fail(c.Writer, info, bodyError(err))
 		return
 	}
-	model := req.model()
-	info.Model = model
+	model := req.ModelName()
 	if model == "" {
 		a.fail(c.Writer, info, badRequest("model is required"))
 		return
@@ -181,15 +180,19 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
+	var stream npu.Stream
+	defer func() {
+		if stream == nil {
+			releaseImages(engineReq) // however this ended
+		}
+	}()
 	// The engine's own limits, shared with the OpenAI API.
 	if err := engineReq.Validate(); err != nil {
-		releaseImages(engineReq)
 		a.fail(c.Writer, info, optionError(err))
 		return
 	}
-	stream, err := a.router.Start(engineReq)
+	stream, err = a.router.Start(engineReq)
 	if err != nil {
-		releaseImages(engineReq)
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
@@ -226,8 +229,8 @@ func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive 
 		reason = "unload"
 		if a.router.Preloaded(model) && !info.ManagesModels {
 			// The operator pinned it for every tenant.
-			a.fail(c.Writer, info, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf(
-				"model %q is preloaded (--preload) and kept loaded for everyone: unloading it needs an admin key", model)})
+			a.fail(c.Writer, info, &Error{Base: errclass.Base{Status: http.StatusForbidden,
+				Message: fmt.Sprintf("model %q is preloaded (--preload) and kept loaded for everyone: unloading it needs an admin key", model)}})
 			return
 		}
 		err = a.router.UnloadModel(c.Request.Context(), model)
@@ -383,9 +386,9 @@ func optionError(err error) *Error {
 	var ie *npu.InvalidRequestError
 	if errors.As(err, &ie) {
 		if name, ok := ollamaOptions[ie.Param]; ok {
-			return &Error{Status: http.StatusBadRequest, Cause: err,
-				Message: fmt.Sprintf("option %q is outside what the engine accepts: %s", name, ie.Message)}
+			return &Error{Base: errclass.Base{Status: http.StatusBadRequest,
+				Message: fmt.Sprintf("option %q is outside what the engine accepts: %s", name, ie.Message), Cause: err}}
 		}
 	}
-	return &Error{Status: http.StatusBadRequest, Message: err.Error(), Cause: err}
+	return &Error{Base: errclass.Base{Status: http.StatusBadRequest, Message: err.Error(), Cause: err}}
 }

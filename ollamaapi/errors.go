@@ -3,9 +3,7 @@ package ollamaapi
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/npud/npud/npu/wirefmt/jsonbody"
@@ -14,32 +12,21 @@ import (
 
 // Error is an Ollama API error: a status and {"error": "..."}.
 type Error struct {
-	Status     int
-	Message    string
-	RetryAfter time.Duration
-	Cause      error // what the error was made from, for errors.Is
+	errclass.Base
 }
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap gives errors.Is access to the cause.
-func (e *Error) Unwrap() error { return e.Cause }
 
 // statusClientClosed is logged for a client that left before its answer.
 const statusClientClosed = errclass.StatusClientClosed
 
 // WriteError answers with e before any byte of the response was written.
 func WriteError(w http.ResponseWriter, e *Error) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
-	}
-	w.WriteHeader(e.Status)
+	e.WriteHeader(w, "application/json; charset=utf-8")
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": e.Message}) // the client may be gone
 }
 
-func bodyError(e *jsonbody.Error) *Error { return &Error{Status: e.Status, Message: e.Message} }
+func bodyError(e *jsonbody.Error) *Error {
+	return &Error{Base: errclass.Base{Status: e.Status, Message: e.Message}}
+}
 
 // toError classifies errors from the router and streams.
 func toError(err error, retryAfter func() time.Duration, served func() []string) *Error {
@@ -56,15 +43,7 @@ func toError(err error, retryAfter func() time.Duration, served func() []string)
 		}
 		msg = errclass.ModelNotFound(err, names, "try pulling it first")
 	}
-	var retry time.Duration
-	if c.Retryable {
-		retry = retryAfter()
-		if c.Status == http.StatusTooManyRequests {
-			retry = max(time.Second, retry)
-		}
-	}
-	status := c.Status
-	return &Error{Status: status, Message: msg, RetryAfter: retry, Cause: err}
+	return &Error{Base: errclass.Base{Status: c.Status, Message: msg, RetryAfter: c.RetryDelay(retryAfter), Cause: err}}
 }
 
 // toError classifies err with what the router says: when to retry, and

@@ -15,6 +15,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/wirefmt/jsonbody"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/imagein"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -102,7 +103,9 @@ type request struct {
 	Options   map[string]json.RawMessage `json:"options"`
 }
 
-func (r *request) model() string {
+// ModelName is the model the request asks for (reqinfo.Named): model, or
+// name.
+func (r *request) ModelName() string {
 	if r.Model != "" {
 		return r.Model
 	}
@@ -161,7 +164,7 @@ func (k *keepAlive) duration() *time.Duration {
 }
 
 func badRequest(format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}
+	return &Error{Base: errclass.Base{Status: http.StatusBadRequest, Message: fmt.Sprintf(format, args...)}}
 }
 
 func isSet(raw json.RawMessage) bool {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/wire/audioin"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -48,8 +49,8 @@ func (a *API) readAudioForm(r *http.Request, limits audioin.Limits) (audioReques
 	var req audioRequest
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mediaType != "multipart/form-data" {
-		return req, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_content_type",
-			Message: "the request must be multipart/form-data with the audio in a 'file' part"}
+		return req, &Error{Type: "invalid_request_error", Code: "invalid_content_type", Base: errclass.Base{Status: http.StatusBadRequest,
+			Message: "the request must be multipart/form-data with the audio in a 'file' part"}}
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -70,8 +71,8 @@ func (a *API) readAudioForm(r *http.Request, limits audioin.Limits) (audioReques
 		if name == "file" {
 			if req.file, err = readBounded(part, limits.MaxBytes); err != nil {
 				if errors.Is(err, errFieldTooLarge) {
-					return req, &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Param: "file", Code: "file_too_large",
-						Message: fmt.Sprintf("'file' is over %d bytes (max-audio-bytes)", limits.MaxBytes), Cause: audioin.ErrTooLarge}
+					return req, &Error{Type: "invalid_request_error", Param: "file", Code: "file_too_large", Base: errclass.Base{Status: http.StatusRequestEntityTooLarge,
+						Message: fmt.Sprintf("'file' is over %d bytes (max-audio-bytes)", limits.MaxBytes), Cause: audioin.ErrTooLarge}}
 				}
 				return req, formError(err)
 			}
@@ -135,11 +136,11 @@ func readBounded(r io.Reader, limit int64) ([]byte, error) {
 func formError(err error) *Error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return &Error{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("the request body is over %d bytes (max-body-bytes)", tooLarge.Limit), Cause: err}
+		return &Error{Type: "invalid_request_error", Code: "request_too_large", Base: errclass.Base{Status: http.StatusRequestEntityTooLarge,
+			Message: fmt.Sprintf("the request body is over %d bytes (max-body-bytes)", tooLarge.Limit), Cause: err}}
 	}
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_multipart",
-		Message: fmt.Sprintf("the multipart form could not be read: %v", err), Cause: err}
+	return &Error{Type: "invalid_request_error", Code: "invalid_multipart", Base: errclass.Base{Status: http.StatusBadRequest,
+		Message: fmt.Sprintf("the multipart form could not be read: %v", err), Cause: err}}
 }
 
 // audio serves POST /v1/audio/transcriptions and /v1/audio/translations:
@@ -200,9 +201,8 @@ func (a *API) decodeAudio(ctx context.Context, info *reqinfo.Info, file []byte, 
 	case a.decodes <- struct{}{}:
 		defer func() { <-a.decodes }()
 	default:
-		return audioin.Clip{}, &Error{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "queue_full",
-			RetryAfter: time.Second, Cause: npu.ErrQueueFull,
-			Message: fmt.Sprintf("%d audio files are being decoded (max-audio-decodes): retry shortly", cap(a.decodes))}
+		return audioin.Clip{}, &Error{Type: "server_error", Code: "queue_full", Base: errclass.Base{Status: http.StatusServiceUnavailable,
+			Message: fmt.Sprintf("%d audio files are being decoded (max-audio-decodes): retry shortly", cap(a.decodes)), RetryAfter: time.Second, Cause: npu.ErrQueueFull}}
 	}
 	clip, err := audioin.DecodeContext(ctx, file, limits, a.cfg.AudioDecoder)
 	if err == nil {
@@ -215,8 +215,8 @@ func (a *API) decodeAudio(ctx context.Context, info *reqinfo.Info, file []byte, 
 		// The external decoder could not run: the server's fault, and its
 		// path is the server's business (the log has it).
 		a.log.Error("decoding an audio upload failed", "request_id", info.ID, "err", err)
-		return audioin.Clip{}, &Error{Status: http.StatusInternalServerError, Type: "server_error", Code: "internal_error",
-			Message: "the audio decoder failed (the server's log says why)", Cause: err}
+		return audioin.Clip{}, &Error{Type: "server_error", Code: "internal_error", Base: errclass.Base{Status: http.StatusInternalServerError,
+			Message: "the audio decoder failed (the server's log says why)", Cause: err}}
 	}
 	var decoderErr *audioin.DecoderError
 	if errors.As(err, &decoderErr) {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/journal"
-	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/openaichat"
@@ -27,11 +26,9 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	ctx := c.Request.Context()
 	info := reqinfo.From(ctx)
 	var req request
-	if err := jsonbody.Decode(c.Request, &req); err != nil {
-		a.fail(c.Writer, info, bodyError(err))
+	if !a.decode(c, info, &req) {
 		return
 	}
-	info.Model = req.Model
 	engineReq, apiErr := openaichat.EngineRequest(&req, ep, a.cfg.DefaultTimeout)
 	if apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
@@ -42,11 +39,14 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	engineReq.Tenant = info.Tenant
+	var src *source
+	defer func() {
+		if src == nil && engineReq.Release != nil {
+			engineReq.Release() // the router never took the request (however this ended)
+		}
+	}()
 	src, err := a.open(c, info, &req, engineReq)
 	if err != nil {
-		if engineReq.Release != nil {
-			engineReq.Release() // the router never took the request
-		}
 		a.fail(c.Writer, info, a.toError(err, ep))
 		return
 	}
@@ -72,6 +72,16 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	a.writeWhole(ctx, c, info, src, ep, id, req.Model)
+}
+
+// decode reads the body into req and records the model it names; false
+// when the body was refused (answered already).
+func (a *API) decode(c *gin.Context, info *reqinfo.Info, req reqinfo.Named) bool {
+	if err := reqinfo.Decode(c.Request, req); err != nil {
+		a.fail(c.Writer, info, bodyError(err))
+		return false
+	}
+	return true
 }
 
 // createdAt is the completion's created time: the generation's start when
@@ -142,8 +152,8 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 			return nil, invalid("", "invalid_last_event_id", "Last-Event-ID %q: want the number of an event", reqinfo.Clip(last))
 		}
 		if _, ok := a.journals.Lookup(key); !ok {
-			return nil, &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "stream_not_found",
-				Message: fmt.Sprintf("no stream %q to resume: it finished more than %s ago, or never started", clientID, a.cfg.Journal.Window)}
+			return nil, &Error{Type: "invalid_request_error", Code: "stream_not_found", Base: errclass.Base{Status: http.StatusNotFound,
+				Message: fmt.Sprintf("no stream %q to resume: it finished more than %s ago, or never started", clientID, a.cfg.Journal.Window)}}
 		}
 		from = n + 1
 	}
@@ -155,8 +165,8 @@ func (a *API) open(c *gin.Context, info *reqinfo.Info, req *request, engineReq *
 		return stream, err
 	})
 	if errors.Is(err, journal.ErrConflict) {
-		return nil, &Error{Status: http.StatusConflict, Type: "invalid_request_error", Code: "idempotency_key_conflict", Cause: err,
-			Message: fmt.Sprintf("Idempotency-Key %q belongs to a different request; use a new key for a new request", clientID)}
+		return nil, &Error{Type: "invalid_request_error", Code: "idempotency_key_conflict", Base: errclass.Base{Status: http.StatusConflict,
+			Message: fmt.Sprintf("Idempotency-Key %q belongs to a different request; use a new key for a new request", clientID), Cause: err}}
 	}
 	if err != nil {
 		return nil, err

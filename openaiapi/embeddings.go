@@ -12,6 +12,7 @@ import (
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/wirefmt/jsonbody"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/reqinfo"
 )
 
@@ -22,6 +23,9 @@ type embeddingsRequest struct {
 	EncodingFormat string          `json:"encoding_format"`
 	Dimensions     *int            `json:"dimensions"`
 }
+
+// ModelName is the model the request asks for (reqinfo.Named).
+func (r *embeddingsRequest) ModelName() string { return r.Model }
 
 // inputs decodes input: a string or an array of strings. Arrays of token
 // ids (OpenAI takes them too) cannot be read without the model's
@@ -64,11 +68,9 @@ type embeddingData struct {
 func (a *API) embeddings(c *gin.Context) {
 	info := reqinfo.From(c.Request.Context())
 	var req embeddingsRequest
-	if err := jsonbody.Decode(c.Request, &req); err != nil {
-		a.fail(c.Writer, info, bodyError(err))
+	if !a.decode(c, info, &req) {
 		return
 	}
-	info.Model = req.Model
 	if req.Model == "" {
 		a.fail(c.Writer, info, invalid("model", "missing_required_parameter", "'model' is required"))
 		return
@@ -138,8 +140,8 @@ func float32Base64(v []float32) string {
 // (400 on 'model'), not the server's; anything else as any generation's.
 func (a *API) modelWorkError(err error) *Error {
 	if errors.Is(err, npu.ErrNotSupported) {
-		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model",
-			Code: "unsupported_value", Message: err.Error(), Cause: err}
+		return &Error{Type: "invalid_request_error", Param: "model", Code: "unsupported_value", Base: errclass.Base{Status: http.StatusBadRequest,
+			Message: err.Error(), Cause: err}}
 	}
 	return toError(err, a.router.RetryAfter)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/npu/wirefmt/openaiwire"
+	"github.com/npud/npud/wire/errclass"
 )
 
 func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
@@ -109,7 +110,7 @@ func TestChunkEncoderFrames(t *testing.T) {
 		},
 			`{` + legacyHead + `,"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0,"total_tokens":1}}`},
 		{"error", func() []byte {
-			return errorFrame(&Error{Status: 504, Type: "server_error", Code: "token_timeout", Message: "no output for 1s"})
+			return errorFrame(&Error{Type: "server_error", Code: "token_timeout", Base: errclass.Base{Status: 504, Message: "no output for 1s"}})
 		}, `{"error":{"message":"no output for 1s","type":"server_error","param":null,"code":"token_timeout"}}`},
 	}
 	for _, tc := range tests {
@@ -139,9 +140,10 @@ func TestErrorJSONShape(t *testing.T) {
 		err  *Error
 		want string
 	}{
-		{"all set", &Error{Status: 400, Type: "invalid_request_error", Param: "messages", Code: "invalid_value", Message: "m"},
+		{"all set", &Error{Type: "invalid_request_error", Param: "messages", Code: "invalid_value", Base: errclass.Base{Status: 400,
+			Message: "m"}},
 			`{"error":{"message":"m","type":"invalid_request_error","param":"messages","code":"invalid_value"}}`},
-		{"param and code null", &Error{Status: 500, Type: "server_error", Message: "boom <b>"},
+		{"param and code null", &Error{Type: "server_error", Base: errclass.Base{Status: 500, Message: "boom <b>"}},
 			`{"error":{"message":"boom <b>","type":"server_error","param":null,"code":null}}`},
 	}
 	for _, tc := range tests {

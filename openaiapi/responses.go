@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
-	"github.com/npud/npud/npu/wirefmt/jsonbody"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/openaichat"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
@@ -400,12 +400,15 @@ func (a *API) startResponse(ctx context.Context, tenant string, r *responsesRequ
 	if apiErr := openaichat.DecodeImages(ctx, chat, a.cfg.Images, a.router, engineReq); apiErr != nil {
 		return nil, r.renamed(apiErr)
 	}
+	var stream npu.Stream
+	defer func() {
+		if stream == nil && engineReq.Release != nil {
+			engineReq.Release() // the router never took the request (however this ended)
+		}
+	}()
 	engineReq.Tenant = tenant
 	stream, err := a.router.Start(engineReq)
 	if err != nil {
-		if engineReq.Release != nil {
-			engineReq.Release() // the router never took the request
-		}
 		return nil, r.renamed(a.toError(err, chatEndpoint))
 	}
 	st.stream = stream
@@ -419,10 +422,18 @@ func (st *responseStart) stored() storedResponse {
 		conversation: conversationAfter(st.chat.Messages, st.req.Instructions, st.run.obj.Output)}
 }
 
-// keep stores the response when it asked to be and did not fail.
+// keep stores the response when it asked to be and did not fail, before
+// the response object goes out: one the store cannot take (larger than a
+// tenant's share, or the store full of other tenants' responses) goes out
+// with store false.
 func (a *API) keep(tenant string, st *responseStart) {
-	if st.run.obj.Store && st.run.obj.Status != "failed" {
-		a.responses.put(tenant, st.stored())
+	if !st.run.obj.Store || st.run.obj.Status == "failed" {
+		return
+	}
+	if !a.responses.put(tenant, st.stored()) {
+		st.run.obj.Store = false
+		a.log.Warn("a response was not stored: it is larger than a tenant's share of the store, or the store is full of other tenants' responses",
+			"tenant", tenant, "response", st.run.obj.ID)
 	}
 }
 
@@ -431,11 +442,9 @@ func (a *API) createResponse(c *gin.Context) {
 	ctx := c.Request.Context()
 	info := reqinfo.From(ctx)
 	var r responsesRequest
-	if err := jsonbody.Decode(c.Request, &r); err != nil {
-		a.fail(c.Writer, info, bodyError(err))
+	if !a.decode(c, info, &r) {
 		return
 	}
-	info.Model = r.Model
 	var history []message
 	if r.PreviousResponseID != "" {
 		prev, ok := a.responses.get(info.Tenant, r.PreviousResponseID)
@@ -455,13 +464,10 @@ func (a *API) createResponse(c *gin.Context) {
 	defer stream.Close()
 
 	if r.Stream {
-		f := &responseFraming{a: a, run: run}
+		f := &responseFraming{a: a, run: run, keep: func() { a.keep(info.Tenant, st) }}
 		run.builder = newResponseBuilder(run.obj.ID, f.emit)
 		w := newSSEWriter(c.Writer, a.cfg.WriteTimeout)
 		info.Record(relay.Run(ctx, w, stream, f, func(err error) { a.fail(c.Writer, info, r.renamed(a.toError(err, chatEndpoint))) }))
-		if f.ended {
-			a.keep(info.Tenant, st)
-		}
 		return
 	}
 	run.builder = newResponseBuilder(run.obj.ID, nil)
@@ -533,6 +539,9 @@ type responseFraming struct {
 	// cancelled reports whether a failure is the client's own cancel
 	// (the WebSocket's response.cancel); nil: there is none.
 	cancelled func(error) bool
+	// keep stores the ended response before its terminal event is framed,
+	// so that the event says whether it was stored.
+	keep func()
 }
 
 func (f *responseFraming) emit(event string, payload map[string]any) {
@@ -577,6 +586,9 @@ func (f *responseFraming) Terminator() []byte { return nil }
 func (f *responseFraming) End(res npu.Result) ([]byte, string) {
 	f.run.end(res)
 	f.ended = true
+	if f.keep != nil {
+		f.keep()
+	}
 	event := "response.completed"
 	if f.run.obj.Status == "incomplete" {
 		event = "response.incomplete"
@@ -608,6 +620,6 @@ func (f *responseFraming) Fail(err error) ([]byte, string, error) {
 }
 
 func responseNotFound(param, id string) *Error {
-	return &Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: param, Code: "response_not_found",
-		Message: fmt.Sprintf("no response %q: it was not stored, was deleted or has expired, or belongs to another key", reqinfo.Clip(id))}
+	return &Error{Type: "invalid_request_error", Param: param, Code: "response_not_found", Base: errclass.Base{Status: http.StatusNotFound,
+		Message: fmt.Sprintf("no response %q: it was not stored, was deleted or has expired, or belongs to another key", reqinfo.Clip(id))}}
 }

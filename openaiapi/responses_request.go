@@ -59,6 +59,9 @@ type responsesRequest struct {
 	TimeoutMS *int64   `json:"timeout_ms"`
 }
 
+// ModelName is the model the request asks for (reqinfo.Named).
+func (r *responsesRequest) ModelName() string { return r.Model }
+
 type responseReasoning struct {
 	Effort  *string `json:"effort"`
 	Summary *string `json:"summary"`
@@ -102,9 +105,9 @@ type inputItem struct {
 // inputPart is a part of a message's content.
 type inputPart struct {
 	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL string `json:"image_url"`
-	FileID   string `json:"file_id"`
+	Text     string `json:"text,omitempty"`
+	ImageURL string `json:"image_url,omitempty"`
+	FileID   string `json:"file_id,omitempty"`
 }
 
 // rename maps a chat request's parameter names to the Responses API's, so
@@ -436,17 +439,63 @@ func (r *responsesRequest) chatRequest(history []message) (*request, *Error) {
 	return req, nil
 }
 
-// inputItems is the raw items of input, as GET …/input_items lists them:
-// a string input is one user message.
+// inputItems is the items of input as GET …/input_items lists them: a
+// string input as its message item. Each item keeps only what npud reads
+// of it (type, role, content's parts, a call's id, name and arguments, an
+// output, an id): unknown fields and a reasoning item's summary are not
+// kept, so what the store holds is what the conversation is made of.
 func (r *responsesRequest) inputItems() []json.RawMessage {
 	if len(r.Input) > 0 && r.Input[0] == '"' {
-		b, _ := json.Marshal(map[string]any{"type": "message", "role": "user",
-			"content": []map[string]string{{"type": "input_text", "text": jsonString(r.Input)}}})
+		b, _ := json.Marshal(storedItem{Type: "message", Role: "user",
+			Content: []inputPart{{Type: "input_text", Text: jsonString(r.Input)}}}) // strings only
 		return []json.RawMessage{b}
 	}
-	var items []json.RawMessage
-	_ = json.Unmarshal(r.Input, &items) // checked already
+	var raw []json.RawMessage
+	_ = json.Unmarshal(r.Input, &raw) // checked already
+	items := make([]json.RawMessage, 0, len(raw))
+	for _, item := range raw {
+		var it inputItem
+		_ = json.Unmarshal(item, &it) // checked already
+		stored := storedItem{Type: it.Type, ID: it.ID}
+		switch it.Type {
+		case "", "message":
+			stored.Type, stored.Role, stored.Content = "message", it.Role, storedContent(it.Content)
+		case "function_call":
+			stored.CallID, stored.Name, stored.Arguments = it.CallID, it.Name, &it.Arguments
+		case "function_call_output":
+			stored.CallID, stored.Name, stored.Namespace, stored.Output = it.CallID, it.Name, it.Namespace, storedContent(it.Output)
+		}
+		b, _ := json.Marshal(stored) // strings and parts only
+		items = append(items, b)
+	}
 	return items
+}
+
+// storedItem is an input item as the store keeps it.
+type storedItem struct {
+	Type      string  `json:"type"`
+	ID        string  `json:"id,omitempty"`
+	Role      string  `json:"role,omitempty"`
+	Content   any     `json:"content,omitempty"`
+	CallID    string  `json:"call_id,omitempty"`
+	Name      string  `json:"name,omitempty"`
+	Namespace string  `json:"namespace,omitempty"`
+	Arguments *string `json:"arguments,omitempty"`
+	Output    any     `json:"output,omitempty"`
+}
+
+// storedContent is a message's content or a call's output as stored: a
+// string, or its parts with the fields npud reads.
+func storedContent(raw json.RawMessage) any {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []inputPart
+	if json.Unmarshal(raw, &parts) == nil {
+		return parts
+	}
+	return nil
 }
 
 func jsonString(raw json.RawMessage) string {

@@ -15,9 +15,14 @@ import (
 // StoreConfig bounds the stored responses (previous_response_id, GET,
 // input_items, DELETE). They live in memory: a restart forgets them.
 type StoreConfig struct {
-	MaxResponses int           // 0: nothing is stored
-	MaxBytes     int64         // the sum of their encoded sizes
+	MaxResponses int           // in total; 0: nothing is stored
+	MaxBytes     int64         // the sum of their encoded sizes, in total
 	MaxAge       time.Duration // 0: no age limit
+	// MaxPerTenant and MaxBytesPerTenant bound each tenant's share (0:
+	// the total's): a tenant past them evicts its own oldest, and no
+	// tenant ever evicts another's.
+	MaxPerTenant      int
+	MaxBytesPerTenant int64
 	// Now is the clock (time.Now when nil); tests inject their own.
 	Now func() time.Time
 }
@@ -39,23 +44,38 @@ type storeEntry struct {
 	at   time.Time
 }
 
-// responseStore holds responses per tenant: a key names only its own
-// tenant's responses. The oldest go first when a bound is passed.
-type responseStore struct {
-	cfg   StoreConfig
-	mu    sync.Mutex
-	order *list.List // *storeEntry, oldest at the front
-	byKey map[storeKey]*list.Element
+// tenantResponses are one tenant's stored responses, oldest at the front.
+type tenantResponses struct {
+	order *list.List // *storeEntry
 	bytes int64
+}
+
+// responseStore holds responses per tenant: a key names only its own
+// tenant's responses, and each tenant's share is bounded on its own.
+type responseStore struct {
+	cfg     StoreConfig
+	mu      sync.Mutex
+	tenants map[string]*tenantResponses
+	byKey   map[storeKey]*list.Element
+	count   int
+	bytes   int64
 }
 
 func newResponseStore(cfg StoreConfig) *responseStore {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &responseStore{cfg: cfg, order: list.New(), byKey: map[storeKey]*list.Element{}}
+	if cfg.MaxPerTenant <= 0 || cfg.MaxPerTenant > cfg.MaxResponses {
+		cfg.MaxPerTenant = cfg.MaxResponses
+	}
+	if cfg.MaxBytesPerTenant <= 0 || (cfg.MaxBytes > 0 && cfg.MaxBytesPerTenant > cfg.MaxBytes) {
+		cfg.MaxBytesPerTenant = cfg.MaxBytes
+	}
+	return &responseStore{cfg: cfg, tenants: map[string]*tenantResponses{}, byKey: map[storeKey]*list.Element{}}
 }
 
+// entrySize is what an entry holds, as encoded: the response object, its
+// request's input items and the conversation a continuation reads.
 func entrySize(r storedResponse) int64 {
 	obj, _ := json.Marshal(r.obj)
 	conv, _ := json.Marshal(r.conversation)
@@ -66,32 +86,55 @@ func entrySize(r storedResponse) int64 {
 	return n
 }
 
-// put stores r, evicting the oldest responses past the bounds; a response
-// larger than the whole store is not kept.
-func (s *responseStore) put(tenant string, r storedResponse) {
+// put stores r for tenant, evicting the tenant's own oldest responses past
+// its share or the total. It reports false, storing nothing and evicting
+// nothing, for a response larger than a tenant's share, or when the total
+// is full of other tenants' responses.
+func (s *responseStore) put(tenant string, r storedResponse) bool {
 	if s.cfg.MaxResponses <= 0 {
-		return
+		return false
 	}
 	size := entrySize(r)
-	if s.cfg.MaxBytes > 0 && size > s.cfg.MaxBytes {
-		return
+	if s.cfg.MaxBytesPerTenant > 0 && size > s.cfg.MaxBytesPerTenant {
+		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expire()
 	key := storeKey{tenant, r.obj.ID}
 	if el, ok := s.byKey[key]; ok {
 		s.remove(el)
 	}
-	s.byKey[key] = s.order.PushBack(&storeEntry{key: key, resp: r, size: size, at: s.cfg.Now()})
-	s.bytes += size
-	for s.order.Len() > s.cfg.MaxResponses || (s.cfg.MaxBytes > 0 && s.bytes > s.cfg.MaxBytes) {
-		s.remove(s.order.Front())
+	t := s.tenants[tenant]
+	if t == nil {
+		t = &tenantResponses{order: list.New()}
+		s.tenants[tenant] = t
 	}
+	for t.order.Len() >= s.cfg.MaxPerTenant || t.bytes+size > s.cfg.MaxBytesPerTenant && s.cfg.MaxBytesPerTenant > 0 ||
+		s.count >= s.cfg.MaxResponses || s.cfg.MaxBytes > 0 && s.bytes+size > s.cfg.MaxBytes {
+		if t.order.Len() == 0 {
+			delete(s.tenants, tenant)
+			return false // the rest is other tenants': theirs to keep
+		}
+		s.remove(t.order.Front())
+	}
+	s.byKey[key] = t.order.PushBack(&storeEntry{key: key, resp: r, size: size, at: s.cfg.Now()})
+	t.bytes += size
+	s.count++
+	s.bytes += size
+	return true
 }
 
 func (s *responseStore) remove(el *list.Element) {
-	e := s.order.Remove(el).(*storeEntry)
+	e := el.Value.(*storeEntry)
+	t := s.tenants[e.key.tenant]
+	t.order.Remove(el)
+	t.bytes -= e.size
+	if t.order.Len() == 0 {
+		delete(s.tenants, e.key.tenant)
+	}
 	delete(s.byKey, e.key)
+	s.count--
 	s.bytes -= e.size
 }
 
@@ -101,8 +144,13 @@ func (s *responseStore) expire() {
 		return
 	}
 	cutoff := s.cfg.Now().Add(-s.cfg.MaxAge)
-	for el := s.order.Front(); el != nil && !el.Value.(*storeEntry).at.After(cutoff); el = s.order.Front() {
-		s.remove(el)
+	for _, t := range s.tenants {
+		for el := t.order.Front(); el != nil && !el.Value.(*storeEntry).at.After(cutoff); el = t.order.Front() {
+			s.remove(el)
+			if t.order.Len() == 0 {
+				break // the tenant is gone from the map
+			}
+		}
 	}
 }
 

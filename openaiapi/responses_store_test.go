@@ -47,11 +47,7 @@ func TestResponseStoreBounds(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.want, got)
-			var sum int64
-			for el := s.order.Front(); el != nil; el = el.Next() {
-				sum += el.Value.(*storeEntry).size
-			}
-			assert.Equal(t, sum, s.bytes, "the byte count follows evictions")
+			assertCounts(t, s)
 		})
 	}
 }
@@ -75,4 +71,75 @@ func TestResponseStoreRefusesOneLargerThanItAll(t *testing.T) {
 	_, kept := s.get("alice", "resp_small")
 	assert.False(t, big, "too large to keep")
 	assert.True(t, kept, "and it evicted nothing")
+}
+
+// assertCounts checks the store's counts against its entries.
+func assertCounts(t *testing.T, s *responseStore) {
+	t.Helper()
+	var sum int64
+	count := 0
+	for _, tr := range s.tenants {
+		var own int64
+		for el := tr.order.Front(); el != nil; el = el.Next() {
+			own += el.Value.(*storeEntry).size
+			count++
+		}
+		assert.Equal(t, own, tr.bytes, "a tenant's byte count follows evictions")
+		sum += own
+	}
+	assert.Equal(t, sum, s.bytes, "the byte count follows evictions")
+	assert.Equal(t, count, s.count)
+	assert.Len(t, s.byKey, count)
+}
+
+// Issue 38 item 2: one tenant storing many responses evicted another's,
+// whose previous_response_id chains then failed. A tenant past its share
+// evicts its own oldest; with the total full of other tenants' responses,
+// a tenant's new one is not stored, and nothing of theirs goes.
+func TestResponseStoreTenantsDoNotEvictEachOther(t *testing.T) {
+	one := entrySize(storedWith("resp_b0", "x"))
+	for _, tc := range []struct {
+		name     string
+		cfg      StoreConfig
+		wantBobs []string // of bob's resp_b0, resp_b1 after alice's 10
+		alice    []string // alice's kept, of resp_a0 … resp_a9
+	}{
+		{"count share", StoreConfig{MaxResponses: 6, MaxBytes: 1 << 20, MaxPerTenant: 3},
+			[]string{"resp_b0", "resp_b1"}, []string{"resp_a7", "resp_a8", "resp_a9"}},
+		{"bytes share", StoreConfig{MaxResponses: 100, MaxBytes: 1 << 20, MaxBytesPerTenant: 2 * one},
+			[]string{"resp_b0", "resp_b1"}, []string{"resp_a8", "resp_a9"}},
+		{"total full of alice's: bob's stay, alice evicts her own", StoreConfig{MaxResponses: 4, MaxBytes: 1 << 20},
+			[]string{"resp_b0", "resp_b1"}, []string{"resp_a8", "resp_a9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newResponseStore(tc.cfg)
+			for i := range 2 {
+				assert.True(t, s.put("bob", storedWith("resp_b"+strconv.Itoa(i), "x")))
+			}
+			for i := range 10 {
+				s.put("alice", storedWith("resp_a"+strconv.Itoa(i), "x"))
+			}
+			var bobs, alices []string
+			for i := range 10 {
+				if _, ok := s.get("bob", "resp_b"+strconv.Itoa(i)); ok {
+					bobs = append(bobs, "resp_b"+strconv.Itoa(i))
+				}
+				if _, ok := s.get("alice", "resp_a"+strconv.Itoa(i)); ok {
+					alices = append(alices, "resp_a"+strconv.Itoa(i))
+				}
+			}
+			assert.Equal(t, tc.wantBobs, bobs, "alice's responses evict none of bob's")
+			assert.Equal(t, tc.alice, alices)
+			assertCounts(t, s)
+		})
+	}
+
+	// A total full of others' responses: the newcomer's is not stored.
+	s := newResponseStore(StoreConfig{MaxResponses: 2, MaxBytes: 1 << 20})
+	assert.True(t, s.put("bob", storedWith("resp_b0", "x")))
+	assert.True(t, s.put("bob", storedWith("resp_b1", "x")))
+	assert.False(t, s.put("carol", storedWith("resp_c0", "x")), "no room that is carol's")
+	_, kept := s.get("bob", "resp_b0")
+	assert.True(t, kept)
+	assertCounts(t, s)
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/relay"
 )
 
@@ -53,11 +55,37 @@ type responseTurn struct {
 	framing *responseFraming
 	// Model is the model the request named, for the access log.
 	Model string
+
+	mu sync.Mutex
+	// aborted is why the connection ended the response (a revoked key,
+	// the drain timeout): no event the engine made before it goes out
+	// after it, not even an end the engine had already reached.
+	aborted error
 }
 
 // Stream is the generation's events; nil for a warmup, whose whole answer
 // is Warmup.
 func (t *responseTurn) Stream() npu.Stream { return t.st.stream }
+
+// Next is the stream's next event, or the abort's cause once the
+// connection aborted the response, so that it ends with its error event
+// and response.failed, and is neither stored nor the connection's latest.
+func (t *responseTurn) Next(ctx context.Context) (npu.Event, error) {
+	if cause := t.abortCause(); cause != nil {
+		return npu.Event{}, cause
+	}
+	ev, err := t.st.stream.Next(ctx)
+	if cause := t.abortCause(); cause != nil && err == nil {
+		return npu.Event{}, cause
+	}
+	return ev, err
+}
+
+func (t *responseTurn) abortCause() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.aborted
+}
 
 // Framing frames the stream's events as the protocol's messages, one JSON
 // object and a newline per event.
@@ -72,14 +100,14 @@ func (t *responseTurn) Warmup() []byte {
 }
 
 // Done is called when the response has ended: a completed or incomplete
-// one becomes the connection's latest (and is stored when it asked to be).
+// one becomes the connection's latest (it was stored, when it asked to
+// be, as its terminal event was framed).
 func (t *responseTurn) Done() {
 	if !t.framing.ended || t.st.run.obj.Status == "failed" {
 		return
 	}
 	stored := t.st.stored()
 	t.s.last = &stored
-	t.s.a.keep(t.s.tenant, t.st)
 }
 
 // Start decodes a response.create message and starts the response it asks
@@ -120,7 +148,8 @@ func (s *responsesSession) Start(ctx context.Context, raw []byte) (*responseTurn
 	}
 	st.run.lines = true
 	f := &responseFraming{a: s.a, run: st.run,
-		cancelled: func(err error) bool { return errors.Is(err, ErrResponseCancelled) }}
+		cancelled: func(err error) bool { return errors.Is(err, ErrResponseCancelled) },
+		keep:      func() { s.a.keep(s.tenant, st) }}
 	st.run.builder = newResponseBuilder(st.run.obj.ID, f.emit)
 	return &responseTurn{s: s, st: st, framing: f, Model: r.Model}, nil
 }
@@ -153,7 +182,7 @@ func wsErrorMessage(e *Error) []byte {
 // wsErrorOf renders a failure npud classifies (shutting down, rate
 // limited, …) as an error message.
 func wsErrorOf(err error, status int, code string) []byte {
-	return wsErrorMessage(&Error{Status: status, Type: "invalid_request_error", Code: code, Message: err.Error()})
+	return wsErrorMessage(&Error{Type: "invalid_request_error", Code: code, Base: errclass.Base{Status: status, Message: err.Error()}})
 }
 
 // wsInvalid is an error message for a message npud cannot read.
@@ -169,9 +198,15 @@ func (t *responseTurn) Cancel() {
 	}
 }
 
-// Abort ends the response with err (npud is shutting down): an error
-// event and response.failed follow.
+// Abort ends the response with err (npud is shutting down, the key was
+// revoked): an error event and response.failed follow, even when the
+// engine had already finished and only the delivery was left.
 func (t *responseTurn) Abort(err error) {
+	t.mu.Lock()
+	if t.aborted == nil {
+		t.aborted = err
+	}
+	t.mu.Unlock()
 	if t.st.stream != nil {
 		t.st.stream.Abandon(err)
 	}

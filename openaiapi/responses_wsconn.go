@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/errclass"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/wsconn"
@@ -51,14 +52,17 @@ type responsesConn struct {
 
 	mu      sync.Mutex
 	current *responseTurn // the response running, nil when none
+	// aborted is why the connection ended its work (Revoke, Abort): a
+	// response that starts after it is ended at once.
+	aborted error
 }
 
 // responsesWebSocket serves GET /v1/responses.
 func (a *API) responsesWebSocket(c *gin.Context) {
 	if !strings.EqualFold(c.GetHeader("Upgrade"), "websocket") {
 		// GET /v1/responses serves nothing else: say so in OpenAI's shape.
-		WriteError(c.Writer, &Error{Status: http.StatusBadRequest, Type: "invalid_request_error",
-			Code: "websocket_upgrade_required", Message: "GET /v1/responses is the Responses API's WebSocket mode: open a WebSocket (Upgrade: websocket), or POST /v1/responses"})
+		WriteError(c.Writer, &Error{Type: "invalid_request_error", Code: "websocket_upgrade_required", Base: errclass.Base{Status: http.StatusBadRequest,
+			Message: "GET /v1/responses is the Responses API's WebSocket mode: open a WebSocket (Upgrade: websocket), or POST /v1/responses"}})
 		return
 	}
 	tenant := reqinfo.From(c.Request.Context()).Tenant
@@ -164,6 +168,9 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 	}
 	rc.mu.Lock()
 	rc.current = turn
+	if rc.aborted != nil {
+		turn.Abort(rc.aborted) // revoked or aborted while this one was starting
+	}
 	rc.mu.Unlock()
 	streamEnded := rc.hub.StreamOpened(responsesPath)
 	info := &reqinfo.Info{ID: turn.ID(), Start: time.Now(), Model: turn.Model, Tenant: rc.tenant, Stream: stream}
@@ -183,7 +190,7 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 		defer streamEnded()
 		defer ended()
 		w := &responsesWriter{conn: rc.Conn, ctx: ctx}
-		info.Record(relay.Run(ctx, w, stream, &turnFraming{Framing: turn.Framing(), ended: ended}, func(err error) {
+		info.Record(relay.Run(ctx, w, turn, &turnFraming{Framing: turn.Framing(), ended: ended}, func(err error) {
 			info.Fail(err)
 			ended()
 			_ = w.Write(turn.EarlyError(err), false)
@@ -220,8 +227,8 @@ func (rc *responsesConn) cancel(id string) []byte {
 	turn := rc.current
 	rc.mu.Unlock()
 	if turn == nil || (id != "" && id != turn.ID()) {
-		return wsErrorMessage(&Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "response_id",
-			Code: "response_not_found", Message: fmt.Sprintf("response.cancel: no response %q runs on this connection", reqinfo.Clip(id))})
+		return wsErrorMessage(&Error{Type: "invalid_request_error", Param: "response_id", Code: "response_not_found", Base: errclass.Base{Status: http.StatusNotFound,
+			Message: fmt.Sprintf("response.cancel: no response %q runs on this connection", reqinfo.Clip(id))}})
 	}
 	turn.Cancel()
 	return nil
@@ -230,21 +237,25 @@ func (rc *responsesConn) cancel(id string) []byte {
 // Abort ends the running response (the drain timeout passed).
 func (rc *responsesConn) Abort() {
 	rc.StopTaking()
+	rc.abort(npu.ErrShuttingDown)
+}
+
+// abort ends the running response, and any that starts later, with cause.
+func (rc *responsesConn) abort(cause error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	if rc.aborted == nil {
+		rc.aborted = cause
+	}
 	if rc.current != nil {
-		rc.current.Abort(npu.ErrShuttingDown)
+		rc.current.Abort(cause)
 	}
 }
 
 // Revoke ends the connection: its API key was revoked.
 func (rc *responsesConn) Revoke() {
 	rc.StopTaking()
-	rc.mu.Lock()
-	if rc.current != nil {
-		rc.current.Abort(npu.ErrKeyRevoked)
-	}
-	rc.mu.Unlock()
+	rc.abort(npu.ErrKeyRevoked)
 	go func() {
 		// The running response ends first with its error event and
 		// response.failed (no stream ends without its terminal event).

@@ -76,6 +76,9 @@ func (b *Budget) give(n int64, decoderBuffers bool) {
 type Batch struct {
 	limits Limits
 	budget *Budget
+	// sizeOnly: the batch reads each image's header for its size and
+	// decodes nothing (Limits.Measure).
+	sizeOnly bool
 
 	mu       sync.Mutex
 	held     int64
@@ -89,6 +92,16 @@ func (l Limits) Begin() *Batch {
 		budget = NewBudget(0)
 	}
 	return &Batch{limits: l, budget: budget}
+}
+
+// Measure starts reading one request's images for their sizes only (a
+// token count): each is checked as Decode checks it (file size, format,
+// pixels) and comes back with its width and height and no pixels; nothing
+// is decoded and nothing is reserved, so there is nothing to give back.
+func (l Limits) Measure() *Batch {
+	bt := l.Begin()
+	bt.sizeOnly = true
+	return bt
 }
 
 // Held is what the request's decoded images hold of the budget now.

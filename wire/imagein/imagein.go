@@ -166,6 +166,9 @@ func (bt *Batch) Decode(b []byte) (npu.Image, error) {
 	if l.MaxPixels > 0 && pixels > l.MaxPixels {
 		return npu.Image{}, invalid("the image is %dx%d: at most %d pixels are allowed (--max-image-pixels)", cfg.Width, cfg.Height, l.MaxPixels)
 	}
+	if bt.sizeOnly {
+		return npu.Image{Width: cfg.Width, Height: cfg.Height}, nil
+	}
 	rgb := pixels * 3
 	buffers := DecoderBytes(cfg, isJPEG && jpegProgressive(b))
 	if err := bt.take(buffers + rgb); err != nil {

@@ -10,9 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/npud/npud/npu"
@@ -23,30 +21,22 @@ import (
 // Error is an OpenAI-shaped API error: an HTTP status and the body
 // {"error":{"message","type","param","code"}}.
 type Error struct {
-	Status     int
-	Message    string
-	Type       string
-	Param      string // empty → null
-	Code       string // empty → null
-	RetryAfter time.Duration
-	Cause      error // what the error was made from, for errors.Is
+	errclass.Base
+	Type  string
+	Param string // empty → null
+	Code  string // empty → null
 }
-
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap gives errors.Is access to the cause.
-func (e *Error) Unwrap() error { return e.Cause }
 
 // Invalid is a 400 invalid_request_error naming param (empty: none) and
 // code.
 func Invalid(param, code, format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: code,
-		Message: fmt.Sprintf(format, args...)}
+	return &Error{Type: "invalid_request_error", Param: param, Code: code, Base: errclass.Base{Status: http.StatusBadRequest,
+		Message: fmt.Sprintf(format, args...)}}
 }
 
 // BodyError renders a request body that could not be decoded.
 func BodyError(e *jsonbody.Error) *Error {
-	return &Error{Status: e.Status, Type: "invalid_request_error", Param: e.Field, Code: e.Code, Message: e.Message}
+	return &Error{Type: "invalid_request_error", Param: e.Field, Code: e.Code, Base: errclass.Base{Status: e.Status, Message: e.Message}}
 }
 
 // ErrorBody is the wire shape; param and code are null when unknown, as
@@ -78,12 +68,7 @@ func (e *Error) MarshalJSON() ([]byte, error) { return json.Marshal(e.Body()) }
 
 // WriteError answers with e before any byte of the response was written.
 func WriteError(w http.ResponseWriter, e *Error) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if e.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
-	}
-	w.WriteHeader(e.Status)
+	e.WriteHeader(w, "application/json")
 	_ = json.NewEncoder(w).Encode(e) // the client may be gone; nothing to do then
 }
 
@@ -106,16 +91,11 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 		return invalidRequest(invalidErr)
 	}
 	c := errclass.Of(err)
-	e := &Error{Status: c.Status, Type: "invalid_request_error", Code: c.Code, Message: err.Error()}
+	e := &Error{Type: "invalid_request_error", Code: c.Code, Base: errclass.Base{Status: c.Status, Message: err.Error()}}
 	if c.Server {
 		e.Type = "server_error"
 	}
-	if c.Retryable {
-		e.RetryAfter = retryAfter()
-		if c.Status == http.StatusTooManyRequests {
-			e.RetryAfter = max(time.Second, e.RetryAfter)
-		}
-	}
+	e.RetryAfter = c.RetryDelay(retryAfter)
 	switch c.Code {
 	case "model_not_found":
 		e.Param, e.Message = "model", fmt.Sprintf("%v: it does not exist or is not served here", err)
@@ -132,7 +112,8 @@ func classify(err error, retryAfter func() time.Duration) *Error {
 func invalidRequest(err error) *Error {
 	var ie *npu.InvalidRequestError
 	if !errors.As(err, &ie) {
-		return &Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Code: "invalid_value", Message: err.Error(), Cause: err}
+		return &Error{Type: "invalid_request_error", Code: "invalid_value", Base: errclass.Base{Status: http.StatusBadRequest,
+			Message: err.Error(), Cause: err}}
 	}
 	e := Invalid(ie.Param, "invalid_value", "%s", ie.Message)
 	e.Cause = err

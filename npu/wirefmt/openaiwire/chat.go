@@ -56,6 +56,9 @@ type ChatRequest struct {
 	Suffix         *string         `json:"suffix,omitempty"`
 }
 
+// ModelName is the model the request asks for.
+func (r *ChatRequest) ModelName() string { return r.Model }
+
 // StreamOptions are a streamed request's options.
 type StreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
