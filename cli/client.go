@@ -12,10 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu"
 )
 
@@ -45,19 +47,56 @@ func clientFlags(name, what string, args []string, getenv func(string) string, s
 	if extra != nil {
 		extra(fs)
 	}
-	fs.Usage = func() { fmt.Fprintf(stdout, clientUsage, name, what); fs.SetOutput(stdout); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, 0
-		}
-		return nil, nil, 2
+	rest, code := parseCommandFlags(fs, "npud "+name, args, stdout, stderr, func() { fmt.Fprintf(stdout, clientUsage, name, what) })
+	if code >= 0 {
+		return nil, nil, code
 	}
 	base, err := clientBase(*host, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "npud %s: %v\n", name, err)
 		return nil, nil, 2
 	}
-	return &apiClient{base: base, key: getenv("NPUD_API_KEY"), http: &http.Client{}}, fs.Args(), -1
+	return &apiClient{base: base, key: getenv("NPUD_API_KEY"), http: &http.Client{}}, rest, -1
+}
+
+// parseCommandFlags parses a command's flags by the one rule
+// (daemon.ParseFlagsAnywhere); -h prints the usage (head, then the flags)
+// to stdout, and a bad flag is named on stderr. It returns the positional
+// arguments and -1, or the exit code.
+func parseCommandFlags(fs *flag.FlagSet, command string, args []string, stdout, stderr io.Writer, head func()) ([]string, int) {
+	fs.SetOutput(io.Discard) // the error is printed once, below
+	fs.Usage = func() {}
+	rest, err := daemon.ParseFlagsAnywhere(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		head()
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil, 0
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v (%s -h lists its flags)\n", command, err, command)
+		return nil, 2
+	}
+	return rest, -1
+}
+
+// wrongArgs says what a command takes when it got other positional
+// arguments, and returns the exit code.
+func wrongArgs(stderr io.Writer, name, what string, got []string) int {
+	quoted := make([]string, len(got))
+	for i, a := range got {
+		quoted[i] = strconv.Quote(a)
+	}
+	fmt.Fprintf(stderr, "npud %s: takes %s, got %d argument(s): %s\n\n", name, orNothing(what), len(got), terminalSafe(strings.Join(quoted, " "), false))
+	fmt.Fprintf(stderr, clientUsage, name, what)
+	return 2
+}
+
+func orNothing(what string) string {
+	if what == "" {
+		return "no argument"
+	}
+	return what
 }
 
 // clientBase resolves the daemon's URL as Ollama's CLI does with
@@ -167,8 +206,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 		return code
 	}
 	if len(rest) != want.nargs {
-		fmt.Fprintf(stderr, clientUsage, name, want.what)
-		return 2
+		return wrongArgs(stderr, name, want.what, rest)
 	}
 	err := func() error {
 		switch name {
@@ -180,6 +218,12 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 					ModifiedAt string `json:"modified_at"`
 					Details    struct{ Format string }
 				} `json:"models"`
+				Unserved []struct { // npud's: pulled, but no engine serves them
+					Name       string `json:"name"`
+					Size       int64  `json:"size"`
+					ModifiedAt string `json:"modified_at"`
+					Why        string `json:"why"`
+				} `json:"unserved"`
 			}
 			if err := c.getJSON(ctx, http.MethodGet, "/api/tags", nil, &out); err != nil {
 				return err
@@ -189,7 +233,17 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			for _, m := range out.Models {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), terminalSafe(m.Details.Format, false), ago(m.ModifiedAt))
 			}
-			return tw.Flush()
+			for _, m := range out.Unserved {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), "NOT SERVED", ago(m.ModifiedAt))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, m := range out.Unserved {
+				fmt.Fprintf(stdout, "\n%s is pulled but not served: %s\n(`npud doctor` says how to fix it; `npud rm %s` removes it)\n",
+					terminalSafe(m.Name, false), terminalSafe(m.Why, true), terminalSafe(m.Name, false))
+			}
+			return nil
 		case "ps":
 			var out struct {
 				Models []struct {
@@ -321,8 +375,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	c.think = think.value
 	if len(rest) == 0 {
-		fmt.Fprintf(stderr, clientUsage, "run", "MODEL [PROMPT]")
-		return 2
+		return wrongArgs(stderr, "run", "MODEL [PROMPT]", rest)
 	}
 	model, prompt := rest[0], strings.Join(rest[1:], " ")
 	if prompt == "" && !isTerminal(stdin) {

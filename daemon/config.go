@@ -428,9 +428,24 @@ func ParseServe(args []string, getenv func(string) string, usageOut io.Writer) (
 	return cfg, err
 }
 
+// ParseServeWithArgs is ParseServe for a command that takes positional
+// arguments among serve's flags (npud pull --local [flags] OWNER/NAME):
+// it returns them, in order.
+func ParseServeWithArgs(args []string, getenv func(string) string, usageOut io.Writer) (Config, []string, error) {
+	var positional []string
+	cfg, _, err := parseConfigArgs(args, getenv, usageOut, &positional)
+	return cfg, positional, err
+}
+
 // parseConfig is ParseServe that also returns the flag set, whose values
 // CheckConfig prints.
 func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (Config, *flag.FlagSet, error) {
+	return parseConfigArgs(args, getenv, usageOut, nil)
+}
+
+// parseConfigArgs is parseConfig that hands the positional arguments to
+// positional; nil: there must be none.
+func parseConfigArgs(args []string, getenv func(string) string, usageOut io.Writer, positional *[]string) (Config, *flag.FlagSet, error) {
 	var cfg Config
 	var ls layers
 	fs := flag.NewFlagSet("npud serve", flag.ContinueOnError)
@@ -460,14 +475,17 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		}
 	}
 	ls.current = 3
-	if err := fs.Parse(args); err != nil {
+	rest, err := ParseFlagsAnywhere(fs, args)
+	if err != nil {
 		return Config{}, nil, err
 	}
 	if ls.secretErr != nil {
 		return Config{}, nil, ls.secretErr
 	}
-	if fs.NArg() > 0 {
-		return Config{}, nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if positional != nil {
+		*positional = rest
+	} else if len(rest) > 0 {
+		return Config{}, nil, fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	cfg.ConfigFile = path
 	return cfg, fs, cfg.Validate()

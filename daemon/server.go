@@ -135,7 +135,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		}
 		sw.observer, sw.onChange = m, m.describeEngine
 	} else if folder == nil && o.engine == nil {
-		store = newModelsFolder(cfg) // --engine sim: pulls still fill the models folder
+		store = simFolder{newModelsFolder(cfg)} // --engine sim: pulls still fill the models folder
 	}
 	pc := npu.PoolConfig{
 		MaxQueue:         cfg.MaxQueue,

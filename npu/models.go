@@ -45,6 +45,54 @@ type Registry interface {
 	Copy(ctx context.Context, source, destination string) error
 }
 
+// UnservedModel is a model in a models folder that no engine serves (one
+// pulled while the simulated engine serves), and why.
+type UnservedModel struct {
+	Model ModelInfo
+	Why   string
+}
+
+// UnservedLister is a Registry that can hold models no engine serves:
+// they are listed as such, and removed, but not run.
+type UnservedLister interface {
+	Unserved() []UnservedModel
+}
+
+// Unserved lists the models folder's models that no engine serves, and
+// why.
+func (r *Router) Unserved() []UnservedModel {
+	var out []UnservedModel
+	for _, reg := range []Registry{r.local.cfg.Models, r.local.cfg.Store} {
+		l, ok := reg.(UnservedLister)
+		if !ok {
+			continue
+		}
+		for _, u := range l.Unserved() {
+			if _, served := r.findLocal(u.Model.ID); !served {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// unservedRegistry is the registry holding name, a model no engine
+// serves, with why; nil when none does.
+func (r *Router) unservedRegistry(name string) (Registry, string) {
+	for _, reg := range []Registry{r.local.cfg.Models, r.local.cfg.Store} {
+		l, ok := reg.(UnservedLister)
+		if !ok {
+			continue
+		}
+		for _, u := range l.Unserved() {
+			if u.Model.ID == name {
+				return reg, u.Why
+			}
+		}
+	}
+	return nil, ""
+}
+
 // EmbedRequest is one embedding job.
 type EmbedRequest struct {
 	Model  string
@@ -119,6 +167,9 @@ func (r *Router) Pull(ctx context.Context, name string, progress func(PullProgre
 func (r *Router) Delete(ctx context.Context, name string) error {
 	res, err := r.resolve(name)
 	if err != nil {
+		if reg, _ := r.unservedRegistry(name); reg != nil {
+			return reg.Delete(ctx, name) // nothing serves it, so nothing to unload
+		}
 		return err
 	}
 	p := res.pool

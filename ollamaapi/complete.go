@@ -132,6 +132,10 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	}
 	m, err := a.runner.Model(model)
 	if err != nil {
+		if ka := req.KeepAlive.duration(); ka != nil && *ka == 0 {
+			a.fail(c.Writer, info, a.toErrorNoPull(err)) // an unload (npud stop): a pull would not help
+			return
+		}
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
@@ -230,11 +234,11 @@ func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive 
 				"model %q is preloaded (--preload) and kept loaded for everyone: unloading it needs an admin key", model)})
 			return
 		}
-		err = a.runner.UnloadModel(c.Request.Context(), model)
-	} else {
-		_, err = a.runner.LoadModel(c.Request.Context(), model, keepAlive)
-	}
-	if err != nil {
+		if err = a.runner.UnloadModel(c.Request.Context(), model); err != nil {
+			a.fail(c.Writer, info, a.toErrorNoPull(err))
+			return
+		}
+	} else if _, err = a.runner.LoadModel(c.Request.Context(), model, keepAlive); err != nil {
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
