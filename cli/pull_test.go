@@ -158,3 +158,29 @@ func TestPullIntoAnEngineThatCannotServeIt(t *testing.T) {
 		})
 	}
 }
+
+// Issue 35: `HF_ENDPOINT=… npud pull X` ignored the variable (the daemon
+// pulls, from its own hub) and `npud pull --hub-endpoint` was "flag
+// provided but not defined": both now say that the daemon pulls and how to
+// point it at another hub.
+func TestPullSaysTheDaemonChoosesTheHub(t *testing.T) {
+	daemonsHub := hubtest.Serve(t, "OpenVINO/other-ov", map[string]string{"openvino_model.xml": "<net/>"})
+	host := startDaemon(t, "--engine", "sim", "--models-dir", t.TempDir(), "--hub-endpoint", daemonsHub.URL)
+	mine := hubtest.Serve(t, "OpenVINO/tiny-ov", map[string]string{"openvino_model.xml": "<net/>"})
+
+	var stdout, stderr bytes.Buffer
+	code := Main(t.Context(), []string{"pull", "OpenVINO/tiny-ov", "--host", host}, env("HF_ENDPOINT", mine.URL), &stdout, &stderr)
+	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	assert.Contains(t, stderr.String(), "HF_ENDPOINT is set here, but the daemon pulls, from its own hub: start it with --hub-endpoint URL (or NPUD_HUB_ENDPOINT")
+	assert.Contains(t, stderr.String(), "npud pull --local --hub-endpoint URL OWNER/NAME")
+
+	stderr.Reset()
+	code = Main(t.Context(), []string{"pull", "--hub-endpoint", mine.URL, "OpenVINO/tiny-ov", "--host", host}, env(), &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "--hub-endpoint: the daemon pulls, from its own hub")
+
+	stderr.Reset()
+	code = Main(t.Context(), []string{"pull", "OpenVINO/tiny-ov", "--host", host}, env(), &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.NotContains(t, stderr.String(), "HF_ENDPOINT", "without it set, the daemon's error alone")
+}
