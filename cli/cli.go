@@ -224,6 +224,7 @@ func pullLocal(ctx context.Context, args []string, getenv func(string) string, s
 	repo := rest[0]
 	err = modelstore.New(cfg.ModelsDir, cfg.HubClient()).Pull(ctx, repo, pullPrinter(stdout, time.Now))
 	if err != nil {
+		err = daemon.ExplainModelsDir(cfg.ModelsDir, err)
 		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
 		return 1
 	}

@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -38,7 +40,7 @@ func (f *modelsFolder) open() (*modelstore.Catalog, error) {
 	if f.catalog == nil {
 		c, err := modelstore.OpenCatalog(modelstore.New(f.cfg.ModelsDir, f.cfg.HubClient()), openvinoLimits(f.cfg))
 		if err != nil {
-			return nil, err
+			return nil, ExplainModelsDir(f.cfg.ModelsDir, err)
 		}
 		f.catalog = c
 	}
@@ -98,7 +100,19 @@ func (f *modelsFolder) Pull(ctx context.Context, name string, progress func(npu.
 	if err != nil {
 		return err
 	}
-	return c.Pull(ctx, name, progress)
+	return ExplainModelsDir(f.cfg.ModelsDir, c.Pull(ctx, name, progress))
+}
+
+// ExplainModelsDir adds to an error the models folder's permissions
+// caused how to choose another folder (a user who is not root, with the
+// service's /var/lib/npud/models, say); other errors are returned as they
+// are.
+func ExplainModelsDir(dir string, err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return fmt.Errorf("%w: this user may not write the models folder %s: choose a folder of yours with --models-dir DIR (or NPUD_MODELS_DIR), "+
+		"or run as root, or pull into the service's folder through the service", err, dir)
 }
 
 func (f *modelsFolder) Delete(_ context.Context, name string) error {
