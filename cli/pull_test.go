@@ -184,3 +184,20 @@ func TestPullSaysTheDaemonChoosesTheHub(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.NotContains(t, stderr.String(), "HF_ENDPOINT", "without it set, the daemon's error alone")
 }
+
+// Issue 35: pull printed each file's last line twice (the hub reports a
+// file complete when its bytes are in and again once verified).
+func TestPullPrintsEachLineOnce(t *testing.T) {
+	hubSrv := hubtest.Serve(t, "OpenVINO/tiny-ov", map[string]string{"openvino_model.xml": "<net/>", "openvino_model.bin": "weights"})
+	var stdout, stderr bytes.Buffer
+	code := Main(t.Context(), []string{"pull", "--local", "--models-dir", t.TempDir(), "OpenVINO/tiny-ov"},
+		env("NPUD_HUB_ENDPOINT", hubSrv.URL), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	seen := map[string]bool{}
+	for _, l := range lines {
+		assert.False(t, seen[l], "printed twice: %q in\n%s", l, stdout.String())
+		seen[l] = true
+	}
+	assert.Contains(t, lines, "downloading openvino_model.bin 7 B/7 B (100%)")
+}
