@@ -163,6 +163,10 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		defer func() { _ = resp.Body.Close() }()
+		return nil, c.unauthorized()
+	}
 	if resp.StatusCode >= 300 {
 		defer func() { _ = resp.Body.Close() }()
 		var e struct {
@@ -178,6 +182,16 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 		return nil, errors.New(terminalSafe(resp.Status+": "+strings.TrimSpace(string(raw)), true))
 	}
 	return resp, nil
+}
+
+// unauthorized is the advice for a 401 from the command line: the daemon's
+// own text tells an HTTP client which header to send, which a person
+// running npud does not set.
+func (c *apiClient) unauthorized() error {
+	if c.key == "" {
+		return fmt.Errorf("the daemon at %s needs an API key: set NPUD_API_KEY=KEY for npud's commands", c.base)
+	}
+	return fmt.Errorf("the daemon at %s does not take the key in NPUD_API_KEY: set NPUD_API_KEY to one of its keys", c.base)
 }
 
 // getJSON decodes a successful answer into v.

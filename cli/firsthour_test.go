@@ -1,0 +1,45 @@
+package cli_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/npud/npud/cli"
+	"github.com/npud/npud/daemon"
+	"github.com/npud/npud/daemon/daemontest"
+)
+
+// npudEnv runs npud with the environment given.
+func npudEnv(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = cli.MainIO(t.Context(), args, func(k string) string { return vars[k] }, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// Issue 35: with keys on, the CLI passed on the daemon's advice for HTTP
+// clients (send Authorization: Bearer KEY); a person running npud sets
+// NPUD_API_KEY.
+func TestUnauthorizedSaysNPUDAPIKey(t *testing.T) {
+	const key = "k-first-hour-0123456789abcdef"
+	srv := daemontest.StartSim(t, func(c *daemon.Config) { c.APIKeys = []daemon.APIKey{{Name: "dev", Key: key}} }, nil)
+	for _, tc := range []struct {
+		name, key string
+		code      int
+		says      string
+	}{
+		{"no key", "", 1, "needs an API key: set NPUD_API_KEY=KEY"},
+		{"a wrong key", "k-wrong-0123456789abcdef", 1, "does not take the key in NPUD_API_KEY"},
+		{"the key", key, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := npudEnv(t, map[string]string{"NPUD_API_KEY": tc.key}, "list", "--host", srv.URL)
+			assert.Equal(t, tc.code, code, errOut)
+			assert.Contains(t, errOut, tc.says)
+			assert.NotContains(t, errOut, "Authorization: Bearer")
+		})
+	}
+}
