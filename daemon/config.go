@@ -457,6 +457,7 @@ func parseConfigArgs(args []string, getenv func(string) string, usageOut io.Writ
 	for _, o := range opts {
 		o.bind(fs, o.name, fmt.Sprintf("%s (env %s)", o.usage, EnvName(o.name)))
 	}
+	explainValues(fs)
 	// The file is found first (flag over environment), then the sources
 	// are applied from the weakest: file, environment, flags.
 	path := getenv(EnvName("config"))

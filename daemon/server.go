@@ -175,7 +175,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil { //nolint:noctx // New takes no context yet (see serveUntil)
-			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+			return nil, listenError(cfg.Listen, err)
 		}
 	}
 	if cfg.TLSCert != "" {
