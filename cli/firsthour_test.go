@@ -2,10 +2,12 @@ package cli_test
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/cli"
 	"github.com/npud/npud/daemon"
@@ -42,4 +44,20 @@ func TestUnauthorizedSaysNPUDAPIKey(t *testing.T) {
 			assert.NotContains(t, errOut, "Authorization: Bearer")
 		})
 	}
+}
+
+// Issue 35: `npud launch claude` gave Claude Code no context window, so it
+// assumed its default for an unknown model (and warned) while npud serves
+// far less; Codex and OpenCode got theirs. Claude Code reads an unknown
+// model's window from CLAUDE_CODE_MAX_CONTEXT_TOKENS.
+func TestLaunchClaudeGetsTheContextWindow(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	code, shown, errOut := npudEnv(t, nil, "show", "sim", "--host", srv.URL)
+	require.Equal(t, 0, code, errOut)
+	m := regexp.MustCompile(`context length\s+(\d+)`).FindStringSubmatch(shown)
+	require.Len(t, m, 2, shown)
+
+	code, printed, errOut := npudEnv(t, nil, "launch", "claude", "--print", "--host", srv.URL, "--model", "sim")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, printed, "\nexport CLAUDE_CODE_MAX_CONTEXT_TOKENS="+m[1]+"\n")
 }
