@@ -47,7 +47,7 @@ Usage:
                        npud's or any other; npud bench -h lists flags
   npud doctor [--json] why the NPU is not used, and how to fix it (exit 0: a real engine is ready)
   npud devices         list the devices OpenVINO sees
-  npud version         print the version
+  npud version | -v    print the version
 `
 
 // Main runs the npud command line and returns the process exit code.
@@ -119,7 +119,7 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 			return 1
 		}
 		return 0
-	case "version", "--version", "-version":
+	case "version", "--version", "-version", "-v", "--v":
 		if len(args) > 1 && !(isHelp(args[1]) && len(args) == 2) {
 			fmt.Fprintf(stderr, "npud version takes no arguments, got %q\n", strings.Join(args[1:], " "))
 			return 2

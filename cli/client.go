@@ -118,9 +118,19 @@ func clientBase(flagHost string, getenv func(string) string) (string, error) {
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("daemon address %q: want HOST[:PORT] or a URL", host)
 	}
-	if u.Port() == "" {
-		u.Host = net.JoinHostPort(u.Hostname(), "11434")
+	hostname, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "11434"
 	}
+	// OLLAMA_HOST=0.0.0.0:PORT is how a server is told to listen on every
+	// address; a client talking to it means this machine, as Ollama's does.
+	switch hostname {
+	case "0.0.0.0", "":
+		hostname = "127.0.0.1"
+	case "::":
+		hostname = "::1"
+	}
+	u.Host = net.JoinHostPort(hostname, port)
 	return strings.TrimRight(u.String(), "/"), nil
 }
 

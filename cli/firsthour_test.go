@@ -61,3 +61,23 @@ func TestLaunchClaudeGetsTheContextWindow(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, printed, "\nexport CLAUDE_CODE_MAX_CONTEXT_TOKENS="+m[1]+"\n")
 }
+
+// Issue 35: OLLAMA_HOST=0.0.0.0:PORT, common among Ollama users (it is how
+// the server is told to listen everywhere), made every command fail the
+// daemon's Host check; a client talking to a wildcard address means this
+// machine. And `npud -v` prints the version.
+func TestWildcardHostMeansLoopback(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	for _, host := range []string{"0.0.0.0:" + port, "http://0.0.0.0:" + port, ":" + port} {
+		t.Run(host, func(t *testing.T) {
+			code, out, errOut := npudEnv(t, map[string]string{"OLLAMA_HOST": host}, "list")
+			assert.Equal(t, 0, code, errOut)
+			assert.Contains(t, out, "sim")
+		})
+	}
+
+	code, out, _ := npudEnv(t, nil, "-v")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "npud "+daemon.Version+"\n", out)
+}
