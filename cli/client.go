@@ -527,6 +527,16 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 	}
 }
 
+// interactiveHelp is what /? shows in a chat.
+const interactiveHelp = `Available commands:
+  /set system TEXT   set the system message
+  /clear             forget the conversation
+  /bye               leave
+  /?, /help          this help
+
+End a line with \ to continue the message on the next line; Ctrl-C stops an answer.
+`
+
 // interactive is a chat in the terminal: the history is kept; /bye ends,
 // /clear forgets, /set system TEXT sets the system message; a line ending
 // in a backslash continues on the next.
@@ -535,6 +545,7 @@ func (c *apiClient) interactive(ctx context.Context, model string, stdin io.Read
 	in.Buffer(make([]byte, 64<<10), 4<<20)
 	var history []chatMessage
 	var system string
+	fmt.Fprintln(stdout, "Send a message (/? for help)")
 	for {
 		fmt.Fprint(stdout, ">>> ")
 		var lines []string
@@ -567,7 +578,10 @@ func (c *apiClient) interactive(ctx context.Context, model string, stdin io.Read
 			fmt.Fprintln(stdout, "Set system message.")
 			continue
 		case strings.HasPrefix(text, "/"):
-			fmt.Fprintln(stdout, "Commands: /bye, /clear, /set system TEXT")
+			if text != "/?" && text != "/help" {
+				fmt.Fprintf(stdout, "Unknown command %s\n", terminalSafe(strings.Fields(text)[0], false))
+			}
+			fmt.Fprint(stdout, interactiveHelp)
 			continue
 		}
 		msgs := history

@@ -2,9 +2,14 @@ package cli_test
 
 import (
 	"bytes"
+	"io"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,4 +85,57 @@ func TestWildcardHostMeansLoopback(t *testing.T) {
 	code, out, _ := npudEnv(t, nil, "-v")
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "npud "+daemon.Version+"\n", out)
+}
+
+// Issue 35: an interactive `npud run` showed no way to its commands; it
+// says "/? for help", as Ollama's does, and /? lists them.
+func TestRunInteractiveShowsHelp(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	cmd := exec.CommandContext(t.Context(), daemontest.BuildNPUD(t), "run", "--host", srv.URL, "sim")
+	tty, err := pty.Start(cmd)
+	require.NoError(t, err)
+	defer tty.Close()
+	var seen strings.Builder
+	out := make(chan string, 64)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			if n > 0 {
+				out <- string(buf[:n])
+			}
+			if err != nil {
+				close(out)
+				return
+			}
+		}
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for !strings.Contains(seen.String(), what) {
+			select {
+			case s, ok := <-out:
+				if !ok {
+					t.Fatalf("the chat ended before %q:\n%s", what, seen.String())
+				}
+				seen.WriteString(s)
+			case <-deadline:
+				t.Fatalf("no %q in:\n%s", what, seen.String())
+			}
+		}
+	}
+	waitFor("Send a message (/? for help)")
+	waitFor(">>> ")
+	_, err = io.WriteString(tty, "/?\n")
+	require.NoError(t, err)
+	waitFor("/set system TEXT")
+	waitFor("/bye ")
+	seen.Reset()
+	_, err = io.WriteString(tty, "/nope\n")
+	require.NoError(t, err)
+	waitFor("Unknown command /nope")
+	_, err = io.WriteString(tty, "/bye\n")
+	require.NoError(t, err)
+	assert.NoError(t, cmd.Wait())
 }
