@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"io"
+	"net"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -138,4 +139,17 @@ func TestRunInteractiveShowsHelp(t *testing.T) {
 	_, err = io.WriteString(tty, "/bye\n")
 	require.NoError(t, err)
 	assert.NoError(t, cmd.Wait())
+}
+
+// Issue 35: "address already in use" said nothing of how to choose another
+// address, nor of the usual culprit: an Ollama on 11434, npud's port too.
+func TestServeOnATakenAddressSaysWhatToDo(t *testing.T) {
+	taken, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	code, _, errOut := npudEnv(t, nil, "serve", "--engine", "sim", "--listen", taken.Addr().String())
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errOut, "address already in use")
+	assert.Contains(t, errOut, "Ollama, whose port 11434 npud shares")
+	assert.Contains(t, errOut, "--listen 127.0.0.1:11435 (or NPUD_LISTEN")
 }
