@@ -236,19 +236,22 @@ func pullLocal(ctx context.Context, args []string, getenv func(string) string, s
 // and the bytes of a file at most every second (a multi-GB file shows its
 // bytes moving) and when it is complete.
 func pullPrinter(w io.Writer, now func() time.Time) func(npu.PullProgress) {
-	last, lastAt := "", time.Time{}
+	last, lastAt, lastLine := "", time.Time{}, ""
 	return func(p npu.PullProgress) {
 		complete := p.Total > 0 && p.Completed == p.Total
 		if p.Status == last && !complete && now().Sub(lastAt) < time.Second {
 			return
 		}
-		last, lastAt = p.Status, now()
 		status := terminalSafe(p.Status, false) // file names from the hub
-		if p.Total <= 0 {
-			fmt.Fprintln(w, status)
-			return
+		line := status
+		if p.Total > 0 {
+			line = fmt.Sprintf("%s %s/%s (%d%%)", status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
 		}
-		fmt.Fprintf(w, "%s %s/%s (%d%%)\n", status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
+		if line == lastLine {
+			return // the hub reports a file complete when its bytes are in and again once verified
+		}
+		last, lastAt, lastLine = p.Status, now(), line
+		fmt.Fprintln(w, line)
 	}
 }
 
