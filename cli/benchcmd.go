@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,8 +24,6 @@ docs/PERFORMANCE.md.
 // benchCommand runs `npud bench`.
 func benchCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("npud bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	preset := fs.String("preset", "", "quick, standard or soak; other flags override it")
 	var cfg bench.Config
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:11434", "base URL of the server")
@@ -45,10 +42,12 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.IntVar(&cfg.TurnTokens, "turn-tokens", 0, "with --turns: approximate size of every question after the first (an agent's tool results); 0 = --prompt-tokens")
 	fs.IntVar(&cfg.SystemTokens, "system-tokens", 0, "with --turns: a system message of about this many tokens, the same in every conversation")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	rest, code := parseCommandFlags(fs, "npud bench", args, stdout, stderr, func() { fmt.Fprint(stdout, benchUsage) })
+	if code >= 0 {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "npud bench takes no arguments, got %q (npud bench -h lists its flags)\n", strings.Join(rest, " "))
 		return 2
 	}
 	if *preset != "" {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +47,7 @@ Usage:
                        npud's or any other; npud bench -h lists flags
   npud doctor [--json] why the NPU is not used, and how to fix it (exit 0: a real engine is ready)
   npud devices         list the devices OpenVINO sees
-  npud version         print the version
+  npud version | -v    print the version
 `
 
 // Main runs the npud command line and returns the process exit code.
@@ -118,7 +119,7 @@ func MainIO(ctx context.Context, args []string, getenv func(string) string, stdi
 			return 1
 		}
 		return 0
-	case "version", "--version", "-version":
+	case "version", "--version", "-version", "-v", "--v":
 		if len(args) > 1 && !(isHelp(args[1]) && len(args) == 2) {
 			fmt.Fprintf(stderr, "npud version takes no arguments, got %q\n", strings.Join(args[1:], " "))
 			return 2
@@ -145,55 +146,85 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 // with --local it downloads into the models directory itself, with no
 // daemon (before the service first starts, say).
 func pull(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "--local" || args[0] == "-local") {
-		return pullLocal(ctx, args[1:], getenv, stdout, stderr)
+	if rest, local := cutLocal(args); local {
+		return pullLocal(ctx, rest, getenv, stdout, stderr)
 	}
-	var local bool
+	var hubEndpoint string
 	c, rest, code := clientFlags("pull", "OWNER/NAME   (or: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME)", args, getenv, stdout, stderr,
 		func(fs *flag.FlagSet) {
-			fs.BoolVar(&local, "local", false, "pull into --models-dir directly, with no daemon (any build; it comes first, then serve's --models-dir, --hub-endpoint, --hub-token)")
+			fs.Bool("local", false, "pull into --models-dir directly, with no daemon (any build; then serve's flags: --models-dir, --hub-endpoint, --hub-token)")
+			fs.StringVar(&hubEndpoint, "hub-endpoint", "", "with --local only: the daemon pulls from its own hub")
 		})
 	if code >= 0 {
 		return code
 	}
-	if local {
-		fmt.Fprintln(stderr, "npud pull: --local comes first: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME")
+	if hubEndpoint != "" {
+		fmt.Fprintf(stderr, "npud pull: --hub-endpoint: %s\n", daemonPullsNote)
 		return 2
 	}
 	if len(rest) != 1 {
-		fmt.Fprintf(stderr, clientUsage, "pull", "OWNER/NAME")
-		return 2
+		return wrongArgs(stderr, "pull", "OWNER/NAME", rest)
 	}
 	if err := c.pull(ctx, rest[0], pullPrinter(stdout, time.Now)); err != nil {
 		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
+		if getenv("HF_ENDPOINT") != "" && !errors.As(err, new(errNotRunning)) {
+			fmt.Fprintf(stderr, "npud pull: HF_ENDPOINT is set here, but %s\n", daemonPullsNote)
+		}
 		return 1
 	}
 	fmt.Fprintf(stdout, "success: %s\n", rest[0])
 	return 0
 }
 
+// daemonPullsNote says where the hub of `npud pull` is set: the daemon
+// pulls, so this command's environment and flags do not reach it.
+const daemonPullsNote = "the daemon pulls, from its own hub: start it with --hub-endpoint URL " +
+	"(or NPUD_HUB_ENDPOINT, or HF_ENDPOINT in its environment; for the service, in its unit or config file), " +
+	"or pull without it: npud pull --local --hub-endpoint URL OWNER/NAME"
+
+// cutLocal takes --local out of a pull's arguments, wherever it is before
+// "--".
+func cutLocal(args []string) ([]string, bool) {
+	for i, a := range args {
+		switch a {
+		case "--":
+			return args, false
+		case "--local", "-local", "--local=true", "-local=true":
+			return append(slices.Clone(args[:i]), args[i+1:]...), true
+		}
+	}
+	return args, false
+}
+
 // pullLocal downloads a model repository into the models directory; it
 // needs no engine and no daemon, so it works in every build.
 func pullLocal(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	// The repository comes last, after any flags: npud pull --local [flags] OWNER/NAME.
-	var repo string
-	flags := args
-	if n := len(args); n > 0 && !strings.HasPrefix(args[n-1], "-") {
-		repo, flags = args[n-1], args[:n-1]
-	}
-	cfg, err := daemon.ParseServe(flags, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil || repo == "" {
-		fmt.Fprintf(stderr, "npud pull: usage: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME\n")
-		if err != nil {
-			fmt.Fprintf(stderr, "npud pull: %v\n", err)
+	const usage = "usage: npud pull --local [--models-dir DIR] [--hub-endpoint URL] OWNER/NAME"
+	for _, a := range args {
+		if a == "--" {
+			break
 		}
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "host" {
+			fmt.Fprintf(stderr, "npud pull: --local pulls with no daemon, so it takes no --host\n%s\n", usage)
+			return 2
+		}
+	}
+	cfg, rest, err := daemon.ParseServeWithArgs(args, getenv, io.Discard)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(stdout, usage+"\n\nand the flags of npud serve (npud serve -h)")
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "npud pull: %v\n%s\n", err, usage)
+		return 2
+	case len(rest) != 1:
+		fmt.Fprintf(stderr, "npud pull: takes OWNER/NAME, got %d argument(s)\n%s\n", len(rest), usage)
 		return 2
 	}
+	repo := rest[0]
 	err = modelstore.New(cfg.ModelsDir, cfg.HubClient()).Pull(ctx, repo, pullPrinter(stdout, time.Now))
 	if err != nil {
+		err = daemon.ExplainModelsDir(cfg.ModelsDir, err)
 		fmt.Fprintf(stderr, "npud pull: %s\n", terminalSafe(err.Error(), true))
 		return 1
 	}
@@ -205,19 +236,22 @@ func pullLocal(ctx context.Context, args []string, getenv func(string) string, s
 // and the bytes of a file at most every second (a multi-GB file shows its
 // bytes moving) and when it is complete.
 func pullPrinter(w io.Writer, now func() time.Time) func(npu.PullProgress) {
-	last, lastAt := "", time.Time{}
+	last, lastAt, lastLine := "", time.Time{}, ""
 	return func(p npu.PullProgress) {
 		complete := p.Total > 0 && p.Completed == p.Total
 		if p.Status == last && !complete && now().Sub(lastAt) < time.Second {
 			return
 		}
-		last, lastAt = p.Status, now()
 		status := terminalSafe(p.Status, false) // file names from the hub
-		if p.Total <= 0 {
-			fmt.Fprintln(w, status)
-			return
+		line := status
+		if p.Total > 0 {
+			line = fmt.Sprintf("%s %s/%s (%d%%)", status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
 		}
-		fmt.Fprintf(w, "%s %s/%s (%d%%)\n", status, byteSize(p.Completed), byteSize(p.Total), p.Completed*100/p.Total)
+		if line == lastLine {
+			return // the hub reports a file complete when its bytes are in and again once verified
+		}
+		last, lastAt, lastLine = p.Status, now(), line
+		fmt.Fprintln(w, line)
 	}
 }
 

@@ -12,10 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/npud/npud/daemon"
 	"github.com/npud/npud/npu"
 )
 
@@ -45,19 +47,56 @@ func clientFlags(name, what string, args []string, getenv func(string) string, s
 	if extra != nil {
 		extra(fs)
 	}
-	fs.Usage = func() { fmt.Fprintf(stdout, clientUsage, name, what); fs.SetOutput(stdout); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, 0
-		}
-		return nil, nil, 2
+	rest, code := parseCommandFlags(fs, "npud "+name, args, stdout, stderr, func() { fmt.Fprintf(stdout, clientUsage, name, what) })
+	if code >= 0 {
+		return nil, nil, code
 	}
 	base, err := clientBase(*host, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "npud %s: %v\n", name, err)
 		return nil, nil, 2
 	}
-	return &apiClient{base: base, key: getenv("NPUD_API_KEY"), http: &http.Client{}}, fs.Args(), -1
+	return &apiClient{base: base, key: getenv("NPUD_API_KEY"), http: &http.Client{}}, rest, -1
+}
+
+// parseCommandFlags parses a command's flags by the one rule
+// (daemon.ParseFlagsAnywhere); -h prints the usage (head, then the flags)
+// to stdout, and a bad flag is named on stderr. It returns the positional
+// arguments and -1, or the exit code.
+func parseCommandFlags(fs *flag.FlagSet, command string, args []string, stdout, stderr io.Writer, head func()) ([]string, int) {
+	fs.SetOutput(io.Discard) // the error is printed once, below
+	fs.Usage = func() {}
+	rest, err := daemon.ParseFlagsAnywhere(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		head()
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil, 0
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v (%s -h lists its flags)\n", command, err, command)
+		return nil, 2
+	}
+	return rest, -1
+}
+
+// wrongArgs says what a command takes when it got other positional
+// arguments, and returns the exit code.
+func wrongArgs(stderr io.Writer, name, what string, got []string) int {
+	quoted := make([]string, len(got))
+	for i, a := range got {
+		quoted[i] = strconv.Quote(a)
+	}
+	fmt.Fprintf(stderr, "npud %s: takes %s, got %d argument(s): %s\n\n", name, orNothing(what), len(got), terminalSafe(strings.Join(quoted, " "), false))
+	fmt.Fprintf(stderr, clientUsage, name, what)
+	return 2
+}
+
+func orNothing(what string) string {
+	if what == "" {
+		return "no argument"
+	}
+	return what
 }
 
 // clientBase resolves the daemon's URL as Ollama's CLI does with
@@ -79,9 +118,19 @@ func clientBase(flagHost string, getenv func(string) string) (string, error) {
 	if err != nil || u.Host == "" {
 		return "", fmt.Errorf("daemon address %q: want HOST[:PORT] or a URL", host)
 	}
-	if u.Port() == "" {
-		u.Host = net.JoinHostPort(u.Hostname(), "11434")
+	hostname, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "11434"
 	}
+	// OLLAMA_HOST=0.0.0.0:PORT is how a server is told to listen on every
+	// address; a client talking to it means this machine, as Ollama's does.
+	switch hostname {
+	case "0.0.0.0", "":
+		hostname = "127.0.0.1"
+	case "::":
+		hostname = "::1"
+	}
+	u.Host = net.JoinHostPort(hostname, port)
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
@@ -124,6 +173,10 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 	if err != nil {
 		return nil, err
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		defer func() { _ = resp.Body.Close() }()
+		return nil, c.unauthorized()
+	}
 	if resp.StatusCode >= 300 {
 		defer func() { _ = resp.Body.Close() }()
 		var e struct {
@@ -139,6 +192,16 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 		return nil, errors.New(terminalSafe(resp.Status+": "+strings.TrimSpace(string(raw)), true))
 	}
 	return resp, nil
+}
+
+// unauthorized is the advice for a 401 from the command line: the daemon's
+// own text tells an HTTP client which header to send, which a person
+// running npud does not set.
+func (c *apiClient) unauthorized() error {
+	if c.key == "" {
+		return fmt.Errorf("the daemon at %s needs an API key: set NPUD_API_KEY=KEY for npud's commands", c.base)
+	}
+	return fmt.Errorf("the daemon at %s does not take the key in NPUD_API_KEY: set NPUD_API_KEY to one of its keys", c.base)
 }
 
 // getJSON decodes a successful answer into v.
@@ -167,8 +230,7 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 		return code
 	}
 	if len(rest) != want.nargs {
-		fmt.Fprintf(stderr, clientUsage, name, want.what)
-		return 2
+		return wrongArgs(stderr, name, want.what, rest)
 	}
 	err := func() error {
 		switch name {
@@ -180,6 +242,12 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 					ModifiedAt string `json:"modified_at"`
 					Details    struct{ Format string }
 				} `json:"models"`
+				Unserved []struct { // npud's: pulled, but no engine serves them
+					Name       string `json:"name"`
+					Size       int64  `json:"size"`
+					ModifiedAt string `json:"modified_at"`
+					Why        string `json:"why"`
+				} `json:"unserved"`
 			}
 			if err := c.getJSON(ctx, http.MethodGet, "/api/tags", nil, &out); err != nil {
 				return err
@@ -189,7 +257,17 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			for _, m := range out.Models {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), terminalSafe(m.Details.Format, false), ago(m.ModifiedAt))
 			}
-			return tw.Flush()
+			for _, m := range out.Unserved {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", terminalSafe(m.Name, false), byteSize(m.Size), "NOT SERVED", ago(m.ModifiedAt))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, m := range out.Unserved {
+				fmt.Fprintf(stdout, "\n%s is pulled but not served: %s\n(`npud doctor` says how to fix it; `npud rm %s` removes it)\n",
+					terminalSafe(m.Name, false), terminalSafe(m.Why, true), terminalSafe(m.Name, false))
+			}
+			return nil
 		case "ps":
 			var out struct {
 				Models []struct {
@@ -333,8 +411,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	c.think = think.value
 	if len(rest) == 0 {
-		fmt.Fprintf(stderr, clientUsage, "run", "MODEL [PROMPT]")
-		return 2
+		return wrongArgs(stderr, "run", "MODEL [PROMPT]", rest)
 	}
 	model, prompt := rest[0], strings.Join(rest[1:], " ")
 	if prompt == "" && !isTerminal(stdin) {
@@ -462,6 +539,16 @@ func (c *apiClient) chat(ctx context.Context, model string, msgs []chatMessage, 
 	}
 }
 
+// interactiveHelp is what /? shows in a chat.
+const interactiveHelp = `Available commands:
+  /set system TEXT   set the system message
+  /clear             forget the conversation
+  /bye               leave
+  /?, /help          this help
+
+End a line with \ to continue the message on the next line; Ctrl-C stops an answer.
+`
+
 // interactive is a chat in the terminal: the history is kept; /bye ends,
 // /clear forgets, /set system TEXT sets the system message; a line ending
 // in a backslash continues on the next.
@@ -470,6 +557,7 @@ func (c *apiClient) interactive(ctx context.Context, model string, stdin io.Read
 	in.Buffer(make([]byte, 64<<10), 4<<20)
 	var history []chatMessage
 	var system string
+	fmt.Fprintln(stdout, "Send a message (/? for help)")
 	for {
 		fmt.Fprint(stdout, ">>> ")
 		var lines []string
@@ -502,7 +590,10 @@ func (c *apiClient) interactive(ctx context.Context, model string, stdin io.Read
 			fmt.Fprintln(stdout, "Set system message.")
 			continue
 		case strings.HasPrefix(text, "/"):
-			fmt.Fprintln(stdout, "Commands: /bye, /clear, /set system TEXT")
+			if text != "/?" && text != "/help" {
+				fmt.Fprintf(stdout, "Unknown command %s\n", terminalSafe(strings.Fields(text)[0], false))
+			}
+			fmt.Fprint(stdout, interactiveHelp)
 			continue
 		}
 		msgs := history

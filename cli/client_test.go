@@ -227,5 +227,5 @@ func TestEveryHelpExitsZero(t *testing.T) {
 	assert.Contains(t, out, "-local", "pull --help lists --local")
 	code, _, errOut := npud(t, "", "pull", "--host", "127.0.0.1:9", "--local", "OpenVINO/x")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "--local comes first")
+	assert.Contains(t, errOut, "--local pulls with no daemon, so it takes no --host")
 }

@@ -83,6 +83,9 @@ const (
 		"(a Core Ultra processor and kernel 6.6 or newer), then reboot"
 	fixModel = "npud pull OpenVINO/Qwen2.5-1.5B-Instruct-int4-ov (any OpenVINO IR repository), " +
 		"or export one with optimum-cli export openvino --model MODEL --weight-format int4 DIR"
+	// fixModelsDir says where models go, and how to put them elsewhere.
+	fixModelsDir = "npud keeps models in /var/lib/npud/models as root (and the service), in ~/.local/state/npud/models " +
+		"($XDG_STATE_HOME/npud/models) for other users; another folder: --models-dir DIR (or NPUD_MODELS_DIR)"
 )
 
 const doctorUsage = `usage: npud doctor [--json] [serve flags]
@@ -259,11 +262,11 @@ var modelFiles = []struct{ file, what string }{
 func examineModels(dir string, r *doctorReport) bool {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		r.add("models folder", checkFail, dir+" does not exist yet", fixModel)
+		r.add("models folder", checkFail, dir+" does not exist yet", fixModel+"; "+fixModelsDir)
 		return false
 	}
 	if err != nil {
-		r.add("models folder", checkFail, fmt.Sprintf("%s cannot be read: %v", dir, err), "check its owner and mode: the service user npud reads it")
+		r.add("models folder", checkFail, fmt.Sprintf("%s cannot be read: %v", dir, err), "check its owner and mode: the service user npud reads it; "+fixModelsDir)
 		return false
 	}
 	good := 0
@@ -314,7 +317,7 @@ func examineModels(dir string, r *doctorReport) bool {
 		r.add(name, checkOK, "IR, weights, tokenizer, detokenizer and chat template present", "")
 	}
 	if good == 0 {
-		r.add("models folder", checkFail, dir+" holds no complete model", fixModel)
+		r.add("models folder", checkFail, dir+" holds no complete model", fixModel+"; "+fixModelsDir)
 		return false
 	}
 	r.add("models folder", checkOK, fmt.Sprintf("%s: %d model(s)", dir, good), "")

@@ -187,3 +187,15 @@ func TestDeviceNodeFixFitsTheDynamicUser(t *testing.T) {
 	assert.Contains(t, fix, `SUBSYSTEM=="accel", KERNEL=="accel*", GROUP="render", MODE="0660"`)
 	assert.Contains(t, fix, "docs/OPENVINO.md")
 }
+
+// Issue 35: doctor's fix for the models folder says where models go for
+// root and for other users, and how to choose another folder.
+func TestDoctorSaysHowToChooseTheModelsFolder(t *testing.T) {
+	for _, models := range []string{filepath.Join(t.TempDir(), "nope"), t.TempDir()} {
+		_, r, _ := runDoctor(t, env(), "--models-dir", models, "--cache-dir", "", "--listen", freeAddr(t))
+		c := check(r, "models folder")
+		assert.Equal(t, checkFail, c.Status, "%+v", r.Checks)
+		assert.Contains(t, c.Fix, "~/.local/state/npud/models")
+		assert.Contains(t, c.Fix, "--models-dir DIR (or NPUD_MODELS_DIR)")
+	}
+}

@@ -178,6 +178,12 @@ func claudeConfig(t launchTarget) agentSetup {
 	for _, v := range claudeModelVars {
 		s.Env[v] = t.Model
 	}
+	if t.Context > 0 {
+		// How Claude Code 2.1 reads the context window of a model it does
+		// not know (else it assumes its default, and warns): the window its
+		// auto-compaction works within.
+		s.Env["CLAUDE_CODE_MAX_CONTEXT_TOKENS"] = strconv.Itoa(t.Context)
+	}
 	var b strings.Builder
 	b.WriteString("# Claude Code's environment (npud launch claude sets it for the agent only)\n")
 	for _, k := range s.Unset {
@@ -344,7 +350,8 @@ func (c *apiClient) launchTarget(ctx context.Context, model string) (launchTarge
 	var warnings []string
 	switch {
 	case t.Context == 0:
-		warnings = append(warnings, fmt.Sprintf("the daemon does not say how long model %q's context is; a coding agent needs %d tokens or more", t.Model, launchMinContext))
+		warnings = append(warnings, fmt.Sprintf("the daemon does not say how long model %q's context is, so the agent is not told "+
+			"(Claude Code then assumes its own default, far longer than a local model serves); a coding agent needs %d tokens or more", t.Model, launchMinContext))
 	case t.Context < launchMinContext:
 		warnings = append(warnings, fmt.Sprintf("model %q serves a context of %d tokens; a coding agent's own prompt and tools take thousands of them, so sessions will be short (%d or more is comfortable)",
 			t.Model, t.Context, launchMinContext))

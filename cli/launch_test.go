@@ -93,6 +93,7 @@ func TestAgentConfig(t *testing.T) {
 				"ANTHROPIC_DEFAULT_HAIKU_MODEL":            "qwen3-8b",
 				"CLAUDE_CODE_SUBAGENT_MODEL":               "qwen3-8b",
 				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+				"CLAUDE_CODE_MAX_CONTEXT_TOKENS":           "40960", // the window of a model Claude Code does not know
 			}, s.Env)
 			assert.Equal(t, []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, s.Unset, "a real Anthropic key never goes to the daemon")
 			assert.Contains(t, s.Print, `export ANTHROPIC_AUTH_TOKEN="$NPUD_API_KEY"`)

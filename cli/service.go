@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -95,16 +96,68 @@ func serviceMain(args []string, getenv func(string) string, stdout, stderr io.Wr
 		help(stderr)
 		return 2
 	}
-	if rest := args[1:]; len(rest) > 0 {
-		if isHelp(rest[0]) && len(rest) == 1 {
-			help(stdout)
-			return 0
-		}
-		fmt.Fprintf(stderr, "npud service %s takes no arguments, got %q\n\n", args[0], strings.Join(rest, " "))
+	action := args[0]
+	fs := flag.NewFlagSet("npud service "+action, flag.ContinueOnError)
+	var printOnly bool
+	if action == "install" {
+		fs.BoolVar(&printOnly, "print", false, "print what install would write (the unit, with this executable), and change nothing")
+	}
+	rest, code := parseCommandFlags(fs, "npud service "+action, args[1:], stdout, stderr, func() { help(stdout) })
+	if code >= 0 {
+		return code
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "npud service %s takes no arguments, got %q\n\n", action, strings.Join(rest, " "))
 		help(stderr)
 		return 2
 	}
-	return serviceCommand(args[0], getenv, stdout, stderr)
+	if printOnly {
+		return printServiceInstall(getenv, stdout, stderr)
+	}
+	return serviceCommand(action, getenv, stdout, stderr)
+}
+
+// printServiceInstall shows what `npud service install` would write,
+// writing nothing: the systemd unit for this executable, or the Windows
+// service's command line.
+func printServiceInstall(getenv func(string) string, stdout, stderr io.Writer) int {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "npud service install: cannot find the npud executable: %v\n", err)
+		return 1
+	}
+	paths := defaultServicePaths(runtime.GOOS, getenv)
+	cfg := serviceConfig(exe, paths)
+	if runtime.GOOS == "windows" {
+		fmt.Fprintf(stdout, "# the Windows service npud service install registers (automatic start, restart on failure)\n%s %s\n",
+			exe, strings.Join(cfg.Arguments, " "))
+		return 0
+	}
+	fmt.Fprintf(stdout, "# /etc/systemd/system/%s.service, as npud service install writes it (with %s where none exists)\n", serviceName, paths.config)
+	fmt.Fprint(stdout, cfg.Option["SystemdScript"])
+	if err := unitCanRun(systemd.ServiceUnit(), exe); err != nil {
+		fmt.Fprintf(stderr, "npud service install: %v\n", err)
+	}
+	return 0
+}
+
+// noServiceManager is why there is no service manager to ask about npud
+// (on Linux, PID 1 is not systemd: a container, WSL without systemd), or
+// "". root is where /run (sd_booted's test) and /etc/init.d are looked for.
+func noServiceManager(goos, root string) string {
+	if goos != "linux" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(root, "run", "systemd", "system")); err == nil {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc", "init.d", serviceName)); err == nil {
+		return "" // installed as a System V service: its own status is the answer
+	}
+	return "no systemd: PID 1 is not systemd here (a container?), so there is no service; run npud serve directly"
 }
 
 func isHelp(arg string) bool {
@@ -128,7 +181,7 @@ func serviceCommand(action string, getenv func(string) string, stdout, stderr io
 		return 1
 	}
 	if action == "status" {
-		return printServiceStatus(svc, stdout, stderr)
+		return printServiceStatus(svc, noServiceManager(runtime.GOOS, string(filepath.Separator)), stdout, stderr)
 	}
 	if action == "install" && svc.Platform() == "linux-systemd" {
 		if err := unitCanRun(systemd.ServiceUnit(), exe); err != nil {
@@ -274,11 +327,15 @@ func removeSysVLinks(root, name string) ([]string, error) {
 
 // printServiceStatus answers like an LSB status action: 0 running, 3 not
 // running, 4 unknown or not installed.
-func printServiceStatus(svc service.Service, stdout, stderr io.Writer) int {
+func printServiceStatus(svc service.Service, noManager string, stdout, stderr io.Writer) int {
 	st, err := svc.Status()
 	switch {
 	case errors.Is(err, service.ErrNotInstalled):
 		fmt.Fprintf(stdout, "npud: not installed (%s)\n", svc.Platform())
+		return 4
+	case err != nil && noManager != "":
+		// The init script's own "exit status 1" says nothing of why.
+		fmt.Fprintf(stdout, "npud: not installed (%s)\n", noManager)
 		return 4
 	case err != nil:
 		fmt.Fprintf(stderr, "npud service status (%s): %v\n", svc.Platform(), err)

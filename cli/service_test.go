@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -92,7 +93,8 @@ func TestServiceCommandsNeverSurprise(t *testing.T) {
 		{[]string{"service", "install", "--help"}, 0, "usage: npud service"},
 		{[]string{"service", "uninstall", "-h"}, 0, "usage: npud service"},
 		{[]string{"service", "stop", "sim"}, 2, "takes no arguments"},
-		{[]string{"service", "install", "--force"}, 2, "takes no arguments"},
+		{[]string{"service", "install", "--force"}, 2, "flag provided but not defined: -force"},
+		{[]string{"service", "status", "--print"}, 2, "flag provided but not defined: -print"},
 		{[]string{"service", "reinstall"}, 2, "unknown action"},
 		{[]string{"version", "extra"}, 2, "takes no arguments"},
 		{[]string{"devices", "extra"}, 2, "takes no arguments"},
@@ -217,4 +219,49 @@ func TestServiceInstallRefusesABinaryTheUnitHides(t *testing.T) {
 	// What the unit says decides: without the directive nothing is hidden.
 	assert.NoError(t, unitCanRun("[Service]\nProtectHome=read-only\nPrivateTmp=no\n", "/home/ana/npud"))
 	assert.NoError(t, unitCanRun("[Service]\nPrivateTmp=no\n", "/tmp/npud"))
+}
+
+// Issue 35: `npud service status` where PID 1 is not systemd printed the
+// init script's "exit status 1"; it says npud is not installed, and why.
+func TestServiceStatusWithoutSystemd(t *testing.T) {
+	root := t.TempDir()
+	assert.Contains(t, noServiceManager("linux", root), "no systemd")
+	assert.Empty(t, noServiceManager("windows", root))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc", "init.d"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "etc", "init.d", "npud"), nil, 0o755))
+	assert.Empty(t, noServiceManager("linux", root), "a System V service answers for itself")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "run", "systemd", "system"), 0o755))
+	assert.Empty(t, noServiceManager("linux", root))
+
+	// This machine, when PID 1 is not systemd: the whole command.
+	if noServiceManager(runtime.GOOS, string(filepath.Separator)) == "" {
+		t.Skip("a service manager runs here")
+	}
+	var out, errOut bytes.Buffer
+	code := Main(t.Context(), []string{"service", "status"}, env(), &out, &errOut)
+	assert.Equal(t, 4, code)
+	assert.Equal(t, "npud: not installed (no systemd: PID 1 is not systemd here (a container?), so there is no service; run npud serve directly)\n", out.String())
+	assert.Empty(t, errOut.String())
+}
+
+// Issue 35: `npud service install` had no way to show the unit it would
+// write; --print shows it, for this executable, and changes nothing.
+func TestServiceInstallPrint(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the systemd unit")
+	}
+	var out, errOut bytes.Buffer
+	code := Main(t.Context(), []string{"service", "install", "--print"}, env(), &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	exe, err = filepath.EvalSymlinks(exe)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(out.String(), "# /etc/systemd/system/npud.service, as npud service install writes it"), out.String())
+	assert.Contains(t, out.String(), "\n[Service]\n")
+	assert.Contains(t, out.String(), "ExecStart="+exe+" serve --config /etc/npud/npud.toml")
+	assert.NotContains(t, out.String(), "done (", "nothing was installed")
+	if strings.HasPrefix(exe, "/tmp/") {
+		assert.Contains(t, errOut.String(), "PrivateTmp", "and why install would refuse this executable")
+	}
 }

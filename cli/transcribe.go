@@ -32,10 +32,6 @@ const maxTranscriptBytes = 64 << 20
 const maxSpeechModelsAsked = 64
 
 func transcribeCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	var file string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		file, args = args[0], args[1:] // npud transcribe FILE [flags]
-	}
 	var model, format, language, prompt string
 	var translate bool
 	c, rest, code := clientFlags("transcribe", transcribeWhat, args, getenv, stdout, stderr, func(fs *flag.FlagSet) {
@@ -48,13 +44,10 @@ func transcribeCommand(ctx context.Context, args []string, getenv func(string) s
 	if code >= 0 {
 		return code
 	}
-	if file == "" && len(rest) == 1 {
-		file, rest = rest[0], nil // npud transcribe [flags] FILE
+	if len(rest) != 1 {
+		return wrongArgs(stderr, "transcribe", "FILE", rest)
 	}
-	if file == "" || len(rest) > 0 {
-		fmt.Fprintf(stderr, clientUsage, "transcribe", transcribeWhat)
-		return 2
-	}
+	file := rest[0]
 	if !slices.Contains(transcribeFormats, format) {
 		fmt.Fprintf(stderr, "npud transcribe: --format %q: want one of %s\n", format, strings.Join(transcribeFormats, ", "))
 		return 2

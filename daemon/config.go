@@ -248,6 +248,9 @@ type layers struct {
 	// a masked error here instead, and parsing fails with it.
 	secretErr   error
 	secretErrIn int // the layer it came from: a later layer's list replaces it
+	// dirs are the default models and cache folders for who runs npud;
+	// the zero value is the service's.
+	dirs stateDirs
 }
 
 // listValue is a flag holding a list: comma-separated, or repeated.
@@ -312,7 +315,7 @@ func (c *Config) options(ls *layers) []option {
 		{"device-failure-window", "process isolation: the window device-failures counts in", dur(&c.DeviceFailureWindow, 10*time.Minute)},
 		{"device-probe-after", "process isolation: an unhealthy device is tried again this long after its last failure", dur(&c.DeviceProbeAfter, 5*time.Minute)},
 		{"openvino-lib", "OpenVINO GenAI's C library (libopenvino_genai_c.so, openvino_genai_c.dll) or a folder holding it; empty = search OpenVINO_DIR, INTEL_OPENVINO_DIR, /opt/intel/openvino*, a Python wheel, the system", str(&c.OpenVINOLib, "")},
-		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, defaultStateDir("models", "/var/lib/npud/models"))},
+		{"models-dir", "openvino: directory with one OpenVINO IR model per subfolder", str(&c.ModelsDir, ls.dirs.or().models)},
 		{"device", "openvino: AUTO (NPU, then GPU, then CPU) or a device name", str(&c.Device, "AUTO")},
 		{"npu-max-prompt-len", "openvino on NPU: MAX_PROMPT_LEN, the longest prompt in tokens, the whole templated history (0 = GenAI's 1024)", num(&c.NPUMaxPromptLen, 16384)},
 		{"npu-min-response-len", "openvino on NPU: MIN_RESPONSE_LEN, tokens reserved for the answer (0 = GenAI's 128)", num(&c.NPUMinResponseLen, 1024)},
@@ -323,7 +326,7 @@ func (c *Config) options(ls *layers) []option {
 		{"hub-endpoint", "model hub for pull, Hugging Face-compatible (empty = HF_ENDPOINT, else https://huggingface.co)", str(&c.HubEndpoint, "")},
 		{"hub-token", "model hub token for pull (prefer the environment variable)", str(&c.HubToken, "")},
 		{"max-model-bytes", "largest model repository a pull downloads, as the hub announces it (0 = no cap); every pull also needs that much free disk plus 5% (at least 256 MiB)", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxModelBytes, n, 0, u) }},
-		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, defaultStateDir("cache", "/var/cache/npud"))},
+		{"cache-dir", "openvino: compiled-model cache, so the slow first NPU compile happens once", str(&c.CacheDir, ls.dirs.or().cache)},
 		{"sim-ttft", "simulated engine: time to first token", dur(&c.SimTTFT, 200*time.Millisecond)},
 		{"sim-itl", "simulated engine: time between tokens", dur(&c.SimITL, 30*time.Millisecond)},
 		{"sim-prompt-token-cost", "simulated engine: extra prefill time per prompt token", dur(&c.SimPromptTokenCost, 100*time.Microsecond)},
@@ -442,17 +445,33 @@ func ParseServe(args []string, getenv func(string) string, usageOut io.Writer) (
 	return cfg, err
 }
 
+// ParseServeWithArgs is ParseServe for a command that takes positional
+// arguments among serve's flags (npud pull --local [flags] OWNER/NAME):
+// it returns them, in order.
+func ParseServeWithArgs(args []string, getenv func(string) string, usageOut io.Writer) (Config, []string, error) {
+	var positional []string
+	cfg, _, err := parseConfigArgs(args, getenv, usageOut, &positional)
+	return cfg, positional, err
+}
+
 // parseConfig is ParseServe that also returns the flag set, whose values
 // CheckConfig prints.
 func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) (Config, *flag.FlagSet, error) {
+	return parseConfigArgs(args, getenv, usageOut, nil)
+}
+
+// parseConfigArgs is parseConfig that hands the positional arguments to
+// positional; nil: there must be none.
+func parseConfigArgs(args []string, getenv func(string) string, usageOut io.Writer, positional *[]string) (Config, *flag.FlagSet, error) {
 	var cfg Config
-	var ls layers
+	ls := layers{dirs: defaultDirs(runtime.GOOS, os.Geteuid(), getenv)}
 	fs := flag.NewFlagSet("npud serve", flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	opts := cfg.options(&ls)
 	for _, o := range opts {
 		o.bind(fs, o.name, fmt.Sprintf("%s (env %s)", o.usage, EnvName(o.name)))
 	}
+	explainValues(fs)
 	// The file is found first (flag over environment), then the sources
 	// are applied from the weakest: file, environment, flags.
 	path := getenv(EnvName("config"))
@@ -474,14 +493,17 @@ func parseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 		}
 	}
 	ls.current = 3
-	if err := fs.Parse(args); err != nil {
+	rest, err := ParseFlagsAnywhere(fs, args)
+	if err != nil {
 		return Config{}, nil, err
 	}
 	if ls.secretErr != nil {
 		return Config{}, nil, ls.secretErr
 	}
-	if fs.NArg() > 0 {
-		return Config{}, nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	if positional != nil {
+		*positional = rest
+	} else if len(rest) > 0 {
+		return Config{}, nil, fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	cfg.ConfigFile = path
 	fs.Visit(func(f *flag.Flag) { // what was set, in any layer
@@ -663,18 +685,65 @@ func (s Security) Keys() ([]APIKey, error) {
 	return keys, nil
 }
 
-// defaultStateDir is where the service keeps its models or compiled-model
+// stateDirs are the default models folder and compiled-model cache.
+type stateDirs struct{ models, cache string }
+
+// or is d, else the service's folders.
+func (d stateDirs) or() stateDirs {
+	if d.models == "" {
+		return serviceDirs(runtime.GOOS, os.Getenv)
+	}
+	return d
+}
+
+// serviceDirs are where the service keeps its models and compiled-model
 // cache: the systemd unit's StateDirectory and CacheDirectory on Linux,
 // %ProgramData%\npud on Windows.
-func defaultStateDir(name, unix string) string {
-	if runtime.GOOS != "windows" {
-		return unix
+func serviceDirs(goos string, getenv func(string) string) stateDirs {
+	if goos != "windows" {
+		return stateDirs{models: "/var/lib/npud/models", cache: "/var/cache/npud"}
 	}
-	base := os.Getenv("ProgramData")
+	base := getenv("ProgramData")
 	if base == "" {
 		base = `C:\ProgramData`
 	}
-	return filepath.Join(base, "npud", name)
+	return stateDirs{models: filepath.Join(base, "npud", "models"), cache: filepath.Join(base, "npud", "cache")}
+}
+
+// defaultDirs are the default folders for who runs npud. Root, Windows and
+// a systemd unit (which names its own folders) get the service's; anyone
+// else folders of their own, as the XDG base directories place them
+// ($XDG_STATE_HOME/npud/models, else ~/.local/state/npud/models;
+// $XDG_CACHE_HOME/npud, else ~/.cache/npud), so `npud serve` and
+// `npud pull` work without root. Without a home, the service's again: the
+// error then says --models-dir.
+func defaultDirs(goos string, euid int, getenv func(string) string) stateDirs {
+	service := serviceDirs(goos, getenv)
+	if goos == "windows" || euid == 0 {
+		return service
+	}
+	if state := getenv("STATE_DIRECTORY"); state != "" { // a systemd unit's StateDirectory
+		d := stateDirs{models: filepath.Join(strings.Split(state, ":")[0], "models"), cache: service.cache}
+		if cache := getenv("CACHE_DIRECTORY"); cache != "" {
+			d.cache = strings.Split(cache, ":")[0]
+		}
+		return d
+	}
+	home := getenv("HOME")
+	xdg := func(name, fallback string) string {
+		if dir := getenv(name); filepath.IsAbs(dir) { // the spec ignores relative ones
+			return dir
+		}
+		if filepath.IsAbs(home) {
+			return filepath.Join(home, fallback)
+		}
+		return ""
+	}
+	state, cache := xdg("XDG_STATE_HOME", filepath.Join(".local", "state")), xdg("XDG_CACHE_HOME", ".cache")
+	if state == "" || cache == "" {
+		return service
+	}
+	return stateDirs{models: filepath.Join(state, "npud", "models"), cache: filepath.Join(cache, "npud")}
 }
 
 // HubClient is the model hub client the configuration describes (for the

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -140,7 +141,7 @@ func printEffective(w io.Writer, fs *flag.FlagSet) {
 				}
 			}
 			fmt.Fprintf(w, "%s = [%s]\n", f.Name, strings.Join(items, ", "))
-		case isNumber(v):
+		case isNumber(v), isBoolFlag(f):
 			fmt.Fprintf(w, "%s = %s\n", f.Name, v)
 		default:
 			fmt.Fprintf(w, "%s = %s\n", f.Name, strconv.Quote(v))
@@ -182,3 +183,47 @@ func maskSecret(name, v string) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// explainedValue is a flag's value whose parse error says what the flag
+// takes: the flag package's own is "parse error" alone.
+type explainedValue struct{ flag.Value }
+
+// explainValues makes every flag of fs say what it takes when a value
+// does not parse, from a flag, the environment or the file alike.
+func explainValues(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(flag.Getter); ok {
+			f.Value = explainedValue{f.Value}
+		}
+	})
+}
+
+func (v explainedValue) Set(s string) error {
+	err := v.Value.Set(s)
+	if err == nil {
+		return nil
+	}
+	var want string
+	switch v.Value.(flag.Getter).Get().(type) {
+	case bool:
+		want = "true or false"
+	case int, int64, uint, uint64:
+		want = "a whole number"
+	case float64:
+		want = "a number"
+	case time.Duration:
+		want = "a duration such as 90s, 5m or 1h30m"
+	default:
+		return err
+	}
+	return fmt.Errorf("want %s (%w)", want, err)
+}
+
+// IsBoolFlag keeps a boolean flag usable alone (--flag).
+func (v explainedValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// Get is the value, as the flag package's own values give it.
+func (v explainedValue) Get() any { return v.Value.(flag.Getter).Get() }

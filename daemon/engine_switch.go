@@ -2,14 +2,18 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/hub"
 	"github.com/npud/npud/npu/modelstore"
 	"github.com/npud/npud/npu/worker"
 )
@@ -36,19 +40,79 @@ func (f *modelsFolder) open() (*modelstore.Catalog, error) {
 	if f.catalog == nil {
 		c, err := modelstore.OpenCatalog(modelstore.New(f.cfg.ModelsDir, f.cfg.HubClient()), openvinoLimits(f.cfg))
 		if err != nil {
-			return nil, err
+			return nil, ExplainModelsDir(f.cfg.ModelsDir, err)
 		}
 		f.catalog = c
 	}
 	return f.catalog, nil
 }
 
+// listed is the folder's models, without making the folder: a daemon that
+// never pulled lists none.
+func (f *modelsFolder) listed() []npu.ModelInfo {
+	if _, err := os.Stat(f.cfg.ModelsDir); err != nil {
+		return nil
+	}
+	c, err := f.open()
+	if err != nil {
+		return nil
+	}
+	return c.Models()
+}
+
+// unserved is each of the folder's models, with why it is not served.
+func (f *modelsFolder) unserved(why string) []npu.UnservedModel {
+	models := f.listed()
+	out := make([]npu.UnservedModel, 0, len(models))
+	for _, m := range models {
+		out = append(out, npu.UnservedModel{Model: m, Why: why})
+	}
+	return out
+}
+
+// notServable ends a pull whose model cannot be served: the files stay
+// (once the engine can serve, a restart serves them), and the error says
+// why, what to do, and how to remove them.
+func (f *modelsFolder) notServable(repo, why string) error {
+	name := hub.ModelName(repo)
+	return fmt.Errorf("model %s is pulled into %s, but it cannot be served: %s; `npud doctor` says how to fix it (`npud rm %s` removes it): %w",
+		name, f.cfg.ModelsDir, why, name, npu.ErrNotSupported)
+}
+
+// simFolder is the models folder under --engine sim: pulls fill it, but
+// the simulated engine serves none of its models.
+type simFolder struct{ *modelsFolder }
+
+// whySim is why --engine sim serves nothing pulled.
+const whySim = "--engine sim serves only its simulated models: serve with --engine auto (the default) or openvino to run pulled models"
+
+func (f simFolder) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
+	if err := f.modelsFolder.Pull(ctx, name, progress); err != nil {
+		return err
+	}
+	return f.notServable(name, whySim)
+}
+
+func (f simFolder) Unserved() []npu.UnservedModel { return f.unserved(whySim) }
+
 func (f *modelsFolder) Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error {
 	c, err := f.open()
 	if err != nil {
 		return err
 	}
-	return c.Pull(ctx, name, progress)
+	return ExplainModelsDir(f.cfg.ModelsDir, c.Pull(ctx, name, progress))
+}
+
+// ExplainModelsDir adds to an error the models folder's permissions
+// caused how to choose another folder (a user who is not root, with the
+// service's /var/lib/npud/models, say); other errors are returned as they
+// are.
+func ExplainModelsDir(dir string, err error) error {
+	if !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return fmt.Errorf("%w: this user may not write the models folder %s: choose a folder of yours with --models-dir DIR (or NPUD_MODELS_DIR), "+
+		"or run as root, or pull into the service's folder through the service", err, dir)
 }
 
 func (f *modelsFolder) Delete(_ context.Context, name string) error {
@@ -96,6 +160,7 @@ type switchingEngine struct {
 	switchMu sync.Mutex                 // one switch at a time
 	real     atomic.Pointer[npu.Engine] // the OpenVINO engine once it serves
 	why      atomic.Pointer[string]     // why the simulated engine serves
+	unserved atomic.Pointer[string]     // why the folder's models are not served, after the last try
 	change   atomic.Pointer[EngineChange]
 	// Set before serving: the workers' observer (the metrics), and what
 	// else must learn of the new engine.
@@ -110,6 +175,7 @@ func newSwitchingEngine(cfg Config, log *slog.Logger, sim npu.Engine, why string
 		e.blocked = fmt.Sprintf("--sim-slots %d sized the scheduler for concurrent generations, which a GenAI pipeline cannot run: restart npud to serve it", cfg.SimSlots)
 	}
 	e.why.Store(&why)
+	e.unserved.Store(&why)
 	return e
 }
 
@@ -221,8 +287,19 @@ func (e *switchingEngine) Pull(ctx context.Context, name string, progress func(n
 	if err := e.store.Pull(ctx, name, progress); err != nil {
 		return err
 	}
-	e.switchAfterPull(name)
+	if why := e.switchAfterPull(name); why != "" {
+		return e.store.notServable(name, why)
+	}
 	return nil
+}
+
+// Unserved is the models folder's models while the simulated engine
+// serves: pulled, listed as such, removable, not run.
+func (e *switchingEngine) Unserved() []npu.UnservedModel {
+	if e.real.Load() != nil {
+		return nil
+	}
+	return e.store.unserved(*e.unserved.Load())
 }
 
 func (e *switchingEngine) Delete(ctx context.Context, name string) error {
@@ -230,6 +307,9 @@ func (e *switchingEngine) Delete(ctx context.Context, name string) error {
 		if reg, ok := (*r).(npu.Registry); ok {
 			return reg.Delete(ctx, name)
 		}
+	}
+	if slices.ContainsFunc(e.store.listed(), func(m npu.ModelInfo) bool { return m.ID == name }) {
+		return e.store.Delete(ctx, name)
 	}
 	return fmt.Errorf("cannot delete %q: engine %s serves a fixed set of models: %w", name, e.sim.Name(), npu.ErrNotSupported)
 }
@@ -244,12 +324,12 @@ func (e *switchingEngine) Copy(ctx context.Context, source, destination string) 
 }
 
 // switchAfterPull starts the OpenVINO engine after a pull, when it can
-// serve; otherwise the simulated engine goes on and says why.
-func (e *switchingEngine) switchAfterPull(pulled string) {
+// serve; otherwise the simulated engine goes on, and it returns why.
+func (e *switchingEngine) switchAfterPull(pulled string) string {
 	e.switchMu.Lock()
 	defer e.switchMu.Unlock()
 	if e.real.Load() != nil {
-		return
+		return ""
 	}
 	why := e.blocked
 	var engine npu.Engine
@@ -261,10 +341,11 @@ func (e *switchingEngine) switchAfterPull(pulled string) {
 		}
 	}
 	if engine == nil {
-		why = fmt.Sprintf("model %s pulled, but the simulated engine still serves: %s", pulled, why)
-		e.why.Store(&why)
+		banner := fmt.Sprintf("model %s pulled, but the simulated engine still serves: %s", pulled, why)
+		e.why.Store(&banner)
+		e.unserved.Store(&why)
 		e.log.Warn("the simulated engine still serves after a pull", "model", pulled, "why", why)
-		return
+		return why
 	}
 	if w, ok := engine.(isolatedEngine); ok && e.observer != nil {
 		w.SetObserver(e.observer)
@@ -282,4 +363,5 @@ func (e *switchingEngine) switchAfterPull(pulled string) {
 	}
 	e.log.Info("engine changed: the OpenVINO engine serves now, without a restart", "from", change.From, "to", change.To,
 		"devices", deviceList(engine), "models", names, "reason", change.Reason)
+	return ""
 }

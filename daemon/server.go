@@ -136,7 +136,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		}
 		sw.observer, sw.onChange = m, m.describeEngine
 	} else if folder == nil && o.engine == nil {
-		store = newModelsFolder(cfg) // --engine sim: pulls still fill the models folder
+		store = simFolder{newModelsFolder(cfg)} // --engine sim: pulls still fill the models folder
 	}
 	pc := serve.PoolConfig{
 		MaxQueue:         cfg.MaxQueue,
@@ -176,7 +176,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", cfg.Listen); err != nil { //nolint:noctx // New takes no context yet (see serveUntil)
-			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+			return nil, listenError(cfg.Listen, err)
 		}
 	}
 	if cfg.TLSCert != "" {

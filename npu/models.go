@@ -44,6 +44,19 @@ type Registry interface {
 	Copy(ctx context.Context, source, destination string) error
 }
 
+// UnservedModel is a model in a models folder that no engine serves (one
+// pulled while the simulated engine serves), and why.
+type UnservedModel struct {
+	Model ModelInfo
+	Why   string
+}
+
+// UnservedLister is a Registry that can hold models no engine serves:
+// they are listed as such, and removed, but not run.
+type UnservedLister interface {
+	Unserved() []UnservedModel
+}
+
 // EmbedRequest is one embedding job.
 type EmbedRequest struct {
 	Model  string

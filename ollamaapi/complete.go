@@ -131,6 +131,10 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 	}
 	m, err := a.router.Model(model)
 	if err != nil {
+		if ka := req.KeepAlive.duration(); ka != nil && *ka == 0 {
+			a.fail(c.Writer, info, a.toErrorNoPull(err)) // an unload (npud stop): a pull would not help
+			return
+		}
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}
@@ -233,11 +237,11 @@ func (a *API) loadOrUnload(c *gin.Context, ep endpoint, model string, keepAlive 
 				Message: fmt.Sprintf("model %q is preloaded (--preload) and kept loaded for everyone: unloading it needs an admin key", model)}})
 			return
 		}
-		err = a.router.UnloadModel(c.Request.Context(), model)
-	} else {
-		_, err = a.router.LoadModel(c.Request.Context(), model, keepAlive)
-	}
-	if err != nil {
+		if err = a.router.UnloadModel(c.Request.Context(), model); err != nil {
+			a.fail(c.Writer, info, a.toErrorNoPull(err))
+			return
+		}
+	} else if _, err = a.router.LoadModel(c.Request.Context(), model, keepAlive); err != nil {
 		a.fail(c.Writer, info, a.toError(err))
 		return
 	}

@@ -28,8 +28,13 @@ func bodyError(e *jsonbody.Error) *Error {
 	return &Error{Base: errclass.Base{Status: e.Status, Message: e.Message}}
 }
 
-// toError classifies errors from the router and streams.
-func toError(err error, retryAfter func() time.Duration, served func() []string) *Error {
+// pullAdvice is the not-found advice where a pull would help.
+const pullAdvice = "try pulling it first"
+
+// toError classifies errors from the router and streams; how is the
+// advice for a model not found ("" where pulling would not help: delete,
+// unload).
+func toError(err error, retryAfter func() time.Duration, served func() []string, how string) *Error {
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		return apiErr
@@ -41,7 +46,7 @@ func toError(err error, retryAfter func() time.Duration, served func() []string)
 		if served != nil {
 			names = served()
 		}
-		msg = errclass.ModelNotFound(err, names, "try pulling it first")
+		msg = errclass.ModelNotFound(err, names, how)
 	}
 	return &Error{Base: errclass.Base{Status: c.Status, Message: msg, RetryAfter: c.RetryDelay(retryAfter), Cause: err}}
 }
@@ -49,5 +54,11 @@ func toError(err error, retryAfter func() time.Duration, served func() []string)
 // toError classifies err with what the router says: when to retry, and
 // which models an unknown model's 404 lists.
 func (a *API) toError(err error) *Error {
-	return toError(err, a.router.RetryAfter, func() []string { return errclass.ServedNames(a.router) })
+	return toError(err, a.router.RetryAfter, func() []string { return errclass.ServedNames(a.router) }, pullAdvice)
+}
+
+// toErrorNoPull is toError where pulling the model would not help (its
+// deletion, its unloading).
+func (a *API) toErrorNoPull(err error) *Error {
+	return toError(err, a.router.RetryAfter, func() []string { return errclass.ServedNames(a.router) }, "")
 }

@@ -107,12 +107,39 @@ func modelInfo(m npu.ModelInfo, family string) map[string]any {
 	return info
 }
 
+// unservedModel is npud's addition to /api/tags: a model in the models
+// folder that no engine serves (pulled while the simulated engine
+// serves), and why. It is apart from "models", which clients offer to run.
+type unservedModel struct {
+	Name       string `json:"name"`
+	Size       int64  `json:"size"`
+	ModifiedAt string `json:"modified_at,omitempty"`
+	Why        string `json:"why"`
+}
+
+// unservedRunner is a router that knows the models folder's models no
+// engine serves (npu.Router).
+type unservedRunner interface {
+	Unserved() []npu.UnservedModel
+}
+
 func (a *API) tags(c *gin.Context) {
 	models := []listedModel{} // [] on the wire, never null
 	for _, m := range a.router.Models() {
 		models = append(models, a.describe(m))
 	}
-	c.JSON(http.StatusOK, gin.H{"models": models})
+	out := gin.H{"models": models}
+	if r, ok := a.router.(unservedRunner); ok {
+		if list := r.Unserved(); len(list) > 0 {
+			unserved := make([]unservedModel, 0, len(list))
+			for _, u := range list {
+				unserved = append(unserved, unservedModel{Name: u.Model.ID, Size: u.Model.Size,
+					ModifiedAt: u.Model.Created.UTC().Format(time.RFC3339Nano), Why: u.Why})
+			}
+			out["unserved"] = unserved
+		}
+	}
+	c.JSON(http.StatusOK, out)
 }
 
 // forever is the expires_at of a model kept loaded without limit.
@@ -382,7 +409,7 @@ func (a *API) deleteModel(c *gin.Context) {
 		return
 	}
 	if err := a.router.Delete(c.Request.Context(), id); err != nil {
-		a.fail(c.Writer, reqinfo.From(c.Request.Context()), a.toError(err))
+		a.fail(c.Writer, reqinfo.From(c.Request.Context()), a.toErrorNoPull(err))
 		return
 	}
 	c.Status(http.StatusOK)

@@ -370,7 +370,7 @@ func (r *request) decodeImages(limits imagein.Limits, m npu.ModelInfo, ep endpoi
 		return badRequest("%v", err)
 	}
 	if err := npu.CheckVision(m); err != nil {
-		return toError(err, retryAfter, nil)
+		return toError(err, retryAfter, nil, pullAdvice)
 	}
 	batch := limits.Begin()
 	decode := func(field string, images []string) ([]npu.Image, *Error) {
@@ -380,7 +380,7 @@ func (r *request) decodeImages(limits imagein.Limits, m npu.ModelInfo, ep endpoi
 			if err != nil {
 				batch.Release()
 				if !errors.Is(err, imagein.ErrInvalid) {
-					return nil, toError(err, retryAfter, nil) // the image memory is in use: 503
+					return nil, toError(err, retryAfter, nil, pullAdvice) // the image memory is in use: 503
 				}
 				return nil, badRequest("%s[%d]: %v", field, j, err)
 			}

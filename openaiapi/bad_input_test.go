@@ -37,7 +37,7 @@ func TestBadInput(t *testing.T) {
 		// Bodies that do not decode.
 		{"invalid JSON: truncated", "", chat, `{"model":"sim",`, 400, "", "invalid_json", []string{"unexpected end of JSON input"}},
 		{"invalid JSON: bare word", "", chat, `{"model":sim}`, 400, "", "invalid_json", []string{"invalid character 's'"}},
-		{"empty body", "", chat, ``, 400, "", "invalid_json", []string{"unexpected end of JSON input"}},
+		{"empty body", "", chat, ``, 400, "", "invalid_json", []string{"the request body is empty"}},
 		{"body over max_body_bytes", "", chat, `{"model":"sim",` + msgs + `,"user":"` + strings.Repeat("u", maxBody) + `"}`, 413, "", "request_too_large", []string{"4096"}},
 		{"invalid UTF-8 in content", "", chat, "{\"model\":\"sim\",\"messages\":[{\"role\":\"user\",\"content\":\"bad \xff\xfe\"}]}", 400, "", "invalid_utf8", []string{"UTF-8"}},
 		{"max_tokens as string", "", chat, `{"model":"sim",` + msgs + `,"max_tokens":"5"}`, 400, "max_tokens", "invalid_type", []string{"max_tokens", "integer", "string"}},

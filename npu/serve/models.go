@@ -46,6 +46,41 @@ func (p *Pool) embed(ctx context.Context, m npu.ModelInfo, inputs []string) (vec
 	return vectors, promptTokens, err
 }
 
+// Unserved lists the models folder's models that no engine serves, and
+// why.
+func (r *Router) Unserved() []npu.UnservedModel {
+	var out []npu.UnservedModel
+	for _, reg := range []npu.Registry{r.local.cfg.Models, r.local.cfg.Store} {
+		l, ok := reg.(npu.UnservedLister)
+		if !ok {
+			continue
+		}
+		for _, u := range l.Unserved() {
+			if _, served := r.findLocal(u.Model.ID); !served {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+// unservedRegistry is the registry holding name, a model no engine
+// serves, with why; nil when none does.
+func (r *Router) unservedRegistry(name string) (npu.Registry, string) {
+	for _, reg := range []npu.Registry{r.local.cfg.Models, r.local.cfg.Store} {
+		l, ok := reg.(npu.UnservedLister)
+		if !ok {
+			continue
+		}
+		for _, u := range l.Unserved() {
+			if u.Model.ID == name {
+				return reg, u.Why
+			}
+		}
+	}
+	return nil, ""
+}
+
 // Pull fetches a model into the local engine's models folder, else the
 // daemon's store. A model npud already serves needs nothing, whatever
 // serves it: it is asked first, since a served name ("sim") need not be a
@@ -73,6 +108,9 @@ func (r *Router) Pull(ctx context.Context, name string, progress func(npu.PullPr
 func (r *Router) Delete(ctx context.Context, name string) error {
 	res, err := r.resolve(name)
 	if err != nil {
+		if reg, _ := r.unservedRegistry(name); reg != nil {
+			return reg.Delete(ctx, name) // nothing serves it, so nothing to unload
+		}
 		return err
 	}
 	p := res.pool

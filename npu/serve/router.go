@@ -97,7 +97,8 @@ type resolved struct {
 
 // resolve finds the model id names: an alias or a model of the local
 // engine first, then an upstream's (healthy or not). The error wraps
-// ErrModelNotFound.
+// ErrModelNotFound, or ErrNotSupported for a model pulled into the models
+// folder that no engine serves (it says why).
 func (r *Router) resolve(id string) (resolved, error) {
 	if m, ok := r.findLocal(id); ok {
 		return resolved{pool: r.local, model: m}, nil
@@ -107,6 +108,9 @@ func (r *Router) resolve(id string) (resolved, error) {
 		if m, ok := up.Pool.find(id); ok {
 			return resolved{pool: up.Pool, model: m, upstream: up}, nil
 		}
+	}
+	if _, why := r.unservedRegistry(id); why != "" {
+		return resolved{}, fmt.Errorf("model %q is in the models folder, but it cannot be served: %s; `npud doctor` says how to fix it: %w", id, why, npu.ErrNotSupported)
 	}
 	return resolved{}, fmt.Errorf("model %q: %w", id, npu.ErrModelNotFound)
 }

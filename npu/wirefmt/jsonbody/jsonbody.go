@@ -5,6 +5,7 @@
 package jsonbody
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,20 +46,32 @@ func Unmarshal(body []byte, v any) *Error {
 	if !utf8.Valid(body) {
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_utf8", Message: "request body is not valid UTF-8"}
 	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: "the request body is empty: it must be a JSON object"}
+	}
 	err := json.Unmarshal(body, v)
 	if err == nil {
 		return nil
 	}
+	// The decoder's own text names Go types ("cannot unmarshal array into
+	// Go value of type ..."): each case is said in the client's terms.
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr) && typeErr.Field != "":
 		return &Error{Status: http.StatusBadRequest, Code: "invalid_type", Field: typeErr.Field,
 			Message: fmt.Sprintf("invalid type for field '%s': expected %s, got %s", typeErr.Field, Describe(typeErr.Type), typeErr.Value)}
+	case errors.As(err, &typeErr):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_type",
+			Message: fmt.Sprintf("the request body must be %s, got %s", Describe(typeErr.Type), typeErr.Value)}
+	case errors.As(err, &syntaxErr) && syntaxErr.Offset >= int64(len(body)):
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_json",
+			Message: fmt.Sprintf("the request body is not valid JSON: it ends at byte %d before its JSON does (%v)", len(body), err)}
 	case errors.As(err, &syntaxErr):
-		return &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, err)}
+		return &Error{Status: http.StatusBadRequest, Code: "invalid_json",
+			Message: fmt.Sprintf("the request body is not valid JSON: at byte %d, %v", syntaxErr.Offset, err)}
 	}
-	return &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: fmt.Sprintf("invalid JSON: %v", err)}
+	return &Error{Status: http.StatusBadRequest, Code: "invalid_json", Message: fmt.Sprintf("the request body is not valid JSON: %v", err)}
 }
 
 // TypeError is what a custom UnmarshalJSON returns for a value of the wrong
