@@ -83,9 +83,10 @@ type clipWriter struct {
 	frames         int64
 	rs             *streamResampler
 	mono           []float32
+	mem            *meter
 }
 
-func newClipWriter(ctx context.Context, rate, channels int, format string, l Limits) (*clipWriter, error) {
+func newClipWriter(ctx context.Context, rate, channels int, format string, l Limits, mem *meter) (*clipWriter, error) {
 	if channels < 1 || channels > l.MaxChannels {
 		return nil, invalid("%s with %d channels: 1 to %d are accepted", format, channels, l.MaxChannels)
 	}
@@ -93,7 +94,7 @@ func newClipWriter(ctx context.Context, rate, channels int, format string, l Lim
 		return nil, invalid("%s sample rate %d Hz: 1000 to 768000 are accepted", format, rate)
 	}
 	return &clipWriter{ctx: ctx, rate: rate, channels: channels, format: format, maxDuration: l.MaxDuration,
-		maxFrames: int64(l.MaxDuration.Seconds() * float64(rate)), rs: newStreamResampler(rate, SampleRate)}, nil
+		maxFrames: int64(l.MaxDuration.Seconds() * float64(rate)), rs: newStreamResampler(rate, SampleRate), mem: mem}, nil
 }
 
 // checkFrames refuses a length over the limit, from a header or counted.
@@ -128,6 +129,18 @@ func (w *clipWriter) add(frames int, at func(frame, channel int) float64) error 
 		}
 		w.mono = append(w.mono, float32(clamp(sum*inv)))
 	}
+	// The output grows here, if anywhere: by at most a block's worth
+	// more than this piece, reserved before it is allocated.
+	out := len(w.mono)
+	if w.rs.in != w.rs.out {
+		out = (len(w.mono)+w.rs.block+w.rs.pad)*w.rs.out/w.rs.in + 2
+	}
+	buffers := 4 * int64(cap(w.mono)+w.rs.block+3*w.rs.pad)
+	y, err := w.mem.room(w.rs.y, out, buffers)
+	if err != nil {
+		return err
+	}
+	w.rs.y = y
 	w.rs.write(w.mono)
 	return nil
 }
