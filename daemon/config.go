@@ -380,7 +380,7 @@ func (c *Config) options(ls *layers) []option {
 			c.ImageURLAllow = append(c.ImageURLAllow, s)
 			return nil
 		})},
-		{"max-image-memory", "memory decoded images may hold at once across requests, queued and running (decoder buffers counted at their decoded depth); past it an image request gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageMemory, n, 1<<30, u) }},
+		{"max-image-memory", "memory decoded images may hold at once across requests, queued and running (decoder buffers counted at their decoded depth); past it an image request gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageMemory, n, 256<<20, u) }},
 		{"max-request-image-memory", "memory one request's images may decode to (decoder buffers and RGB pictures); more is a 400; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxRequestImageMemory, n, 256<<20, u) }},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues the conversation its model ran last (on the NPU its prefix-cache blocks are surely still cached); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},

@@ -68,7 +68,7 @@ func TestParseServeDefaults(t *testing.T) {
 		MaxAudioMemory:        256 << 20,
 		MaxImageBytes:         8 << 20,
 		MaxImagePixels:        4096 * 4096,
-		MaxImageMemory:        1 << 30,
+		MaxImageMemory:        256 << 20,
 		MaxRequestImageMemory: 256 << 20,
 		AffinityMaxOvertakes:  8,
 		AffinityMaxWait:       30 * time.Second,
