@@ -255,6 +255,9 @@ func decodeWAV(ctx context.Context, data []byte, l Limits, mem *meter) (Clip, er
 	if err != nil {
 		return Clip{}, err
 	}
+	if err := w.expect(int64(frames)); err != nil {
+		return Clip{}, err
+	}
 	width, read := f.bits/8, sampleReader(*f)
 	const block = 1 << 16 // frames
 	for at := 0; at < frames; at += block {

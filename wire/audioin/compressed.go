@@ -38,7 +38,7 @@ func decodeFLAC(ctx context.Context, data []byte, l Limits, mem *meter) (clip Cl
 	if err != nil {
 		return Clip{}, err
 	}
-	if err := w.checkFrames(int64(min(info.NSamples, 1<<62))); err != nil {
+	if err := w.expect(int64(min(info.NSamples, 1<<62))); err != nil {
 		return Clip{}, err
 	}
 	for {
@@ -87,7 +87,7 @@ func decodeMP3(ctx context.Context, data []byte, l Limits, mem *meter) (clip Cli
 		return Clip{}, err
 	}
 	if n := d.Length(); n > 0 {
-		if err := w.checkFrames(n / 4); err != nil {
+		if err := w.expect(n / 4); err != nil {
 			return Clip{}, err
 		}
 	}
@@ -123,7 +123,7 @@ func decodeVorbis(ctx context.Context, data []byte, l Limits, mem *meter) (clip 
 	if err != nil {
 		return Clip{}, err
 	}
-	if err := w.checkFrames(r.Length()); err != nil {
+	if err := w.expect(r.Length()); err != nil {
 		return Clip{}, err
 	}
 	buf := make([]float32, 4096*w.channels)

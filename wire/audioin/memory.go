@@ -42,6 +42,14 @@ func (m *meter) need(n int64) error {
 	return nil
 }
 
+// more reserves n bytes more than the meter holds.
+func (m *meter) more(n int64) error {
+	if m == nil {
+		return nil
+	}
+	return m.need(m.held + n)
+}
+
 // room returns s with room for n more samples, grown by half again at a
 // time. The new array and the old one are reserved first, with extra
 // bytes of working buffers on top.

@@ -106,6 +106,29 @@ func (w *clipWriter) checkFrames(frames int64) error {
 	return nil
 }
 
+// expect checks the length a header gives and, when it gives one, reserves
+// and allocates the output it decodes to at once: of two long uploads
+// decoded together one gets the memory and the other a 503 before either
+// has decoded anything (counted only as it grew, both could run out half
+// way). A header that claims less grows the output as it comes; one that
+// claims more is trimmed when the decode ends (clip).
+func (w *clipWriter) expect(frames int64) error {
+	if err := w.checkFrames(frames); err != nil || frames <= 0 {
+		return err
+	}
+	out := int(frames*int64(w.rs.out)/int64(w.rs.in)) + (w.rs.block+w.rs.pad)*w.rs.out/w.rs.in + 2
+	y, err := w.mem.room(w.rs.y, out, w.buffers())
+	if err != nil {
+		return err
+	}
+	w.rs.y = y
+	return nil
+}
+
+// buffers is what the decode holds besides its output: the piece being
+// mixed down and the resampler's block of source samples.
+func (w *clipWriter) buffers() int64 { return 4 * int64(cap(w.mono)+w.rs.block+3*w.rs.pad) }
+
 func tooLong(d, limit time.Duration) error {
 	return fmt.Errorf("%w: %w: the audio is %s long: at most %s is accepted", ErrInvalid, ErrTooLarge, d.Round(time.Millisecond), limit)
 }
@@ -135,8 +158,7 @@ func (w *clipWriter) add(frames int, at func(frame, channel int) float64) error 
 	if w.rs.in != w.rs.out {
 		out = (len(w.mono)+w.rs.block+w.rs.pad)*w.rs.out/w.rs.in + 2
 	}
-	buffers := 4 * int64(cap(w.mono)+w.rs.block+3*w.rs.pad)
-	y, err := w.mem.room(w.rs.y, out, buffers)
+	y, err := w.mem.room(w.rs.y, out, w.buffers())
 	if err != nil {
 		return err
 	}
@@ -149,5 +171,10 @@ func (w *clipWriter) clip() (Clip, error) {
 	if w.frames == 0 {
 		return Clip{}, invalid("the %s file has no samples", w.format)
 	}
-	return Clip{Samples: w.rs.finish(), SourceRate: w.rate, SourceChannels: w.channels, SourceFormat: w.format}, nil
+	y := w.rs.finish()
+	if spare := cap(y) - len(y); spare > len(y)/4 && spare > 1<<16 && w.mem.more(4*int64(len(y))) == nil {
+		// The header claimed more than the file held: keep only the clip.
+		y = append(make([]float32, 0, len(y)), y...)
+	}
+	return Clip{Samples: y, SourceRate: w.rate, SourceChannels: w.channels, SourceFormat: w.format}, nil
 }
