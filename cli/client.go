@@ -162,6 +162,13 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 		return nil, err
 	}
 	req.Header.Set("Content-Type", contentType)
+	if req.Body != nil && req.ContentLength == 0 {
+		// A streamed body (a file) waits for the daemon's go-ahead: a
+		// refusal (no key, a bad Host) then arrives before the file is
+		// sent, and is what the command shows, not the broken pipe of a
+		// server that closed while the file was still being written.
+		req.Header.Set("Expect", "100-continue")
+	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}

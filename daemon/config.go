@@ -82,6 +82,7 @@ type Config struct {
 	MaxAudioBytes    int64         // largest audio file for transcriptions
 	MaxAudioDuration time.Duration // longest audio for transcriptions
 	MaxAudioDecodes  int           // uploads decoded at once; 0 = one per CPU
+	MaxAudioMemory   int64         // decoded audio held at once across requests; 0 = no bound
 	AudioDecoder     string        // ffmpeg for Opus, WebM, M4A: "" = found on PATH, "none" = off
 	MaxImageBytes    int64         // largest image file
 	MaxImagePixels   int64         // largest image, width × height
@@ -383,6 +384,7 @@ func (c *Config) options(ls *layers) []option {
 		{"max-audio-bytes", "largest audio file for /v1/audio/transcriptions and /translations (also bounded by --max-body-bytes); larger is a 413", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxAudioBytes, n, 25<<20, u) }},
 		{"max-audio-duration", "longest audio for /v1/audio/transcriptions and /translations; longer is a 400", dur(&c.MaxAudioDuration, 30*time.Minute)},
 		{"max-audio-decodes", "audio uploads decoded at once (before they queue for the engine); more are a 503 with Retry-After; 0 = one per CPU", num(&c.MaxAudioDecodes, 0)},
+		{"max-audio-memory", "memory decoded audio (16 kHz samples, and the decoder's buffers while it runs) may hold at once across requests, decoding, queued and running; past it an upload gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxAudioMemory, n, 256<<20, u) }},
 		{"audio-decoder", "ffmpeg, which decodes the uploads npud does not decode itself (Opus, WebM, M4A/AAC): empty = ffmpeg on PATH if there is one, none = never (those formats are a 400), or its path", str(&c.AudioDecoder, "")},
 		{"max-images", "images one request may carry, for vision models; more are a 400", num(&c.MaxImages, 4)},
 		{"max-image-bytes", "largest image file (JPEG or PNG); larger is a 400", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageBytes, n, 8<<20, u) }},
@@ -395,7 +397,7 @@ func (c *Config) options(ls *layers) []option {
 			c.ImageURLAllow = append(c.ImageURLAllow, s)
 			return nil
 		})},
-		{"max-image-memory", "memory decoded images may hold at once across requests, queued and running (decoder buffers counted at their decoded depth); past it an image request gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageMemory, n, 1<<30, u) }},
+		{"max-image-memory", "memory decoded images may hold at once across requests, queued and running (decoder buffers counted at their decoded depth); past it an image request gets 503 with Retry-After; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxImageMemory, n, 256<<20, u) }},
 		{"max-request-image-memory", "memory one request's images may decode to (decoder buffers and RGB pictures); more is a 400; 0 = no bound", func(fs *flag.FlagSet, n, u string) { fs.Int64Var(&c.MaxRequestImageMemory, n, 256<<20, u) }},
 		{"max-loaded-models", "models kept in memory at once; loading one more unloads the least recently used (0 = no cap)", num(&c.MaxLoadedModels, 2)},
 		{"affinity-max-overtakes", "times a waiting request may be passed over for one that continues the conversation its model ran last (on the NPU its prefix-cache blocks are surely still cached); 0 = plain FIFO", num(&c.AffinityMaxOvertakes, 8)},
@@ -570,6 +572,7 @@ func (c Config) Validate() error {
 	check(c.MaxEmbedInputs > 0, "--max-embed-inputs must be positive, got %d", c.MaxEmbedInputs)
 	check(c.MaxAudioBytes > 0 && c.MaxAudioDuration > 0, "--max-audio-bytes and --max-audio-duration must be positive")
 	check(c.MaxAudioDecodes >= 0, "--max-audio-decodes must be 0 or more, got %d", c.MaxAudioDecodes)
+	check(c.MaxAudioMemory >= 0, "--max-audio-memory must be 0 or more, got %d", c.MaxAudioMemory)
 	check(c.MaxImages >= 0, "--max-images must be 0 or more, got %d", c.MaxImages)
 	check(c.MaxImageBytes > 0, "--max-image-bytes must be positive, got %d", c.MaxImageBytes)
 	check(c.MaxImagePixels > 0, "--max-image-pixels must be positive, got %d", c.MaxImagePixels)

@@ -96,29 +96,127 @@ func requestID(client string) string {
 	return hex.EncodeToString(b[:])
 }
 
+// refusalLinger bounds how long a refused request's body is read and
+// thrown away after its answer (see lingerAfterRefusal): long enough for a
+// client on the same box or network to finish sending an upload and read
+// the answer, short enough that a client trickling its body holds nothing.
+const refusalLinger = 2 * time.Second
+
 // limitBody caps request bodies (readers see *http.MaxBytesError past it)
 // and the time to send one: a client that trickles its body (slowloris)
-// gets a read timeout instead of holding a handler forever.
+// gets a read timeout instead of holding a handler forever. A request
+// answered with an error before its body was read has the rest of its
+// body read, a bounded amount, so that its client reads the answer.
 func (s *Server) limitBody(c *gin.Context) {
 	p := s.policy.Load()
 	if c.Request.Body == nil || c.Request.Body == http.NoBody {
 		c.Next()
 		return
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, p.maxBody)
+	raw := &trackedBody{ReadCloser: c.Request.Body}
+	c.Request.Body = http.MaxBytesReader(c.Writer, raw, p.maxBody)
+	rc := http.NewResponseController(c.Writer)
+	var deadline time.Time
 	if p.bodyReadTimeout > 0 {
-		rc := http.NewResponseController(c.Writer)
-		if rc.SetReadDeadline(time.Now().Add(p.bodyReadTimeout)) == nil {
+		deadline = time.Now().Add(p.bodyReadTimeout)
+		if rc.SetReadDeadline(deadline) == nil {
 			// Once the body is read the deadline must go: the server's
 			// background read that notices a client leaving would
 			// otherwise hit it in the middle of a long stream. A body that
 			// did not arrive in time keeps it, so the server's own
 			// after-handler read fails too and the connection closes.
 			c.Request.Body = &deadlineBody{ReadCloser: c.Request.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		} else {
+			deadline = time.Time{}
 		}
 	}
+	refusal := &refusalWriter{ResponseWriter: c.Writer, body: raw, expectsContinue: expectsContinue(c.Request)}
+	c.Writer = refusal
 	c.Next()
+	if refusal.refused {
+		lingerAfterRefusal(c.Writer, rc, raw, p.maxBody, deadline)
+	}
 }
+
+// lingerAfterRefusal sends a refusal's answer, then reads and discards
+// what is left of the request's body, at most limit bytes and for at most
+// refusalLinger (and never past the body's own deadline), before the
+// connection closes (the answer said Connection: close). A server that
+// closes a connection with unread data resets it, and a client still
+// writing its body (Python's http.client, Go's transport: most clients
+// send the whole body before they read) then gets "broken pipe" instead
+// of the answer; net/http's own drain does not help here: it reads at
+// most 256 KB and only when the connection is to be reused. A body left
+// unread past either bound is cut off: the slow-body defence holds.
+func lingerAfterRefusal(w gin.ResponseWriter, rc *http.ResponseController, body *trackedBody, limit int64, deadline time.Time) {
+	// The answer goes out first, so a client that reads while it writes
+	// (Go's transport) has it at once; reading after it needs full duplex.
+	if rc.EnableFullDuplex() != nil {
+		return
+	}
+	w.Flush()
+	until := time.Now().Add(refusalLinger)
+	if !deadline.IsZero() && deadline.Before(until) {
+		until = deadline
+	}
+	if rc.SetReadDeadline(until) != nil {
+		return
+	}
+	if _, err := io.CopyN(io.Discard, body, limit); !errors.Is(err, io.EOF) {
+		// Cut off: nothing more is read from this client.
+		_ = rc.SetReadDeadline(time.Now())
+	}
+}
+
+// refusalWriter notices an error answered while the request's body is
+// still unread, and marks it Connection: close before its header goes
+// out: what is left of the body is read only to be thrown away
+// (lingerAfterRefusal), and the connection is not used again.
+type refusalWriter struct {
+	gin.ResponseWriter
+	body            *trackedBody
+	expectsContinue bool
+	refused         bool
+}
+
+func (w *refusalWriter) WriteHeader(code int) {
+	if code >= http.StatusBadRequest && !w.ResponseWriter.Written() && w.body.unread() {
+		w.Header().Set("Connection", "close")
+		// A client that waits for "100 Continue" before it sends its body
+		// sends none: there is nothing to read, and net/http closes.
+		w.refused = !(w.expectsContinue && w.body.n == 0)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *refusalWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// expectsContinue reports whether the client waits for the server's
+// go-ahead before it sends its body.
+func expectsContinue(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+}
+
+// trackedBody is the request's body as the connection delivers it: how
+// much was read, and whether it ended (EOF) or failed (a read timeout).
+type trackedBody struct {
+	io.ReadCloser
+	n     int64
+	ended bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	if err != nil {
+		b.ended = true
+	}
+	return n, err
+}
+
+// unread reports whether more of the body may still come.
+func (b *trackedBody) unread() bool { return !b.ended }
 
 // deadlineBody clears the read deadline when the body has been read.
 type deadlineBody struct {

@@ -433,21 +433,9 @@ func (s *Server) limitTenant(c *gin.Context) {
 // writeDenied refuses a request in the shape of the API its path belongs
 // to, with Retry-After when the client may try again.
 func writeDenied(c *gin.Context, status int, code, msg string, retryAfter time.Duration) {
+	// A body this leaves unread is read, a bounded amount, only to be
+	// thrown away, and the connection closed (limitBody).
 	reqinfo.From(c.Request.Context()).Error = msg
-	unread := c.Request.ContentLength != 0 // a body, announced or chunked, that nothing will read
-	if unread {
-		// Close the connection after the answer instead of letting the
-		// server drain the body at the client's pace (net/http reads up
-		// to 256 KB of it to reuse the connection).
-		c.Header("Connection", "close")
-	}
-	defer func() {
-		if unread {
-			// The answer is written; the drain after the handler fails at
-			// once and the connection closes.
-			_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
-		}
-	}()
 	writeProtocolError(c, &openaiapi.Error{Type: "invalid_request_error", Code: code, Base: errclass.Base{Status: status,
 		Message: msg, RetryAfter: retryAfter}})
 	c.Abort()

@@ -33,6 +33,7 @@ import (
 	"github.com/npud/npud/openaiapi"
 	"github.com/npud/npud/wire/audioin"
 	"github.com/npud/npud/wire/imagein"
+	"github.com/npud/npud/wire/membudget"
 	"github.com/npud/npud/wire/reqinfo"
 	"github.com/npud/npud/wire/route"
 	"github.com/npud/npud/wire/wsconn"
@@ -379,7 +380,7 @@ func (s *Server) routes() http.Handler {
 	})
 	s.openai = openaiapi.New(s.router, openaiapi.Config{
 		Images:          images,
-		Audio:           audioin.Limits{MaxBytes: s.cfg.MaxAudioBytes, MaxDuration: s.cfg.MaxAudioDuration},
+		Audio:           s.audioLimits(),
 		AudioDecoder:    s.audioDecoder,
 		MaxAudioDecodes: s.cfg.MaxAudioDecodes,
 		DefaultTimeout:  s.cfg.RequestTimeout,
@@ -582,6 +583,17 @@ func deviceList(engine npu.Engine) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// audioLimits bounds audio uploads: their size and length, and one memory
+// budget for decoded audio, its own apart from the images': a clip is
+// 64 KB a second of audio held until its transcription ends, a picture
+// megabytes held until its generation ends, so each is sized for what it
+// serves (a box with no speech model gives audio nothing to hold anyway).
+func (s *Server) audioLimits() audioin.Limits {
+	budget := membudget.New(s.cfg.MaxAudioMemory)
+	budget.ReturnMemory = debug.FreeOSMemory // after a long decode, give the decoder's buffers back
+	return audioin.Limits{MaxBytes: s.cfg.MaxAudioBytes, MaxDuration: s.cfg.MaxAudioDuration, Memory: budget}
 }
 
 // imageLimits bounds client images: one memory budget for decoded images

@@ -174,7 +174,8 @@ func (a *API) audio(c *gin.Context, task string) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	req.file = nil // the upload is no longer needed while the job waits
+	defer clip.Release() // the samples' memory goes back when the job is done
+	req.file = nil       // the upload is no longer needed while the job waits
 	job := &npu.TranscribeRequest{Model: req.model, Samples: clip.Samples, Task: task,
 		Language: req.language, Prompt: req.prompt, Temperature: req.temperature, Tenant: info.Tenant}
 	if req.stream {
@@ -207,6 +208,11 @@ func (a *API) decodeAudio(ctx context.Context, info *reqinfo.Info, file []byte, 
 	clip, err := audioin.DecodeContext(ctx, file, limits, a.cfg.AudioDecoder)
 	if err == nil {
 		return clip, nil
+	}
+	if errors.Is(err, audioin.ErrBusy) {
+		return audioin.Clip{}, &Error{Type: "server_error", Code: "queue_full", Base: errclass.Base{Status: http.StatusServiceUnavailable,
+			RetryAfter: a.router.RetryAfter(), Cause: fmt.Errorf("%w: %w", npu.ErrQueueFull, err),
+			Message: "the memory for decoded audio is in use by other requests (max-audio-memory): retry shortly"}}
 	}
 	if !errors.Is(err, audioin.ErrInvalid) {
 		if ctx.Err() != nil {

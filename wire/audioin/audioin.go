@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/npud/npud/wire/membudget"
 )
 
 // SampleRate is the rate of every decoded clip: Whisper's.
@@ -42,6 +44,9 @@ type Limits struct {
 	MaxBytes    int64         // the file as sent
 	MaxDuration time.Duration // the audio it holds
 	MaxChannels int
+	// Memory is the budget decoded audio is counted against, across
+	// requests (--max-audio-memory); nil: none.
+	Memory *membudget.Budget
 }
 
 // DefaultLimits are used for zero fields: OpenAI's 25 MB upload cap, and
@@ -78,6 +83,7 @@ type Clip struct {
 	SourceRate     int
 	SourceChannels int
 	SourceFormat   string // e.g. "pcm16", "float32"
+	mem            *meter // what the samples hold of Limits.Memory
 }
 
 // Duration is how long the clip plays.
@@ -89,7 +95,7 @@ func (c Clip) Duration() time.Duration {
 // (decode), or by the external decoder with its demuxer forced.
 type container struct {
 	name    string
-	decode  func(context.Context, []byte, Limits) (Clip, error)
+	decode  func(context.Context, []byte, Limits, *meter) (Clip, error)
 	demuxer string
 }
 
@@ -164,21 +170,37 @@ func DecodeContext(ctx context.Context, data []byte, l Limits, ext *External) (C
 	switch {
 	case !ok:
 		return Clip{}, unsupported("this file (not a format npud recognises)", ext)
-	case c.decode != nil:
-		return c.decode(ctx, data, l)
-	case ext == nil:
+	case c.decode == nil && ext == nil:
 		return Clip{}, unsupported(c.name+" without an external decoder", ext)
 	}
+	mem := &meter{budget: l.Memory}
+	var clip Clip
+	var err error
+	if c.decode != nil {
+		clip, err = c.decode(ctx, data, l, mem)
+	} else {
+		clip, err = decodeExternal(ctx, data, c, l, ext, mem)
+	}
+	if err != nil {
+		mem.release()
+		return Clip{}, err
+	}
+	mem.settle(clip.Samples)
+	clip.mem = mem
+	return clip, nil
+}
+
+func decodeExternal(ctx context.Context, data []byte, c container, l Limits, ext *External, mem *meter) (Clip, error) {
 	if c.demuxer == "mov" {
 		var err error
 		if data, err = moovFirst(data); err != nil {
 			return Clip{}, err
 		}
 	}
-	return ext.decode(ctx, data, c.demuxer, c.name, l)
+	return ext.decode(ctx, data, c.demuxer, c.name, l, mem)
 }
 
-func decodeWAV(_ context.Context, data []byte, l Limits) (Clip, error) {
+func decodeWAV(ctx context.Context, data []byte, l Limits, mem *meter) (Clip, error) {
 	var (
 		f       *waveFormat
 		pcm     []byte
@@ -227,8 +249,24 @@ func decodeWAV(_ context.Context, data []byte, l Limits) (Clip, error) {
 	if d := time.Duration(float64(frames) / float64(f.rate) * float64(time.Second)); d > l.MaxDuration {
 		return Clip{}, tooLong(d, l.MaxDuration)
 	}
-	mono := mixDown(pcm[:frames*f.blockAlign], *f, frames)
-	return Clip{Samples: Resample(mono, f.rate, SampleRate), SourceRate: f.rate, SourceChannels: f.channels, SourceFormat: f.name()}, nil
+	// A block at a time through the streamed resampler, as the compressed
+	// formats go: what is held is the 16 kHz output, counted (mem).
+	w, err := newClipWriter(ctx, f.rate, f.channels, f.name(), l, mem)
+	if err != nil {
+		return Clip{}, err
+	}
+	if err := w.expect(int64(frames)); err != nil {
+		return Clip{}, err
+	}
+	width, read := f.bits/8, sampleReader(*f)
+	const block = 1 << 16 // frames
+	for at := 0; at < frames; at += block {
+		frame := pcm[at*f.blockAlign:]
+		if err := w.add(min(block, frames-at), func(i, ch int) float64 { return read(frame[i*f.blockAlign+ch*width:]) }); err != nil {
+			return Clip{}, err
+		}
+	}
+	return w.clip()
 }
 
 func (f waveFormat) name() string {
@@ -275,23 +313,6 @@ func parseFormat(b []byte, l Limits) (waveFormat, error) {
 		return waveFormat{}, invalid("WAV block align %d does not match %d channels of %d bits (%d)", f.blockAlign, f.channels, f.bits, want)
 	}
 	return f, nil
-}
-
-// mixDown averages the channels of each frame into one float in [-1, 1].
-func mixDown(pcm []byte, f waveFormat, frames int) []float32 {
-	out := make([]float32, frames)
-	width := f.bits / 8
-	read := sampleReader(f)
-	inv := 1 / float64(f.channels)
-	for i := range frames {
-		frame := pcm[i*f.blockAlign:]
-		var sum float64
-		for ch := range f.channels {
-			sum += read(frame[ch*width:])
-		}
-		out[i] = float32(sum * inv)
-	}
-	return out
 }
 
 func sampleReader(f waveFormat) func([]byte) float64 {

@@ -27,18 +27,18 @@ func guard(format string, err *error) {
 	}
 }
 
-func decodeFLAC(ctx context.Context, data []byte, l Limits) (clip Clip, err error) {
+func decodeFLAC(ctx context.Context, data []byte, l Limits, mem *meter) (clip Clip, err error) {
 	defer guard("FLAC", &err)
 	stream, err := flac.New(bytes.NewReader(data))
 	if err != nil {
 		return Clip{}, invalid("the FLAC file could not be read: %v", err)
 	}
 	info := stream.Info
-	w, err := newClipWriter(ctx, int(info.SampleRate), int(info.NChannels), "flac", l)
+	w, err := newClipWriter(ctx, int(info.SampleRate), int(info.NChannels), "flac", l, mem)
 	if err != nil {
 		return Clip{}, err
 	}
-	if err := w.checkFrames(int64(min(info.NSamples, 1<<62))); err != nil {
+	if err := w.expect(int64(min(info.NSamples, 1<<62))); err != nil {
 		return Clip{}, err
 	}
 	for {
@@ -73,7 +73,7 @@ func decodeFLAC(ctx context.Context, data []byte, l Limits) (clip Clip, err erro
 	return w.clip()
 }
 
-func decodeMP3(ctx context.Context, data []byte, l Limits) (clip Clip, err error) {
+func decodeMP3(ctx context.Context, data []byte, l Limits, mem *meter) (clip Clip, err error) {
 	defer guard("MP3", &err)
 	// go-mp3 decodes to 16-bit stereo whatever the file holds (a mono
 	// file's channel twice), and with a seekable reader it finds the
@@ -82,12 +82,12 @@ func decodeMP3(ctx context.Context, data []byte, l Limits) (clip Clip, err error
 	if err != nil {
 		return Clip{}, invalid("the MP3 file could not be read: %v", err)
 	}
-	w, err := newClipWriter(ctx, d.SampleRate(), 2, "mp3", l)
+	w, err := newClipWriter(ctx, d.SampleRate(), 2, "mp3", l, mem)
 	if err != nil {
 		return Clip{}, err
 	}
 	if n := d.Length(); n > 0 {
-		if err := w.checkFrames(n / 4); err != nil {
+		if err := w.expect(n / 4); err != nil {
 			return Clip{}, err
 		}
 	}
@@ -113,17 +113,17 @@ func decodeMP3(ctx context.Context, data []byte, l Limits) (clip Clip, err error
 	return w.clip()
 }
 
-func decodeVorbis(ctx context.Context, data []byte, l Limits) (clip Clip, err error) {
+func decodeVorbis(ctx context.Context, data []byte, l Limits, mem *meter) (clip Clip, err error) {
 	defer guard("Ogg Vorbis", &err)
 	r, err := oggvorbis.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return Clip{}, invalid("the Ogg Vorbis file could not be read: %v", err)
 	}
-	w, err := newClipWriter(ctx, r.SampleRate(), r.Channels(), "vorbis", l)
+	w, err := newClipWriter(ctx, r.SampleRate(), r.Channels(), "vorbis", l, mem)
 	if err != nil {
 		return Clip{}, err
 	}
-	if err := w.checkFrames(r.Length()); err != nil {
+	if err := w.expect(r.Length()); err != nil {
 		return Clip{}, err
 	}
 	buf := make([]float32, 4096*w.channels)

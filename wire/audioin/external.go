@@ -67,7 +67,7 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // decode runs ffmpeg on data, a file of container format demuxer.
-func (x *External) decode(ctx context.Context, data []byte, demuxer, name string, l Limits) (Clip, error) {
+func (x *External) decode(ctx context.Context, data []byte, demuxer, name string, l Limits, mem *meter) (Clip, error) {
 	timeout := x.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
@@ -100,7 +100,7 @@ func (x *External) decode(ctx context.Context, data []byte, demuxer, name string
 		}
 		return Clip{}, fmt.Errorf("the external audio decoder %s could not start: %w", x.Path, err)
 	}
-	samples, readErr := readFloats(out, maxSamples)
+	samples, readErr := readFloats(out, maxSamples, mem)
 	if readErr != nil {
 		_ = cmd.Process.Kill()
 	}
@@ -147,27 +147,31 @@ func (e *DecoderError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
 var errTooManySamples = errors.New("too many samples")
 
 // readFloats reads little-endian float32s until EOF, at most limit of them.
-func readFloats(r io.Reader, limit int64) ([]float32, error) {
+func readFloats(r io.Reader, limit int64, mem *meter) ([]float32, error) {
 	var out []float32
 	buf := make([]byte, 64<<10)
+	var err error
 	var carry []byte
 	for {
-		n, err := r.Read(buf[len(carry):])
+		n, readErr := r.Read(buf[len(carry):])
 		chunk := buf[:len(carry)+n]
 		whole := len(chunk) / 4 * 4
 		if int64(len(out)+whole/4) > limit {
 			return nil, errTooManySamples
+		}
+		if out, err = mem.room(out, whole/4, int64(len(buf))); err != nil {
+			return nil, err
 		}
 		for i := 0; i < whole; i += 4 {
 			out = append(out, math.Float32frombits(binary.LittleEndian.Uint32(chunk[i:])))
 		}
 		carry = append(carry[:0], chunk[whole:]...)
 		copy(buf, carry)
-		if errors.Is(err, io.EOF) {
+		if errors.Is(readErr, io.EOF) {
 			return out, nil
 		}
-		if err != nil {
-			return nil, err
+		if readErr != nil {
+			return nil, readErr
 		}
 	}
 }

@@ -83,9 +83,10 @@ type clipWriter struct {
 	frames         int64
 	rs             *streamResampler
 	mono           []float32
+	mem            *meter
 }
 
-func newClipWriter(ctx context.Context, rate, channels int, format string, l Limits) (*clipWriter, error) {
+func newClipWriter(ctx context.Context, rate, channels int, format string, l Limits, mem *meter) (*clipWriter, error) {
 	if channels < 1 || channels > l.MaxChannels {
 		return nil, invalid("%s with %d channels: 1 to %d are accepted", format, channels, l.MaxChannels)
 	}
@@ -93,7 +94,7 @@ func newClipWriter(ctx context.Context, rate, channels int, format string, l Lim
 		return nil, invalid("%s sample rate %d Hz: 1000 to 768000 are accepted", format, rate)
 	}
 	return &clipWriter{ctx: ctx, rate: rate, channels: channels, format: format, maxDuration: l.MaxDuration,
-		maxFrames: int64(l.MaxDuration.Seconds() * float64(rate)), rs: newStreamResampler(rate, SampleRate)}, nil
+		maxFrames: int64(l.MaxDuration.Seconds() * float64(rate)), rs: newStreamResampler(rate, SampleRate), mem: mem}, nil
 }
 
 // checkFrames refuses a length over the limit, from a header or counted.
@@ -104,6 +105,29 @@ func (w *clipWriter) checkFrames(frames int64) error {
 	}
 	return nil
 }
+
+// expect checks the length a header gives and, when it gives one, reserves
+// and allocates the output it decodes to at once: of two long uploads
+// decoded together one gets the memory and the other a 503 before either
+// has decoded anything (counted only as it grew, both could run out half
+// way). A header that claims less grows the output as it comes; one that
+// claims more is trimmed when the decode ends (clip).
+func (w *clipWriter) expect(frames int64) error {
+	if err := w.checkFrames(frames); err != nil || frames <= 0 {
+		return err
+	}
+	out := int(frames*int64(w.rs.out)/int64(w.rs.in)) + (w.rs.block+w.rs.pad)*w.rs.out/w.rs.in + 2
+	y, err := w.mem.room(w.rs.y, out, w.buffers())
+	if err != nil {
+		return err
+	}
+	w.rs.y = y
+	return nil
+}
+
+// buffers is what the decode holds besides its output: the piece being
+// mixed down and the resampler's block of source samples.
+func (w *clipWriter) buffers() int64 { return 4 * int64(cap(w.mono)+w.rs.block+3*w.rs.pad) }
 
 func tooLong(d, limit time.Duration) error {
 	return fmt.Errorf("%w: %w: the audio is %s long: at most %s is accepted", ErrInvalid, ErrTooLarge, d.Round(time.Millisecond), limit)
@@ -128,6 +152,17 @@ func (w *clipWriter) add(frames int, at func(frame, channel int) float64) error 
 		}
 		w.mono = append(w.mono, float32(clamp(sum*inv)))
 	}
+	// The output grows here, if anywhere: by at most a block's worth
+	// more than this piece, reserved before it is allocated.
+	out := len(w.mono)
+	if w.rs.in != w.rs.out {
+		out = (len(w.mono)+w.rs.block+w.rs.pad)*w.rs.out/w.rs.in + 2
+	}
+	y, err := w.mem.room(w.rs.y, out, w.buffers())
+	if err != nil {
+		return err
+	}
+	w.rs.y = y
 	w.rs.write(w.mono)
 	return nil
 }
@@ -136,5 +171,10 @@ func (w *clipWriter) clip() (Clip, error) {
 	if w.frames == 0 {
 		return Clip{}, invalid("the %s file has no samples", w.format)
 	}
-	return Clip{Samples: w.rs.finish(), SourceRate: w.rate, SourceChannels: w.channels, SourceFormat: w.format}, nil
+	y := w.rs.finish()
+	if spare := cap(y) - len(y); spare > len(y)/4 && spare > 1<<16 && w.mem.more(4*int64(len(y))) == nil {
+		// The header claimed more than the file held: keep only the clip.
+		y = append(make([]float32, 0, len(y)), y...)
+	}
+	return Clip{Samples: y, SourceRate: w.rate, SourceChannels: w.channels, SourceFormat: w.format}, nil
 }

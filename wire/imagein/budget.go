@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/wire/membudget"
 )
 
 // ErrBusy is returned when decoding an image would take the daemon past
@@ -17,59 +18,10 @@ var ErrBusy = fmt.Errorf("images: the memory for decoded images is in use by oth
 // decoder's buffers while a decode runs. One Budget is shared by every
 // API; a request takes its share through a Batch and gives it back when
 // its generation ends.
-type Budget struct {
-	total int64
-	// ReturnMemory, when set, is called (on its own goroutine, one at a
-	// time) after a decode that freed at least ReturnAfter bytes of
-	// decoder buffers, so that the memory goes back to the system instead
-	// of staying in the heap (debug.FreeOSMemory in the daemon).
-	ReturnMemory func()
-	ReturnAfter  int64
-
-	mu        sync.Mutex
-	used      int64
-	returning bool
-}
+type Budget = membudget.Budget
 
 // NewBudget returns a budget of total bytes (0 or less: no total bound).
-func NewBudget(total int64) *Budget { return &Budget{total: total, ReturnAfter: 64 << 20} }
-
-// InUse is how many bytes are reserved now.
-func (b *Budget) InUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
-func (b *Budget) reserve(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.total > 0 && b.used+n > b.total {
-		return false
-	}
-	b.used += n
-	return true
-}
-
-// give takes n bytes back; decoderBuffers says they were a decoder's
-// scratch memory, now garbage.
-func (b *Budget) give(n int64, decoderBuffers bool) {
-	b.mu.Lock()
-	b.used -= n
-	run := decoderBuffers && b.ReturnMemory != nil && n >= b.ReturnAfter && !b.returning
-	if run {
-		b.returning = true
-	}
-	b.mu.Unlock()
-	if run {
-		go func() {
-			b.ReturnMemory()
-			b.mu.Lock()
-			b.returning = false
-			b.mu.Unlock()
-		}()
-	}
-}
+func NewBudget(total int64) *Budget { return membudget.New(total) }
 
 // Batch is one request's images: what they hold of the budget, and the
 // request's own bound (Limits.MaxDecodedBytes). Release gives it all back.
@@ -120,7 +72,7 @@ func (bt *Batch) Release() {
 	bt.held, bt.released = 0, true
 	bt.mu.Unlock()
 	if n > 0 {
-		bt.budget.give(n, false)
+		bt.budget.Give(n, false)
 	}
 }
 
@@ -135,7 +87,7 @@ func (bt *Batch) take(n int64) error {
 	if max := bt.limits.MaxDecodedBytes; max > 0 && bt.held+n > max {
 		return invalid("the images of this request would decode to more than %d bytes (--max-request-image-memory)", max)
 	}
-	if !bt.budget.reserve(n) {
+	if !bt.budget.Reserve(n) {
 		return ErrBusy
 	}
 	bt.held += n
@@ -151,5 +103,5 @@ func (bt *Batch) drop(n int64) {
 	}
 	bt.held -= n
 	bt.mu.Unlock()
-	bt.budget.give(n, true)
+	bt.budget.Give(n, true)
 }
