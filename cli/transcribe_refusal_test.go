@@ -59,7 +59,7 @@ func TestTranscribeShowsARefusalBeforeTheFile(t *testing.T) {
 	var out, errOut strings.Builder
 	code := cliMain(t, func(string) string { return "" }, []string{"transcribe", wav, "--host=" + url, "--model", "whisper"}, &out, &errOut)
 	assert.Equal(t, 1, code)
-	assert.Equal(t, "npud transcribe: this server needs an API key\n", errOut.String())
+	assert.Equal(t, "npud transcribe: the daemon at "+url+" needs an API key: set NPUD_API_KEY=KEY for npud's commands\n", errOut.String())
 	assert.Empty(t, out.String())
 	assert.Zero(t, <-bodyBytes, "bytes of the file sent to a server that had refused it")
 }
