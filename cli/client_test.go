@@ -1,11 +1,11 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -93,42 +93,9 @@ func TestRunInteractiveThroughAPseudoTerminal(t *testing.T) {
 	require.Greater(t, len(long), 20, "the answer Ctrl-C stops lasts seconds")
 	bin := daemontest.BuildNPUD(t)
 	cmd := exec.CommandContext(t.Context(), bin, "run", "--host", srv.URL, "sim")
-	tty, err := pty.Start(cmd)
-	require.NoError(t, err)
-	defer tty.Close()
-	out := make(chan string, 1024)
-	go func() {
-		r := bufio.NewReader(tty)
-		buf := make([]byte, 4096)
-		for {
-			n, err := r.Read(buf)
-			if n > 0 {
-				out <- string(buf[:n])
-			}
-			if err != nil {
-				close(out)
-				return
-			}
-		}
-	}()
-	var seen strings.Builder
-	waitFor := func(what string) {
-		t.Helper()
-		deadline := time.After(20 * time.Second)
-		for !strings.Contains(seen.String(), what) {
-			select {
-			case s, ok := <-out:
-				if !ok {
-					t.Fatalf("the chat ended before %q:\n%s", what, seen.String())
-				}
-				seen.WriteString(s)
-			case <-deadline:
-				t.Fatalf("no %q in:\n%s", what, seen.String())
-			}
-		}
-	}
+	tty, seen, waitFor := chatThroughPTY(t, cmd)
 	waitFor(">>> ")
-	_, err = io.WriteString(tty, "short question\n")
+	_, err := io.WriteString(tty, "short question\n")
 	require.NoError(t, err)
 	first := sim.Text(0, "user: short question\n")
 	waitFor(first)
@@ -228,4 +195,45 @@ func TestEveryHelpExitsZero(t *testing.T) {
 	code, _, errOut := npud(t, "", "pull", "--host", "127.0.0.1:9", "--local", "OpenVINO/x")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--local pulls with no daemon, so it takes no --host")
+}
+
+// chatThroughPTY starts cmd on a pseudo-terminal and returns it, what it
+// printed since the last seen.Reset, and waitFor, which reads until that
+// holds what (20 s at most).
+func chatThroughPTY(t *testing.T, cmd *exec.Cmd) (tty *os.File, seen *strings.Builder, waitFor func(what string)) {
+	t.Helper()
+	tty, err := pty.Start(cmd)
+	require.NoError(t, err)
+	t.Cleanup(func() { tty.Close() })
+	out := make(chan string, 1024)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			if n > 0 {
+				out <- string(buf[:n])
+			}
+			if err != nil {
+				close(out)
+				return
+			}
+		}
+	}()
+	seen = &strings.Builder{}
+	waitFor = func(what string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for !strings.Contains(seen.String(), what) {
+			select {
+			case s, ok := <-out:
+				if !ok {
+					t.Fatalf("the chat ended before %q:\n%s", what, seen.String())
+				}
+				seen.WriteString(s)
+			case <-deadline:
+				t.Fatalf("no %q in:\n%s", what, seen.String())
+			}
+		}
+	}
+	return tty, seen, waitFor
 }

@@ -8,9 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,42 +90,10 @@ func TestWildcardHostMeansLoopback(t *testing.T) {
 func TestRunInteractiveShowsHelp(t *testing.T) {
 	srv := daemontest.StartSim(t, nil, nil)
 	cmd := exec.CommandContext(t.Context(), daemontest.BuildNPUD(t), "run", "--host", srv.URL, "sim")
-	tty, err := pty.Start(cmd)
-	require.NoError(t, err)
-	defer tty.Close()
-	var seen strings.Builder
-	out := make(chan string, 64)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			if n > 0 {
-				out <- string(buf[:n])
-			}
-			if err != nil {
-				close(out)
-				return
-			}
-		}
-	}()
-	waitFor := func(what string) {
-		t.Helper()
-		deadline := time.After(20 * time.Second)
-		for !strings.Contains(seen.String(), what) {
-			select {
-			case s, ok := <-out:
-				if !ok {
-					t.Fatalf("the chat ended before %q:\n%s", what, seen.String())
-				}
-				seen.WriteString(s)
-			case <-deadline:
-				t.Fatalf("no %q in:\n%s", what, seen.String())
-			}
-		}
-	}
+	tty, seen, waitFor := chatThroughPTY(t, cmd)
 	waitFor("Send a message (/? for help)")
 	waitFor(">>> ")
-	_, err = io.WriteString(tty, "/?\n")
+	_, err := io.WriteString(tty, "/?\n")
 	require.NoError(t, err)
 	waitFor("/set system TEXT")
 	waitFor("/bye ")
