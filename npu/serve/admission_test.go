@@ -64,3 +64,22 @@ func TestRouterAdmitsRequestsAtTheirTenantsRate(t *testing.T) {
 		require.NoError(t, r.AdmitRequest("alice", now.Add(time.Second)))
 	}
 }
+
+// A generation's stream slot is free again by the time its client sees
+// the end, on the local engine and on an upstream: a client at its stream
+// cap that sends its next request as soon as the last one ended is
+// admitted, every time.
+func TestRouterFreesTheStreamSlotBeforeTheEndIsSeen(t *testing.T) {
+	remote := &aliasEngine{fakeEngine: &fakeEngine{script: texts("far")}, id: "big"}
+	r := newTestRouterWith(t, &fakeEngine{script: texts("near")}, PoolConfig{MaxQueue: 4}, RouterConfig{Limits: Limits{StreamCap: 1},
+		Upstreams: []Upstream{{Name: "far", Pool: newTestPool(remote, PoolConfig{MaxQueue: 4})}}})
+	for _, model := range []string{"m", "big"} {
+		for i := range 200 {
+			s, err := r.Start(&npu.Request{Model: model, Tenant: "alice", Prompt: "x"})
+			require.NoError(t, err, "%s, request %d: the previous one had ended", model, i)
+			_, _, err = drain(t, s)
+			s.Close()
+			require.NoError(t, err)
+		}
+	}
+}

@@ -66,7 +66,12 @@ type Stream struct {
 	pendingCalls []npu.ToolCallDelta
 	// clamped is the completion limit the pool lowered the request's to
 	// when it admitted it (0: not lowered); set before the stream is shared.
-	clamped  int
+	clamped int
+	// ended, when set, runs once the engine is done with the request,
+	// before any reader can see the end (the pool's done: the tenant's
+	// admission), so a client that sends its next request on the end is
+	// not refused for the one that ended; set before the stream is shared.
+	ended    func()
 	finished bool
 	result   npu.Result
 	err      error
@@ -263,6 +268,9 @@ func (s *Stream) finish(res npu.Result, err error) {
 	// The engine is done with the request's images: their memory goes back
 	// before a client can see the end and send its next request.
 	released(s.req)
+	if s.ended != nil {
+		s.ended()
+	}
 	s.mu.Lock()
 	defer s.signal()
 	defer s.mu.Unlock()

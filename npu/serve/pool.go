@@ -117,8 +117,8 @@ func (p *Pool) find(id string) (npu.ModelInfo, bool) {
 }
 
 // start queues req, already resolved to m and admitted, and returns its
-// stream at once; done runs when the generation ends (client or not), or
-// at once when start fails.
+// stream at once; done runs once when the generation ends (client or not),
+// before a reader can see the end, or at once when start fails.
 func (p *Pool) start(req *npu.Request, m npu.ModelInfo, done func()) (*Stream, error) {
 	if p.closing.Load() {
 		done()
@@ -137,9 +137,12 @@ func (p *Pool) start(req *npu.Request, m npu.ModelInfo, done func()) (*Stream, e
 	s := newStream(p.base, req, p.cfg.Stream, p.cfg.Observer)
 	s.clamped = clamped
 	s.speak(m.Details.ToolFormat)
+	// The stream runs done as it finishes, before its end is visible; the
+	// goroutine's call covers a run that never reached finish.
+	s.ended = sync.OnceFunc(done)
 	p.inflight.Add(1)
 	go func() {
-		defer done()
+		defer s.ended()
 		p.run(s, ticket, m) // its end is reported by the stream (Stream.finish)
 	}()
 	return s, nil

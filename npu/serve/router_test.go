@@ -192,7 +192,11 @@ func TestRouterAdmitsEveryKindOfWorkOnEveryEngine(t *testing.T) {
 	}{{"an embedding runs", embed}, {"a transcription runs", transcribe}} {
 		done := make(chan error, 1)
 		go func() { done <- work.run("alice") }()
-		<-local.entered
+		select { // a refusal ends the work before it enters: fail, not hang
+		case <-local.entered:
+		case err := <-done:
+			require.FailNow(t, "the work did not reach the engine", "%s: %v", work.name, err)
+		}
 		refusedAll(work.name)
 		local.release <- struct{}{}
 		require.NoError(t, <-done)

@@ -205,7 +205,9 @@ func (s *Scheduler) dispatchLocked() {
 
 // Wait blocks until the ticket holds a slot, ctx ends (the cause is
 // returned), or maxWait (when positive) passes (ErrQueueTimeout). On error
-// the ticket has left the queue and holds nothing.
+// the ticket has left the queue and holds nothing. A context that has
+// ended wins over a grant made meanwhile: a request aborted or abandoned
+// while it queued never reaches the engine (select would pick either).
 func (t *Ticket) Wait(ctx context.Context, maxWait time.Duration) error {
 	var timeout <-chan time.Time
 	if maxWait > 0 {
@@ -215,6 +217,10 @@ func (t *Ticket) Wait(ctx context.Context, maxWait time.Duration) error {
 	}
 	select {
 	case <-t.ready:
+		if ctx.Err() != nil {
+			t.abandon() // hands the slot on
+			return context.Cause(ctx)
+		}
 		return nil
 	case <-ctx.Done():
 		t.abandon()
