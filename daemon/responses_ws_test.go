@@ -121,28 +121,20 @@ func TestRevokedKeyFailsAResponseFinishedButNotDelivered(t *testing.T) {
 	require.NoError(t, conn.Write(ctx, websocket.MessageText,
 		[]byte(`{"type":"response.create","model":"sim","input":"hello"}`)))
 
-	// The engine has finished (its tokens are counted only then) while the
-	// connection still writes the answer to a client that reads nothing.
-	daemontest.Eventually(t, func() bool {
-		return scrapeMetrics(t, c.URL, "Authorization", "Bearer "+admin.Key).sum("npud_completion_tokens_total", "tenant", "alice") > 0
-	})
-	next := cfg
-	next.APIKeys = []daemon.APIKey{admin}
-	require.NoError(t, srv.Reload(next))
-
+	type event struct {
+		Type     string `json:"type"`
+		Code     string `json:"code"`
+		Response struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"response"`
+	}
 	var types []string
 	var code, id string
-	for {
+	read := func() event {
 		_, data, err := conn.Read(ctx)
 		require.NoError(t, err, "%v", types)
-		var ev struct {
-			Type     string `json:"type"`
-			Code     string `json:"code"`
-			Response struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
-			} `json:"response"`
-		}
+		var ev event
 		require.NoError(t, json.Unmarshal(data, &ev))
 		types = append(types, ev.Type)
 		if ev.Response.ID != "" {
@@ -151,12 +143,33 @@ func TestRevokedKeyFailsAResponseFinishedButNotDelivered(t *testing.T) {
 		if ev.Type == "error" {
 			code = ev.Code
 		}
+		return ev
+	}
+	// The response has begun on the wire: a revocation before its first
+	// event is answered as a refusal is, with an error message alone
+	// (status 401, as HTTP's 401 before the first byte), and that is not
+	// the case this test is about.
+	require.Equal(t, "response.created", read().Type)
+
+	// The engine has finished (its tokens are counted only then) while the
+	// connection still writes the answer to a client that reads nothing
+	// more.
+	daemontest.Eventually(t, func() bool {
+		return scrapeMetrics(t, c.URL, "Authorization", "Bearer "+admin.Key).sum("npud_completion_tokens_total", "tenant", "alice") > 0
+	})
+	next := cfg
+	next.APIKeys = []daemon.APIKey{admin}
+	require.NoError(t, srv.Reload(next))
+
+	for {
+		ev := read()
 		require.NotContains(t, []string{"response.completed", "response.incomplete"}, ev.Type, "%v", types)
 		if ev.Type == "response.failed" {
 			assert.Equal(t, "failed", ev.Response.Status)
 			break
 		}
 	}
+	assert.Contains(t, types, "response.output_text.delta", "the answer was being delivered")
 	assert.Equal(t, "key_revoked", code, "%v", types)
 	_, _, err = conn.Read(ctx)
 	assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v", err)
