@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,28 +122,20 @@ func TestRevokedKeyFailsAResponseFinishedButNotDelivered(t *testing.T) {
 	require.NoError(t, conn.Write(ctx, websocket.MessageText,
 		[]byte(`{"type":"response.create","model":"sim","input":"hello"}`)))
 
-	// The engine has finished (its tokens are counted only then) while the
-	// connection still writes the answer to a client that reads nothing.
-	daemontest.Eventually(t, func() bool {
-		return scrapeMetrics(t, c.URL, "Authorization", "Bearer "+admin.Key).sum("npud_completion_tokens_total", "tenant", "alice") > 0
-	})
-	next := cfg
-	next.APIKeys = []daemon.APIKey{admin}
-	require.NoError(t, srv.Reload(next))
-
+	type event struct {
+		Type     string `json:"type"`
+		Code     string `json:"code"`
+		Response struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"response"`
+	}
 	var types []string
 	var code, id string
-	for {
+	read := func() event {
 		_, data, err := conn.Read(ctx)
 		require.NoError(t, err, "%v", types)
-		var ev struct {
-			Type     string `json:"type"`
-			Code     string `json:"code"`
-			Response struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
-			} `json:"response"`
-		}
+		var ev event
 		require.NoError(t, json.Unmarshal(data, &ev))
 		types = append(types, ev.Type)
 		if ev.Response.ID != "" {
@@ -151,12 +144,33 @@ func TestRevokedKeyFailsAResponseFinishedButNotDelivered(t *testing.T) {
 		if ev.Type == "error" {
 			code = ev.Code
 		}
+		return ev
+	}
+	// The response has begun on the wire: a revocation before its first
+	// event is answered as a refusal is, with an error message alone
+	// (status 401, as HTTP's 401 before the first byte), and that is not
+	// the case this test is about.
+	require.Equal(t, "response.created", read().Type)
+
+	// The engine has finished (its tokens are counted only then) while the
+	// connection still writes the answer to a client that reads nothing
+	// more.
+	daemontest.Eventually(t, func() bool {
+		return scrapeMetrics(t, c.URL, "Authorization", "Bearer "+admin.Key).sum("npud_completion_tokens_total", "tenant", "alice") > 0
+	})
+	next := cfg
+	next.APIKeys = []daemon.APIKey{admin}
+	require.NoError(t, srv.Reload(next))
+
+	for {
+		ev := read()
 		require.NotContains(t, []string{"response.completed", "response.incomplete"}, ev.Type, "%v", types)
 		if ev.Type == "response.failed" {
 			assert.Equal(t, "failed", ev.Response.Status)
 			break
 		}
 	}
+	assert.Contains(t, types, "response.output_text.delta", "the answer was being delivered")
 	assert.Equal(t, "key_revoked", code, "%v", types)
 	_, _, err = conn.Read(ctx)
 	assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v", err)
@@ -165,4 +179,70 @@ func TestRevokedKeyFailsAResponseFinishedButNotDelivered(t *testing.T) {
 	require.NoError(t, srv.Reload(cfg))
 	resp, body := c.Do(t, "GET", "/v1/responses/"+id, "", "Authorization", "Bearer "+alice.Key)
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "%s", body)
+}
+
+// silentEngine starts its one generation and says nothing until it is
+// stopped.
+type silentEngine struct {
+	*sim.Engine
+	once    *sync.Once
+	started chan struct{}
+}
+
+func (e silentEngine) Generate(ctx context.Context, _ *npu.Request, _ npu.Sink) (npu.Result, error) {
+	e.once.Do(func() { close(e.started) })
+	<-ctx.Done()
+	return npu.Result{}, context.Cause(ctx)
+}
+
+// A response the key lost before its first event had begun nothing on the
+// wire: it is answered as a refusal is, with one error message (the 401 an
+// HTTP request gets before its first byte), written before the close says
+// 1008; no response.created, so no response.failed is owed.
+func TestRevokedKeyRefusesAResponseNotYetBegun(t *testing.T) {
+	alice := daemon.APIKey{Name: "alice", Key: "sk-alice-0123456789"}
+	admin := daemon.APIKey{Name: "ops", Key: "sk-ops-0123456789abc", Admin: true}
+	cfg := daemontest.Defaults(t)
+	cfg.APIKeys = []daemon.APIKey{alice, admin}
+	cfg.Heartbeat = 0 // a heartbeat would begin the response
+	engine := silentEngine{Engine: sim.New(sim.Config{}), once: &sync.Once{}, started: make(chan struct{})}
+	srv, err := daemon.New(cfg, discardLogger(), daemon.WithEngine(engine))
+	require.NoError(t, err)
+	c := serveInBackground(t, srv)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/responses",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + alice.Key}}})
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	require.NoError(t, conn.Write(ctx, websocket.MessageText,
+		[]byte(`{"type":"response.create","model":"sim","input":"hello"}`)))
+	select {
+	case <-engine.started:
+	case <-ctx.Done():
+		t.Fatal("the engine never started")
+	}
+	// The connection's writer has the response (the route's stream is open).
+	daemontest.Eventually(t, func() bool {
+		return scrapeMetrics(t, c.URL, "Authorization", "Bearer "+admin.Key)[`npud_active_streams{route="/v1/responses"}`] == 1
+	})
+	next := cfg
+	next.APIKeys = []daemon.APIKey{admin}
+	require.NoError(t, srv.Reload(next))
+
+	_, data, err := conn.Read(ctx)
+	require.NoError(t, err)
+	var msg struct {
+		Type   string `json:"type"`
+		Status int    `json:"status"`
+		Error  struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(data, &msg), "%s", data)
+	assert.Equal(t, "error", msg.Type, "%s", data)
+	assert.Equal(t, http.StatusUnauthorized, msg.Status, "%s", data)
+	assert.Equal(t, "key_revoked", msg.Error.Code, "%s", data)
+	_, _, err = conn.Read(ctx)
+	assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v", err)
 }

@@ -166,13 +166,6 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 		turn.Done()
 		return nil
 	}
-	rc.mu.Lock()
-	rc.current = turn
-	if rc.aborted != nil {
-		turn.Abort(rc.aborted) // revoked or aborted while this one was starting
-	}
-	rc.mu.Unlock()
-	streamEnded := rc.hub.StreamOpened(responsesPath)
 	info := &reqinfo.Info{ID: turn.ID(), Start: time.Now(), Model: turn.Model, Tenant: rc.tenant, Stream: stream}
 	// The response is over for the connection before its terminal event
 	// goes out: a client that reads it may send the next response.create,
@@ -186,8 +179,18 @@ func (rc *responsesConn) create(ctx context.Context, raw []byte) []byte {
 			rc.mu.Unlock()
 		})
 	}
+	// The writer is registered with the response it writes, under the
+	// lock Revoke's abort takes: a revocation that finds the response
+	// running waits for its writer (its error message, or its error event
+	// and response.failed) before the close.
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.current = turn
+	if rc.aborted != nil {
+		turn.Abort(rc.aborted) // revoked or aborted while this one was starting
+	}
 	rc.Go(func() {
-		defer streamEnded()
+		defer rc.hub.StreamOpened(responsesPath)()
 		defer ended()
 		w := &responsesWriter{conn: rc.Conn, ctx: ctx}
 		info.Record(relay.Run(ctx, w, turn, &turnFraming{Framing: turn.Framing(), ended: ended}, func(err error) {
