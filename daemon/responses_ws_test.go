@@ -32,12 +32,7 @@ func TestRevokedKeyEndsItsResponsesWebSocket(t *testing.T) {
 	c := serveInBackground(t, srv)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/responses",
-		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + alice.Key}}})
-	require.NoError(t, err)
-	defer conn.CloseNow()
-	require.NoError(t, conn.Write(ctx, websocket.MessageText,
-		[]byte(`{"type":"response.create","model":"sim","input":"a long one","max_output_tokens":5000}`)))
+	conn := startResponse(ctx, t, c.URL, alice.Key, `{"type":"response.create","model":"sim","input":"a long one","max_output_tokens":5000}`)
 	type event struct {
 		Type  string `json:"type"`
 		Code  string `json:"code"`
@@ -114,13 +109,8 @@ func TestRevokedKeyFailsAResponseFinishedButNotDelivered(t *testing.T) {
 	c := serveInBackground(t, srv)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/responses",
-		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + alice.Key}}})
-	require.NoError(t, err)
-	defer conn.CloseNow()
+	conn := startResponse(ctx, t, c.URL, alice.Key, `{"type":"response.create","model":"sim","input":"hello"}`)
 	conn.SetReadLimit(2 * answer)
-	require.NoError(t, conn.Write(ctx, websocket.MessageText,
-		[]byte(`{"type":"response.create","model":"sim","input":"hello"}`)))
 
 	type event struct {
 		Type     string `json:"type"`
@@ -211,12 +201,7 @@ func TestRevokedKeyRefusesAResponseNotYetBegun(t *testing.T) {
 	c := serveInBackground(t, srv)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, strings.Replace(c.URL, "http://", "ws://", 1)+"/v1/responses",
-		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + alice.Key}}})
-	require.NoError(t, err)
-	defer conn.CloseNow()
-	require.NoError(t, conn.Write(ctx, websocket.MessageText,
-		[]byte(`{"type":"response.create","model":"sim","input":"hello"}`)))
+	conn := startResponse(ctx, t, c.URL, alice.Key, `{"type":"response.create","model":"sim","input":"hello"}`)
 	select {
 	case <-engine.started:
 	case <-ctx.Done():
@@ -245,4 +230,16 @@ func TestRevokedKeyRefusesAResponseNotYetBegun(t *testing.T) {
 	assert.Equal(t, "key_revoked", msg.Error.Code, "%s", data)
 	_, _, err = conn.Read(ctx)
 	assert.Equal(t, websocket.StatusPolicyViolation, websocket.CloseStatus(err), "%v", err)
+}
+
+// startResponse opens a Responses WebSocket on baseURL with key and sends
+// create; the connection is closed when the test ends.
+func startResponse(ctx context.Context, t *testing.T, baseURL, key, create string) *websocket.Conn {
+	t.Helper()
+	conn, _, err := websocket.Dial(ctx, strings.Replace(baseURL, "http://", "ws://", 1)+"/v1/responses",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.CloseNow() })
+	require.NoError(t, conn.Write(ctx, websocket.MessageText, []byte(create)))
+	return conn
 }
