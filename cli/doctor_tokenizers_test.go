@@ -5,7 +5,6 @@ package cli
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,26 +12,6 @@ import (
 
 	"github.com/npud/npud/npu/openvino/ovtestlib"
 )
-
-// copyLibraryWithoutTokenizers copies the test library's files (links
-// resolved) into a folder of their own, less openvino-tokenizers: GenAI's C
-// library outside a wheel or archive folder, as --openvino-lib DIR names.
-func copyLibraryWithoutTokenizers(t *testing.T, lib string) (dir, tokenizers string) {
-	t.Helper()
-	dir, tokDir := t.TempDir(), t.TempDir()
-	entries, err := os.ReadDir(lib)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(lib, e.Name()))
-		require.NoError(t, err)
-		to := dir
-		if strings.HasPrefix(e.Name(), "libopenvino_tokenizers") {
-			to = tokDir
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(to, e.Name()), b, 0o755))
-	}
-	return dir, tokDir
-}
 
 // Issue 38.9: with GenAI's C library where its tokenizers library is not
 // beside it, GenAI fails every pipeline, and doctor said "ready". Now
@@ -43,7 +22,7 @@ func TestDoctorReadyMeansTheTokenizersLoad(t *testing.T) {
 	lib := ovtestlib.Require(t, ovtestlib.Current)
 	t.Setenv("OVTEST_DEVICES", "CPU")
 	t.Setenv("OPENVINO_TOKENIZERS_PATH_GENAI", "")
-	alone, tokDir := copyLibraryWithoutTokenizers(t, lib)
+	alone, tokDir := ovtestlib.SplitTokenizers(t, lib)
 	broken := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(broken, "libopenvino_tokenizers.so"), []byte("not a library"), 0o644))
 	models := t.TempDir()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,18 +27,7 @@ import (
 func TestWorkersFindTheTokenizers(t *testing.T) {
 	lib := ovtestlib.Require(t, ovtestlib.Current)
 	t.Setenv(openvino.EnvTokenizersPath, "")
-	alone, tokDir := t.TempDir(), t.TempDir()
-	entries, err := os.ReadDir(lib)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(lib, e.Name()))
-		require.NoError(t, err)
-		to := alone
-		if strings.HasPrefix(e.Name(), "libopenvino_tokenizers") {
-			to = tokDir
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(to, e.Name()), b, 0o755))
-	}
+	alone, tokDir := ovtestlib.SplitTokenizers(t, lib)
 	t.Setenv("LD_LIBRARY_PATH", tokDir)
 	genai := filepath.Join(alone, "libopenvino_genai_c.so")
 

@@ -158,3 +158,30 @@ func WriteModel(t testing.TB, models, name string, without ...string) {
 		}
 	}
 }
+
+// SplitTokenizers copies the test library's files in lib (links resolved)
+// into a folder of their own, less openvino-tokenizers, which goes to a
+// second folder: GenAI's C library outside a wheel or archive folder, as
+// --openvino-lib DIR names it, with its tokenizers elsewhere.
+func SplitTokenizers(t testing.TB, lib string) (genai, tokenizers string) {
+	t.Helper()
+	genai, tokenizers = t.TempDir(), t.TempDir()
+	entries, err := os.ReadDir(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(lib, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := genai
+		if strings.HasPrefix(e.Name(), "libopenvino_tokenizers") {
+			to = tokenizers
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return genai, tokenizers
+}
