@@ -88,7 +88,7 @@ func runProbe(ctx context.Context, req probeRequest) (probeResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, doctorProbeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "doctor")
-	cmd.Env = append(probeEnviron(os.Environ()), doctorProbeEnv+"="+string(payload))
+	cmd.Env = append(daemon.NativeChildEnviron(os.Environ()), doctorProbeEnv+"="+string(payload))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedWriter{w: &stdout, n: maxProbeOutput}
 	// A crash says what it was first (Go's "SIGSEGV: segmentation
@@ -112,22 +112,6 @@ func runProbe(ctx context.Context, req probeRequest) (probeResult, error) {
 		return probeResult{}, fmt.Errorf("the probe ended with %w; it said: %s", why, said)
 	}
 	return probeResult{}, fmt.Errorf("the probe ended with %w", why)
-}
-
-// probeEnviron is doctor's environment without npud's own settings
-// (NPUD_*: API keys, the hub token) and the hub's tokens: the probe needs
-// none of them, only what the native libraries read.
-func probeEnviron(environ []string) []string {
-	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		upper := strings.ToUpper(name)
-		if strings.HasPrefix(upper, "NPUD_") || upper == "HF_TOKEN" || upper == "HUGGING_FACE_HUB_TOKEN" {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 // IsDoctorProbe reports whether this process was started as npud doctor's

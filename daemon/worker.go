@@ -87,7 +87,7 @@ func newWorkerEngine(cfg Config, engine string, log *slog.Logger) (npu.Engine, e
 		// stops it after the drain), not as long as a request or the
 		// signal context, which ends when the drain begins.
 		cmd := exec.Command(exe, "worker") //nolint:noctx // see above
-		cmd.Env = append(append(workerEnviron(os.Environ()), extraEnv...), workerConfigEnv+"="+string(payload))
+		cmd.Env = append(append(NativeChildEnviron(os.Environ()), extraEnv...), workerConfigEnv+"="+string(payload))
 		cmd.Stderr = os.Stderr // the worker logs as the daemon does
 		return cmd
 	}
@@ -138,11 +138,13 @@ func workerConfig(cfg Config, engine string) Config {
 	return w
 }
 
-// workerEnviron is the daemon's environment without npud's own settings
-// (NPUD_*: API keys, the hub token, upstream keys) and the hub's tokens:
-// the worker gets its configuration in NPUD_WORKER_CONFIG. The rest stays,
-// for the native libraries and the library search (OpenVINO_DIR, PATH).
-func workerEnviron(environ []string) []string {
+// NativeChildEnviron is environ without npud's own settings (NPUD_*: API
+// keys, the hub token, upstream keys) and the hub's tokens: what a child
+// process that loads the native libraries gets (an engine worker, whose
+// configuration comes in NPUD_WORKER_CONFIG; npud doctor's probe). The
+// rest stays, for the native libraries and the library search
+// (OpenVINO_DIR, PATH).
+func NativeChildEnviron(environ []string) []string {
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
