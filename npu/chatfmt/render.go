@@ -31,7 +31,7 @@ type Conversation struct {
 	// AddGenerationPrompt opens the assistant's turn; false continues the
 	// last message (an assistant's prefill).
 	AddGenerationPrompt bool
-	Specials Specials
+	Specials            Specials
 }
 
 // Specials are the tokenizer's special tokens as text, as GenAI gives them
@@ -75,7 +75,9 @@ type Template struct {
 // tool call).
 type TemplateError struct{ Message string }
 
-func (e *TemplateError) Error() string { return "the model's chat template refuses this conversation: " + e.Message }
+func (e *TemplateError) Error() string {
+	return "the model's chat template refuses this conversation: " + e.Message
+}
 
 // ErrUnknownTemplate: no renderer reproduces the model's template; GenAI
 // renders it.
