@@ -312,6 +312,10 @@ type Request struct {
 	// One larger than the room the prompt leaves is lowered to that room
 	// (CompletionLimit), not refused.
 	MaxTokens int
+	// ContextLength, when positive, is the request's own context (Ollama's
+	// num_ctx): prompt and completion fit within it as within the model's,
+	// which bounds it.
+	ContextLength int
 	// Stop strings end the completion; they are matched by the bridge across
 	// chunk boundaries and never appear in the output.
 	Stop []string

@@ -333,6 +333,7 @@ func applyOption(key string, raw json.RawMessage, out *npu.Request, info npu.Mod
 		if v <= 0 || v > info.ContextLength {
 			return badRequest("option \"num_ctx\" %d is outside what model %q allows (1 to %d)", v, info.ID, info.ContextLength)
 		}
+		out.ContextLength = v
 	case "stop":
 		var one string
 		if json.Unmarshal(raw, &one) == nil {

@@ -188,6 +188,10 @@ type pipeline struct {
 	model   string
 	device  string
 	busy    atomic.Bool // GenAI pipelines are not safe for concurrent generate
+	// prompt: npud renders and counts this model's prompts itself, and the
+	// pipeline reads the model through its prompt view; nil: GenAI renders
+	// them from the messages.
+	prompt *prompter
 	// chatTemplate: the model has a chat template. Then every request goes
 	// through generate_with_history (a prompt as one user message, which is
 	// what GenAI's plain generate would template it as), so the stateful
@@ -438,6 +442,11 @@ func (p *pipeline) free() error {
 	}
 	C.npud_ov_genai_llm_pipeline_free(api, p.ptr)
 	p.ptr = nil
+	if p.prompt != nil {
+		err := p.prompt.close()
+		p.prompt = nil
+		return err
+	}
 	return nil
 }
 
@@ -499,7 +508,7 @@ func (p *pipeline) generate(ctx context.Context, req *npu.Request, sink npu.Sink
 			"model %q has no chat template (GenAI looks in tokenizer_config.json, chat_template.jinja and the tokenizer IR), "+
 				"so it cannot take chat messages: send a plain prompt", filepath.Base(p.model))}
 	}
-	if len(msgs) == 0 && p.chatTemplate {
+	if len(msgs) == 0 && p.chatTemplate && p.prompt == nil {
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
 	}
 	imageMsgs := msgs

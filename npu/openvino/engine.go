@@ -71,6 +71,9 @@ type Engine struct {
 
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
+	// openCounter opens a model's tokenizer for counting its prompts; nil:
+	// GenAI renders every model's prompts.
+	openCounter func(dir string) (tokenCounter, error)
 }
 
 // New discovers the devices and the models directory.
@@ -222,14 +225,22 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPipeline(e.cfg.Library.api, dir, target, props)
+	prompt := e.prompterFor(dir)
+	from := dir
+	if prompt != nil {
+		from = prompt.view
+	}
+	p, err := newPipeline(e.cfg.Library.api, from, target, props)
 	if err != nil {
+		if prompt != nil {
+			_ = prompt.close() // no pipeline to serve
+		}
 		if tok := e.cfg.Library.TokenizersErr; tok != nil {
 			return nil, fmt.Errorf("%w (likely why: %w)", err, tok) // GenAI says only -17
 		}
 		return nil, err
 	}
-	p.device = device
+	p.model, p.device, p.prompt = dir, device, prompt
 	if deviceKind(device) == "NPU" && p.whisper == nil {
 		// What GenAI was given decides its prompt check and KV cache.
 		p.promptLimit, p.responseLen = 1024, 128
@@ -245,6 +256,25 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 		}
 	}
 	return p, nil
+}
+
+// prompterFor is the prompter of the language model in dir, nil when
+// GenAI renders its prompts (the log says why).
+func (e *Engine) prompterFor(dir string) *prompter {
+	if modelstore.IsSpeechModel(dir) {
+		return nil
+	}
+	pr, why, err := newPrompter(dir, e.openCounter)
+	if err != nil {
+		e.log.Warn("GenAI renders the model's prompts: npud cannot count them", "model", filepath.Base(dir), "err", err)
+		return nil
+	}
+	if pr == nil {
+		e.log.Info("GenAI renders the model's prompts", "model", filepath.Base(dir), "why", why)
+		return nil
+	}
+	e.log.Info("npud renders the model's prompts", "model", filepath.Base(dir), "template", pr.template.Name)
+	return pr
 }
 
 // Load implements npu.Engine: it compiles the model for the configured
@@ -368,12 +398,19 @@ func ReportedContext(cfg Config) int {
 
 // ModelLimits is what the engine's models report under cfg: on the NPU
 // each model's KV cache and prompt limit (its own properties file may set
-// them), elsewhere cfg's context.
+// them), elsewhere the context the model was trained for (config.json) at
+// most cfg's context, which bounds what a model may hold.
 func ModelLimits(cfg Config) modelstore.Limits {
 	if deviceKind(cfg.Device) == "NPU" {
 		return modelstore.NPULimits(cfg.MaxPromptLen, cfg.MinResponseLen, cfg.OperatorSet)
 	}
-	return modelstore.FixedContext(ReportedContext(cfg))
+	bound := ReportedContext(cfg)
+	return func(dir string) (int, int) {
+		if own := modelstore.ModelContext(dir); own > 0 && own < bound {
+			return own, 0
+		}
+		return bound, 0
+	}
 }
 
 // npuKVCapacity is how many tokens the NPU pipeline's KV cache holds, prompt
@@ -382,12 +419,13 @@ func ModelLimits(cfg Config) modelstore.Limits {
 func (c *Config) npuKVCapacity() int { return c.maxPromptLen() + c.minResponseLen() - 1 }
 
 // contextOf is the context a pipeline can use: on the NPU its KV cache,
-// elsewhere the model's config.json, else the configured context length.
+// elsewhere the model's config.json at most the configured context length
+// (what ModelLimits reports).
 func (e *Engine) contextOf(p *pipeline) int {
 	switch {
 	case deviceKind(p.device) == "NPU":
 		return p.promptLimit + p.responseLen - 1
-	case p.context > 0:
+	case p.context > 0 && p.context < e.cfg.ContextLength:
 		return p.context
 	}
 	return e.cfg.ContextLength
@@ -416,6 +454,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	}
 	if p.whisper != nil {
 		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{SpeechOnly: true}})
+	}
+	if p.prompt != nil {
+		return e.generateRendered(ctx, p, req, sink)
 	}
 	// Without max_tokens GenAI would generate up to SIZE_MAX tokens: cap at
 	// the context (the prompt's share of it is not known beforehand, see

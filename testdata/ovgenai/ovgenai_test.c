@@ -480,6 +480,11 @@ struct ov_genai_llm_pipeline_opaque {
     float load_ms;
     atomic_int busy;
     int has_chat_template;
+    /* passthrough: the tokenizer IR's rt_info chat_template renders each
+     * message's content and nothing else (npud's prompt view,
+     * npu/openvino/promptview.go): a string prompt is the whole prompt, and
+     * the model learns from it whether to think and which tools it has. */
+    int passthrough;
     int thinks; /* its template takes enable_thinking (Qwen3): it reasons unless told not to */
     enum tool_format tool_format; /* how its template taught it to call tools; TOOLS_NONE: it renders none */
     enum input_kind chat_input; /* INPUT_NONE outside a chat */
@@ -577,6 +582,87 @@ static int folder_has_chat_template(const char* dir) {
     for (v++; *v == ' ' || *v == '\t' || *v == '\n'; v++) {
     }
     return !(v[0] == '"' && v[1] == '"') && *v != 'n'; /* "" and null are no template */
+}
+
+/* The chat template npud's prompt view puts in the tokenizer IR's rt_info
+ * (npu/openvino/promptview.go: passThroughTemplate). */
+#define PASSTHROUGH_TEMPLATE "{% for message in messages %}{{ message.content }}{% endfor %}"
+
+/* ir_chat_template: 0 when the tokenizer IR's rt_info holds no chat
+ * template, 1 when it holds one, 2 when that one is npud's pass-through
+ * template. GenAI takes the rt_info's template over every file's
+ * (tokenizer_impl.cpp: setup_tokenizer, parse_chat_template_from_tokenizer). */
+static int ir_chat_template(const char* dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/openvino_tokenizer.xml", dir);
+    FILE* f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t cap = 16 << 20, n = 0;
+    char* buf = malloc(cap + 1);
+    if (buf) n = fread(buf, 1, cap, f);
+    fclose(f);
+    if (!buf) return 0;
+    buf[n] = 0;
+    int found = 0;
+    const char* at = strstr(buf, "<chat_template value=\"");
+    if (at) {
+        at += strlen("<chat_template value=\"");
+        if (strncmp(at, PASSTHROUGH_TEMPLATE "\"", strlen(PASSTHROUGH_TEMPLATE) + 1) == 0) found = 2;
+        else found = *at != '"';
+    }
+    free(buf);
+    return found;
+}
+
+/* last_of is the position of the last occurrence of needle in text, or -1. */
+static long last_of(const char* text, const char* needle) {
+    long pos = -1;
+    for (const char* at = strstr(text, needle); at; at = strstr(at + 1, needle)) pos = at - text;
+    return pos;
+}
+
+/* prompt_tool_call is the test model's call when the prompt it was given
+ * whole (a pass-through template) declares tools in its family's way and
+ * does not end with a tool's result: a call of the first tool declared,
+ * with its first required argument. NULL: no call. */
+static char* prompt_tool_call(const ov_genai_llm_pipeline* pipe, const char* prompt) {
+    if (pipe->tool_format == TOOLS_NONE) return NULL;
+    static const char* const results[] = {"<tool_response>", "[TOOL_RESULTS]", "ipython<|end_header_id|>", "<|tool_response|>"};
+    static const char* const users[] = {"<|im_start|>user\n", "[INST]", "user<|end_header_id|>", "<|user|>"};
+    long result = -1, user = -1;
+    for (size_t i = 0; i < 4; i++) {
+        long r = last_of(prompt, results[i]), u = last_of(prompt, users[i]);
+        if (r > result) result = r;
+        if (u > user && strncmp(prompt + u + strlen(users[i]), "<tool_response>", 15) != 0) user = u;
+    }
+    if (result > user) return NULL; /* it answers with the result */
+    const char* fn = strstr(prompt, "\"function\": {\"name\": \"");
+    if (!fn) return NULL;
+    fn += strlen("\"function\": {\"name\": \"");
+    const char* end = strchr(fn, '"');
+    if (!end) return NULL;
+    char name[256], args[512] = "{}";
+    snprintf(name, sizeof name, "%.*s", (int)(end - fn), fn);
+    const char* req = strstr(end, "\"required\": [\"");
+    const char* next = strstr(end, "\"function\": {");
+    if (req && (!next || req < next)) {
+        req += strlen("\"required\": [\"");
+        const char* q = strchr(req, '"');
+        if (q) snprintf(args, sizeof args, "{\"%.*s\": \"ovtest\"}", (int)(q - req), req);
+    }
+    char* out = malloc(strlen(name) + strlen(args) + 64);
+    switch (pipe->tool_format) {
+    case TOOLS_HERMES:
+        sprintf(out, "<tool_call>\n{\"name\": \"%s\", \"arguments\": %s}\n</tool_call>", name, args);
+        break;
+    case TOOLS_LLAMA3:
+        sprintf(out, "{\"name\": \"%s\", \"parameters\": %s}", name, args);
+        break;
+    default: /* Mistral, Phi-4-mini: a list */
+        sprintf(out, "[{\"name\": \"%s\", \"arguments\": %s}]", name, args);
+        break;
+    }
+    return out;
 }
 
 static int device_available(const char* device) {
@@ -840,7 +926,9 @@ static ov_status_e pipeline_create(const char* models_path, const char* model_fi
     (*pipe)->stateful = stateful;
     (*pipe)->npu = npu;
     pthread_mutex_init(&(*pipe)->npu.mu, NULL);
-    (*pipe)->has_chat_template = folder_has_chat_template(models_path);
+    int in_ir = ir_chat_template(models_path);
+    (*pipe)->has_chat_template = in_ir || folder_has_chat_template(models_path);
+    (*pipe)->passthrough = in_ir == 2;
     (*pipe)->thinks = folder_template_thinks(models_path);
     (*pipe)->tool_format = folder_tool_format(models_path);
     (*pipe)->load_ms = (float)(now_ms() - start);
@@ -1313,6 +1401,18 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const ch
                                            const ov_genai_generation_config* config, const streamer_callback* streamer,
                                            ov_genai_decoded_results** results) {
     if (pipe && !latch(pipe, INPUT_STRING)) return UNKNOW_EXCEPTION; /* "switching between input types" */
+    if (pipe && pipe->passthrough && inputs) {
+        /* The prompt is whole: a thinking model thinks unless the prompt
+         * closed an empty think block for it (Qwen3's enable_thinking false),
+         * and calls a tool the prompt declares. */
+        size_t n = strlen(inputs);
+        const char* closed = "</think>\n\n";
+        int think = pipe->thinks && !(n >= strlen(closed) && strcmp(inputs + n - strlen(closed), closed) == 0);
+        char* call = prompt_tool_call(pipe, inputs);
+        ov_status_e st = generate_text(pipe, inputs, 0, think, call, NULL, config, streamer, results);
+        free(call);
+        return st;
+    }
     /* A string is templated too (apply_chat_template defaults to true), with
      * the template's default: a thinking model thinks. */
     return generate_text(pipe, inputs, 0, pipe && pipe->thinks, NULL, NULL, config, streamer, results);
