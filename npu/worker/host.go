@@ -227,8 +227,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobReload, Model: model})
 	var fault *FaultError
 	if errors.As(err, &fault) {
-		e.fault(model, p, fault, "", true)
-		return modelLost(fault)
+		return e.jobFault(model, p, fault)
 	}
 	if err != nil {
 		return err
@@ -294,6 +293,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 			}
 			return d.Result, d.Err.errorOf()
 		case <-p.exited:
+			if c.unsent() {
+				return npu.Result{}, e.diedIdle(req.Model, p)
+			}
 			fault := &FaultError{Model: req.Model, Device: device, Cause: p.exitCause(), Kind: npu.ErrEngineCrashed}
 			return npu.Result{}, modelLost(e.requestFault(req, fp, p, fault))
 		case now := <-tick.C:
@@ -322,8 +324,7 @@ func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]
 	var fault *FaultError
 	if errors.As(err, &fault) {
 		fault.Device = device
-		e.fault(model, p, fault, "", true)
-		return nil, 0, modelLost(fault)
+		return nil, 0, e.jobFault(model, p, fault)
 	}
 	if err != nil {
 		return nil, 0, err
@@ -350,8 +351,7 @@ func (e *Engine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (np
 	var fault *FaultError
 	if errors.As(err, &fault) {
 		fault.Device = device
-		e.fault(req.Model, p, fault, "", true)
-		return npu.Transcript{}, modelLost(fault)
+		return npu.Transcript{}, e.jobFault(req.Model, p, fault)
 	}
 	if err != nil {
 		return npu.Transcript{}, err
@@ -374,6 +374,17 @@ func (e *Engine) Close() {
 	for _, p := range procs {
 		p.stop()
 	}
+}
+
+// jobFault ends a job (no generation) whose worker died: a fault during
+// it, or, when the job never reached the worker, a worker that had died
+// idle.
+func (e *Engine) jobFault(model string, p *proc, fault *FaultError) error {
+	if fault.unsent {
+		return e.diedIdle(model, p)
+	}
+	e.fault(model, p, fault, "", true)
+	return modelLost(fault)
 }
 
 // requestFault records a crash or hang during request fp's generation and
@@ -448,9 +459,8 @@ func (e *Engine) forget(model string, p *proc, grow bool) bool {
 // pool's lifecycle owns what is loaded): when no worker holds the model
 // (a fault took it, or its load has not finished) the error wraps
 // npu.ErrModelLost and no other class, so the pool forgets the model,
-// loads it again and runs the job once more. A worker found dead (it died
-// idle: killed, out of memory) is forgotten and counted as a crash first;
-// its device is not charged, since no work of its ran.
+// loads it again and runs the job once more. A worker found dead died
+// idle (diedIdle).
 func (e *Engine) running(model string) (*proc, error) {
 	e.mu.Lock()
 	p, loaded := e.procs[model], e.loadedIn[model]
@@ -459,14 +469,24 @@ func (e *Engine) running(model string) (*proc, error) {
 	case p == nil || loaded != p:
 		return nil, fmt.Errorf("model %q is not loaded in a worker: %w", model, npu.ErrModelLost)
 	case p.dead():
-		cause := p.exitCause()
-		if e.forget(model, p, true) {
-			e.restarted(model, "crashed")
-			e.cfg.Log.Warn("engine worker died while idle; the model is loaded again", "model", model, "cause", cause)
-		}
-		return nil, fmt.Errorf("the worker running model %q died while idle (%s): %w", model, cause, npu.ErrModelLost)
+		return nil, e.diedIdle(model, p)
 	}
 	return p, nil
+}
+
+// diedIdle ends a job whose worker had died before the job reached it
+// (killed, out of memory): found dead before the job, or its death seen
+// only after the job was handed over, whose write failed (call.unsent).
+// The worker is forgotten and counted as a crash; its device is not
+// charged and the error wraps npu.ErrModelLost and no other class, since
+// nothing ran: the pool loads the model again and runs the job once more.
+func (e *Engine) diedIdle(model string, p *proc) error {
+	cause := p.exitCause()
+	if e.forget(model, p, true) {
+		e.restarted(model, "crashed")
+		e.cfg.Log.Warn("engine worker died while idle; the model is loaded again", "model", model, "cause", cause)
+	}
+	return fmt.Errorf("the worker running model %q died while idle (%s): %w", model, cause, npu.ErrModelLost)
 }
 
 // backoff waits before loading a model whose worker faulted:

@@ -95,6 +95,8 @@ type proc struct {
 type call struct {
 	job     Job
 	done    chan Done
+	sent    chan struct{} // closed when the job's write has ended
+	sendErr error         // the write's error, set before sent is closed
 	sink    npu.Sink
 	started time.Time
 	first   atomic.Int64 // unix nanoseconds of the first callback, 0 before
@@ -139,14 +141,29 @@ func (p *proc) exitCause() string {
 
 // begin hands the worker a job whose callbacks go to sink.
 func (p *proc) begin(job Job, sink npu.Sink) *call {
-	c := &call{job: job, done: make(chan Done, 1), sink: sink, started: time.Now()}
+	c := &call{job: job, done: make(chan Done, 1), sent: make(chan struct{}), sink: sink, started: time.Now()}
 	p.mu.Lock()
 	p.calls[job.ID] = c
 	p.mu.Unlock()
 	// Not on the caller's goroutine: a worker that stopped reading would
 	// hold it before its watchdog starts.
-	go p.send(job)
+	go func() {
+		c.sendErr = p.send(job)
+		close(c.sent)
+	}()
 	return c
+}
+
+// unsent reports whether c's job never reached the worker: its write
+// failed, the worker's input being closed (it had died: killed while
+// idle), so the worker never read the whole job and ran none of it. A job
+// that could not be put in a frame (errUnsendable) is no such case: it
+// would fail the same way again. Only for a worker that has exited: the
+// process watcher closes exited after cmd.Wait closed the worker's input,
+// so by then the write has ended or fails at once.
+func (c *call) unsent() bool {
+	<-c.sent
+	return c.sendErr != nil && !errors.Is(c.sendErr, errUnsendable)
 }
 
 func (p *proc) end(c *call) {
@@ -158,7 +175,7 @@ func (p *proc) end(c *call) {
 // send writes a job to the worker. A job that cannot be sent ends the
 // worker (its stream's gob state is unknown), and its calls with it; a
 // write that fails is a worker that is gone.
-func (p *proc) send(job Job) {
+func (p *proc) send(job Job) error {
 	err := p.out.message(frameJob, job)
 	switch {
 	case errors.Is(err, errUnsendable):
@@ -166,6 +183,7 @@ func (p *proc) send(job Job) {
 	case err != nil:
 		p.kill()
 	}
+	return err
 }
 
 // do runs a job without callbacks and waits for it.
@@ -176,7 +194,8 @@ func (p *proc) do(ctx context.Context, job Job) (Done, error) {
 	case d := <-c.done:
 		return d, d.Err.errorOf()
 	case <-p.exited:
-		return Done{}, &FaultError{Model: job.Model, Device: p.compilingOn(), Cause: p.exitCause(), Kind: npu.ErrEngineCrashed}
+		return Done{}, &FaultError{Model: job.Model, Device: p.compilingOn(), Cause: p.exitCause(), Kind: npu.ErrEngineCrashed,
+			unsent: c.unsent()}
 	case <-ctx.Done():
 		return Done{}, context.Cause(ctx)
 	}
@@ -196,7 +215,7 @@ func (c *call) hung(now time.Time, prefill, token time.Duration) string {
 
 // stop asks the worker to exit, and kills it if it does not.
 func (p *proc) stop() {
-	p.once.Do(func() { go p.send(Job{Kind: jobExit}) })
+	p.once.Do(func() { go func() { _ = p.send(Job{Kind: jobExit}) }() })
 	select {
 	case <-p.exited:
 	case <-time.After(5 * time.Second):

@@ -143,6 +143,9 @@ type FaultError struct {
 	Device string
 	Cause  string // the exit status or signal, or what the watchdog saw
 	Kind   error
+	// unsent: the worker had died before the job reached it (see
+	// call.unsent), so no job of its ran.
+	unsent bool
 }
 
 func (e *FaultError) Error() string {

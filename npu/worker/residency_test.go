@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"sync"
 	"testing"
@@ -124,4 +126,98 @@ func TestLoadBacksOffAfterFaults(t *testing.T) {
 		require.EqualError(t, e.backoff(ctx, "m"), "gave up")
 		assert.Equal(t, 100*time.Millisecond, time.Since(start))
 	})
+}
+
+// diesAtItsJob is a worker's standard input whose process dies at the
+// first job the daemon writes it: die runs once that write returned, and
+// the write's outcome is the pipe's.
+type diesAtItsJob struct {
+	w    io.Writer
+	once sync.Once
+	die  func()
+}
+
+func (d *diesAtItsJob) Write(b []byte) (int, error) {
+	n, err := d.w.Write(b)
+	d.once.Do(d.die)
+	return n, err
+}
+
+// workerDyingAtItsJob is model m's worker, loaded on the NPU, that dies as
+// its next job is written to it (it said it compiled the model for the
+// NPU): after reading the job (reached), or
+// before, its input closed already (killed while idle), so that the job's
+// write fails with EPIPE. Its death is seen (exited) only after that
+// write: the process watcher closes exited once it has read the worker's
+// output to its end, which may come after the next job was handed over.
+func workerDyingAtItsJob(t *testing.T, reached bool) *proc {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = r.Close(), w.Close() })
+	p := &proc{model: "m", cmd: &exec.Cmd{}, calls: map[int64]*call{}, exited: make(chan struct{}),
+		device: "NPU", compiling: "NPU", log: slog.New(slog.DiscardHandler)}
+	if !reached {
+		require.NoError(t, r.Close())
+	}
+	worker := newFrameReader(r, maxJobFrame)
+	p.out = newFrameWriter(&diesAtItsJob{w: w, die: func() {
+		if reached {
+			kind, _, err := worker.next() // the worker reads its job, then dies
+			assert.NoError(t, err)
+			assert.Equal(t, frameJob, kind)
+		}
+		p.mu.Lock()
+		p.exitErr = errors.New("signal: killed")
+		p.mu.Unlock()
+		close(p.exited)
+	}}, maxJobFrame)
+	return p
+}
+
+// A worker that died before a job reached it (its input closed: the job's
+// write failed) ran nothing, even when its death is seen only after the
+// job was handed over: the job ends like one that found it dead idle, with
+// model_lost alone, for the pool to load the model again and run the job
+// once more, and no device is charged. A worker that died after the job
+// reached it is a crash during the job (engine_crashed), whose device is
+// charged: it may have died of the job.
+func TestAWorkerDeadBeforeItsJobReachedItLosesTheModelAlone(t *testing.T) {
+	ctx := context.Background()
+	jobs := map[string]func(e *Engine) error{
+		"generate": func(e *Engine) error {
+			_, err := e.Generate(ctx, &npu.Request{Model: "m", Prompt: "hi"}, func(string) npu.Status { return npu.Running })
+			return err
+		},
+		"embed":      func(e *Engine) error { _, _, err := e.Embed(ctx, "m", []string{"x"}); return err },
+		"transcribe": func(e *Engine) error { _, err := e.Transcribe(ctx, &npu.TranscribeRequest{Model: "m"}); return err },
+		"reload":     func(e *Engine) error { return e.Reload(ctx, "m") },
+	}
+	for _, tc := range []struct {
+		name    string
+		reached bool
+		code    string
+		charged []string
+	}{
+		{name: "died before the job reached it", reached: false, code: "model_lost", charged: nil},
+		{name: "died after the job reached it", reached: true, code: "engine_crashed", charged: []string{"NPU"}},
+	} {
+		for kind, job := range jobs {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				obs := &restartLog{}
+				e := testEngine(obs)
+				p := workerDyingAtItsJob(t, tc.reached)
+				e.procs["m"], e.loadedIn["m"] = p, p
+				err := job(e)
+				require.ErrorIs(t, err, npu.ErrModelLost)
+				assert.Equal(t, tc.code, npu.ErrorCode(err), "%v", err)
+				assert.Contains(t, err.Error(), "signal: killed")
+				assert.Empty(t, e.procs, "the worker is forgotten")
+				assert.Empty(t, e.loadedIn, "with its model")
+				assert.Equal(t, 1, e.restarts["m"], "the next load backs off")
+				assert.Equal(t, []string{"m crashed"}, obs.restarts)
+				assert.Equal(t, tc.charged, e.health.unhealthyDevices())
+			})
+		}
+	}
 }
