@@ -320,8 +320,15 @@ func modelCommand(ctx context.Context, name string, args []string, getenv func(s
 			if v, ok := out.ModelInfo[arch+".embedding_length"]; ok {
 				fmt.Fprintf(stdout, "    embedding length %s\n", safe(v))
 			}
-			fmt.Fprintf(stdout, "    format          %s\n    quantization    %s\n\n  Capabilities\n",
+			fmt.Fprintf(stdout, "    format          %s\n    quantization    %s\n",
 				safe(out.Details["format"]), safe(out.Details["quantization_level"]))
+			switch r, ok := out.ModelInfo["npud.prompt_renderer"]; {
+			case r == "genai":
+				fmt.Fprintf(stdout, "    prompt          rendered by GenAI from the model's chat template (one npud does not reproduce)\n")
+			case ok:
+				fmt.Fprintf(stdout, "    prompt          rendered and counted by npud (%s template)\n", safe(r))
+			}
+			fmt.Fprintf(stdout, "\n  Capabilities\n")
 			for _, cap := range out.Capabilities {
 				fmt.Fprintf(stdout, "    %s\n", safe(cap))
 			}

@@ -198,6 +198,11 @@ type ModelDetails struct {
 	// tool calls and reasoning, recognised from its chat template and
 	// config.json; "" when its template renders no tools.
 	ToolFormat string
+	// PromptRenderer names the chat template npud renders the model's
+	// prompts with itself (npu/chatfmt: "qwen3"); "genai" when GenAI
+	// renders them from its template (one npud does not reproduce byte for
+	// byte, or a vision model's); "" when the model has no template.
+	PromptRenderer string
 	// Vision: the model's folder holds a vision encoder, so it takes
 	// images (through GenAI's VLM pipeline).
 	Vision bool

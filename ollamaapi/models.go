@@ -242,6 +242,10 @@ func (a *API) show(c *gin.Context) {
 	if m.Details.PropertiesRefused != "" {
 		info["npud.properties_refused"] = m.Details.PropertiesRefused
 	}
+	if m.Details.PromptRenderer != "" {
+		// npud renders and counts the prompt itself (docs/OPENVINO.md).
+		info["npud.prompt_renderer"] = m.Details.PromptRenderer
+	}
 	c.JSON(http.StatusOK, gin.H{
 		"modelfile":    modelfile,
 		"parameters":   folderParameters(m.Details.Properties),

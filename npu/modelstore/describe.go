@@ -90,8 +90,18 @@ func Describe(dir, name string) npu.ModelDetails {
 		d.ToolFormat = f.Name()
 	}
 	d.Vision = HasVisionEncoder(dir)
+	if own, _ := ChatTemplate(dir); own != "" {
+		d.PromptRenderer = GenAIRenders // a vision model's images go with GenAI's own history
+		if t, err := chatfmt.RendererFor(own); err == nil && !d.Vision {
+			d.PromptRenderer = t.Name
+		}
+	}
 	return d
 }
+
+// GenAIRenders is ModelDetails.PromptRenderer for a model whose chat
+// template npud does not reproduce: GenAI renders its prompts.
+const GenAIRenders = "genai"
 
 // HasVisionEncoder reports whether the model folder dir holds a
 // vision-language model: optimum-intel exports one with its image encoder

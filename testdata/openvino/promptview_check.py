@@ -29,11 +29,11 @@ def main() -> None:
     own = ov_genai.LLMPipeline(model, "CPU")
     viewed = ov_genai.LLMPipeline(view, "CPU")
     tokenizer = ov_genai.Tokenizer(model)
-    view_template = ov_genai.Tokenizer(view).get_chat_template()
+    view_template = ov_genai.Tokenizer(view).chat_template
     for messages in CONVERSATIONS:
         a = own.generate(ov_genai.ChatHistory(messages), cfg)
         text = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-        b = viewed.generate(text, cfg)
+        b = viewed.generate([text], cfg)  # a list: DecodedResults, with perf metrics
         print(json.dumps({
             "view_template": view_template,
             "own_answer": a.texts[0], "view_answer": b.texts[0],
