@@ -27,3 +27,12 @@ func CompletionLimit(maxTokens, promptTokens, contextLength int) (limit int, cla
 	}
 	return maxTokens, false, nil
 }
+
+// RequestContext is the context a request runs in: the model's, or the
+// request's own (Ollama's num_ctx) when that is smaller.
+func RequestContext(req *Request, model int) int {
+	if req.ContextLength > 0 && (model <= 0 || req.ContextLength < model) {
+		return req.ContextLength
+	}
+	return model
+}

@@ -192,10 +192,7 @@ func (p *prompter) fit(ctx context.Context, req *npu.Request, msgs []npu.Message
 // request's context, num_ctx, bounded by the model's), and prompt plus
 // completion never exceed the context.
 func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Request, sink npu.Sink) (npu.Result, error) {
-	limit := e.contextOf(p)
-	if req.ContextLength > 0 && req.ContextLength < limit {
-		limit = req.ContextLength
-	}
+	limit := npu.RequestContext(req, e.contextOf(p))
 	promptLimit := 0
 	if deviceKind(p.device) == "NPU" {
 		promptLimit = p.promptLimit

@@ -156,7 +156,7 @@ func (p *Pool) limitCompletion(req *npu.Request, m npu.ModelInfo) (clamped int, 
 	if !ok || m.ContextLength <= 0 {
 		return 0, nil
 	}
-	limit, lowered, err := npu.CompletionLimit(req.MaxTokens, prompt, m.ContextLength)
+	limit, lowered, err := npu.CompletionLimit(req.MaxTokens, prompt, npu.RequestContext(req, m.ContextLength))
 	if err != nil || !lowered {
 		return 0, err
 	}

@@ -137,7 +137,7 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	prompt := PromptText(req)
 	promptTokens := CountTokens(prompt)
 	reused := e.cache.reuse(req, promptTokens)
-	limit, clamped, err := npu.CompletionLimit(req.MaxTokens, promptTokens, e.cfg.ContextLength)
+	limit, clamped, err := npu.CompletionLimit(req.MaxTokens, promptTokens, npu.RequestContext(req, e.cfg.ContextLength))
 	if err != nil {
 		return npu.Result{}, err
 	}
