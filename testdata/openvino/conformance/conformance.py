@@ -208,8 +208,8 @@ def run_real(model):
     out["the answer keeps <think> and <tool_call>"] = all(t in tok.decode(ids) for t in TAGS)
 
     # enable_thinking through the history's extra context: may the model
-    # think (the tiny model's template closes an empty think block when it
-    # is false, as Qwen3's does)?
+    # think (the tiny model's template, Qwen3's, closes an empty think block
+    # when it is false)?
     for extra in (None, {"enable_thinking": True}, {"enable_thinking": False}):
         h = g.ChatHistory([{"role": "user", "content": TURN1}])
         if extra:
