@@ -3,6 +3,7 @@
 package openvino
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,4 +187,34 @@ func TestOfficialConformance(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("conformance:\n%s", out)
 	require.NoError(t, err, "a difference between the official GenAI and the test library:\n%s", out)
+}
+
+// Issue 39 item 7: the tiny model carries the published Qwen3 chat
+// template, unmodified, everywhere GenAI may read it: the folder's
+// tokenizer_config.json and chat_template.jinja, and the tokenizer IR's
+// chat_template rt_info, which wins when present
+// (src/cpp/src/tokenizer/tokenizer_impl.cpp, setup_tokenizer). What the
+// real Tokenizer reports is that text byte for byte.
+func TestOfficialTinyModelCarriesTheQwen3Template(t *testing.T) {
+	venv, _ := realVenv(t)
+	root := filepath.Join("..", "..", "testdata")
+	model := filepath.Join(root, "openvino", "tinymodel", "model")
+	published, err := os.ReadFile(filepath.Join(root, "chattemplates", "Qwen--Qwen3-1.7B.jinja"))
+	require.NoError(t, err)
+
+	script := "import sys, openvino_genai as g; sys.stdout.buffer.write(g.Tokenizer(sys.argv[1]).chat_template.encode())"
+	got, err := exec.CommandContext(t.Context(), filepath.Join(venv, "bin", "python"), "-c", script, model).Output()
+	require.NoError(t, err)
+	assert.Equal(t, string(published), string(got), "GenAI's template of the tiny model")
+
+	jinja, err := os.ReadFile(filepath.Join(model, "chat_template.jinja"))
+	require.NoError(t, err)
+	assert.Equal(t, string(published), string(jinja), "chat_template.jinja")
+	raw, err := os.ReadFile(filepath.Join(model, "tokenizer_config.json"))
+	require.NoError(t, err)
+	var config struct {
+		ChatTemplate string `json:"chat_template"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &config))
+	assert.Equal(t, string(published), config.ChatTemplate, "tokenizer_config.json")
 }

@@ -4,9 +4,9 @@ attention layer, stateful as optimum-intel exports decoders (inputs
 input_ids, attention_mask, position_ids, beam_idx; the KV cache in
 ReadValue/Assign variables; logits out), a byte-level BPE tokenizer
 trained on the text below, converted to OpenVINO tokenizer and
-detokenizer models with openvino-tokenizers, and a chat template written
-for npud that renders tools and enable_thinking the way Qwen-family
-templates do.
+detokenizer models with openvino-tokenizers, and the published Qwen3 chat
+template (../../chattemplates/Qwen--Qwen3-1.7B.jinja, unmodified) with
+Qwen's <think> and <tool_call> tags as non-special added tokens.
 
 Run once by a developer (see README.md); the output folder is committed.
 Needs: openvino, openvino-tokenizers (the versions of
@@ -16,6 +16,7 @@ checks behaviour, not text.
 
     python3 make_tinymodel.py OUT_DIR
 """
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -43,42 +44,27 @@ Emoji and accents: café, naïve, 東京, 🙂.
 """
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+# Added as Qwen2.5's and Qwen3's tokenizer.json add them: whole tokens, not
+# special ("special": false), so a detokenizer that skips special tokens
+# (GenAI's, skip_special_tokens) keeps them in the text.
 ADDED = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 
-# Written for npud: the shape of Qwen-family templates (system message with
-# a tools section when tools are given; assistant tool calls as <tool_call>
-# JSON; tool results as user-side <tool_response>; enable_thinking false
-# closes an empty think block in the generation prompt).
-CHAT_TEMPLATE = (
-    "{%- if tools %}"
-    "<|im_start|>system\n"
-    "{%- if messages[0].role == 'system' %}{{ messages[0].content }}\n\n{%- endif %}"
-    "# Tools\n\nYou may call these functions:\n<tools>"
-    "{%- for tool in tools %}\n{{ tool | tojson }}{%- endfor %}\n</tools>\n\n"
-    "Write a call as <tool_call>{\"name\": NAME, \"arguments\": ARGS}</tool_call>.<|im_end|>\n"
-    "{%- elif messages[0].role == 'system' %}"
-    "<|im_start|>system\n{{ messages[0].content }}<|im_end|>\n"
-    "{%- endif %}"
-    "{%- for message in messages %}"
-    "{%- if message.role == 'user' or (message.role == 'system' and not loop.first) %}"
-    "<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n"
-    "{%- elif message.role == 'assistant' %}"
-    "<|im_start|>assistant\n{{ message.content }}"
-    "{%- if message.tool_calls %}{%- for call in message.tool_calls %}"
-    "\n<tool_call>\n{\"name\": \"{{ call.function.name }}\", \"arguments\": {{ call.function.arguments | tojson }}}\n</tool_call>"
-    "{%- endfor %}{%- endif %}<|im_end|>\n"
-    "{%- elif message.role == 'tool' %}"
-    "<|im_start|>user\n<tool_response>\n{{ message.content }}\n</tool_response><|im_end|>\n"
-    "{%- endif %}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}<|im_start|>assistant\n"
-    "{%- if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{%- endif %}"
-    "{%- endif %}"
-)
+# The published Qwen3 chat template, unmodified (testdata/chattemplates,
+# SOURCES.md); specials.json records its SHA-256, checked before use.
+TEMPLATES = Path(__file__).resolve().parent.parent.parent / "chattemplates"
+TEMPLATE_NAME = "Qwen--Qwen3-1.7B"
+
+
+def chat_template() -> str:
+    raw = (TEMPLATES / (TEMPLATE_NAME + ".jinja")).read_bytes()
+    want = json.loads((TEMPLATES / "specials.json").read_text())[TEMPLATE_NAME]["sha256"]
+    if hashlib.sha256(raw).hexdigest() != want:
+        sys.exit(f"{TEMPLATE_NAME}.jinja is not the published template (SHA-256 differs from specials.json)")
+    return raw.decode("utf-8")
 
 
 def make_tokenizer(out: Path):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -87,10 +73,14 @@ def make_tokenizer(out: Path):
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIAL,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([CORPUS] * 4, trainer)
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                 additional_special_tokens=ADDED)
-    hf.chat_template = CHAT_TEMPLATE
-    hf.save_pretrained(out)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in ADDED])
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    template = chat_template()
+    hf.chat_template = template
+    # The template in tokenizer_config.json and in chat_template.jinja, as
+    # Qwen3's folder and optimum-intel's export carry it.
+    hf.save_pretrained(out, save_jinja_files=False)
+    (out / "chat_template.jinja").write_bytes(template.encode("utf-8"))
     return hf
 
 
