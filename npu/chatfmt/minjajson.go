@@ -201,3 +201,20 @@ func callArguments(args string) jsonValue {
 // minjaTrim is minja's trim filter: spaces, tabs and line breaks off both
 // ends, nothing else.
 func minjaTrim(s string) string { return strings.Trim(s, " \t\n\r") }
+
+// minjaEqualMessages is minja's == between two messages as npud hands
+// them to GenAI (content always, the other fields when set): objects are
+// equal when every value of one is true to Jinja and equal to the
+// other's, so a message with empty content equals none, itself included.
+func minjaEqualMessages(a, b Message) bool {
+	if a.Content == "" || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i, c := range a.ToolCalls {
+		d := b.ToolCalls[i]
+		if c.Name == "" || c.Name != d.Name || c.ID != d.ID || c.Arguments != d.Arguments {
+			return false
+		}
+	}
+	return a.Role == b.Role && a.Content == b.Content && a.Name == b.Name && a.ToolCallID == b.ToolCallID
+}

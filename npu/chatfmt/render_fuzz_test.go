@@ -80,3 +80,5 @@ func fuzzRenderers(f *testing.F, templates []Template) {
 }
 
 func FuzzLlama3Render(f *testing.F) { fuzzRenderers(f, Llama3{}.Templates()) }
+
+func FuzzMistralRender(f *testing.F) { fuzzRenderers(f, Mistral{}.Templates()) }
