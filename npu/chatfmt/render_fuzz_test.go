@@ -82,3 +82,5 @@ func fuzzRenderers(f *testing.F, templates []Template) {
 func FuzzLlama3Render(f *testing.F) { fuzzRenderers(f, Llama3{}.Templates()) }
 
 func FuzzMistralRender(f *testing.F) { fuzzRenderers(f, Mistral{}.Templates()) }
+
+func FuzzPhi4MiniRender(f *testing.F) { fuzzRenderers(f, Phi4Mini{}.Templates()) }
