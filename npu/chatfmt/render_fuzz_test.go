@@ -84,3 +84,5 @@ func FuzzLlama3Render(f *testing.F) { fuzzRenderers(f, Llama3{}.Templates()) }
 func FuzzMistralRender(f *testing.F) { fuzzRenderers(f, Mistral{}.Templates()) }
 
 func FuzzPhi4MiniRender(f *testing.F) { fuzzRenderers(f, Phi4Mini{}.Templates()) }
+
+func FuzzGemma3Render(f *testing.F) { fuzzRenderers(f, Gemma3{}.Templates()) }
