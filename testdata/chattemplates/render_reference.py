@@ -2,8 +2,9 @@
 own Tokenizer.apply_chat_template (minja, as GenAI's pipelines render a chat), and writes one JSON file
 per template: the reference npud's Go renderers (npu/chatfmt) are compared with byte for byte.
 
-    python render_reference.py TOKENIZER_DIR OUT_DIR
+    python render_reference.py TOKENIZER_DIR OUT_DIR [CORPUS]
 
+CORPUS is corpus.json unless named (npu/chatfmt's tests render generated conversations too).
 TOKENIZER_DIR is any folder with an openvino_tokenizer.xml and openvino_detokenizer.xml (the tiny
 model's): the template comes from this folder's .jinja files. Each template is rendered by a
 tokenizer of that folder whose special tokens are the family's (specials.json, in a
@@ -52,7 +53,8 @@ def main() -> None:
     scratch = tempfile.TemporaryDirectory()
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    corpus = json.loads((here / "corpus.json").read_text(encoding="utf-8"))["cases"]
+    corpus_path = pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else here / "corpus.json"
+    corpus = json.loads(corpus_path.read_text(encoding="utf-8"))["cases"]
     specials = json.loads((here / "specials.json").read_text(encoding="utf-8"))
     for name, spec in sorted(specials.items()):
         template = (here / (name + ".jinja")).read_bytes().decode("utf-8")
