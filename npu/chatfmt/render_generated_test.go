@@ -69,9 +69,9 @@ func generatedConversation(r *rand.Rand) Conversation {
 		}
 	} else {
 		for range 1 + r.IntN(5) {
-			m := Message{Role: pick([]string{"system", "user", "assistant", "tool", "user"}), Content: pick(genTexts)}
+			m := Message{Role: pick([]string{"system", "user", "assistant", "tool", "user", "ipython", "tool_results"}), Content: pick(genTexts)}
 			switch {
-			case m.Role == "tool":
+			case m.Role == "tool" || m.Role == "tool_results":
 				m.ToolCallID, m.Name = pick(genIDs), pick(genNames)
 			case m.Role == "assistant" && r.IntN(2) == 0:
 				m.ToolCalls = calls()
