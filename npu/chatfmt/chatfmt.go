@@ -129,7 +129,7 @@ type Family interface {
 // Families are the families npud knows, in the order recognition tries
 // them. Relayed comes last: no model is recognised as it.
 func Families() []Family {
-	return []Family{Hermes{}, Mistral{}, Llama3{}, Phi4Mini{}, Relayed{}}
+	return []Family{Hermes{}, Mistral{}, Llama3{}, Phi4Mini{}, Gemma3{}, Relayed{}}
 }
 
 // Lookup is the family named name; nil when npud knows none of that name

@@ -48,3 +48,31 @@ func (Phi4Mini) WriteCalls(calls []Call) string {
 // ToolsInSystemMessage implements Family: Phi-4-mini's template reads the
 // tools from the system message, as a JSON string.
 func (Phi4Mini) ToolsInSystemMessage() bool { return true }
+
+// phi4MiniTemplateSHA256 is the SHA-256 of microsoft/Phi-4-mini-instruct's
+// published template (testdata/chattemplates).
+const phi4MiniTemplateSHA256 = "febf589225c9728ab791f52e8897d7607a823d45368f0a4c92fa68997b40cce9"
+
+// Templates implements the renderer contract: Phi-4-mini's published
+// template. It renders no tools of its own (it reads them from a system
+// message's "tools", which npud does not give it), no calls and no tool
+// results, so GenAI's minja rewrites them for it first (minjaPolyfills):
+// the tools and an example call in the system message, calls and results
+// as JSON text.
+func (Phi4Mini) Templates() []Template {
+	return []Template{{Name: "phi4-mini", SHA256: []string{phi4MiniTemplateSHA256}, Renderer: minjaPolyfills{render: phi4MiniRender}}}
+}
+
+// phi4MiniRender is Phi-4-mini's template on the rewritten messages.
+func phi4MiniRender(msgs []plainMessage, addGenerationPrompt bool, s Specials) (string, error) {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString("<|" + m.Role + "|>" + m.Content + "<|end|>")
+	}
+	if addGenerationPrompt {
+		b.WriteString("<|assistant|>")
+	} else {
+		b.WriteString(s.EOS)
+	}
+	return b.String(), nil
+}

@@ -17,6 +17,8 @@ func TestRecognise(t *testing.T) {
 		{"llama template", `{% if tools %}<|python_tag|>{% endif %}`, "", "llama3"},
 		{"llama ipython role", `{% if tools %}{% if message.role == "ipython" %}{% endif %}{% endif %}`, "", "llama3"},
 		{"phi-4-mini template", `{% if 'tools' in message %}<|tool|>{{ message['tools'] }}<|/tool|>{% endif %}`, "", "phi4mini"},
+		{"gemma template", `{% if tools %}{% endif %}<start_of_turn>user`, "", "gemma3"},
+		{"gemma template without tools", `<start_of_turn>user`, "gemma3_text", ""},
 		{"template before architecture", `{% if tools %}<tool_call>{% endif %}`, "llama", "hermes"},
 		{"qwen architecture", `{% if tools %}{{ tools }}{% endif %}`, "qwen3", "hermes"},
 		{"llama architecture", `{% if tools %}{% endif %}`, "llama", "llama3"},

@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Conversation is what a chat template reads, as npud hands it to a
@@ -32,6 +33,10 @@ type Conversation struct {
 	// last message (an assistant's prefill).
 	AddGenerationPrompt bool
 	Specials            Specials
+	// Now is the time the template reads through minja's strftime_now
+	// (Llama 3.2 writes the day's date), in the location the date is
+	// written in (minja's is the worker's local time); zero is time.Now().
+	Now time.Time
 }
 
 // Specials are the tokenizer's special tokens as text, as GenAI gives them

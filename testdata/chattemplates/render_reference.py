@@ -2,17 +2,28 @@
 own Tokenizer.apply_chat_template (minja, as GenAI's pipelines render a chat), and writes one JSON file
 per template: the reference npud's Go renderers (npu/chatfmt) are compared with byte for byte.
 
-    python render_reference.py TOKENIZER_DIR OUT_DIR
+    python render_reference.py TOKENIZER_DIR OUT_DIR [CORPUS]
 
-TOKENIZER_DIR is any folder with an openvino_tokenizer.xml (the tiny model's): the template comes
-from this folder's .jinja files, and the family's bos/eos/pad tokens from specials.json are given to
-the template through extra_context, which GenAI applies after its own
-(src/cpp/src/tokenizer/tokenizer_impl.cpp, apply_chat_template).
+CORPUS is corpus.json unless named (npu/chatfmt's tests render generated conversations too).
+TOKENIZER_DIR is any folder with an openvino_tokenizer.xml and openvino_detokenizer.xml (the tiny
+model's): the template comes from this folder's .jinja files. Each template is rendered by a
+tokenizer of that folder whose special tokens are the family's (specials.json, in a
+special_tokens_map.json beside links to the tokenizer's files), as a model of the family has them:
+GenAI builds minja's template with the tokenizer's own bos and eos (tokenizer_impl.cpp,
+get_cached_minja_chat_template), and minja's tool polyfill writes that eos into its tool call
+example. The same tokens go to the template through extra_context, as GenAI gives them
+(apply_chat_template).
+
+A template that asks strftime_now for the date (Llama 3.2) writes the day it is rendered on, in
+local time: its golden file records that day ("today", as the template's "%d %b %Y" writes it),
+and the renderers are checked at that date.
 """
 import hashlib
 import json
 import pathlib
 import sys
+import tempfile
+import time
 
 import openvino_genai
 
@@ -23,15 +34,32 @@ def minja_error(message: str) -> str:
     return (rest or message).split(" at row ")[0].strip()[:300]
 
 
+TOKENIZER_FILES = ("openvino_tokenizer.xml", "openvino_tokenizer.bin", "openvino_detokenizer.xml", "openvino_detokenizer.bin")
+
+
+def family_tokenizer(model_dir: pathlib.Path, spec: dict, folder: pathlib.Path) -> openvino_genai.Tokenizer:
+    """The model's tokenizer with the family's special tokens as text."""
+    folder.mkdir()
+    for name in TOKENIZER_FILES:
+        (folder / name).symlink_to(model_dir.resolve() / name)
+    tokens = {k: {"content": spec[k]} for k in ("bos_token", "eos_token", "pad_token") if spec[k]}
+    (folder / "special_tokens_map.json").write_text(json.dumps(tokens, ensure_ascii=False), encoding="utf-8")
+    return openvino_genai.Tokenizer(str(folder))
+
+
 def main() -> None:
     here = pathlib.Path(__file__).resolve().parent
-    tokenizer = openvino_genai.Tokenizer(sys.argv[1])
+    model_dir = pathlib.Path(sys.argv[1])
+    scratch = tempfile.TemporaryDirectory()
     out = pathlib.Path(sys.argv[2])
     out.mkdir(parents=True, exist_ok=True)
-    corpus = json.loads((here / "corpus.json").read_text(encoding="utf-8"))["cases"]
+    corpus_path = pathlib.Path(sys.argv[3]) if len(sys.argv) > 3 else here / "corpus.json"
+    corpus = json.loads(corpus_path.read_text(encoding="utf-8"))["cases"]
     specials = json.loads((here / "specials.json").read_text(encoding="utf-8"))
     for name, spec in sorted(specials.items()):
         template = (here / (name + ".jinja")).read_bytes().decode("utf-8")
+        tokenizer = family_tokenizer(model_dir, spec, pathlib.Path(scratch.name) / name)
+        today = time.strftime("%d %b %Y") if "strftime_now" in template else None
         results = []
         for case in corpus:
             extra = {k: spec[k] or "" for k in ("bos_token", "eos_token", "pad_token")}
@@ -52,8 +80,10 @@ def main() -> None:
             "template": name + ".jinja",
             "sha256": hashlib.sha256(template.encode("utf-8")).hexdigest(),
             "rendered_by": "openvino_genai " + openvino_genai.__version__,
-            "cases": results,
         }
+        if today is not None:
+            doc["today"] = today
+        doc["cases"] = results
         (out / (name + ".json")).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
