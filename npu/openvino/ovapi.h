@@ -16,7 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "openvino/c/ov_compiled_model.h"
 #include "openvino/c/ov_core.h"
+#include "openvino/c/ov_infer_request.h"
+#include "openvino/c/ov_model.h"
+#include "openvino/c/ov_tensor.h"
 #include "openvino/genai/c/chat_history.h"
 #include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
@@ -116,14 +120,51 @@
     X(GENAI, ov_genai_whisper_decoded_result_chunk_get_end_ts) \
     X(GENAI, ov_genai_whisper_decoded_result_chunk_get_text)
 
+/* What counting text with a model's own tokenizer needs (OpenVINO's core C
+ * API: the folder's openvino_tokenizer.xml read, compiled on the CPU and run
+ * on a string tensor; npu/openvino/tokenizer.go). Resolved when present,
+ * like the vision functions: a core without them still serves every model,
+ * and only the tokenizer is refused, naming the function it lacks. Called
+ * directly through the table (api->name(...)) by tokenizer.go's C helpers,
+ * so the compiler checks each call against the header's own declaration. */
+#define NPUD_OV_TOKENIZER_FUNCTIONS(X) \
+    X(CORE, ov_core_read_model) \
+    X(CORE, ov_core_compile_model) \
+    X(CORE, ov_model_free) \
+    X(CORE, ov_compiled_model_create_infer_request) \
+    X(CORE, ov_compiled_model_free) \
+    X(CORE, ov_infer_request_set_input_tensor_by_index) \
+    X(CORE, ov_infer_request_get_tensor) \
+    X(CORE, ov_infer_request_start_async) \
+    X(CORE, ov_infer_request_wait_for) \
+    X(CORE, ov_infer_request_wait) \
+    X(CORE, ov_infer_request_cancel) \
+    X(CORE, ov_infer_request_free) \
+    X(CORE, ov_tensor_create_from_string_array) \
+    X(CORE, ov_tensor_get_shape) \
+    X(CORE, ov_tensor_get_element_type) \
+    X(CORE, ov_tensor_data) \
+    X(CORE, ov_tensor_free) \
+    X(CORE, ov_shape_create) \
+    X(CORE, ov_shape_free)
+
 typedef struct npud_ov_api {
 #define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
     NPUD_OV_FUNCTIONS(NPUD_OV_ENTRY)
     NPUD_OV_VISION_FUNCTIONS(NPUD_OV_ENTRY)
     NPUD_OV_SPEECH_FUNCTIONS(NPUD_OV_ENTRY)
 #undef NPUD_OV_ENTRY
+    /* The tokenizer's table of its own: ov_tensor_free, ov_shape_create and
+     * ov_shape_free are the vision table's too, and each table is resolved
+     * on its own. */
+    struct {
+#define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
+        NPUD_OV_TOKENIZER_FUNCTIONS(NPUD_OV_ENTRY)
+#undef NPUD_OV_ENTRY
+    } tok;
     const char* vision_missing; /* the first vision function the library lacks; NULL: it has them all */
     const char* speech_missing; /* the first speech function the library lacks; NULL: it has them all */
+    const char* tokenizer_missing; /* the first tokenizer function the core lacks; NULL: it has them all */
     void* core;  /* the libraries' handles: never closed (see loader.c) */
     void* genai;
 } npud_ov_api;
