@@ -28,13 +28,19 @@ static void npud_tok_last_err(const npud_ov_api* api, char* msg, size_t len) {
     }
 }
 
+// npud_tok_close frees the tokenizer. Freeing the core destroys its CPU
+// plugin, which unmaps the signal stack it set on another thread
+// (npud_sigstack_save in ovapi.h).
 static void npud_tok_close(const npud_ov_api* api, npud_tok* t) {
+    npud_sigstack own;
+    npud_sigstack_save(&own);
     if (t->request) api->tok.ov_infer_request_free(t->request);
     if (t->compiled) api->tok.ov_compiled_model_free(t->compiled);
     if (t->core) api->ov_core_free(t->core);
     t->request = NULL;
     t->compiled = NULL;
     t->core = NULL;
+    npud_sigstack_restore(&own);
 }
 
 // npud_tok_open runs every step of opening a tokenizer on one thread, so
@@ -51,8 +57,13 @@ static ov_status_e npud_tok_open(const npud_ov_api* api, const char* extension, 
     *step = "ov_core_read_model";
     if ((st = api->tok.ov_core_read_model(t->core, xml, NULL, &model)) != OK) goto fail;
     // GenAI compiles its tokenizer on the CPU only (tokenizer_impl.cpp).
+    // Compiling constructs the core's CPU plugin on this thread, which
+    // takes its signal stack: given back at once (ovapi.h).
     *step = "ov_core_compile_model";
+    npud_sigstack own;
+    npud_sigstack_save(&own);
     st = api->tok.ov_core_compile_model(t->core, model, "CPU", 0, &t->compiled);
+    npud_sigstack_restore(&own);
     api->tok.ov_model_free(model);
     if (st != OK) goto fail;
     *step = "ov_compiled_model_create_infer_request";

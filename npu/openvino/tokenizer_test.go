@@ -169,7 +169,7 @@ func TestModelTokenizerOpenFails(t *testing.T) {
 	var status *StatusError
 	require.ErrorAs(t, err, &status)
 	assert.Equal(t, "ov_core_read_model", status.Call)
-	assert.Contains(t, err.Error(), "cannot be opened")
+	assert.Contains(t, err.Error(), "ir: Could not open the file")
 
 	// Without the openvino-tokenizers library there is nothing to count with.
 	lib := *testLib

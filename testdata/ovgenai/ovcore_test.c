@@ -403,7 +403,8 @@ ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, co
     if (!core || !model_path || !model) return INVALID_C_PARAM;
     FILE* f = fopen(model_path, "rb");
     if (!f) {
-        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nModel file %s cannot be opened!\n",
+        /* The IR frontend's words, as the 2026.4.1 core says them. */
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nir: Could not open the file: \"%s\"\n",
                  model_path);
         return GENERAL_ERROR;
     }
