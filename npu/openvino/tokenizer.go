@@ -173,15 +173,14 @@ import (
 )
 
 // DefaultTokenizerMaxBytes is the longest text a ModelTokenizer encodes
-// unless told otherwise: 8 MiB. The longest contexts served today are
-// about a million tokens, and BPE vocabularies average about four bytes a
-// token in prose, so a text that could fit any model's context is at most
-// about 4 MiB; twice that leaves room for text that tokenizes densely
-// (long runs of spaces, base64). It is also half npud's largest request
-// body (--max-body-bytes, 16 MiB), and it bounds what one encode costs:
-// openvino-tokenizers holds a few ragged copies of its input while it
-// runs.
-const DefaultTokenizerMaxBytes = 8 << 20
+// unless told otherwise: 4 MiB. The longest contexts served today are about
+// a million tokens, and BPE vocabularies average about four bytes a token
+// in prose, so a longer text is past any model's context (the caller
+// refuses it as too long either way) and costs more than it is worth to
+// count: openvino-tokenizers holds several copies of its input while it
+// runs (measured with the tiny model's tokenizer, 8 MiB took 0.6 s and
+// some 270 MB at its peak; docs/OPENVINO-INTERNALS.md).
+const DefaultTokenizerMaxBytes = 4 << 20
 
 // DefaultTokenizerTimeout bounds one encode when the caller's context has
 // no earlier deadline: a tokenizer that has not answered by then is
