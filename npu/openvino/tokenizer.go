@@ -255,6 +255,9 @@ func (l *Library) OpenTokenizer(folder string, opts TokenizerOptions) (*ModelTok
 	defer C.free(unsafe.Pointer(cext))
 	defer C.free(unsafe.Pointer(cxml))
 	tok := (*C.npud_tok)(C.calloc(1, C.sizeof_npud_tok))
+	if tok == nil {
+		return nil, errors.New("opening the model's tokenizer: out of memory")
+	}
 	var step *C.char
 	var msg [1024]C.char
 	if st := C.npud_tok_open(l.api, cext, cxml, tok, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
