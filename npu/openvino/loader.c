@@ -10,6 +10,19 @@
 void* npud_lib_open(const char* path, char* err, size_t err_len);
 void* npud_lib_symbol(void* lib, const char* name);
 
+// resolve_tokenizer fills the tokenizer's table from the core library lib
+// (optional: tokenizer_missing names the first function it lacks).
+static void resolve_tokenizer(npud_ov_api* api, void* lib) {
+#define NPUD_OV_RESOLVE_TOKENIZER(from, name)                           \
+    {                                                                   \
+        void* p = npud_lib_symbol(lib, #name);                          \
+        if (p) memcpy(&api->tok.name, &p, sizeof p);                    \
+        else if (!api->tokenizer_missing) api->tokenizer_missing = #name; \
+    }
+    NPUD_OV_TOKENIZER_FUNCTIONS(NPUD_OV_RESOLVE_TOKENIZER)
+#undef NPUD_OV_RESOLVE_TOKENIZER
+}
+
 // The libraries are never closed: OpenVINO keeps threads and plugin
 // libraries of its own alive, and unloading code they may still run is
 // not safe. A process opens them once.
@@ -59,6 +72,7 @@ npud_ov_api* npud_ov_open(const char* core_path, const char* genai_path, char* e
     }
     NPUD_OV_SPEECH_FUNCTIONS(NPUD_OV_RESOLVE_SPEECH)
 #undef NPUD_OV_RESOLVE_SPEECH
+    resolve_tokenizer(api, CORE);
 #undef CORE
 #undef GENAI
     if (missing) {
@@ -112,5 +126,6 @@ npud_ov_api* npud_ov_open_core(const char* core_path, char* err, size_t err_len)
         free(api);
         return NULL;
     }
+    resolve_tokenizer(api, api->core);
     return api;
 }

@@ -23,7 +23,7 @@ const EnvOpenVINOVenv = "NPUD_OPENVINO_VENV"
 
 // realVenv returns the virtual environment and its site-packages, or
 // skips the test.
-func realVenv(t *testing.T) (venv, site string) {
+func realVenv(t testing.TB) (venv, site string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the tests against the official OpenVINO runtime are integration tests: not with -short")

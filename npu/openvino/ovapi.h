@@ -16,7 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "openvino/c/ov_compiled_model.h"
 #include "openvino/c/ov_core.h"
+#include "openvino/c/ov_infer_request.h"
+#include "openvino/c/ov_model.h"
+#include "openvino/c/ov_tensor.h"
 #include "openvino/genai/c/chat_history.h"
 #include "openvino/genai/c/json_container.h"
 #include "openvino/genai/c/llm_pipeline.h"
@@ -116,14 +120,51 @@
     X(GENAI, ov_genai_whisper_decoded_result_chunk_get_end_ts) \
     X(GENAI, ov_genai_whisper_decoded_result_chunk_get_text)
 
+/* What counting text with a model's own tokenizer needs (OpenVINO's core C
+ * API: the folder's openvino_tokenizer.xml read, compiled on the CPU and run
+ * on a string tensor; npu/openvino/tokenizer.go). Resolved when present,
+ * like the vision functions: a core without them still serves every model,
+ * and only the tokenizer is refused, naming the function it lacks. Called
+ * directly through the table (api->name(...)) by tokenizer.go's C helpers,
+ * so the compiler checks each call against the header's own declaration. */
+#define NPUD_OV_TOKENIZER_FUNCTIONS(X) \
+    X(CORE, ov_core_read_model) \
+    X(CORE, ov_core_compile_model) \
+    X(CORE, ov_model_free) \
+    X(CORE, ov_compiled_model_create_infer_request) \
+    X(CORE, ov_compiled_model_free) \
+    X(CORE, ov_infer_request_set_input_tensor_by_index) \
+    X(CORE, ov_infer_request_get_tensor) \
+    X(CORE, ov_infer_request_start_async) \
+    X(CORE, ov_infer_request_wait_for) \
+    X(CORE, ov_infer_request_wait) \
+    X(CORE, ov_infer_request_cancel) \
+    X(CORE, ov_infer_request_free) \
+    X(CORE, ov_tensor_create_from_string_array) \
+    X(CORE, ov_tensor_get_shape) \
+    X(CORE, ov_tensor_get_element_type) \
+    X(CORE, ov_tensor_data) \
+    X(CORE, ov_tensor_free) \
+    X(CORE, ov_shape_create) \
+    X(CORE, ov_shape_free)
+
 typedef struct npud_ov_api {
 #define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
     NPUD_OV_FUNCTIONS(NPUD_OV_ENTRY)
     NPUD_OV_VISION_FUNCTIONS(NPUD_OV_ENTRY)
     NPUD_OV_SPEECH_FUNCTIONS(NPUD_OV_ENTRY)
 #undef NPUD_OV_ENTRY
+    /* The tokenizer's table of its own: ov_tensor_free, ov_shape_create and
+     * ov_shape_free are the vision table's too, and each table is resolved
+     * on its own. */
+    struct {
+#define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
+        NPUD_OV_TOKENIZER_FUNCTIONS(NPUD_OV_ENTRY)
+#undef NPUD_OV_ENTRY
+    } tok;
     const char* vision_missing; /* the first vision function the library lacks; NULL: it has them all */
     const char* speech_missing; /* the first speech function the library lacks; NULL: it has them all */
+    const char* tokenizer_missing; /* the first tokenizer function the core lacks; NULL: it has them all */
     void* core;  /* the libraries' handles: never closed (see loader.c) */
     void* genai;
 } npud_ov_api;
@@ -156,6 +197,43 @@ int npud_lib_probe(const char* name);
 /* npud_ov_symbol finds another symbol in either library, or NULL. */
 void* npud_ov_symbol(const npud_ov_api* api, const char* name);
 
+/*
+ * OpenVINO's CPU plugin replaces the calling thread's alternate signal stack
+ * with a small one of its own when it is constructed (CPUSpecialSetup in
+ * Plugin::Plugin, src/plugins/intel_cpu/src/plugin.cpp; SigAltStackSetup,
+ * utils/sigstack_manager.cpp): every new core constructs its own plugin on
+ * the thread that first uses the CPU, and the plugin's destructor unmaps
+ * that stack on whichever thread frees the core. On a Go thread this takes
+ * away the signal stack the Go runtime gave it: Go's signal handler then runs
+ * on the plugin's smaller stack, or, once the core is freed from another
+ * thread, on unmapped memory that the Go heap may have reused, and the
+ * process dies later in the Go runtime (seen: SIGSEGV in
+ * runtime.futexwakeup from a corrupt M, once a tokenizer had run).
+ * npud_sigstack_save before a call that may construct or destroy a CPU
+ * plugin, npud_sigstack_restore after it on the same thread (one cgo call),
+ * puts the thread's own stack back; the plugin's then stays unused until
+ * its destructor unmaps it, which leaves a stack not in use alone.
+ */
+#ifndef _WIN32
+#include <signal.h>
+typedef stack_t npud_sigstack;
+static inline void npud_sigstack_save(npud_sigstack* s) {
+    if (sigaltstack(NULL, s) != 0) s->ss_flags = -1;
+}
+static inline void npud_sigstack_restore(const npud_sigstack* s) {
+    stack_t now;
+    if (s->ss_flags == -1 || sigaltstack(NULL, &now) != 0) return;
+    if (now.ss_sp == s->ss_sp && now.ss_size == s->ss_size && (now.ss_flags & SS_DISABLE) == (s->ss_flags & SS_DISABLE)) return;
+    stack_t back = *s;
+    back.ss_flags &= SS_DISABLE; /* SS_ONSTACK is reported, never set */
+    sigaltstack(&back, NULL);
+}
+#else
+typedef int npud_sigstack; /* Windows has no alternate signal stacks */
+static inline void npud_sigstack_save(npud_sigstack* s) { (void)s; }
+static inline void npud_sigstack_restore(const npud_sigstack* s) { (void)s; }
+#endif
+
 /* npud_call_int64 calls a function taking nothing and returning an integer
    (the test library's inspection hooks). */
 static inline int64_t npud_call_int64(void* fn) {
@@ -177,11 +255,20 @@ static inline void npud_ov_free(const npud_ov_api* api, const char* content) {
 static inline ov_status_e npud_ov_core_create(const npud_ov_api* api, ov_core_t** core) {
     return api->ov_core_create(core);
 }
+/* The three core calls that construct or destroy a core's plugins keep the
+ * thread's signal stack (npud_sigstack_save above). */
 static inline void npud_ov_core_free(const npud_ov_api* api, ov_core_t* core) {
+    npud_sigstack own;
+    npud_sigstack_save(&own);
     api->ov_core_free(core);
+    npud_sigstack_restore(&own);
 }
 static inline ov_status_e npud_ov_core_get_available_devices(const npud_ov_api* api, const ov_core_t* core, ov_available_devices_t* devices) {
-    return api->ov_core_get_available_devices(core, devices);
+    npud_sigstack own;
+    npud_sigstack_save(&own);
+    ov_status_e st = api->ov_core_get_available_devices(core, devices);
+    npud_sigstack_restore(&own);
+    return st;
 }
 static inline void npud_ov_available_devices_free(const npud_ov_api* api, ov_available_devices_t* devices) {
     api->ov_available_devices_free(devices);
@@ -190,7 +277,11 @@ static inline ov_status_e npud_ov_core_add_extension(const npud_ov_api* api, con
     return api->ov_core_add_extension(core, path);
 }
 static inline ov_status_e npud_ov_core_get_property(const npud_ov_api* api, const ov_core_t* core, const char* device_name, const char* property_key, char** property_value) {
-    return api->ov_core_get_property(core, device_name, property_key, property_value);
+    npud_sigstack own;
+    npud_sigstack_save(&own);
+    ov_status_e st = api->ov_core_get_property(core, device_name, property_key, property_value);
+    npud_sigstack_restore(&own);
+    return st;
 }
 static inline void npud_ov_genai_llm_pipeline_free(const npud_ov_api* api, ov_genai_llm_pipeline* pipe) {
     api->ov_genai_llm_pipeline_free(pipe);

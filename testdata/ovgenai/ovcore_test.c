@@ -16,7 +16,9 @@
 #include <signal.h>
 #endif
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "openvino/c/ov_core.h"
 #include "ovtest.h"
@@ -36,7 +38,7 @@ static _Thread_local char last_err_msg[512];
 const char* ov_get_last_err_msg(void) { return last_err_msg[0] ? last_err_msg : NULL; }
 
 struct ov_core {
-    int unused;
+    atomic_int extensions; /* ov_core_add_extension loaded one (openvino-tokenizers) */
 };
 
 ov_status_e ov_core_create(ov_core_t** core) {
@@ -123,6 +125,9 @@ ov_status_e ov_core_add_extension(const ov_core_t* core, const char* path) {
         return GENERAL_ERROR;
     }
 #endif
+    /* The core's state changes behind its const handle, as the real one's
+     * (a shared_ptr to ov::Core) does. */
+    atomic_store(&((ov_core_t*)core)->extensions, 1);
     return OK;
 }
 
@@ -199,13 +204,15 @@ ov_status_e ov_shape_free(ov_shape_t* shape) {
 }
 
 /* A tensor wraps memory it does not own when made from a host pointer
- * (ov::Tensor over external memory): the caller keeps it alive. */
+ * (ov::Tensor over external memory): the caller keeps it alive. A STRING
+ * tensor owns copies of its strings (ov::Tensor of std::string). */
 struct ov_tensor {
     ov_element_type_e type;
     int64_t rank;
     int64_t dims[8];
     void* data;
     int owned;
+    char** strings; /* STRING: elements(t) copies */
 };
 
 static size_t element_size(ov_element_type_e t) {
@@ -288,7 +295,388 @@ ov_status_e ov_tensor_data(const ov_tensor_t* tensor, void** data) {
 
 void ov_tensor_free(ov_tensor_t* tensor) {
     if (!tensor) return;
+    if (tensor->strings) {
+        for (size_t i = 0; i < elements(tensor); i++) free(tensor->strings[i]);
+        free(tensor->strings);
+    }
     if (tensor->owned) free(tensor->data);
     free(tensor);
+    ovtest_object_freed();
+}
+
+/* ---- a model's tokenizer (openvino/c/ov_model.h, ov_compiled_model.h,
+ * ov_infer_request.h): the folder's openvino_tokenizer.xml read, compiled on
+ * the CPU, and run on a string tensor, as npu/openvino/tokenizer.go does with
+ * the real core and openvino-tokenizers. ----
+ *
+ * The test model's tokens are its words (ovtest_tokenize, which the test
+ * GenAI also counts a prompt with, so the two never disagree). The real
+ * tokenizers are byte-level BPE or SentencePiece: they split words into
+ * pieces, give whitespace and newlines tokens of their own and make a
+ * special token (<|im_start|>) one token even with no space around it; the
+ * test model counts "<|im_start|>user" as one word and "a  b" as two. So
+ * counts agree between npud and the test library, never between the test
+ * library and a real model; only the official tests
+ * (npu/openvino/tokenizer_official_test.go) compare npud with the real
+ * tokenizer.
+ *
+ * The special tokens the IR adds (add_special_tokens, fixed at export: GenAI
+ * makes it a state with its MakeAddSpecialTokensSatateful pass, which the C
+ * API cannot run) are read from the IR's rt_info, as openvino-tokenizers
+ * writes it: processed_post_processor_template's "single" ids, -1 standing
+ * for the text, the ids before it added in front and those after it at the
+ * end (a Llama tokenizer: [1, -1]; the tiny model's: [-1]). An IR without
+ * one adds nothing. A text holding OVTEST_HANG_TOKENIZE never finishes until
+ * the request is cancelled. */
+
+#define MAX_SPECIAL 8
+
+size_t ovtest_tokenize(const char* text, int64_t* ids, size_t cap) {
+    size_t n = 0;
+    const char* p = text;
+    while (*p) {
+        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
+        if (!*p) break;
+        uint64_t h = 1469598103934665603ULL;
+        for (; *p && *p != ' ' && *p != '\n' && *p != '\t'; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        if (n < cap) ids[n] = 100 + (int64_t)(h % 50000); /* below 100: the special tokens' ids */
+        n++;
+    }
+    return n;
+}
+
+static atomic_int tokenizer_running, tokenizer_cancelled;
+
+int ovtest_tokenizer_running(void) { return atomic_load(&tokenizer_running); }
+int ovtest_tokenizer_cancelled(void) { return atomic_load(&tokenizer_cancelled); }
+
+struct special_tokens {
+    int64_t prefix[MAX_SPECIAL], suffix[MAX_SPECIAL];
+    size_t nprefix, nsuffix;
+};
+
+struct ov_model {
+    struct special_tokens special;
+};
+
+struct ov_compiled_model {
+    struct special_tokens special;
+};
+
+struct ov_infer_request {
+    struct special_tokens special;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    char* input;        /* the string of input 0 */
+    int running;        /* an inference started and not finished */
+    int joinable;       /* its thread is still to be joined */
+    int cancelled;
+    ov_status_e result; /* the last inference's */
+    pthread_t thread;
+    int64_t* ids; /* the last inference's input_ids */
+    size_t n;
+};
+
+/* read_special parses the ids of the "single" template in the IR's
+ * processed_post_processor_template (XML-escaped JSON). */
+static void read_special(const char* xml, struct special_tokens* sp) {
+    memset(sp, 0, sizeof *sp);
+    const char* at = strstr(xml, "processed_post_processor_template");
+    if (!at || !(at = strstr(at, "single")) || !(at = strstr(at, "ids")) || !(at = strchr(at, '['))) return;
+    int after = 0;
+    for (const char* p = at + 1; *p && *p != ']';) {
+        char* end;
+        long long id = strtoll(p, &end, 10);
+        if (end == p) {
+            p++;
+            continue;
+        }
+        p = end;
+        if (id == -1) after = 1;
+        else if (!after && sp->nprefix < MAX_SPECIAL) sp->prefix[sp->nprefix++] = id;
+        else if (after && sp->nsuffix < MAX_SPECIAL) sp->suffix[sp->nsuffix++] = id;
+    }
+}
+
+ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, const char* bin_path, ov_model_t** model) {
+    (void)bin_path;
+    if (!core || !model_path || !model) return INVALID_C_PARAM;
+    FILE* f = fopen(model_path, "rb");
+    if (!f) {
+        /* The IR frontend's words, as the 2026.4.1 core says them. */
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nir: Could not open the file: \"%s\"\n",
+                 model_path);
+        return GENERAL_ERROR;
+    }
+    /* The rt_info comes last; a tokenizer's IR is tens of kilobytes (its
+     * vocabulary is in the .bin). */
+    size_t cap = 4 << 20;
+    char* xml = malloc(cap);
+    size_t len = fread(xml, 1, cap - 1, f);
+    fclose(f);
+    xml[len] = 0;
+    /* A tokenizer's operations (StringTensorUnpack, BPETokenizer) are
+     * openvino-tokenizers': without the extension the real core cannot
+     * read the IR. */
+    if (!atomic_load(&core->extensions)) {
+        free(xml);
+        snprintf(last_err_msg, sizeof last_err_msg,
+                 "Exception from ovcore_test.c:\nCannot create StringTensorUnpack layer from unsupported opset: extension\n");
+        return GENERAL_ERROR;
+    }
+    *model = calloc(1, sizeof **model);
+    read_special(xml, &(*model)->special);
+    free(xml);
+    ovtest_object_created();
+    return OK;
+}
+
+void ov_model_free(ov_model_t* model) {
+    if (!model) return;
+    free(model);
+    ovtest_object_freed();
+}
+
+ov_status_e ov_core_compile_model(const ov_core_t* core, const ov_model_t* model, const char* device_name,
+                                  const size_t property_args_size, ov_compiled_model_t** compiled_model, ...) {
+    (void)property_args_size;
+    if (!core || !model || !device_name || !compiled_model) return INVALID_C_PARAM;
+    if (strcmp(device_name, "CPU") != 0) { /* a tokenizer runs on the CPU only */
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nDevice %s cannot run a tokenizer\n",
+                 device_name);
+        return GENERAL_ERROR;
+    }
+    *compiled_model = calloc(1, sizeof **compiled_model);
+    (*compiled_model)->special = model->special;
+    ovtest_object_created();
+    return OK;
+}
+
+void ov_compiled_model_free(ov_compiled_model_t* compiled_model) {
+    if (!compiled_model) return;
+    free(compiled_model);
+    ovtest_object_freed();
+}
+
+ov_status_e ov_compiled_model_create_infer_request(const ov_compiled_model_t* compiled_model,
+                                                   ov_infer_request_t** infer_request) {
+    if (!compiled_model || !infer_request) return INVALID_C_PARAM;
+    ov_infer_request_t* r = calloc(1, sizeof *r);
+    r->special = compiled_model->special;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    *infer_request = r;
+    ovtest_object_created();
+    return OK;
+}
+
+ov_status_e ov_tensor_create_from_string_array(const char** string_array, const size_t array_size,
+                                               const ov_shape_t shape, ov_tensor_t** tensor) {
+    if (!string_array || !tensor || shape.rank <= 0 || shape.rank > 8 || !shape.dims) return INVALID_C_PARAM;
+    struct ov_tensor* t = calloc(1, sizeof *t);
+    t->type = STRING;
+    t->rank = shape.rank;
+    memcpy(t->dims, shape.dims, (size_t)shape.rank * sizeof(int64_t));
+    if (elements(t) != array_size) {
+        free(t);
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nstring array size %zu does not match the shape\n",
+                 array_size);
+        return GENERAL_ERROR;
+    }
+    t->strings = calloc(array_size ? array_size : 1, sizeof(char*));
+    for (size_t i = 0; i < array_size; i++) t->strings[i] = strdup(string_array[i] ? string_array[i] : "");
+    t->data = t->strings;
+    *tensor = t;
+    ovtest_object_created();
+    return OK;
+}
+
+ov_status_e ov_tensor_set_string_data(ov_tensor_t* tensor, const char** string_array, const size_t array_size) {
+    if (!tensor || !string_array || tensor->type != STRING || !tensor->strings || array_size != elements(tensor))
+        return INVALID_C_PARAM;
+    for (size_t i = 0; i < array_size; i++) {
+        free(tensor->strings[i]);
+        tensor->strings[i] = strdup(string_array[i] ? string_array[i] : "");
+    }
+    return OK;
+}
+
+ov_status_e ov_infer_request_set_input_tensor_by_index(ov_infer_request_t* infer_request, const size_t idx,
+                                                       const ov_tensor_t* tensor) {
+    if (!infer_request || !tensor) return INVALID_C_PARAM;
+    if (idx != 0 || tensor->type != STRING || elements(tensor) != 1) {
+        snprintf(last_err_msg, sizeof last_err_msg,
+                 "Exception from ovcore_test.c:\nthe tokenizer takes one string at input 0\n");
+        return GENERAL_ERROR;
+    }
+    pthread_mutex_lock(&infer_request->mu);
+    ov_status_e st = OK;
+    if (infer_request->running) {
+        st = REQUEST_BUSY;
+    } else {
+        free(infer_request->input);
+        infer_request->input = strdup(tensor->strings[0]);
+    }
+    pthread_mutex_unlock(&infer_request->mu);
+    return st;
+}
+
+static void* infer_thread(void* arg) {
+    ov_infer_request_t* r = arg;
+    /* input is not changed while running (set_input answers busy). */
+    const char* text = r->input;
+    int64_t* ids = NULL;
+    size_t n = 0;
+    if (strstr(text, "OVTEST_HANG_TOKENIZE")) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->cancelled) pthread_cond_wait(&r->cv, &r->mu);
+        pthread_mutex_unlock(&r->mu);
+    } else {
+        size_t words = ovtest_tokenize(text, NULL, 0);
+        n = r->special.nprefix + words + r->special.nsuffix;
+        ids = malloc((n ? n : 1) * sizeof *ids);
+        memcpy(ids, r->special.prefix, r->special.nprefix * sizeof *ids);
+        ovtest_tokenize(text, ids + r->special.nprefix, words);
+        memcpy(ids + r->special.nprefix + words, r->special.suffix, r->special.nsuffix * sizeof *ids);
+    }
+    pthread_mutex_lock(&r->mu);
+    free(r->ids);
+    r->ids = NULL;
+    r->n = 0;
+    if (r->cancelled) {
+        free(ids);
+        r->result = INFER_CANCELLED;
+        atomic_fetch_add(&tokenizer_cancelled, 1);
+    } else {
+        r->ids = ids;
+        r->n = n;
+        r->result = OK;
+    }
+    r->running = 0;
+    atomic_fetch_sub(&tokenizer_running, 1);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* finish waits up to timeout_ms (negative: for ever) for the running
+ * inference; with r->mu held. */
+static ov_status_e finish(ov_infer_request_t* r, int64_t timeout_ms) {
+    if (timeout_ms < 0) {
+        while (r->running) pthread_cond_wait(&r->cv, &r->mu);
+    } else if (r->running) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += timeout_ms / 1000;
+        until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (r->running && pthread_cond_timedwait(&r->cv, &r->mu, &until) == 0) {
+        }
+        if (r->running) return RESULT_NOT_READY;
+    }
+    if (r->joinable) {
+        pthread_join(r->thread, NULL);
+        r->joinable = 0;
+    }
+    if (r->result == INFER_CANCELLED)
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nInfer Request was canceled\n");
+    return r->result;
+}
+
+ov_status_e ov_infer_request_start_async(ov_infer_request_t* infer_request) {
+    if (!infer_request) return INVALID_C_PARAM;
+    ov_infer_request_t* r = infer_request;
+    pthread_mutex_lock(&r->mu);
+    ov_status_e st = OK;
+    if (r->running) {
+        st = REQUEST_BUSY;
+    } else if (!r->input) {
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nthe input tensor is not set\n");
+        st = GENERAL_ERROR;
+    } else {
+        if (r->joinable) pthread_join(r->thread, NULL);
+        r->cancelled = 0;
+        r->running = 1;
+        r->joinable = 1;
+        atomic_fetch_add(&tokenizer_running, 1);
+        if (pthread_create(&r->thread, NULL, infer_thread, r) != 0) {
+            r->running = r->joinable = 0;
+            atomic_fetch_sub(&tokenizer_running, 1);
+            st = GENERAL_ERROR;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+ov_status_e ov_infer_request_infer(ov_infer_request_t* infer_request) {
+    ov_status_e st = ov_infer_request_start_async(infer_request);
+    return st == OK ? ov_infer_request_wait(infer_request) : st;
+}
+
+ov_status_e ov_infer_request_wait_for(ov_infer_request_t* infer_request, const int64_t timeout) {
+    if (!infer_request) return INVALID_C_PARAM;
+    pthread_mutex_lock(&infer_request->mu);
+    ov_status_e st = finish(infer_request, timeout < 0 ? 0 : timeout);
+    pthread_mutex_unlock(&infer_request->mu);
+    return st;
+}
+
+ov_status_e ov_infer_request_wait(ov_infer_request_t* infer_request) {
+    if (!infer_request) return INVALID_C_PARAM;
+    pthread_mutex_lock(&infer_request->mu);
+    ov_status_e st = finish(infer_request, -1);
+    pthread_mutex_unlock(&infer_request->mu);
+    return st;
+}
+
+ov_status_e ov_infer_request_cancel(ov_infer_request_t* infer_request) {
+    if (!infer_request) return INVALID_C_PARAM;
+    pthread_mutex_lock(&infer_request->mu);
+    if (infer_request->running) infer_request->cancelled = 1;
+    pthread_cond_broadcast(&infer_request->cv);
+    pthread_mutex_unlock(&infer_request->mu);
+    return OK;
+}
+
+ov_status_e ov_infer_request_get_tensor(const ov_infer_request_t* infer_request, const char* tensor_name,
+                                        ov_tensor_t** tensor) {
+    if (!infer_request || !tensor_name || !tensor) return INVALID_C_PARAM;
+    ov_infer_request_t* r = (ov_infer_request_t*)infer_request;
+    int ids = strcmp(tensor_name, "input_ids") == 0;
+    if (!ids && strcmp(tensor_name, "attention_mask") != 0) {
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nPort for tensor name %s was not found.\n",
+                 tensor_name);
+        return GENERAL_ERROR;
+    }
+    pthread_mutex_lock(&r->mu);
+    ov_status_e st = OK;
+    if (r->running) {
+        st = REQUEST_BUSY;
+    } else {
+        int64_t dims[2] = {1, (int64_t)r->n};
+        ov_shape_t shape = {2, dims};
+        st = tensor_new(I64, shape, NULL, tensor);
+        if (st == OK) {
+            int64_t* data = (*tensor)->data;
+            for (size_t i = 0; i < r->n; i++) data[i] = ids ? r->ids[i] : 1;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+void ov_infer_request_free(ov_infer_request_t* infer_request) {
+    if (!infer_request) return;
+    ov_infer_request_cancel(infer_request);
+    ov_infer_request_wait(infer_request);
+    pthread_mutex_destroy(&infer_request->mu);
+    pthread_cond_destroy(&infer_request->cv);
+    free(infer_request->input);
+    free(infer_request->ids);
+    free(infer_request);
     ovtest_object_freed();
 }

@@ -981,16 +981,8 @@ static uint64_t fnv1a(const char* s, uint64_t h) {
     return h;
 }
 
-static size_t count_tokens(const char* text) {
-    size_t n = 0;
-    int in_word = 0;
-    for (; *text; text++) {
-        int space = *text == ' ' || *text == '\n' || *text == '\t';
-        if (!space && !in_word) n++;
-        in_word = !space;
-    }
-    return n;
-}
+/* A prompt's tokens, as the test core's tokenizer counts them (ovtest.h). */
+static size_t count_tokens(const char* text) { return ovtest_tokenize(text, NULL, 0); }
 
 /* The test model's token stream: word after word, a word being one token or,
  * for the emoji, two. */

@@ -2,7 +2,21 @@
 #ifndef NPUD_OVTEST_H
 #define NPUD_OVTEST_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+/* The test model's tokenizer: its tokens are the text's words (runs of
+ * anything but space, tab and newline). It writes up to cap ids and returns
+ * how many tokens the text has. Both the test GenAI (a prompt's
+ * num_input_tokens) and the test core's tokenizer IR (a model folder's
+ * openvino_tokenizer.xml run through the core C API) count with it, so npud's
+ * count and the test GenAI's always agree. Defined in ovcore_test.c. */
+size_t ovtest_tokenize(const char* text, int64_t* ids, size_t cap);
+
+/* The test core's tokenizer inferences running now, and those a cancel
+ * ended since the library loaded. */
+int ovtest_tokenizer_running(void);
+int ovtest_tokenizer_cancelled(void);
 
 /* Objects created and not yet freed (pipelines, configs, results, metrics,
  * histories, JSON containers, core objects, device lists, strings). */

@@ -1,7 +1,8 @@
 /*
- * npud test stand-in for OpenVINO's openvino/c/ov_core.h, reduced to the
- * part of ov_core.h that needs no model, tensor or compiled-model types:
- * every declaration here is the official one, unchanged, and the include
+ * npud test stand-in for OpenVINO's openvino/c/ov_core.h, reduced to what
+ * npud calls: the version, devices and properties, extensions, and reading
+ * and compiling a model (a model's tokenizer, npu/openvino/tokenizer.go).
+ * Every declaration here is the official one, unchanged, and the include
  * list is a subset of the official one. Code compiled against this subset
  * therefore compiles against the full header (docs/OPENVINO.md says why
  * the rest of OpenVINO's core C API is not reproduced).
@@ -9,6 +10,9 @@
 #pragma once
 
 #include "openvino/c/ov_common.h"
+#include "openvino/c/ov_compiled_model.h"
+#include "openvino/c/ov_model.h"
+#include "openvino/c/ov_tensor.h"
 
 typedef struct ov_core ov_core_t;
 
@@ -55,6 +59,19 @@ ov_core_get_property(const ov_core_t* core, const char* device_name, const char*
 
 OPENVINO_C_API(ov_status_e)
 ov_core_add_extension(const ov_core_t* core, const char* path);
+
+/* bin_path NULL: the weights beside model_path, same name, .bin. */
+OPENVINO_C_API(ov_status_e)
+ov_core_read_model(const ov_core_t* core, const char* model_path, const char* bin_path, ov_model_t** model);
+
+/* The trailing arguments are property_args_size pairs of key and value. */
+OPENVINO_C_API(ov_status_e)
+ov_core_compile_model(const ov_core_t* core,
+                      const ov_model_t* model,
+                      const char* device_name,
+                      const size_t property_args_size,
+                      ov_compiled_model_t** compiled_model,
+                      ...);
 
 OPENVINO_C_API(ov_status_e)
 ov_core_get_available_devices(const ov_core_t* core, ov_available_devices_t* devices);

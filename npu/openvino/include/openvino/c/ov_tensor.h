@@ -25,11 +25,21 @@ ov_tensor_create(const ov_element_type_e type, const ov_shape_t shape, ov_tensor
 OPENVINO_C_API(ov_status_e)
 ov_tensor_set_shape(ov_tensor_t* tensor, const ov_shape_t shape);
 
+/* A STRING tensor holding copies of array_size C strings. */
+OPENVINO_C_API(ov_status_e)
+ov_tensor_create_from_string_array(const char** string_array,
+                                   const size_t array_size,
+                                   const ov_shape_t shape,
+                                   ov_tensor_t** tensor);
+
 OPENVINO_C_API(ov_status_e)
 ov_tensor_get_shape(const ov_tensor_t* tensor, ov_shape_t* shape);
 
 OPENVINO_C_API(ov_status_e)
 ov_tensor_get_element_type(const ov_tensor_t* tensor, ov_element_type_e* type);
+
+OPENVINO_C_API(ov_status_e)
+ov_tensor_set_string_data(ov_tensor_t* tensor, const char** string_array, const size_t array_size);
 
 OPENVINO_C_API(ov_status_e)
 ov_tensor_get_size(const ov_tensor_t* tensor, size_t* elements_size);
