@@ -97,7 +97,9 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 		return nil, err
 	}
 	log.Info("openvino engine ready", "library", cfg.Library.GenAIPath, "version", cfg.Library.Build, "devices", names(devices), "device", cfg.Device, "models", len(catalog.Models()))
-	return &Engine{cfg: cfg, log: log, devices: devices, catalog: catalog, pipelines: map[string]*pipeline{}}, nil
+	lib := cfg.Library
+	return &Engine{cfg: cfg, log: log, devices: devices, catalog: catalog, pipelines: map[string]*pipeline{},
+		openCounter: func(dir string) (tokenCounter, error) { return lib.OpenTokenizer(dir, TokenizerOptions{}) }}, nil
 }
 
 func (e *Engine) Name() string            { return "openvino" }
