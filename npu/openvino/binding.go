@@ -63,14 +63,35 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&npud_trampoline), __type
 	} \
 	return INVALID_C_PARAM;
 
+static ov_status_e npud_pipeline_create_unguarded(const npud_ov_api* api, const char* path, const char* device, const char** k,
+                                                  const char** v, size_t n, ov_genai_llm_pipeline** pipe) {
+	NPUD_CALL_CREATE(api->ov_genai_llm_pipeline_create)
+}
+
+static ov_status_e npud_vlm_pipeline_create_unguarded(const npud_ov_api* api, const char* path, const char* device, const char** k,
+                                                      const char** v, size_t n, ov_genai_vlm_pipeline** pipe) {
+	NPUD_CALL_CREATE(api->ov_genai_vlm_pipeline_create)
+}
+
+// A pipeline's constructor builds its own core and plugins: the CPU
+// plugin swaps the calling thread's signal stack (npud_sigstack_save,
+// ovapi.h), which this thread, a Go runtime thread, must get back.
 static ov_status_e npud_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
                                         const char** v, size_t n, ov_genai_llm_pipeline** pipe) {
-	NPUD_CALL_CREATE(api->ov_genai_llm_pipeline_create)
+	npud_sigstack own;
+	npud_sigstack_save(&own);
+	ov_status_e st = npud_pipeline_create_unguarded(api, path, device, k, v, n, pipe);
+	npud_sigstack_restore(&own);
+	return st;
 }
 
 static ov_status_e npud_vlm_pipeline_create(const npud_ov_api* api, const char* path, const char* device, const char** k,
                                             const char** v, size_t n, ov_genai_vlm_pipeline** pipe) {
-	NPUD_CALL_CREATE(api->ov_genai_vlm_pipeline_create)
+	npud_sigstack own;
+	npud_sigstack_save(&own);
+	ov_status_e st = npud_vlm_pipeline_create_unguarded(api, path, device, k, v, n, pipe);
+	npud_sigstack_restore(&own);
+	return st;
 }
 
 // A generation's results: an LLM pipeline's or a VLM pipeline's, which

@@ -283,8 +283,13 @@ static inline ov_status_e npud_ov_core_get_property(const npud_ov_api* api, cons
     npud_sigstack_restore(&own);
     return st;
 }
+/* Freeing a pipeline frees its core and plugins: the thread's signal stack
+ * is kept (npud_sigstack_save above). */
 static inline void npud_ov_genai_llm_pipeline_free(const npud_ov_api* api, ov_genai_llm_pipeline* pipe) {
+    npud_sigstack own;
+    npud_sigstack_save(&own);
     api->ov_genai_llm_pipeline_free(pipe);
+    npud_sigstack_restore(&own);
 }
 static inline ov_status_e npud_ov_genai_llm_pipeline_generate(const npud_ov_api* api, ov_genai_llm_pipeline* pipe, const char* inputs, const ov_genai_generation_config* config, const streamer_callback* streamer, ov_genai_decoded_results** results) {
     return api->ov_genai_llm_pipeline_generate(pipe, inputs, config, streamer, results);
@@ -389,7 +394,10 @@ static inline void npud_ov_tensor_free(const npud_ov_api* api, ov_tensor_t* tens
     api->ov_tensor_free(tensor);
 }
 static inline void npud_ov_genai_vlm_pipeline_free(const npud_ov_api* api, ov_genai_vlm_pipeline* pipe) {
+    npud_sigstack own;
+    npud_sigstack_save(&own);
     api->ov_genai_vlm_pipeline_free(pipe);
+    npud_sigstack_restore(&own);
 }
 static inline void npud_ov_genai_vlm_decoded_results_free(const npud_ov_api* api, ov_genai_vlm_decoded_results* results) {
     api->ov_genai_vlm_decoded_results_free(results);
