@@ -50,6 +50,10 @@ type Message struct {
 	// ToolCallID and Name: a tool result's call and tool.
 	ToolCallID string
 	Name       string
+	// ReasoningContent is an assistant's reasoning apart from its content
+	// (reasoning_content, which Qwen3's template reads); "" when there is
+	// none, and then the key is absent.
+	ReasoningContent string
 }
 
 // Renderer renders a conversation to exactly the text one published chat

@@ -31,6 +31,7 @@ type corpusMessage struct {
 	Content    string `json:"content"`
 	ToolCallID string `json:"tool_call_id"`
 	Name       string `json:"name"`
+	Reasoning  string `json:"reasoning_content"`
 	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Function struct {
@@ -66,7 +67,7 @@ func readJSON(t *testing.T, path string, v any) {
 func (c corpusCase) conversation(s Specials) Conversation {
 	conv := Conversation{Tools: c.Tools, Think: c.Think, AddGenerationPrompt: c.AddGenerationPrompt, Specials: s}
 	for _, m := range c.Messages {
-		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, ReasoningContent: m.Reasoning}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, Call{ID: tc.ID, Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}
