@@ -101,6 +101,9 @@ func (deepSeekR1Renderer) Render(c Conversation) (string, error) {
 	if c.AddGenerationPrompt && !afterTool {
 		b.WriteString("<｜Assistant｜>" + ThinkOpen + "\n")
 	}
+	if b.Len() == 0 {
+		return "", errEmptyPrompt
+	}
 	return b.String(), nil
 }
 

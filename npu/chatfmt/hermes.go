@@ -90,6 +90,11 @@ const (
 // when there is none.
 var errNoMessages = &TemplateError{Message: "the template reads messages[0] and the conversation has no messages"}
 
+// errEmptyPrompt: GenAI refuses a template's rendering that is empty
+// (tokenizer_impl.cpp, apply_chat_template), as when a conversation holds
+// only roles a template skips.
+var errEmptyPrompt = &TemplateError{Message: "the template rendered nothing for this conversation"}
+
 // writeQwenTools writes the tools block of the system message: one tool a
 // line, each through tojson.
 func writeQwenTools(b *strings.Builder, tools []json.RawMessage) error {
@@ -265,6 +270,9 @@ func (qwen3Renderer) Render(c Conversation) (string, error) {
 		if c.Think != nil && !*c.Think {
 			b.WriteString("<think>\n\n</think>\n\n")
 		}
+	}
+	if b.Len() == 0 {
+		return "", errEmptyPrompt
 	}
 	return b.String(), nil
 }
