@@ -174,9 +174,10 @@ const (
 	minjaObject
 )
 
-// minjaMaxDepth bounds the nesting a value may have: deeper is refused,
+// minjaMaxDepth bounds the nesting a value may have, as encoding/json
+// bounds what it reads (and what isJSONObject accepts): deeper is refused,
 // not recursed into.
-const minjaMaxDepth = 256
+const minjaMaxDepth = 10000
 
 func decodeMinjaValue(raw []byte) (minjaValue, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
