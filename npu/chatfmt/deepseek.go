@@ -55,7 +55,7 @@ func (DeepSeekR1) WriteCalls(calls []Call) string {
 	blocks := make([]string, len(calls))
 	for i, c := range calls {
 		args := strings.TrimSpace(c.Arguments)
-		if !isJSONObject(args) {
+		if v, err := decodeMinjaValue([]byte(args)); err != nil || v.kind != minjaObject {
 			args = "{}"
 		}
 		blocks[i] = deepSeekCallBegin + "function" + deepSeekSep + c.Name + "\n```json\n" + args + "\n```" + deepSeekCallEnd

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -64,10 +65,7 @@ func (deepSeekR1Renderer) Render(c Conversation) (string, error) {
 		case m.Role == "assistant" && len(m.ToolCalls) > 0:
 			afterTool = false
 			for _, call := range m.ToolCalls {
-				args, err := deepSeekArguments(call.Arguments)
-				if err != nil {
-					return "", err
-				}
+				args := deepSeekArguments(call.Arguments)
 				text := deepSeekCallBegin + "function" + deepSeekSep + call.Name + "\n```json\n" + args + "\n```" + deepSeekCallEnd
 				if calledBefore {
 					b.WriteString("\n" + text)
@@ -137,20 +135,56 @@ func withSystemPrompt(msgs []Message, prompt string) []Message {
 	return append([]Message{{Role: "system", Content: prompt}}, msgs...)
 }
 
-// deepSeekArguments is a call's arguments as the template prints them: an
-// object (npud hands the template JSON objects as objects) as minja prints
-// a dict, any other text as it is.
-func deepSeekArguments(args string) (string, error) {
-	if !isJSONObject(args) {
-		return args, nil
+// templateArguments are a call's arguments as npud hands them to a
+// template: the JSON value their text holds, or the text as a string when
+// it holds none.
+func templateArguments(args string) minjaValue {
+	if v, err := decodeMinjaValue([]byte(args)); err == nil {
+		return v
 	}
-	v, err := decodeMinjaValue([]byte(args))
-	if err != nil {
-		return "", fmt.Errorf("a call's arguments: %w", err)
+	return minjaValue{kind: minjaString, text: args}
+}
+
+// deepSeekArguments is a call's arguments as the template prints them,
+// concatenated to text: minja's to_str of their value (an object as a
+// Python dict).
+func deepSeekArguments(args string) string {
+	v := templateArguments(args)
+	switch v.kind {
+	case minjaString:
+		return v.text
+	case minjaNull:
+		return "None"
+	case minjaBool:
+		if v.truth {
+			return "True"
+		}
+		return "False"
+	case minjaNumber:
+		return minjaNumberText(v.text)
 	}
 	var b strings.Builder
 	v.dump(&b, -1, 0, false)
-	return b.String(), nil
+	return b.String()
+}
+
+// minjaNumberText is a number as minja's to_str writes it: an integer in
+// decimal (one beyond int64 wraps, as nlohmann's unsigned read as int64
+// does), any other number as C's %f.
+func minjaNumberText(text string) string {
+	if !strings.ContainsAny(text, ".eE") {
+		if _, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return text
+		}
+		if u, err := strconv.ParseUint(text, 10, 64); err == nil {
+			return strconv.FormatInt(int64(u), 10)
+		}
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return text
+	}
+	return fmt.Sprintf("%f", f)
 }
 
 // minjaValue is a JSON value as GenAI's minja holds it, keys in their
@@ -175,7 +209,7 @@ const (
 )
 
 // minjaMaxDepth bounds the nesting a value may have, as encoding/json
-// bounds what it reads (and what isJSONObject accepts): deeper is refused,
+// bounds what it reads: deeper is refused,
 // not recursed into.
 const minjaMaxDepth = 10000
 

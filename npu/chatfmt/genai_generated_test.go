@@ -22,7 +22,7 @@ func generatedConversation(r *rand.Rand) Conversation {
 	contents := []string{"", "Hi", "<think>\nr1\n</think>\n\nans", "a</think>b</think>c", "<think>x",
 		"<tool_response>t</tool_response>", "\n\nlead", "Xi'an \\", "日本 🙂 \"q\"", "end\\"}
 	args := []string{`{"city": "Oslo"}`, `{"s": "Xi'an", "t": "a\\", "n": [1, 2.5, 1e7, true, null, {}], "o": {"x": []}}`,
-		`not json`, `[1, 2]`, `"str"`, `{}`, ` {"a":1} `}
+		`not json`, `[1, 2]`, `"str"`, `{}`, ` {"a":1} `, `3`, `2.5`, `true`, `null`, ``}
 	roles := []string{"user", "assistant", "tool", "system", "user", "assistant", "tool", "developer"}
 	tools := []json.RawMessage{
 		json.RawMessage(`{"type": "function", "function": {"name": "get_weather", "description": "W", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}`),
@@ -57,9 +57,9 @@ func generatedConversation(r *rand.Rand) Conversation {
 	return c
 }
 
-// templateMessages are c's messages as npud's OpenVINO engine hands them
-// to GenAI: a call's arguments an object when they are a JSON object's
-// text, a string otherwise; keys absent when empty.
+// templateMessages are c's messages as npud hands them to GenAI: a call's
+// arguments the JSON value their text holds (a string when it holds
+// none), keys absent when empty.
 func templateMessages(c Conversation) []map[string]any {
 	out := []map[string]any{}
 	for _, m := range c.Messages {
@@ -68,7 +68,7 @@ func templateMessages(c Conversation) []map[string]any {
 			var calls []map[string]any
 			for _, tc := range m.ToolCalls {
 				var args any = tc.Arguments
-				if isJSONObject(tc.Arguments) {
+				if json.Valid([]byte(tc.Arguments)) {
 					args = json.RawMessage(tc.Arguments)
 				}
 				calls = append(calls, map[string]any{"id": tc.ID, "type": "function",

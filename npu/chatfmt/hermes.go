@@ -128,13 +128,6 @@ func writeQwenToolResult(b *strings.Builder, msgs []Message, i int, content stri
 	}
 }
 
-// isJSONObject: npud hands a template a call's arguments as an object when
-// they are a JSON object's text, as a string otherwise.
-func isJSONObject(args string) bool {
-	t := strings.TrimLeft(args, " \t\r\n")
-	return t != "" && t[0] == '{' && json.Valid([]byte(t))
-}
-
 // qwen25Renderer renders Qwen2.5's template. The template prints the
 // arguments through tojson; GenAI's minja finds that it wants them as an
 // object and parses arguments given as a string first (its
@@ -194,7 +187,8 @@ func (qwen25Renderer) Render(c Conversation) (string, error) {
 	return b.String(), nil
 }
 
-// qwen3Renderer renders Qwen3's template: the reasoning of the assistant
+// qwen3Renderer renders Qwen3's template (arguments that hold a JSON
+// string are printed as that string, any other JSON through tojson): the reasoning of the assistant
 // messages after the last user query (a tool-calling turn) is kept, from
 // ReasoningContent or the <think> block of the content; earlier messages
 // lose it; enable_thinking false closes an empty <think> block in the
@@ -251,14 +245,15 @@ func (qwen3Renderer) Render(c Conversation) (string, error) {
 				if j > 0 || content != "" {
 					b.WriteString("\n")
 				}
-				args := call.Arguments // a string is printed as it is
-				if isJSONObject(args) {
+				args := templateArguments(call.Arguments)
+				text := args.text // a string is printed as it is
+				if args.kind != minjaString {
 					var err error
-					if args, err = ToJSON([]byte(args)); err != nil {
+					if text, err = ToJSON([]byte(call.Arguments)); err != nil {
 						return "", err
 					}
 				}
-				writeQwenCall(&b, call, args)
+				writeQwenCall(&b, call, text)
 			}
 			b.WriteString("<|im_end|>\n")
 		case m.Role == "tool":
