@@ -13,12 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// generatedConversation is a conversation of up to seven messages drawn
+// generatedQwenDeepSeekConversation is a conversation of up to seven messages drawn
 // from pieces that reach the templates' corners: every role (and one no
 // template knows), calls with arguments that are objects, other JSON and
 // no JSON, reasoning in the content and apart, tool results in and out of
 // place, and strings minja prints in its own way.
-func generatedConversation(r *rand.Rand) Conversation {
+func generatedQwenDeepSeekConversation(r *rand.Rand) Conversation {
 	contents := []string{"", "Hi", "<think>\nr1\n</think>\n\nans", "a</think>b</think>c", "<think>x",
 		"<tool_response>t</tool_response>", "\n\nlead", "Xi'an \\", "日本 🙂 \"q\"", "end\\"}
 	args := []string{`{"city": "Oslo"}`, `{"s": "Xi'an", "t": "a\\", "n": [1, 2.5, 1e7, true, null, {}], "o": {"x": []}}`,
@@ -93,7 +93,7 @@ func templateMessages(c Conversation) []map[string]any {
 // Beyond the corpus: conversations generated from a fixed seed, rendered
 // by npud's renderers and by the official GenAI wheel, are the same text,
 // or refused by both.
-func TestRenderersMatchGenAIOnGeneratedConversations(t *testing.T) {
+func TestQwenDeepSeekRenderersMatchGenAIOnGeneratedConversations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders through the official OpenVINO GenAI wheel: not with -short")
 	}
@@ -115,7 +115,7 @@ func TestRenderersMatchGenAIOnGeneratedConversations(t *testing.T) {
 	var convs []Conversation
 	var cases []genaiCase
 	for range 300 {
-		c := generatedConversation(r)
+		c := generatedQwenDeepSeekConversation(r)
 		for _, name := range templates {
 			convs = append(convs, c)
 			cases = append(cases, genaiCase{name, templateMessages(c), c.Tools, c.Think, c.AddGenerationPrompt, c.Specials.BOS, c.Specials.EOS})

@@ -86,9 +86,9 @@ const (
 		"<args-json-object>}\n</tool_call><|im_end|>\n"
 )
 
-// errNoMessages: both Qwen templates read messages[0], which minja refuses
+// errQwenNoMessages: both Qwen templates read messages[0], which minja refuses
 // when there is none.
-var errNoMessages = &TemplateError{Message: "the template reads messages[0] and the conversation has no messages"}
+var errQwenNoMessages = &TemplateError{Message: "the template reads messages[0] and the conversation has no messages"}
 
 // errEmptyPrompt: GenAI refuses a template's rendering that is empty
 // (tokenizer_impl.cpp, apply_chat_template), as when a conversation holds
@@ -138,7 +138,7 @@ type qwen25Renderer struct{}
 func (qwen25Renderer) Render(c Conversation) (string, error) {
 	msgs := c.Messages
 	if len(msgs) == 0 {
-		return "", errNoMessages
+		return "", errQwenNoMessages
 	}
 	var b strings.Builder
 	if len(c.Tools) > 0 {
@@ -198,7 +198,7 @@ type qwen3Renderer struct{}
 func (qwen3Renderer) Render(c Conversation) (string, error) {
 	msgs := c.Messages
 	if len(msgs) == 0 {
-		return "", errNoMessages
+		return "", errQwenNoMessages
 	}
 	var b strings.Builder
 	if len(c.Tools) > 0 {
