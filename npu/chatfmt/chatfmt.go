@@ -129,7 +129,7 @@ type Family interface {
 // Families are the families npud knows, in the order recognition tries
 // them. Relayed comes last: no model is recognised as it.
 func Families() []Family {
-	return []Family{Hermes{}, Mistral{}, Llama3{}, Phi4Mini{}, Gemma3{}, Relayed{}}
+	return []Family{Hermes{}, Mistral{}, Llama3{}, Phi4Mini{}, Gemma3{}, DeepSeekR1{}, Relayed{}}
 }
 
 // Lookup is the family named name; nil when npud knows none of that name
@@ -183,5 +183,9 @@ type noReasoning struct{}
 func (noReasoning) Push(text string) (reasoning, content string) { return "", text }
 func (noReasoning) Flush() (reasoning, content string)           { return "", "" }
 
-// containsTools reports whether a chat template renders tools at all.
-func containsTools(template string) bool { return strings.Contains(template, "tools") }
+// containsTools reports whether a chat template renders tools at all: it
+// reads its tools, or it renders calls (GenAI's minja then tells the model
+// of the tools in the system message, as for DeepSeek-R1's template).
+func containsTools(template string) bool {
+	return strings.Contains(template, "tools") || strings.Contains(template, "tool_calls")
+}

@@ -479,9 +479,13 @@ const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 // newID is a call's id: call_ and 24 characters, or nine characters for
 // families whose templates insist on that.
-func (p *jsonCallParser) newID() string {
+func (p *jsonCallParser) newID() string { return newCallID(p.syn.shortIDs) }
+
+// newCallID is a new call's id: call_ and 24 characters, or nine
+// characters when short.
+func newCallID(short bool) string {
 	n, prefix := 24, "call_"
-	if p.syn.shortIDs {
+	if short {
 		n, prefix = 9, ""
 	}
 	b := make([]byte, n)

@@ -1,9 +1,12 @@
 package chatfmt
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A model's family comes from the call syntax its chat template teaches,
@@ -24,6 +27,9 @@ func TestRecognise(t *testing.T) {
 		{"llama architecture", `{% if tools %}{% endif %}`, "llama", "llama3"},
 		{"mistral architecture", `{% if tools %}{% endif %}`, "mistral", "mistral"},
 		{"phi architecture", `{% if tools %}{% endif %}`, "phi3", "phi4mini"},
+		{"deepseek-r1 template", `{% if 'tool_calls' in message %}<｜Assistant｜><｜tool▁calls▁begin｜>{% endif %}`, "qwen2", "deepseek-r1"},
+		{"deepseek-r1 assistant token", `{% if message['tool_calls'] %}{% endif %}<｜Assistant｜>`, "llama", "deepseek-r1"},
+		{"deepseek architecture says nothing", `{% if tools %}{% endif %}`, "deepseek_v3", ""},
 		{"no tools in the template", `<tool_call>`, "qwen2", ""},
 		{"unknown architecture", `{% if tools %}{% endif %}`, "gemma3", ""},
 		{"no template", "", "", ""},
@@ -33,6 +39,17 @@ func TestRecognise(t *testing.T) {
 			got = f.Name()
 		}
 		assert.Equal(t, tc.want, got, tc.name)
+	}
+	for file, want := range map[string]string{
+		"deepseek-ai--DeepSeek-R1.jinja":  "deepseek-r1",
+		"Qwen--Qwen2.5-3B-Instruct.jinja": "hermes",
+		"Qwen--Qwen3-1.7B.jinja":          "hermes",
+	} {
+		text, err := os.ReadFile(filepath.Join(templatesDir, file))
+		require.NoError(t, err)
+		f := Recognise(string(text), "qwen2")
+		require.NotNil(t, f, file)
+		assert.Equal(t, want, f.Name(), file)
 	}
 }
 

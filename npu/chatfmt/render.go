@@ -55,6 +55,10 @@ type Message struct {
 	// ToolCallID and Name: a tool result's call and tool.
 	ToolCallID string
 	Name       string
+	// ReasoningContent is an assistant's reasoning apart from its content
+	// (reasoning_content, which Qwen3's template reads); "" when there is
+	// none, and then the key is absent.
+	ReasoningContent string
 }
 
 // Renderer renders a conversation to exactly the text one published chat
@@ -181,8 +185,9 @@ func writeJSONValue(b *strings.Builder, dec *json.Decoder) error {
 }
 
 // jsonNumber is how nlohmann prints a number it parsed: an integer as it
-// is, any other number as the shortest double that reads back, with ".0"
-// when that looks like an integer.
+// is, any other number as the shortest double that reads back, in decimal
+// from 1e-4 up to below 1e15 (with ".0" when that looks like an integer:
+// 1e6 is 1000000.0), in exponent form beyond (1e+15, 1e-05).
 func jsonNumber(n json.Number) string {
 	s := n.String()
 	if !strings.ContainsAny(s, ".eE") {
@@ -197,8 +202,12 @@ func jsonNumber(n json.Number) string {
 	if err != nil || math.IsInf(f, 0) {
 		return "null"
 	}
-	out := strconv.FormatFloat(f, 'g', -1, 64)
-	if !strings.ContainsAny(out, ".e") {
+	out := strconv.FormatFloat(f, 'e', -1, 64)
+	if exp, err := strconv.Atoi(out[strings.IndexByte(out, 'e')+1:]); err == nil && f != 0 && (exp < -4 || exp > 14) {
+		return out
+	}
+	out = strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(out, ".") {
 		out += ".0"
 	}
 	return out

@@ -32,6 +32,7 @@ type corpusMessage struct {
 	Content    string `json:"content"`
 	ToolCallID string `json:"tool_call_id"`
 	Name       string `json:"name"`
+	Reasoning  string `json:"reasoning_content"`
 	ToolCalls  []struct {
 		ID       string `json:"id"`
 		Function struct {
@@ -70,7 +71,7 @@ func readJSON(t *testing.T, path string, v any) {
 func (c corpusCase) conversation(s Specials) Conversation {
 	conv := Conversation{Tools: c.Tools, Think: c.Think, AddGenerationPrompt: c.AddGenerationPrompt, Specials: s}
 	for _, m := range c.Messages {
-		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		msg := Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, ReasoningContent: m.Reasoning}
 		for _, tc := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, Call{ID: tc.ID, Name: tc.Function.Name, Arguments: string(tc.Function.Arguments)})
 		}
@@ -209,6 +210,9 @@ func TestToJSON(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"unit":"celsius","city":"Oslo"}`, `{"unit": "celsius", "city": "Oslo"}`},
 		{`[1, 2.50, -0.0, 1e2, 12345678901234567890, true, null]`, `[1, 2.5, -0.0, 100.0, 12345678901234567890, true, null]`},
+		// As GenAI 2026.4.1 printed these doubles through tojson.
+		{`[1e6, 1234567.5, 1e15, 1e16, 123456789012345.6, 0.0001, 0.00001, 1e21, 1.5e-7, 0.1, 3.0e10, 9007199254740993.0, 1.7976931348623157e308, 99999999999999.99, 999999999999999.9]`,
+			`[1000000.0, 1234567.5, 1e+15, 1e+16, 123456789012345.6, 0.0001, 1e-05, 1e+21, 1.5e-07, 0.1, 30000000000.0, 9.007199254740992e+15, 1.7976931348623157e+308, 99999999999999.98, 999999999999999.9]`},
 		{`{"s":"Tromsø \"q\" \\ \n\t\u0001 /"}`, `{"s": "Tromsø \"q\" \\ \n\t\u0001 /"}`},
 		{`{}`, `{}`},
 		{`[]`, `[]`},

@@ -2,6 +2,7 @@ package chatfmt
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -122,6 +123,9 @@ func FuzzFamilyRoundTrip(f *testing.F) {
 			return // names and arguments are text
 		}
 		fam := families[int(family)%len(families)]
+		if _, ok := fam.(DeepSeekR1); ok && strings.Contains(name, "\n") {
+			return // DeepSeek-R1 writes a call's name raw, alone on its line
+		}
 		args, err := json.Marshal(map[string]string{"v": value})
 		require.NoError(t, err)
 		calls := []Call{{Name: name, Arguments: string(args)}}
