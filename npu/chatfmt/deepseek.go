@@ -46,7 +46,7 @@ func (DeepSeekR1) NewCallParser(opts ParserOptions) CallParser {
 
 // NewReasoningSplitter implements Family.
 func (DeepSeekR1) NewReasoningSplitter() ReasoningSplitter {
-	return NewThinkTags(ThinkOpen, ThinkClose)
+	return NewOpenedThinkTags(ThinkOpen, ThinkClose) // its template ends the prompt with <think>
 }
 
 // WriteCalls implements Family. Arguments that are no JSON object are

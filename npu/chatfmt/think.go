@@ -21,6 +21,7 @@ type thinkTags struct {
 	open, close string
 	state       int  // thinkUndecided, thinkReasoning, thinkAfter, thinkContent
 	begun       bool // reasoning text came (the whitespace before it is dropped)
+	opened      bool // the prompt opened the reasoning: a repeated open tag is dropped
 	held        strings.Builder
 }
 
@@ -35,6 +36,14 @@ const (
 // at the start of an answer.
 func NewThinkTags(openTag, closeTag string) ReasoningSplitter {
 	return &thinkTags{open: openTag, close: closeTag}
+}
+
+// NewOpenedThinkTags is the splitter for a model whose prompt already
+// opened its reasoning (DeepSeek-R1's template ends the prompt with
+// <think>): the answer starts inside it, up to closeTag; an openTag the
+// model writes again first is dropped.
+func NewOpenedThinkTags(openTag, closeTag string) ReasoningSplitter {
+	return &thinkTags{open: openTag, close: closeTag, state: thinkReasoning, opened: true}
 }
 
 // Push implements ReasoningSplitter.
@@ -63,6 +72,18 @@ func (t *thinkTags) Push(text string) (reasoning, content string) {
 		case thinkReasoning:
 			if !t.begun {
 				s = strings.TrimLeftFunc(s, unicode.IsSpace)
+				if t.opened {
+					if strings.HasPrefix(t.open, s) {
+						t.hold(s) // "", or what may be a repeated open tag
+						return reasoning, content
+					}
+					s = strings.TrimLeftFunc(strings.TrimPrefix(s, t.open), unicode.IsSpace)
+					t.opened = false
+					if s == "" {
+						t.hold("")
+						return reasoning, content
+					}
+				}
 				if s == "" {
 					t.hold("")
 					return reasoning, content

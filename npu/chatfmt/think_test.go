@@ -55,3 +55,37 @@ func runesOf(s string) []string {
 	}
 	return out
 }
+
+// DeepSeek-R1's template opens the reasoning in the prompt: the answer
+// starts inside it.
+func TestOpenedThinkSplitter(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, reasoning, content string
+	}{
+		{"r1", "Okay, the user greets me.\n</think>\n\nHello!", "Okay, the user greets me.", "Hello!"},
+		{"the open tag written again", "<think>\nHmm.\n</think>\n\nHi", "Hmm.", "Hi"},
+		{"no reasoning at all", "\n\n</think>\n\nHi", "", "Hi"},
+		{"a tag-like start is reasoning", "<b>bold</b> thought</think>x", "<b>bold</b> thought", "x"},
+		{"cut short", "still thinking", "still thinking", ""},
+		{"empty", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for cut := range len(tc.text) + 1 {
+				if cut < len(tc.text) && !utf8.RuneStart(tc.text[cut]) {
+					continue
+				}
+				for _, chunks := range [][]string{{tc.text[:cut], tc.text[cut:]}, runesOf(tc.text)} {
+					s := NewOpenedThinkTags(ThinkOpen, ThinkClose)
+					var reasoning, content string
+					for _, c := range chunks {
+						r, t := s.Push(c)
+						reasoning, content = reasoning+r, content+t
+					}
+					r, c := s.Flush()
+					assert.Equal(t, tc.reasoning, reasoning+r, "cut at %d", cut)
+					assert.Equal(t, tc.content, content+c, "cut at %d", cut)
+				}
+			}
+		})
+	}
+}
