@@ -151,7 +151,7 @@ python-venv: ## the pinned official Python clients from PyPI in testdata/python/
 test-openvino-real: openvino-venv ## npud's headers, discovery and test library against the official OpenVINO wheels
 	@# The whole binding (every cgo preamble) compiled against the wheel's core C headers.
 	CGO_ENABLED=1 CGO_CFLAGS="-I$$(ls -d $(OVVENV)/lib/python3*/site-packages/openvino/include)" $(GO) build -o /dev/null ./npu/openvino/
-	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test $(TESTVET) -count=1 -timeout 15m -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/
+	NPUD_OPENVINO_VENV=$(OVVENV) CGO_ENABLED=1 $(GO) test $(TESTVET) -count=1 -timeout 15m -run '^TestOfficial' ./npu/openvino/ ./daemon/ ./cli/ ./npu/chatfmt/
 
 # The API suites' tests that reach no engine, which make test-openvino leaves
 # out: the framing goldens (scripted events), the refusal tests (a fake
