@@ -47,6 +47,21 @@ def family_tokenizer(model_dir: pathlib.Path, spec: dict, folder: pathlib.Path) 
     return openvino_genai.Tokenizer(str(folder))
 
 
+def tools_in_system_message(case: dict) -> tuple:
+    """npud's input for a template that reads its tools from the system message (Phi-4-mini's,
+    "tools_in_system_message" in specials.json): each tool's function object in a JSON list, as
+    json.dumps writes it, in the system message's "tools" (a system message of npud's words added
+    when there is none), and no tools variable (npu/chatfmt/phi4mini.go)."""
+    tools = case.get("tools")
+    if not tools:
+        return case["messages"], None
+    messages = [dict(m) for m in case["messages"]]
+    if not messages or messages[0]["role"] != "system":
+        messages.insert(0, {"role": "system", "content": "You are a helpful assistant with some tools."})
+    messages[0]["tools"] = json.dumps([t["function"] for t in tools], ensure_ascii=False)
+    return messages, None
+
+
 def main() -> None:
     here = pathlib.Path(__file__).resolve().parent
     model_dir = pathlib.Path(sys.argv[1])
@@ -65,12 +80,15 @@ def main() -> None:
             extra = {k: spec[k] or "" for k in ("bos_token", "eos_token", "pad_token")}
             if case.get("think") is not None:
                 extra["enable_thinking"] = case["think"]
+            messages, tools = case["messages"], case.get("tools")
+            if spec.get("tools_in_system_message"):
+                messages, tools = tools_in_system_message(case)
             try:
                 text = tokenizer.apply_chat_template(
-                    case["messages"],
+                    messages,
                     add_generation_prompt=case["add_generation_prompt"],
                     chat_template=template,
-                    tools=case.get("tools"),
+                    tools=tools,
                     extra_context=extra,
                 )
                 results.append({"name": case["name"], "text": text})
