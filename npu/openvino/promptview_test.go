@@ -122,3 +122,57 @@ func TestOfficialPromptViewPrefillsTheTextAsIs(t *testing.T) {
 	}
 	assert.Equal(t, 2, n, "every conversation checked: %s", out)
 }
+
+// Issue 39: for every family's reference corpus (the published templates'
+// renderings, testdata/chattemplates/golden), the count npud makes with
+// the model's tokenizer through the real core C API equals what the
+// official GenAI prefills for that text through the prompt view (here
+// with the tiny model's tokenizer, which reads every family's markers as
+// text).
+func TestOfficialEveryFamilysCorpusCountsAsGenAIPrefills(t *testing.T) {
+	venv, lib := realTokenizerCore(t)
+	tok, err := lib.OpenTokenizer(tinyModel, TokenizerOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tok.Close() })
+	view, err := makePromptView(tinyModel)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(view) })
+
+	files, err := filepath.Glob("../../testdata/chattemplates/golden/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	var texts, names []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var g struct {
+			Cases []struct {
+				Name string  `json:"name"`
+				Text *string `json:"text"`
+			} `json:"cases"`
+		}
+		require.NoError(t, json.Unmarshal(b, &g))
+		for _, c := range g.Cases {
+			if c.Text != nil {
+				texts, names = append(texts, *c.Text), append(names, filepath.Base(f)+"/"+c.Name)
+			}
+		}
+	}
+	in, err := json.Marshal(texts)
+	require.NoError(t, err)
+	cmd := exec.CommandContext(t.Context(), filepath.Join(venv, "bin", "python"),
+		"../../testdata/openvino/promptview_check.py", "--prefill", view)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var prefilled []int
+	require.NoError(t, json.Unmarshal(out, &prefilled))
+	require.Len(t, prefilled, len(texts))
+	for i, text := range texts {
+		n, err := tok.Count(t.Context(), text)
+		require.NoError(t, err, names[i])
+		assert.Equal(t, prefilled[i], n, names[i])
+	}
+}

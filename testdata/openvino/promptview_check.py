@@ -1,6 +1,7 @@
 """Checks npud's prompt view against the official OpenVINO GenAI (npu/openvino/promptview.go).
 
     python promptview_check.py MODEL_DIR VIEW_DIR
+    python promptview_check.py --prefill VIEW_DIR < texts.json
 
 For each conversation, GenAI templates the messages itself on MODEL_DIR (generate with a
 ChatHistory), and the same conversation, rendered to text by GenAI's own apply_chat_template,
@@ -8,6 +9,10 @@ is given as a plain string to a pipeline reading VIEW_DIR (the model through npu
 view). Prints one JSON object per conversation: both greedy answers, both prefilled token
 counts (perf metrics' num_input_tokens), and the rendered text's token count through
 Tokenizer.encode(add_special_tokens=False).
+
+With --prefill it reads a JSON list of prompt texts and prints, as a JSON list, how many tokens
+the pipeline reading VIEW_DIR prefilled for each (perf metrics' num_input_tokens of a one-token
+generation).
 """
 import json
 import sys
@@ -21,7 +26,20 @@ CONVERSATIONS = [
 ]
 
 
+def prefill(view: str) -> None:
+    texts = json.load(sys.stdin)
+    cfg = ov_genai.GenerationConfig()
+    cfg.max_new_tokens = 1
+    cfg.do_sample = False
+    pipe = ov_genai.LLMPipeline(view, "CPU")
+    counts = [pipe.generate([text], cfg).perf_metrics.get_num_input_tokens() for text in texts]
+    json.dump(counts, sys.stdout)
+
+
 def main() -> None:
+    if sys.argv[1] == "--prefill":
+        prefill(sys.argv[2])
+        return
     model, view = sys.argv[1], sys.argv[2]
     cfg = ov_genai.GenerationConfig()
     cfg.max_new_tokens = 12
