@@ -335,6 +335,11 @@ type Request struct {
 	Tools          []Tool
 	ToolChoice     ToolChoice
 	SingleToolCall bool
+	// Format, when set, is the structured output the answer must be: any
+	// JSON object, or a document valid against a JSON Schema (OpenAI's
+	// response_format and text.format, Ollama's format, Anthropic's
+	// output_config.format).
+	Format *Format
 	// Timeout, when positive, bounds the whole generation: at the deadline the
 	// engine is stopped and the stream finishes with FinishLength.
 	Timeout time.Duration
@@ -360,6 +365,28 @@ type Request struct {
 	// refused is released by its caller.
 	Release func() `json:"-"`
 }
+
+// Format is a structured output a request asks for.
+type Format struct {
+	// Type is FormatJSONObject (any JSON object) or FormatJSONSchema.
+	Type string
+	// Name is the schema's name where the API gives one (OpenAI's
+	// json_schema.name), for errors and the prompt.
+	Name string
+	// Schema is the JSON Schema the answer must be valid against
+	// (FormatJSONSchema), as the client sent it.
+	Schema json.RawMessage
+	// Strict: the client asked for strict adherence (OpenAI's strict).
+	// npud holds the answer to a schema it accepts either way; the flag is
+	// passed on to upstreams.
+	Strict bool
+}
+
+// The kinds of Format.
+const (
+	FormatJSONObject = "json_object"
+	FormatJSONSchema = "json_schema"
+)
 
 // FinishReason says why a generation ended.
 type FinishReason string
