@@ -32,9 +32,13 @@ type request struct {
 	Metadata      *struct {
 		UserID string `json:"user_id"`
 	} `json:"metadata"`
-	Stream     bool            `json:"stream"`
-	MCPServers json.RawMessage `json:"mcp_servers"`
-	Container  json.RawMessage `json:"container"`
+	Stream bool `json:"stream"`
+	// OutputConfig carries the structured output (format) and the
+	// effort; OutputFormat is format's deprecated place, at the top.
+	OutputConfig *outputConfig   `json:"output_config"`
+	OutputFormat *outputFormat   `json:"output_format"`
+	MCPServers   json.RawMessage `json:"mcp_servers"`
+	Container    json.RawMessage `json:"container"`
 }
 
 // ModelName is the model the request asks for (reqinfo.Named).
@@ -81,6 +85,47 @@ type toolChoice struct {
 	Type                   string `json:"type"`
 	Name                   string `json:"name"`
 	DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+}
+
+// outputConfig is output_config. The anthropic package's structured
+// outputs (messages.parse(output_format=Model), and output_config=
+// {"format": …} as given) send {"format": {"type": "json_schema",
+// "schema": S}} here, with S the model's schema made strict
+// (anthropic/resources/messages/messages.py and lib/_parse/_transform.py
+// of anthropic 2.14); Claude Code sends {"effort": "high"}. The effort is
+// the model's to weigh, which npud's models cannot: it is accepted and
+// left out.
+type outputConfig struct {
+	Format *outputFormat   `json:"format"`
+	Effort json.RawMessage `json:"effort"`
+}
+
+// outputFormat is a structured output: {"type": "json_schema", "schema": …}.
+type outputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+// format reads the structured output the request asks for, from
+// output_config.format or the deprecated output_format.
+func (req *request) format() (*npu.Format, *Error) {
+	f, where := req.OutputFormat, "output_format"
+	if req.OutputConfig != nil && req.OutputConfig.Format != nil {
+		if f != nil {
+			return nil, invalid("output_format: deprecated: send output_config.format alone, not both")
+		}
+		f, where = req.OutputConfig.Format, "output_config.format"
+	}
+	if f == nil {
+		return nil, nil
+	}
+	if f.Type != "json_schema" {
+		return nil, invalid("%s.type: must be json_schema, got %q", where, reqinfo.Clip(f.Type))
+	}
+	if err := npu.CheckFormatSchema(f.Schema); err != nil {
+		return nil, invalid("%s.schema: %v", where, err)
+	}
+	return &npu.Format{Type: npu.FormatJSONSchema, Schema: bytes.TrimSpace(f.Schema), Strict: true}, nil
 }
 
 type thinking struct {
@@ -151,6 +196,10 @@ func (req *request) toEngineRequest(defaultTimeout time.Duration) (*parsed, *Err
 	}
 	p.req.Stop = req.StopSequences
 	if err := req.sampling(p.req); err != nil {
+		return nil, err
+	}
+	var err *Error
+	if p.req.Format, err = req.format(); err != nil {
 		return nil, err
 	}
 	if t := req.Thinking; t != nil {

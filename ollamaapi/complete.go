@@ -149,6 +149,10 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	engineReq.Think, engineReq.ThinkLevel = think, level
+	if engineReq.Format, apiErr = req.format(); apiErr != nil {
+		a.fail(c.Writer, info, apiErr)
+		return
+	}
 	if engineReq.Tools, apiErr = req.tools(); apiErr != nil {
 		a.fail(c.Writer, info, apiErr)
 		return

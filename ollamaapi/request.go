@@ -190,14 +190,35 @@ func (r *request) think() (*bool, string, *Error) {
 	return nil, "", badRequest(`think must be true, false, "low", "medium" or "high", got %s`, reqinfo.Clip(string(r.Think)))
 }
 
+// format reads Ollama's format: "json" (any JSON object), a JSON Schema
+// object, or none ("" or null).
+func (r *request) format() (*npu.Format, *Error) {
+	t := bytes.TrimSpace(r.Format)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) || bytes.Equal(t, []byte(`""`)) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(t, &s) == nil {
+		if s != "json" {
+			return nil, badRequest(`format must be "json" or a JSON schema object, got %q`, reqinfo.Clip(s))
+		}
+		return &npu.Format{Type: npu.FormatJSONObject}, nil
+	}
+	if t[0] != '{' {
+		return nil, badRequest(`format must be "json" or a JSON schema object, got %s`, jsonbody.Kind(t))
+	}
+	if err := npu.CheckFormatSchema(t); err != nil {
+		return nil, badRequest("format: %v", err)
+	}
+	return &npu.Format{Type: npu.FormatJSONSchema, Schema: t}, nil
+}
+
 // checkUnsupported refuses fields the engine cannot honour, saying so.
 func (r *request) checkUnsupported(model string) *Error {
 	refuse := func(field, why string) *Error {
 		return badRequest("%q is not supported by model %q: %s", field, model, why)
 	}
 	switch {
-	case isSet(r.Format):
-		return refuse("format", "structured output is not available")
 	case r.Suffix != "":
 		return refuse("suffix", "fill-in-the-middle is not available")
 	case r.Raw:

@@ -39,6 +39,10 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		return
 	}
 	engineReq.Tenant = info.Tenant
+	if n, _ := openaichat.Choices(&req); n > 1 { // checked by EngineRequest
+		a.completeChoices(c, info, &req, engineReq, ep, n)
+		return
+	}
 	var src *source
 	defer func() {
 		if src == nil && engineReq.Release != nil {
@@ -61,6 +65,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		id = "cmpl-" + owner
 	}
 	enc := newChunkEncoder(ep, id, src.createdAt(info.Start).Unix(), req.Model)
+	enc.functions = openaichat.UsesFunctions(&req)
 	defer func() {
 		if src.stop != nil && errors.Is(context.Cause(ctx), npu.ErrKeyRevoked) {
 			src.stop() // a revoked key's generation ends with its request, resumable or not
@@ -71,7 +76,7 @@ func (a *API) complete(c *gin.Context, ep endpoint) {
 		a.writeStream(ctx, c.Writer, info, src, ep, enc, includeUsage)
 		return
 	}
-	a.writeWhole(ctx, c, info, src, ep, id, req.Model)
+	a.writeWhole(ctx, c, info, src, ep, id, req.Model, enc.functions)
 }
 
 // decode reads the body into req and records the model it names; false
@@ -246,6 +251,8 @@ type sseFraming struct {
 	src          *source
 	enc          *chunkEncoder // its frames share one buffer: each is written before the next is made
 	includeUsage bool
+	// choices, for n > 1: where one choice ends and the next begins.
+	choices *choices
 }
 
 func (f *sseFraming) ContentType() string { return "text/event-stream" }
@@ -266,6 +273,18 @@ func (f *sseFraming) withID(frame []byte) []byte {
 }
 
 func (f *sseFraming) Text(ev *npu.Event) []byte {
+	if f.choices != nil {
+		if res := f.choices.boundary(); res != nil {
+			// A choice ended and the next begins: its finish chunk,
+			// then the next one's role chunk.
+			frame := append([]byte(nil), f.enc.finish(finishReason(openaichat.FinishReason(res.FinishReason), f.enc.functions))...)
+			f.enc.setChoice(f.choices.index)
+			if f.enc.chat {
+				frame = append(frame, f.enc.role()...)
+			}
+			return frame
+		}
+	}
 	if len(ev.ToolCalls) == 0 || !f.enc.chat {
 		// The hot path: the encoder's own buffer, no copy.
 		return f.withID(f.enc.text(ev.Reasoning, ev.Text))
@@ -294,7 +313,7 @@ func (f *sseFraming) Heartbeat(loading *npu.LoadStatus) []byte {
 func (f *sseFraming) Terminator() []byte { return doneFrame }
 
 func (f *sseFraming) End(res npu.Result) ([]byte, string) {
-	reason := openaichat.FinishReason(res.FinishReason)
+	reason := finishReason(openaichat.FinishReason(res.FinishReason), f.enc.functions)
 	frame := append([]byte(nil), f.withID(f.enc.finish(reason))...)
 	if f.includeUsage {
 		frame = append(frame, f.enc.usage(openaichat.UsageOf(res))...)
@@ -315,7 +334,7 @@ func (f *sseFraming) Fail(err error) ([]byte, string, error) {
 }
 
 // writeWhole collects the stream into one chat.completion or text_completion.
-func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *source, ep endpoint, id, model string) {
+func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info, src *source, ep endpoint, id, model string, functions bool) {
 	answer, err := npu.CollectAnswer(ctx, src.next)
 	info.MarkFirstTokenAt(src.firstTokenAt())
 	if err != nil {
@@ -323,12 +342,12 @@ func (a *API) writeWhole(ctx context.Context, c *gin.Context, info *reqinfo.Info
 		return
 	}
 	info.TokensOut = answer.Result.CompletionTokens
-	info.FinishReason = openaichat.FinishReason(answer.Result.FinishReason)
+	info.FinishReason = finishReason(openaichat.FinishReason(answer.Result.FinishReason), functions)
 	// An engine that cannot count the prompt beforehand says at its end.
 	reqinfo.SetMaxTokensClamped(c.Writer.Header(), answer.Result.MaxTokensClamped)
 	c.Header("Content-Type", "application/json")
 	c.Status(http.StatusOK)
-	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, answer, info.FinishReason)); err != nil {
+	if err := json.NewEncoder(c.Writer).Encode(wholeResponse(ep, id, src.createdAt(info.Start).Unix(), model, answer, info.FinishReason, functions)); err != nil {
 		info.Fail(fmt.Errorf("%w: %w", reqinfo.ErrWrite, err))
 	}
 }
@@ -339,6 +358,9 @@ type chatMessage struct {
 	// ReasoningContent is the model's reasoning, apart from the answer.
 	ReasoningContent string            `json:"reasoning_content,omitempty"`
 	ToolCalls        []messageToolCall `json:"tool_calls,omitempty"`
+	// FunctionCall is the answer's call in the legacy form, for a request
+	// that declared functions.
+	FunctionCall *openaiwire.FunctionCall `json:"function_call,omitempty"`
 }
 
 type choice struct {
@@ -358,7 +380,7 @@ type completion struct {
 	Usage   openaiwire.Usage `json:"usage"`
 }
 
-func wholeResponse(ep endpoint, id string, created int64, model string, a npu.Answer, reason string) completion {
+func wholeResponse(ep endpoint, id string, created int64, model string, a npu.Answer, reason string, functions bool) completion {
 	ch := choice{FinishReason: reason}
 	object := "text_completion"
 	text := a.Text
@@ -370,7 +392,11 @@ func wholeResponse(ep endpoint, id string, created int64, model string, a npu.An
 			mc.Function.Name, mc.Function.Arguments = c.Name, c.Arguments
 			msg.ToolCalls = append(msg.ToolCalls, mc)
 		}
-		if text == "" && len(msg.ToolCalls) > 0 {
+		if functions && len(msg.ToolCalls) > 0 {
+			// One call, as the legacy form has (the request asked for one).
+			msg.FunctionCall, msg.ToolCalls = &msg.ToolCalls[0].Function, nil
+		}
+		if text == "" && (len(msg.ToolCalls) > 0 || msg.FunctionCall != nil) {
 			msg.Content = nil
 		}
 		ch.Message = msg

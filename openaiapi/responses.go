@@ -312,6 +312,9 @@ func newResponseRun(id string, created int64, r *responsesRequest) *responseRun 
 	if isSet(r.ToolChoice) {
 		obj.ToolChoice = r.ToolChoice
 	}
+	if r.Text != nil && r.Text.Format != nil && r.Text.Format.Type != "" {
+		obj.Text, _ = json.Marshal(r.Text) // checked: strings, a flag and the schema as sent
+	}
 	if r.PreviousResponseID != "" {
 		obj.PreviousResponseID = &r.PreviousResponseID
 	}

@@ -33,19 +33,15 @@ type responsesRequest struct {
 	Stream             bool               `json:"stream"`
 	Store              *bool              `json:"store"`
 	PreviousResponseID string             `json:"previous_response_id"`
-	Text               *struct {
-		Format *struct {
-			Type string `json:"type"`
-		} `json:"format"`
-	} `json:"text"`
-	Background     bool            `json:"background"`
-	Truncation     string          `json:"truncation"`
-	Conversation   json.RawMessage `json:"conversation"`
-	Prompt         json.RawMessage `json:"prompt"`
-	TopLogprobs    *int            `json:"top_logprobs"`
-	MaxToolCalls   *int            `json:"max_tool_calls"`
-	ServiceTier    string          `json:"service_tier"`
-	PromptCacheKey string          `json:"prompt_cache_key"`
+	Text               *responseText      `json:"text"`
+	Background         bool               `json:"background"`
+	Truncation         string             `json:"truncation"`
+	Conversation       json.RawMessage    `json:"conversation"`
+	Prompt             json.RawMessage    `json:"prompt"`
+	TopLogprobs        *int               `json:"top_logprobs"`
+	MaxToolCalls       *int               `json:"max_tool_calls"`
+	ServiceTier        string             `json:"service_tier"`
+	PromptCacheKey     string             `json:"prompt_cache_key"`
 
 	// origins names, for each chat message the request became, what it
 	// came from (input[3], instructions, previous_response_id), so that an
@@ -61,6 +57,33 @@ type responsesRequest struct {
 
 // ModelName is the model the request asks for (reqinfo.Named).
 func (r *responsesRequest) ModelName() string { return r.Model }
+
+// responseText is the request's text: its format, a structured output
+// flat in text.format ({"type":"json_schema","name":…,"schema":…}).
+type responseText struct {
+	Format *struct {
+		Type        string          `json:"type"`
+		Name        string          `json:"name,omitempty"`
+		Description string          `json:"description,omitempty"`
+		Schema      json.RawMessage `json:"schema,omitempty"`
+		Strict      *bool           `json:"strict,omitempty"`
+	} `json:"format"`
+}
+
+// responseFormat is text.format as chat's response_format; a bad one is
+// refused by chat's validation, which names text.format's fields
+// (renamed).
+func (r *responsesRequest) responseFormat() *openaiwire.ResponseFormat {
+	if r.Text == nil || r.Text.Format == nil {
+		return nil
+	}
+	f := r.Text.Format
+	out := &openaiwire.ResponseFormat{Type: f.Type}
+	if f.Type == "json_schema" {
+		out.JSONSchema = &openaiwire.JSONSchema{Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
+	}
+	return out
+}
 
 type responseReasoning struct {
 	Effort  *string `json:"effort"`
@@ -123,6 +146,15 @@ func (r *responsesRequest) renamed(e *Error) *Error {
 		return nil
 	}
 	name := e.Param
+	// response_format.json_schema's fields are text.format's own.
+	for _, from := range []string{"response_format.json_schema", "response_format"} {
+		if name == from || strings.HasPrefix(name, from+".") {
+			out := *e
+			out.Param = "text.format" + strings.TrimPrefix(name, from)
+			out.Message = strings.ReplaceAll(out.Message, "'"+from, "'text.format")
+			return &out
+		}
+	}
 	if m := messageParam.FindStringSubmatch(name); m != nil {
 		if i, err := strconv.Atoi(m[1]); err == nil && i < len(r.origins) {
 			out := *e
@@ -158,10 +190,8 @@ func (r *responsesRequest) checkUnsupported() *Error {
 		return no("conversation", "use 'previous_response_id' to continue a conversation")
 	case isSet(r.Prompt):
 		return no("prompt", "prompt templates are not stored here; send 'input' and 'instructions'")
-	case r.Text != nil && r.Text.Format != nil && r.Text.Format.Type != "" && r.Text.Format.Type != "text":
-		return no("text.format", fmt.Sprintf("type %q needs structured output, which is not available", reqinfo.Clip(r.Text.Format.Type)))
 	case r.TopLogprobs != nil && *r.TopLogprobs != 0:
-		return no("top_logprobs", "log probabilities are not available")
+		return no("top_logprobs", openaichat.NoLogprobs)
 	case r.Truncation != "" && r.Truncation != "disabled":
 		return invalid("truncation", "unsupported_value", "'truncation' must be \"disabled\": npud does not drop parts of a conversation, got %q", reqinfo.Clip(r.Truncation))
 	case r.MaxToolCalls != nil:
@@ -432,6 +462,7 @@ func (r *responsesRequest) chatRequest(history []message) (*request, *Error) {
 		Model: r.Model, Messages: msgs, MaxCompletionTokens: r.MaxOutputTokens,
 		Temperature: r.Temperature, TopP: r.TopP, Seed: r.Seed, TopK: r.TopK, Stop: r.Stop, TimeoutMS: r.TimeoutMS,
 		User: r.User, Stream: r.Stream, Tools: tools, ToolChoice: choice, ParallelToolCalls: r.ParallelToolCalls,
+		ResponseFormat: r.responseFormat(),
 	}
 	if r.Reasoning != nil && r.Reasoning.Effort != nil {
 		req.ReasoningEffort = r.Reasoning.Effort

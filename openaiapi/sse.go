@@ -80,8 +80,11 @@ func appendJSONString(dst []byte, s string) []byte {
 type chunkEncoder struct {
 	chat   bool
 	head   []byte // {"id":…,"object":…,"created":…,"model":…
-	choice []byte // head + ,"choices":[{"index":0,
+	choice []byte // head + ,"choices":[{"index":N,
 	buf    []byte
+	// functions: the request declared the legacy functions, so a call
+	// goes out as delta.function_call and ends with "function_call".
+	functions bool
 }
 
 func newChunkEncoder(ep endpoint, id string, created int64, model string) *chunkEncoder {
@@ -95,8 +98,15 @@ func newChunkEncoder(ep endpoint, id string, created int64, model string) *chunk
 	head = strconv.AppendInt(head, created, 10)
 	head = append(head, `,"model":`...)
 	head = appendJSONString(head, model)
-	choice := append(append([]byte(nil), head...), `,"choices":[{"index":0,`...)
-	return &chunkEncoder{chat: ep == chatEndpoint, head: head, choice: choice}
+	e := &chunkEncoder{chat: ep == chatEndpoint, head: head}
+	e.setChoice(0)
+	return e
+}
+
+// setChoice makes the chunks that follow the choice index's (n > 1).
+func (e *chunkEncoder) setChoice(index int) {
+	e.choice = append(append(e.choice[:0], e.head...), `,"choices":[{"index":`...)
+	e.choice = append(strconv.AppendInt(e.choice, int64(index), 10), ',')
 }
 
 // role is the first chunk of a chat stream.
@@ -144,11 +154,35 @@ func (e *chunkEncoder) toolCalls(pieces []npu.ToolCallDelta) []byte {
 	if len(deltas) == 0 {
 		return nil
 	}
+	if e.functions {
+		return e.functionCall(deltas)
+	}
 	b, _ := json.Marshal(deltas) // strings and numbers: always encodes
 	e.buf = append(append(e.buf[:0], "data: "...), e.choice...)
 	e.buf = append(e.buf, `"delta":{"tool_calls":`...)
 	e.buf = append(e.buf, b...)
 	e.buf = append(e.buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	return e.buf
+}
+
+// functionCall is the legacy form of tool-call pieces: delta.function_call,
+// its name on the first piece only (clients concatenate what repeats). A
+// legacy answer holds one call (the request asks for one).
+func (e *chunkEncoder) functionCall(deltas []openaiwire.ToolCallDelta) []byte {
+	e.buf = e.buf[:0]
+	for _, d := range deltas {
+		if d.Index > 0 {
+			continue
+		}
+		b, _ := json.Marshal(d.Function) // strings: always encodes
+		e.buf = append(append(e.buf, "data: "...), e.choice...)
+		e.buf = append(e.buf, `"delta":{"function_call":`...)
+		e.buf = append(e.buf, b...)
+		e.buf = append(e.buf, `},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	}
+	if len(e.buf) == 0 {
+		return nil
+	}
 	return e.buf
 }
 

@@ -276,6 +276,7 @@ func (e *Engine) body(req *npu.Request) ([]byte, error) {
 		}
 		out.ReasoningEffort = &effort
 	}
+	out.ResponseFormat = responseFormat(req.Format)
 	msgs := req.Messages
 	if len(msgs) == 0 {
 		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
@@ -316,6 +317,26 @@ func (e *Engine) body(req *npu.Request) ([]byte, error) {
 		}
 	}
 	return json.Marshal(out)
+}
+
+// responseFormat is the request's structured output as an OpenAI-compatible
+// server takes it: response_format, which vLLM, OpenVINO Model Server,
+// Ollama's /v1 (which turns it into its own format) and npud all read. A
+// schema goes with its name ("response" when the client's API gives
+// none, as Ollama's and Anthropic's do) and strict flag.
+func responseFormat(f *npu.Format) *openaiwire.ResponseFormat {
+	if f == nil {
+		return nil
+	}
+	if f.Type != npu.FormatJSONSchema {
+		return &openaiwire.ResponseFormat{Type: f.Type}
+	}
+	name := f.Name
+	if name == "" {
+		name = "response"
+	}
+	strict := f.Strict
+	return &openaiwire.ResponseFormat{Type: f.Type, JSONSchema: &openaiwire.JSONSchema{Name: name, Schema: f.Schema, Strict: &strict}}
 }
 
 // imageURL is a picture as a PNG data URL, for an image_url part.

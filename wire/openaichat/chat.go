@@ -47,6 +47,9 @@ func ParseStart(ctx context.Context, raw []byte, defaultTimeout time.Duration, i
 		return Start{}, Invalid("", "invalid_message", "start: %v", err)
 	}
 	req.Stream = true
+	if req.N != nil && *req.N != 1 {
+		return Start{}, Invalid("n", "unsupported_value", "'n' must be 1 on the WebSocket: a generation is one choice (start one generation per choice), got %d", *req.N)
+	}
 	engineReq, apiErr := EngineRequest(&req, Chat, defaultTimeout)
 	if apiErr != nil {
 		return Start{}, apiErr

@@ -122,6 +122,18 @@ func EngineRequest(req *openaiwire.ChatRequest, ep Endpoint, defaultTimeout time
 	if err := tools(req, out); err != nil {
 		return nil, err
 	}
+	if err := legacyFunctions(req, out); err != nil {
+		return nil, err
+	}
+	if ep == Completions && len(req.Functions) > 0 {
+		return nil, Invalid("functions", "unsupported_parameter", "'functions' are for /v1/chat/completions: a completion has no messages to carry calls and results")
+	}
+	if out.Format, err = responseFormat(req.ResponseFormat); err != nil {
+		return nil, err
+	}
+	if _, err := Choices(req); err != nil {
+		return nil, err
+	}
 	if out.MaxTokens, err = maxTokens(req); err != nil {
 		return nil, err
 	}
@@ -180,9 +192,18 @@ func chatMessages(req *openaiwire.ChatRequest) ([]npu.Message, *Error) {
 		return nil, Invalid("messages", "invalid_value", "'messages' must contain at least one message")
 	}
 	out := make([]npu.Message, len(req.Messages))
-	calls := map[string]string{} // the calls made so far: id → function name
+	calls := map[string]string{}  // the calls made so far: id → function name
+	legacy := map[string]string{} // legacy function_calls: function name → its latest call's id
 	for i, m := range req.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
+		if m.Role == "function" {
+			msg, err := functionResult(m, param, legacy)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = msg
+			continue
+		}
 		switch {
 		case m.Role == "":
 			return nil, Invalid(param+".role", "missing_required_parameter", "%s.role is required", param)
@@ -198,6 +219,8 @@ func chatMessages(req *openaiwire.ChatRequest) ([]npu.Message, *Error) {
 			return nil, Invalid(param+".content", "missing_required_parameter", "%s.content is required", param)
 		case len(m.ToolCalls) > 0 && m.Role != "assistant":
 			return nil, Invalid(param+".tool_calls", "invalid_value", "%s.tool_calls: only assistant messages make tool calls", param)
+		case m.FunctionCall != nil && m.Role != "assistant":
+			return nil, Invalid(param+".function_call", "invalid_value", "%s.function_call: only assistant messages make function calls", param)
 		}
 		msg := npu.Message{Role: m.Role, Content: m.Content.Text}
 		for j, c := range m.ToolCalls {
@@ -213,6 +236,14 @@ func chatMessages(req *openaiwire.ChatRequest) ([]npu.Message, *Error) {
 			calls[c.ID] = c.Function.Name
 			msg.ToolCalls = append(msg.ToolCalls, npu.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
 		}
+		if fc := m.FunctionCall; fc != nil {
+			if fc.Name == "" {
+				return nil, Invalid(param+".function_call.name", "missing_required_parameter", "%s.function_call.name is required", param)
+			}
+			id := legacyCallID(i)
+			calls[id], legacy[fc.Name] = fc.Name, id
+			msg.ToolCalls = append(msg.ToolCalls, npu.ToolCall{ID: id, Name: fc.Name, Arguments: fc.Arguments})
+		}
 		if m.Role == "tool" {
 			name, ok := calls[m.ToolCallID]
 			switch {
@@ -227,6 +258,23 @@ func chatMessages(req *openaiwire.ChatRequest) ([]npu.Message, *Error) {
 		out[i] = msg
 	}
 	return out, nil
+}
+
+// functionResult is a legacy "function" message: the result of the
+// latest function_call to the function it names (latest maps a function's
+// name to its latest call's id).
+func functionResult(m openaiwire.Message, param string, latest map[string]string) (npu.Message, *Error) {
+	switch {
+	case m.Name == "":
+		return npu.Message{}, Invalid(param+".name", "missing_required_parameter", "%s.name is required: it names the function whose result this is", param)
+	case m.Content.NonTextPart != "" || len(m.Content.ImageURLs) > 0:
+		return npu.Message{}, Invalid(param+".content", "unsupported_content", "%s.content: a function's result is text", param)
+	}
+	id, ok := latest[m.Name]
+	if !ok {
+		return npu.Message{}, Invalid(param+".name", "invalid_value", "%s answers function %q, which no earlier assistant message's function_call called", param, reqinfo.Clip(m.Name))
+	}
+	return npu.Message{Role: "tool", Content: m.Content.Text, ToolCallID: id, ToolName: m.Name}, nil
 }
 
 // DecodeImages reads the image_url parts of the messages into out's
@@ -289,25 +337,28 @@ func prompt(req *openaiwire.ChatRequest) (string, *Error) {
 	return "", Invalid("prompt", "invalid_type", "'prompt' must be a string (token-id prompts are not supported)")
 }
 
+// NoLogprobs is why log probabilities are refused: the engine never has
+// them. OpenVINO GenAI's C API hands a generation back as text (the
+// streamer callback's string, ov_genai_decoded_results_get_string) and
+// its performance metrics, with no per-token scores (src/c/include/
+// openvino/genai/c/llm_pipeline.h in openvinotoolkit/openvino.genai).
+const NoLogprobs = "npud's engine returns no per-token log probabilities: OpenVINO GenAI's C API gives back only the generated text and its timings"
+
 func checkUnsupported(req *openaiwire.ChatRequest) *Error {
 	notSupported := func(param, what string) *Error {
 		return Invalid(param, "unsupported_parameter", "'%s' is not supported: %s", param, what)
 	}
 	switch {
-	case IsSet(req.Functions):
-		return notSupported("functions", "use 'tools' (the legacy 'functions' are not served)")
-	case IsSet(req.Logprobs) && !bytes.Equal(req.Logprobs, []byte("false")):
-		return notSupported("logprobs", "log probabilities are not available")
-	case req.ResponseFormat != nil && req.ResponseFormat.Type != "" && req.ResponseFormat.Type != "text":
-		return notSupported("response_format", fmt.Sprintf("type %q needs structured output, which is not available", req.ResponseFormat.Type))
+	case IsSet(req.Logprobs) && !bytes.Equal(req.Logprobs, []byte("false")) && !bytes.Equal(req.Logprobs, []byte("0")):
+		return notSupported("logprobs", NoLogprobs)
+	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
+		return notSupported("top_logprobs", NoLogprobs)
 	case req.Echo:
 		return notSupported("echo", "echoing the prompt is not available")
 	case req.BestOf != nil && *req.BestOf != 1:
 		return notSupported("best_of", "only one candidate is generated")
 	case req.Suffix != nil && *req.Suffix != "":
 		return notSupported("suffix", "insertion is not available")
-	case req.N != nil && *req.N != 1:
-		return Invalid("n", "unsupported_value", "'n' must be 1: one choice per request is supported, got %d", *req.N)
 	}
 	return nil
 }

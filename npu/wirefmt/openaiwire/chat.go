@@ -46,14 +46,20 @@ type ChatRequest struct {
 	// header X-Npud-Resumable: true.
 	Resumable bool `json:"resumable,omitempty"`
 
+	// ResponseFormat is the structured output the answer must be.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+	// Functions and FunctionCall are the legacy forms of Tools and
+	// ToolChoice ("none", "auto" or {"name": …}).
+	Functions    []Function      `json:"functions,omitempty"`
+	FunctionCall json.RawMessage `json:"function_call,omitempty"`
+
 	// Fields of OpenAI's that npud reads to refuse what it cannot do
 	// (rather than silently drop what a client asked for).
-	Functions      json.RawMessage `json:"functions,omitempty"`
-	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
-	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
-	Echo           bool            `json:"echo,omitempty"`
-	BestOf         *int            `json:"best_of,omitempty"`
-	Suffix         *string         `json:"suffix,omitempty"`
+	Logprobs    json.RawMessage `json:"logprobs,omitempty"`
+	TopLogprobs *int            `json:"top_logprobs,omitempty"`
+	Echo        bool            `json:"echo,omitempty"`
+	BestOf      *int            `json:"best_of,omitempty"`
+	Suffix      *string         `json:"suffix,omitempty"`
 }
 
 // ModelName is the model the request asks for.
@@ -64,9 +70,19 @@ type StreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// ResponseFormat is a request's response_format.
+// ResponseFormat is a request's response_format: {"type": "text"},
+// {"type": "json_object"} or {"type": "json_schema", "json_schema": …}.
 type ResponseFormat struct {
-	Type string `json:"type"`
+	Type       string      `json:"type"`
+	JSONSchema *JSONSchema `json:"json_schema,omitempty"`
+}
+
+// JSONSchema is a json_schema response_format's schema and what names it.
+type JSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // Message is a chat message.
@@ -76,6 +92,10 @@ type Message struct {
 	// An assistant message's calls, and which call a tool message answers.
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// The legacy function calling's: an assistant message's one call,
+	// and the function a "function" message answers.
+	FunctionCall *FunctionCall `json:"function_call,omitempty"`
+	Name         string        `json:"name,omitempty"`
 }
 
 // Content is a message's content: a string, null, or an array of parts,
