@@ -283,7 +283,7 @@ func TestClientErrorsBeforeTheStream(t *testing.T) {
 		{"images", &api.GenerateRequest{Model: "sim", Prompt: "x", Images: []api.ImageData{[]byte("png")}}, 400, "images"},
 		{"suffix", &api.GenerateRequest{Model: "sim", Prompt: "x", Suffix: "y"}, 400, "suffix"},
 		{"raw", &api.GenerateRequest{Model: "sim", Prompt: "x", Raw: true}, 400, "raw"},
-		{"format", &api.GenerateRequest{Model: "sim", Prompt: "x", Format: []byte(`"json"`)}, 400, "format"},
+		{"format of another kind", &api.GenerateRequest{Model: "sim", Prompt: "x", Format: []byte(`"xml"`)}, 400, `format must be "json" or a JSON schema object, got "xml"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,74 @@
+package ollamaapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/daemon/daemontest"
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/sim"
+)
+
+// Issue 37: Ollama's format ("json" or a JSON Schema; "" and null for
+// none) reaches the engine as the request's Format on /api/chat and
+// /api/generate, streamed and whole, over a real server (it was a 400);
+// every other form is a 400 naming format.
+func TestFormatReachesTheEngine(t *testing.T) {
+	const schema = `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`
+	var mu sync.Mutex
+	var got []*npu.Format
+	srv := daemontest.StartSim(t, nil, func(r *npu.Request) sim.Fault {
+		mu.Lock()
+		got = append(got, r.Format)
+		mu.Unlock()
+		return sim.Fault{}
+	})
+	c := daemontest.NewClient(t, srv.URL)
+	chat := func(stream bool, format string) string {
+		s := `{"model":"sim","stream":false,"messages":[{"role":"user","content":"who?"}],"format":` + format + `}`
+		if stream {
+			s = strings.Replace(s, `"stream":false`, `"stream":true`, 1)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		want             *npu.Format
+		refusal          string // "" when accepted
+	}{
+		{"chat schema", "/api/chat", chat(false, schema), &npu.Format{Type: npu.FormatJSONSchema, Schema: json.RawMessage(schema)}, ""},
+		{"chat schema streamed", "/api/chat", chat(true, schema), &npu.Format{Type: npu.FormatJSONSchema, Schema: json.RawMessage(schema)}, ""},
+		{"chat json", "/api/chat", chat(false, `"json"`), &npu.Format{Type: npu.FormatJSONObject}, ""},
+		{"chat empty", "/api/chat", chat(false, `""`), nil, ""},
+		{"chat null", "/api/chat", chat(false, `null`), nil, ""},
+		{"generate json", "/api/generate", `{"model":"sim","stream":false,"prompt":"who?","format":"json"}`, &npu.Format{Type: npu.FormatJSONObject}, ""},
+		{"generate schema streamed", "/api/generate", `{"model":"sim","prompt":"who?","format":` + schema + `}`, &npu.Format{Type: npu.FormatJSONSchema, Schema: json.RawMessage(schema)}, ""},
+		{"another string", "/api/chat", chat(false, `"yaml"`), nil, `format must be \"json\" or a JSON schema object, got \"yaml\"`},
+		{"an array", "/api/chat", chat(false, `[1]`), nil, `format must be \"json\" or a JSON schema object, got array`},
+		{"true", "/api/generate", `{"model":"sim","prompt":"x","format":true}`, nil, `got bool`},
+		{"a schema too large", "/api/chat", chat(false, `{"description":"`+strings.Repeat("x", npu.MaxSchemaBytes)+`"}`), nil, "format: the schema is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			resp, raw := c.Do(t, http.MethodPost, tc.path, tc.body)
+			if tc.refusal != "" {
+				assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+				assert.Contains(t, string(raw), tc.refusal)
+				return
+			}
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, got, 1)
+			assert.Equal(t, tc.want, got[0])
+		})
+	}
+}
