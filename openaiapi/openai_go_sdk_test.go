@@ -355,7 +355,8 @@ func TestSDKErrorBeforeStream(t *testing.T) {
 		{"unknown model", func(p *openai.ChatCompletionNewParams) { p.Model = "no-such-model" }, 404, "model", "model_not_found"},
 		{"temperature 3", func(p *openai.ChatCompletionNewParams) { p.Temperature = openai.Float(3) }, 400, "temperature", "invalid_value"},
 		{"max_tokens 0", func(p *openai.ChatCompletionNewParams) { p.MaxTokens = openai.Int(0) }, 400, "max_tokens", "invalid_value"},
-		{"n 2", func(p *openai.ChatCompletionNewParams) { p.N = openai.Int(2) }, 400, "n", "unsupported_value"},
+		{"n 9", func(p *openai.ChatCompletionNewParams) { p.N = openai.Int(9) }, 400, "n", "invalid_value"},
+		{"logprobs", func(p *openai.ChatCompletionNewParams) { p.Logprobs = openai.Bool(true) }, 400, "logprobs", "unsupported_parameter"},
 	}
 	for _, tc := range tests {
 		params := chatParams("hi", 1)
