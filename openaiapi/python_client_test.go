@@ -81,3 +81,31 @@ func TestOpenAIPythonChatAndModels(t *testing.T) {
 	assert.Equal(t, "model_not_found", nf["code"])
 	assert.Contains(t, nf["message"], "--alias NAME=MODEL", "the 404 says how to answer to the name")
 }
+
+// Issue 37 item 5, through the official Python client: n choices whole
+// and streamed (the client assembles them by index), the legacy functions
+// (the call as function_call, its result sent back as a function
+// message), and logprobs refused saying why.
+func TestOpenAIPythonChoicesFunctionsLogprobs(t *testing.T) {
+	srv := daemontest.StartEngine(t, nil, nil)
+	r := runOpenAIPython(t, srv.URL, "choices")
+	assert.Equal(t, []any{0.0, 1.0, 2.0}, r["indices"], "%v", r)
+	assert.Equal(t, r["whole"], r["streamed"], "the same choices, whole and streamed")
+	require.Len(t, r["whole"], 3)
+	assert.Equal(t, []any{"length", "length", "length"}, r["finishes"])
+	assert.Equal(t, 15.0, r["completion_tokens"])
+
+	r = runOpenAIPython(t, srv.URL, "legacy_functions")
+	call, _ := r["call"].(map[string]any)
+	require.NotNil(t, call, "%v", r)
+	assert.Equal(t, "get_weather", call["name"])
+	assert.IsType(t, "", call["arguments"].(map[string]any)["city"])
+	assert.Equal(t, "function_call", r["finish"])
+	assert.Nil(t, r["tool_calls"])
+	assert.NotEmpty(t, r["answer"])
+
+	r = runOpenAIPython(t, srv.URL, "logprobs")
+	assert.Equal(t, "BadRequestError", r["error"], "%v", r)
+	assert.Equal(t, "logprobs", r["param"])
+	assert.Contains(t, r["message"], "no per-token log probabilities")
+}

@@ -4,6 +4,7 @@ import json
 import sys
 
 import anthropic
+import pydantic
 
 base_url, scenario = sys.argv[1], sys.argv[2]
 client = anthropic.Anthropic(base_url=base_url, api_key="x", max_retries=0)
@@ -78,5 +79,23 @@ def not_found():
                 "message": e.body["error"]["message"]}
 
 
-SCENARIOS = {f.__name__: f for f in (tool_loop, whole, thinking, count_tokens, not_found)}
+class City(pydantic.BaseModel):
+    name: str
+    population: int = pydantic.Field(ge=0)
+    coastal: bool
+    districts: list[str]
+
+
+def structured():
+    """messages.parse with a pydantic model (output_config.format), whole and
+    through the stream helper: the answers parse into the model."""
+    messages = [{"role": "user", "content": "Describe Oslo."}]
+    whole = client.messages.parse(model="sim", max_tokens=256, messages=messages, output_format=City)
+    with client.messages.stream(model="sim", max_tokens=256, messages=messages, output_format=City) as stream:
+        final = stream.get_final_message()
+    return {"whole": whole.parsed_output.model_dump(), "stop_reason": whole.stop_reason,
+            "streamed": final.parsed_output.model_dump()}
+
+
+SCENARIOS = {f.__name__: f for f in (tool_loop, whole, thinking, count_tokens, not_found, structured)}
 print(json.dumps(SCENARIOS[scenario]()))

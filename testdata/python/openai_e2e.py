@@ -2,8 +2,10 @@
 one JSON object for the Go test that ran it (python_client_test.go)."""
 import json
 import sys
+from typing import Literal, Optional
 
 import openai
+import pydantic
 
 base_url, scenario = sys.argv[1], sys.argv[2]
 client = openai.OpenAI(base_url=base_url + "/v1", api_key="x", max_retries=0)
@@ -89,5 +91,79 @@ def not_found():
         return {"error": type(e).__name__, "status": e.status_code, "code": e.code, "message": e.message}
 
 
-SCENARIOS = {f.__name__: f for f in (responses_whole, responses_stream, responses_tool_loop, responses_continue, chat, not_found)}
+class Address(pydantic.BaseModel):
+    city: str
+    country: str
+
+
+class Person(pydantic.BaseModel):
+    """The shapes pydantic gives a schema: $defs/$ref for a nested model,
+    anyOf with null for an optional field, enum, bounds, arrays."""
+    name: str
+    age: int = pydantic.Field(ge=0, le=150)
+    role: Literal["admin", "user"]
+    tags: list[str]
+    address: Address
+    nickname: Optional[str]
+
+
+def structured_chat():
+    """chat.completions.parse (whole) and the stream helper with a pydantic
+    model: the answers parse into the model."""
+    messages = [{"role": "user", "content": "Who is Ada?"}]
+    whole = client.chat.completions.parse(model="sim", messages=messages, response_format=Person, seed=1)
+    with client.chat.completions.stream(model="sim", messages=messages, response_format=Person, seed=2) as stream:
+        final = stream.get_final_completion()
+    return {"whole": whole.choices[0].message.parsed.model_dump(), "whole_finish": whole.choices[0].finish_reason,
+            "streamed": final.choices[0].message.parsed.model_dump()}
+
+
+def structured_responses():
+    """responses.parse with a pydantic model: the output parses into it."""
+    r = client.responses.parse(model="sim", input="Who is Ada?", text_format=Person)
+    return {"parsed": r.output_parsed.model_dump(), "status": r.status, "format": r.text.format.type}
+
+
+def choices():
+    """n choices, whole and streamed, as the client assembles them."""
+    messages = [{"role": "user", "content": "hi"}]
+    whole = client.chat.completions.create(model="sim", messages=messages, n=3, seed=4, max_tokens=5)
+    streamed = {}
+    finishes = {}
+    for chunk in client.chat.completions.create(model="sim", messages=messages, n=3, seed=4, max_tokens=5, stream=True):
+        for c in chunk.choices:
+            streamed[c.index] = streamed.get(c.index, "") + (c.delta.content or "")
+            if c.finish_reason:
+                finishes[c.index] = c.finish_reason
+    return {"whole": [c.message.content for c in sorted(whole.choices, key=lambda c: c.index)],
+            "indices": [c.index for c in whole.choices], "completion_tokens": whole.usage.completion_tokens,
+            "streamed": [streamed[i] for i in sorted(streamed)], "finishes": [finishes[i] for i in sorted(finishes)]}
+
+
+def legacy_functions():
+    """The legacy functions: the call comes back as function_call, and its
+    result goes back as a function message."""
+    functions = [{"name": "get_weather", "parameters": WEATHER["parameters"]}]
+    messages = [{"role": "user", "content": "What is the weather in Oslo?"}]
+    first = client.chat.completions.create(model="sim", messages=messages, functions=functions,
+                                           function_call={"name": "get_weather"})
+    msg = first.choices[0].message
+    call = {"name": msg.function_call.name, "arguments": json.loads(msg.function_call.arguments)}
+    messages += [{"role": "assistant", "content": None, "function_call": msg.function_call.model_dump()},
+                 {"role": "function", "name": "get_weather", "content": "sunny"}]
+    second = client.chat.completions.create(model="sim", messages=messages, functions=functions)
+    return {"call": call, "finish": first.choices[0].finish_reason, "tool_calls": msg.tool_calls,
+            "answer": second.choices[0].message.content}
+
+
+def logprobs():
+    try:
+        client.chat.completions.create(model="sim", messages=[{"role": "user", "content": "hi"}], logprobs=True)
+        return {"error": None}
+    except openai.BadRequestError as e:
+        return {"error": type(e).__name__, "status": e.status_code, "param": e.param, "message": e.message}
+
+
+SCENARIOS = {f.__name__: f for f in (responses_whole, responses_stream, responses_tool_loop, responses_continue, chat, not_found,
+                                     structured_chat, structured_responses, choices, legacy_functions, logprobs)}
 print(json.dumps(SCENARIOS[scenario]()))
