@@ -97,7 +97,11 @@ func toError(err error, retryAfter func() time.Duration, served func() []string)
 	}
 	var invalidErr *npu.InvalidRequestError
 	if errors.As(err, &invalidErr) {
-		e := invalid("%s: %s", invalidErr.Param, invalidErr.Message)
+		param := invalidErr.Param
+		if param == npu.FormatParam {
+			param = "output_config.format" // the structured output's field here
+		}
+		e := invalid("%s: %s", param, invalidErr.Message)
 		e.Cause = err
 		return e
 	}

@@ -2,16 +2,21 @@ package anthropicapi_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/anthropicapi"
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
 )
 
@@ -59,4 +64,19 @@ func TestOutputConfigFormatReachesTheEngine(t *testing.T) {
 	assert.Equal(t, "error", e.Type)
 	assert.Equal(t, "invalid_request_error", e.Error.Type)
 	assert.Equal(t, `output_config.format.type: must be json_schema, got "regex"`, e.Error.Message)
+}
+
+// Issue 37: the router's refusal of a schema (a keyword npud cannot hold
+// an answer to) is a 400 naming output_config.format and the keyword.
+func TestSchemaRefusalNamesOutputConfigFormat(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	router := gin.New()
+	refusal := &npu.InvalidRequestError{Param: npu.FormatParam, Message: `unsupported keyword "patternProperties" at /properties/a`}
+	anthropicapi.New(&nputest.RefusingRouter{Err: refusal}, anthropicapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+	srv := httptest.NewServer(router)
+	t.Cleanup(srv.Close)
+	resp, raw := daemontest.NewClient(t, srv.URL).Do(t, http.MethodPost, anthropicapi.MessagesPath,
+		`{"model":"local","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}}}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"message":"output_config.format: unsupported keyword \"patternProperties\" at /properties/a"`)
 }

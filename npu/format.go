@@ -6,6 +6,12 @@ import (
 	"fmt"
 )
 
+// FormatParam is the parameter a refused structured output is charged to
+// below the APIs (an InvalidRequestError's Param): OpenAI chat's name,
+// which each other API renames to its own field (text.format, format,
+// output_config.format).
+const FormatParam = "response_format"
+
 // MaxSchemaBytes bounds the JSON Schema of a structured output: far more
 // than any schema a client library generates, and small enough that
 // compiling and holding one costs little.

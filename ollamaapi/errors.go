@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/wirefmt/jsonbody"
 	"github.com/npud/npud/wire/errclass"
 )
@@ -41,6 +42,10 @@ func toError(err error, retryAfter func() time.Duration, served func() []string,
 	}
 	c := errclass.Of(err)
 	msg := err.Error()
+	var invalidErr *npu.InvalidRequestError
+	if errors.As(err, &invalidErr) && invalidErr.Param == npu.FormatParam {
+		msg = "format: " + invalidErr.Message // a schema the router refused, named as Ollama's field
+	}
 	if c.Code == "model_not_found" {
 		var names []string
 		if served != nil {

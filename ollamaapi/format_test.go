@@ -2,17 +2,22 @@ package ollamaapi_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/ollamaapi"
 )
 
 // Issue 37: Ollama's format ("json" or a JSON Schema; "" and null for
@@ -71,4 +76,19 @@ func TestFormatReachesTheEngine(t *testing.T) {
 			assert.Equal(t, tc.want, got[0])
 		})
 	}
+}
+
+// Issue 37: the router's refusal of a schema (a keyword npud cannot hold
+// an answer to) is a 400 naming format and the keyword.
+func TestSchemaRefusalNamesFormat(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	router := gin.New()
+	refusal := &npu.InvalidRequestError{Param: npu.FormatParam, Message: `unsupported keyword "patternProperties" at /properties/a`}
+	ollamaapi.New(&nputest.RefusingRouter{Err: refusal}, ollamaapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+	srv := httptest.NewServer(router)
+	t.Cleanup(srv.Close)
+	resp, raw := daemontest.NewClient(t, srv.URL).Do(t, http.MethodPost, "/api/chat",
+		`{"model":"local","stream":false,"messages":[{"role":"user","content":"hi"}],"format":{"type":"object"}}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+	assert.JSONEq(t, `{"error":"format: unsupported keyword \"patternProperties\" at /properties/a"}`, string(raw))
 }

@@ -3,17 +3,22 @@ package openaiapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/openaiapi"
 )
 
 // recorder keeps the engine requests a simulated engine was given.
@@ -307,4 +312,38 @@ func TestLegacyFunctionCalls(t *testing.T) {
 	require.Len(t, reqs[0].Messages, 3)
 	assert.Equal(t, "get_weather", reqs[0].Messages[1].ToolCalls[0].Name)
 	assert.Equal(t, npu.Message{Role: "tool", Content: "sunny", ToolCallID: reqs[0].Messages[1].ToolCalls[0].ID, ToolName: "get_weather"}, reqs[0].Messages[2])
+}
+
+// schemaRefusal is the router's refusal of a schema with a keyword npud
+// cannot hold an answer to (npu/serve compiles the schema when it takes
+// the request), as InvalidRequestError charged to npu.FormatParam.
+var schemaRefusal = &npu.InvalidRequestError{Param: npu.FormatParam, Message: `unsupported keyword "patternProperties" at /properties/a`}
+
+// Issue 37: the router's refusal of a schema is a 400 naming the keyword
+// and the API's own parameter: response_format on chat, text.format on
+// the Responses API.
+func TestSchemaRefusalNamesTheParameter(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	for _, tc := range []struct{ path, body, param string }{
+		{"/v1/chat/completions", `{"model":"local","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object"}}}}`, "response_format"},
+		{"/v1/responses", `{"model":"local","input":"hi","text":{"format":{"type":"json_schema","name":"a","schema":{"type":"object"}}}}`, "text.format"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			router := gin.New()
+			openaiapi.New(&nputest.RefusingRouter{Err: schemaRefusal}, openaiapi.Config{}, slog.New(slog.DiscardHandler)).Register(router)
+			srv := httptest.NewServer(router)
+			t.Cleanup(srv.Close)
+			resp, raw := daemontest.NewClient(t, srv.URL).Do(t, http.MethodPost, tc.path, tc.body)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+			var out struct {
+				Error struct {
+					Message string `json:"message"`
+					Param   string `json:"param"`
+				} `json:"error"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &out))
+			assert.Equal(t, tc.param, out.Error.Param)
+			assert.Contains(t, out.Error.Message, `"patternProperties"`)
+		})
+	}
 }
