@@ -161,16 +161,34 @@ func (p *prompter) fit(ctx context.Context, req *npu.Request, msgs []npu.Message
 	if err != nil {
 		return r, err
 	}
-	for !fits(r.tokens) && req.DropOldestTurns {
-		shorter, ok := dropOldestTurns(r.msgs, 1)
-		if !ok {
-			break
+	if !fits(r.tokens) && req.DropOldestTurns {
+		// The fewest oldest messages to drop, found by bisection: fewer
+		// messages never count more (a handful of renders and counts
+		// however long the history).
+		droppable := 0
+		for i, m := range msgs {
+			if i < len(msgs)-1 && m.Role != "system" {
+				droppable++
+			}
 		}
-		next, err := p.render(ctx, req, shorter)
-		if err != nil {
-			return r, err
+		lo, hi := 1, droppable // the answer is in [lo, hi], if any fits
+		var best *renderedPrompt
+		for lo <= hi {
+			mid := lo + (hi-lo)/2
+			shorter, _ := dropOldestTurns(msgs, mid)
+			next, err := p.render(ctx, req, shorter)
+			if err != nil {
+				return r, err
+			}
+			if fits(next.tokens) {
+				best, hi = &next, mid-1
+			} else {
+				r, lo = next, mid+1
+			}
 		}
-		r = next
+		if best != nil {
+			return *best, nil
+		}
 	}
 	if fits(r.tokens) {
 		return r, nil
