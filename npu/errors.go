@@ -36,6 +36,12 @@ var (
 	// ErrNotSupported is returned (wrapped) for an operation the engine or
 	// model cannot do, such as embeddings or pulling models.
 	ErrNotSupported = errors.New("not supported")
+	// ErrPromptNotCounted is returned (wrapped) by Engine.CountPrompt for a
+	// model whose prompts npud does not count before generating: GenAI
+	// renders them from its template, an upstream serves the model, or the
+	// engine counts no prompts. Its size is known only after a generation.
+	// It wraps ErrNotSupported, whose class it has.
+	ErrPromptNotCounted = fmt.Errorf("npud does not count this model's prompts before generating: %w", ErrNotSupported)
 	// ErrTooManyStreams is returned by the Router when the tenant of a
 	// piece of work already runs or queues its maximum (generations,
 	// embeddings and transcriptions together). It is retryable (a 429).

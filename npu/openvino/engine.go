@@ -111,7 +111,7 @@ func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 // speech models transcribe (a library without the Whisper functions fails
 // their load, naming what it lacks).
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true}
+	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true, ExactCounts: true}
 }
 
 // DeviceNames implements npu.Engine.

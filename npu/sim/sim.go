@@ -98,7 +98,7 @@ func (e *Engine) Simulated() bool { return true }
 
 // Describe implements npu.Engine.
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{Reloads: true, Embeds: true, Transcribes: true, CountsPrompts: true}
+	return npu.Features{Reloads: true, Embeds: true, Transcribes: true, CountsPrompts: true, ExactCounts: true}
 }
 
 func (e *Engine) Models() []npu.ModelInfo {
@@ -130,6 +130,12 @@ func (e *Engine) Reload(_ context.Context, model string) error {
 // the prompt Generate reads.
 func (e *Engine) PromptTokens(req *npu.Request) (int, bool) {
 	return CountTokens(PromptText(req)), true
+}
+
+// CountPrompt implements npu.Engine: the simulated tokenizer's count of
+// the prompt Generate reads, which is the prompt_tokens Generate reports.
+func (e *Engine) CountPrompt(_ context.Context, req *npu.Request) (int, error) {
+	return CountTokens(PromptText(req)), nil
 }
 
 // Generate implements npu.Engine.
