@@ -176,7 +176,7 @@ func (Unsupported) Transcribe(_ context.Context, req *TranscribeRequest) (Transc
 func (Unsupported) PromptTokens(*Request) (int, bool) { return 0, false }
 
 func (Unsupported) CountPrompt(_ context.Context, req *Request) (int, error) {
-	return 0, fmt.Errorf("model %q: this engine does not count prompts: %w", req.Model, ErrPromptNotCounted)
+	return 0, fmt.Errorf("model %q: this engine does not count prompts: %w", req.Model, ErrNotSupported)
 }
 
 func (Unsupported) DeviceOf(string) string         { return "" }
