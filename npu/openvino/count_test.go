@@ -65,12 +65,11 @@ func renderedByNPUD(t *testing.T, e *Engine, model string) *pipeline {
 // generation holds it.
 func TestCountPromptIsThePrefilledPrompt(t *testing.T) {
 	e, r := newTestEngine(t, "CPU", Config{Device: "CPU"})
-	ctx := t.Context()
-	_, err := e.CountPrompt(ctx, &npu.Request{Model: "tiny", Prompt: "hi"})
+	_, err := e.CountPrompt(t.Context(), &npu.Request{Model: "tiny", Prompt: "hi"})
 	require.ErrorIs(t, err, npu.ErrModelNotFound, "not loaded")
-	_, err = r.LoadModel(ctx, "tiny", nil)
+	_, err = r.LoadModel(t.Context(), "tiny", nil)
 	require.NoError(t, err)
-	_, err = e.CountPrompt(ctx, &npu.Request{Model: "tiny", Prompt: "hi"})
+	_, err = e.CountPrompt(t.Context(), &npu.Request{Model: "tiny", Prompt: "hi"})
 	require.ErrorIs(t, err, npu.ErrPromptNotCounted, "GenAI renders the test model's template")
 
 	p := renderedByNPUD(t, e, "tiny")
@@ -87,7 +86,7 @@ func TestCountPromptIsThePrefilledPrompt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req := tc.req
 			req.Model, req.MaxTokens = "tiny", 3
-			n, err := e.CountPrompt(ctx, &req)
+			n, err := e.CountPrompt(t.Context(), &req)
 			require.NoError(t, err)
 			assert.Greater(t, n, 2, "the rendered prompt, markers and all")
 			_, res, err := run(t, r, &req)
@@ -97,7 +96,7 @@ func TestCountPromptIsThePrefilledPrompt(t *testing.T) {
 	}
 
 	require.True(t, p.busy.CompareAndSwap(false, true), "as a generation holds the pipeline")
-	n, err := e.CountPrompt(ctx, &npu.Request{Model: "tiny", Prompt: "counted while it generates"})
+	n, err := e.CountPrompt(t.Context(), &npu.Request{Model: "tiny", Prompt: "counted while it generates"})
 	p.busy.Store(false)
 	require.NoError(t, err)
 	assert.Equal(t, len(strings.Fields("<|user|> counted while it generates <|end|> <|assistant|>")), n)
