@@ -40,7 +40,8 @@ var (
 	// model whose prompts npud does not count before generating: GenAI
 	// renders them from its template, an upstream serves the model, or the
 	// engine counts no prompts. Its size is known only after a generation.
-	// It wraps ErrNotSupported, whose class it has.
+	// It wraps ErrNotSupported (a 501, as that is, where an API shows it;
+	// Anthropic's count_tokens answers an estimate instead).
 	ErrPromptNotCounted = fmt.Errorf("npud does not count this model's prompts before generating: %w", ErrNotSupported)
 	// ErrTooManyStreams is returned by the Router when the tenant of a
 	// piece of work already runs or queues its maximum (generations,
@@ -124,6 +125,9 @@ var classes = []struct {
 	{ErrInvalidRequest, Class{Code: "invalid_value"}},
 	{ErrModelNotFound, Class{Code: "model_not_found"}},
 	{ErrContextLength, Class{Code: "context_length_exceeded"}},
+	// Before ErrNotSupported, which it wraps: its own name crosses from
+	// the workers, so the daemon still knows the count was not made.
+	{ErrPromptNotCounted, Class{Code: "prompt_not_counted"}},
 	{ErrNotSupported, Class{Code: "not_supported"}},
 	{ErrTooManyStreams, Class{Code: "too_many_streams", Retryable: true}},
 	{ErrRateLimited, Class{Code: "rate_limit_exceeded", Retryable: true}},

@@ -43,10 +43,6 @@ func (e *Engine) CountPrompt(ctx context.Context, req *npu.Request) (int, error)
 	case errors.As(err, &fault):
 		fault.Device = device
 		return 0, modelLost(e.requestFault(req, fp, p, fault))
-	case errors.Is(err, npu.ErrNotSupported):
-		// The worker's engine does not count this model's prompts (GenAI
-		// renders them): its error crossed by class, and says so again.
-		return 0, &remoteError{msg: err.Error(), kind: npu.ErrPromptNotCounted}
 	case err != nil:
 		return 0, err
 	}

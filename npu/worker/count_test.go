@@ -74,7 +74,7 @@ func TestCountsCrossToTheWorker(t *testing.T) {
 	require.NoError(t, refusing.Load(t.Context(), sim.ModelID))
 	_, err = refusing.CountPrompt(t.Context(), &requests[0])
 	require.ErrorIs(t, err, npu.ErrPromptNotCounted)
-	assert.Equal(t, "not_supported", npu.ErrorCode(err))
+	assert.Equal(t, "prompt_not_counted", npu.ErrorCode(err), "its own class crossed")
 	assert.Contains(t, err.Error(), "GenAI renders its prompts")
 	assert.Zero(t, refusing.Restarts(), "a refusal is no fault")
 }

@@ -34,6 +34,7 @@ var statusOf = map[string]int{
 	"model_not_found":           http.StatusNotFound,
 	"context_length_exceeded":   http.StatusBadRequest,
 	"not_supported":             http.StatusNotImplemented,
+	"prompt_not_counted":        http.StatusNotImplemented,
 	"too_many_streams":          http.StatusTooManyRequests,
 	"rate_limit_exceeded":       http.StatusTooManyRequests,
 	"queue_full":                http.StatusServiceUnavailable,
