@@ -4,6 +4,7 @@ package openvino
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -100,4 +101,41 @@ func TestCountPromptIsThePrefilledPrompt(t *testing.T) {
 	p.busy.Store(false)
 	require.NoError(t, err)
 	assert.Equal(t, len(strings.Fields("<|user|> counted while it generates <|end|> <|assistant|>")), n)
+}
+
+// closingCounter is a tokenizer a reload closes while it counts: its
+// first count runs swap (the reload) and fails, as a closed tokenizer
+// does.
+type closingCounter struct {
+	wordCounter
+	swap func()
+}
+
+func (c *closingCounter) Count(ctx context.Context, text string) (int, error) {
+	if c.swap != nil {
+		swap := c.swap
+		c.swap = nil
+		swap()
+		return 0, errors.New("the model's tokenizer is closed")
+	}
+	return c.wordCounter.Count(ctx, text)
+}
+
+// A reload swaps a new pipeline in while a count runs on the old one's
+// tokenizer, which it closes: the count is made again on the new one.
+func TestCountPromptAcrossAReload(t *testing.T) {
+	e, r := newTestEngine(t, "CPU", Config{Device: "CPU"})
+	_, err := r.LoadModel(t.Context(), "tiny", nil)
+	require.NoError(t, err)
+	old := renderedByNPUD(t, e, "tiny")
+	reloaded := false
+	old.prompt.counter = &closingCounter{swap: func() {
+		require.NoError(t, e.Reload(t.Context(), "tiny"))
+		renderedByNPUD(t, e, "tiny")
+		reloaded = true
+	}}
+	n, err := e.CountPrompt(t.Context(), &npu.Request{Model: "tiny", Prompt: "counted across a reload"})
+	require.NoError(t, err)
+	assert.True(t, reloaded)
+	assert.Equal(t, len(strings.Fields("<|user|> counted across a reload <|end|> <|assistant|>")), n)
 }
