@@ -40,7 +40,7 @@ type prompter struct {
 // before): no template, one npud does not reproduce, a vision model (its
 // images go with GenAI's own history), or a template that needs a special
 // token's text npud cannot read.
-func newPrompter(dir string, open func(dir string) (tokenCounter, error)) (*prompter, string, error) {
+func newPrompter(ctx context.Context, dir string, open func(ctx context.Context, dir string) (tokenCounter, error)) (*prompter, string, error) {
 	if modelstore.HasVisionEncoder(dir) {
 		return nil, "a vision model: GenAI renders its images' placeholders", nil
 	}
@@ -49,8 +49,11 @@ func newPrompter(dir string, open func(dir string) (tokenCounter, error)) (*prom
 		return nil, "no chat template", nil
 	}
 	tpl, err := chatfmt.RendererFor(text)
-	if err != nil {
+	if errors.Is(err, chatfmt.ErrUnknownTemplate) {
 		return nil, fmt.Sprintf("its chat template (%s) is not one npud renders", source), nil
+	}
+	if err != nil {
+		return nil, "", err
 	}
 	sp := modelstore.ReadSpecialTokens(dir)
 	if strings.Contains(text, "bos_token") && sp.BOS == "" {
@@ -59,7 +62,7 @@ func newPrompter(dir string, open func(dir string) (tokenCounter, error)) (*prom
 	if open == nil {
 		return nil, "no tokenizer to count with", nil
 	}
-	counter, err := open(dir)
+	counter, err := open(ctx, dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("the model's tokenizer (%s), which npud counts prompts with: %w", modelstore.TokenizerIR, err)
 	}
