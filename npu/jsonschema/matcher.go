@@ -108,8 +108,12 @@ func (m *Matcher) Push(text string) bool {
 		for _, st := range m.states {
 			m.step(st, c, m.pushed)
 		}
-		if len(m.next) == 0 || len(m.next) > MaxLiveStates {
+		switch {
+		case len(m.next) == 0:
 			m.fail(max(m.died, 0))
+			return false
+		case len(m.next) > MaxLiveStates:
+			m.fail(m.pushed) // refused at this byte, though it may be valid
 			return false
 		}
 		m.states, m.next = m.next, m.states

@@ -159,6 +159,13 @@ func (c *compiler) finish(root *node) error {
 	if root.minDepth >= infinite {
 		return &SchemaError{Message: "no finite document is valid (a $ref cycle every document must follow)"}
 	}
+	// A part no finite value satisfies would let a document begin that can
+	// never end (an optional property, an item): refused where it is.
+	for _, n := range c.all {
+		if n.minDepth >= infinite {
+			return &SchemaError{Path: c.paths[n], Message: "no finite value is valid here (a $ref cycle every value must follow)"}
+		}
+	}
 	return nil
 }
 

@@ -68,6 +68,8 @@ func TestCompileRefusesBadOrUnsatisfiableSchemas(t *testing.T) {
 		"ref cycle":         `{"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}}`,
 		"infinite": `{"$ref": "#/$defs/a", "$defs": {"a": {"type": "object", "properties": {"next": {"$ref": "#/$defs/a"}},
 			"required": ["next"]}}}`,
+		"infinite optional part": `{"type": "object", "properties": {"a": {"$ref": "#/$defs/loop"}},
+			"$defs": {"loop": {"type": "array", "items": {"$ref": "#/$defs/loop"}, "minItems": 1}}}`,
 		"required forbidden": `{"type": "object", "required": ["a"], "additionalProperties": false}`,
 		"negative bound":     `{"type": "array", "maxItems": -1}`,
 		"duplicate key":      `{"type": "string", "type": "number"}`,
@@ -225,4 +227,20 @@ func TestValidateErrors(t *testing.T) {
 	require.ErrorIs(t, err, jsonschema.ErrInvalid)
 	assert.Contains(t, err.Error(), "/name")
 	assert.True(t, errors.Is(s.Validate([]byte(`{`)), jsonschema.ErrInvalid))
+}
+
+// Readings that stay ambiguous multiply with depth; past MaxLiveStates the
+// matcher refuses (fails closed) instead of growing without bound.
+func TestLiveReadingsAreBounded(t *testing.T) {
+	s := compile(t, `{"$ref": "#/$defs/t", "$defs": {"t": {"anyOf": [
+		{"type": "array", "items": {"$ref": "#/$defs/t"}},
+		{"type": "array", "items": {"$ref": "#/$defs/t"}, "maxItems": 5}]}}}`)
+	m := s.NewMatcher()
+	depth := 0
+	for m.Push("[") {
+		depth++
+		require.Less(t, depth, 64, "never refused")
+	}
+	assert.Equal(t, 10, depth, "2^11 readings pass the bound at the 11th bracket")
+	assert.Equal(t, 10, m.ValidLen())
 }
