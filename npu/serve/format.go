@@ -119,7 +119,7 @@ func (s *Stream) endDocument(res npu.Result) {
 	s.release(len(d.text) - openNumber(d.text))
 	why := "the answer ended"
 	if res.FinishReason == npu.FinishLength || s.stopReason == npu.FinishLength {
-		why = "the completion limit was reached"
+		why = "the answer was cut short (its completion limit or deadline)"
 	}
 	d.err = fmt.Errorf("%s before its document was whole (%d bytes of it): %w", why, d.sent, npu.ErrStructuredOutput)
 }

@@ -87,7 +87,7 @@ func TestFormatHoldsTheAnswer(t *testing.T) {
 		{name: "a number within it is sent when it ends", format: schemaFormat(personSchema),
 			script: []string{`{"name": "A", "age": 1`, `5`, `0`, ` }`}, text: `{"name": "A", "age": 150 }`},
 		{name: "cut short by max tokens", format: schemaFormat(personSchema), finish: npu.FinishLength,
-			script: []string{`{"name": "A"`, `, "ag`}, text: `{"name": "A", "ag`, failed: "the completion limit was reached before its document was whole"},
+			script: []string{`{"name": "A"`, `, "ag`}, text: `{"name": "A", "ag`, failed: "the answer was cut short (its completion limit or deadline) before its document was whole"},
 		{name: "cut short in a number", format: schemaFormat(personSchema), finish: npu.FinishLength,
 			script: []string{`{"name": "A", "age": 15`}, text: `{"name": "A", "age": `, failed: "(21 bytes of it)"},
 		{name: "ended early", format: schemaFormat(personSchema),
