@@ -93,6 +93,13 @@ var (
 	// the lifecycle forgets the model and the next acquire loads it again
 	// (npu/serve/residency.go). Retryable.
 	ErrModelLost = errors.New("the model is no longer loaded")
+	// ErrStructuredOutput ends a stream whose answer left the structured
+	// output the request asked for (Request.Format), or ended before its
+	// document was whole (max_tokens reached mid-document): the client
+	// has the valid prefix, never text past it. A server error, as
+	// OpenAI's own "the model produced invalid content" is (a 500), and
+	// not retryable: the same request generates the same answer.
+	ErrStructuredOutput = errors.New("the answer does not match the requested format")
 )
 
 // Class is what every layer says of an error: the APIs (each in its own
@@ -148,6 +155,7 @@ var classes = []struct {
 	{ErrDeviceUnhealthy, Class{Code: "device_unhealthy", Server: true, Retryable: true}},
 	{ErrUpstreamUnavailable, Class{Code: "upstream_unavailable", Server: true, Retryable: true}},
 	{ErrEngineHung, Class{Code: "engine_hung", Server: true, Retryable: true}},
+	{ErrStructuredOutput, Class{Code: "structured_output_failed", Server: true}},
 	// Last: a crash or a hang that lost the model keeps its own class.
 	{ErrModelLost, Class{Code: CodeModelLost, Server: true, Retryable: true}},
 }

@@ -53,6 +53,7 @@ var statusOf = map[string]int{
 	"upstream_unavailable":      http.StatusServiceUnavailable,
 	"engine_hung":               http.StatusServiceUnavailable,
 	"model_lost":                http.StatusServiceUnavailable,
+	"structured_output_failed":  http.StatusInternalServerError, // OpenAI's model_error for invalid content is a 500
 	npu.CodeEngineError:         http.StatusInternalServerError,
 	npu.CodeInternalError:       http.StatusInternalServerError,
 }
