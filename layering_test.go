@@ -74,8 +74,9 @@ func apiPackages(pkgs []goPackage) map[string]bool {
 // commands people type (cli) on the daemon, and main on top; nothing below
 // imports what sits above it; no API imports another. Inside npu, the
 // contract (npu itself) is what every side sees; the serving runtime
-// (npu/serve) sits on the contract and the family package (npu/chatfmt),
-// and only the daemon wires it in, so the APIs, wire and the engines
+// (npu/serve) sits on the contract and the leaves beside it (npu/chatfmt,
+// the model families; npu/jsonschema, structured output), which import
+// nothing of npud's, and only the daemon wires it in, so the APIs, wire and the engines
 // reach a stream and the router through the contract's types alone; the
 // wire formats (npu/wirefmt) are at the bottom and import nothing of
 // npud's above them. These rules keep it so (issues 13, 28 and 36), with
@@ -132,8 +133,12 @@ func checkImport(t *testing.T, p, imp string, isAPI func(string) bool) {
 	case under(imp, "npu/serve") && !under(p, "npu/serve") && !under(p, "daemon"):
 		assert.Failf(t, "imports the serving runtime", "%s imports %s: only the daemon wires the runtime in; "+
 			"the APIs, wire and the engines see streams and the router through npu's types", p, imp)
-	case p == module+"/npu/serve" && own && imp != module+"/npu" && !under(imp, "npu/chatfmt"):
-		assert.Failf(t, "the runtime imports beside the contract", "%s imports %s: the runtime sits on the contract (npu) and the family package (npu/chatfmt)", p, imp)
+	case p == module+"/npu/serve" && own && imp != module+"/npu" && !under(imp, "npu/chatfmt") && !under(imp, "npu/jsonschema"):
+		assert.Failf(t, "the runtime imports beside the contract", "%s imports %s: the runtime sits on the contract (npu) and the leaves beside it "+
+			"(npu/chatfmt, npu/jsonschema)", p, imp)
+	case (under(p, "npu/chatfmt") || under(p, "npu/jsonschema")) && own:
+		assert.Failf(t, "a leaf imports npud", "%s imports %s: the leaves (npu/chatfmt, npu/jsonschema) import nothing of npud's, "+
+			"so the bridge and the engines can both use them", p, imp)
 	case under(p, "npu/wirefmt") && own && !under(imp, "npu/wirefmt"):
 		assert.Failf(t, "a wire format imports upward", "%s imports %s: the wire formats are at the bottom", p, imp)
 	}

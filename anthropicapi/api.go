@@ -6,6 +6,7 @@
 package anthropicapi
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -38,6 +39,10 @@ const (
 // gives, a queue that is full) without starting a daemon.
 type Router interface {
 	Start(req *npu.Request) (npu.Stream, error)
+	// CountPrompt counts a request's prompt as its generation would
+	// (count_tokens); an error wrapping npu.ErrPromptNotCounted when
+	// npud does not count the model's prompts.
+	CountPrompt(ctx context.Context, req *npu.Request) (int, error)
 	Model(id string) (npu.ModelInfo, error)
 	Models() []npu.ModelInfo
 	RetryAfter() time.Duration

@@ -2,6 +2,7 @@ package anthropicapi
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 
@@ -11,10 +12,13 @@ import (
 	"github.com/npud/npud/wire/reqinfo"
 )
 
-// The engines have no way to count a prompt's tokens without running it
-// (GenAI's C API has a pipeline but no tokenizer; see docs/OPENVINO-INTERNALS.md), so
-// count_tokens answers an estimate, and says so: the header
-// EstimateHeader and the body's npud_estimate.
+// count_tokens answers the model's exact count where npud counts the
+// model's prompts (it renders them and counts them with the model's own
+// tokenizer: the count is the usage.input_tokens the same request
+// reports), and an estimate where it does not (GenAI renders the model's
+// prompts, an upstream serves it; see docs/OPENVINO-INTERNALS.md). It says
+// which: the header EstimateHeader ("exact" or "estimate") and the body's
+// npud_estimate.
 const (
 	EstimateHeader = "Npud-Token-Count"
 	// bytesPerToken is the estimate's rule: BPE tokenizers average about
@@ -56,8 +60,21 @@ func (a *API) countTokens(c *gin.Context) {
 		a.fail(c.Writer, info, apiErr)
 		return
 	}
-	c.Header(EstimateHeader, "estimate")
-	c.JSON(http.StatusOK, countResponse{InputTokens: EstimateTokens(p.req), Estimate: true})
+	if p.req.Release != nil {
+		defer p.req.Release() // measured images hold no memory; the router does not take the request
+	}
+	p.req.Tenant = info.Tenant
+	n, err := a.router.CountPrompt(ctx, p.req)
+	switch {
+	case err == nil:
+		c.Header(EstimateHeader, "exact")
+		c.JSON(http.StatusOK, countResponse{InputTokens: n, Estimate: false})
+	case errors.Is(err, npu.ErrPromptNotCounted):
+		c.Header(EstimateHeader, "estimate")
+		c.JSON(http.StatusOK, countResponse{InputTokens: EstimateTokens(p.req), Estimate: true})
+	default:
+		a.fail(c.Writer, info, a.toError(err))
+	}
 }
 
 // EstimateTokens estimates the prompt tokens of req: its text (contents,

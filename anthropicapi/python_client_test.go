@@ -50,10 +50,23 @@ func TestAnthropicPythonThinking(t *testing.T) {
 	assert.Greater(t, usage["output_tokens"], 0.0)
 }
 
+// Issue 39 item 5: client.messages.count_tokens answers the count a
+// message of the same request reports, where npud counts the model's
+// prompts (the simulator); the test library's model, whose prompts GenAI
+// renders, keeps the estimate, and says so.
 func TestAnthropicPythonCountTokensAndErrors(t *testing.T) {
 	srv := daemontest.StartEngine(t, nil, nil)
-	assert.Greater(t, runAnthropicPython(t, srv.URL, "count_tokens")["input_tokens"], 0.0)
-	r := runAnthropicPython(t, srv.URL, "not_found")
+	r := runAnthropicPython(t, srv.URL, "count_tokens")
+	assert.Greater(t, r["input_tokens"], 0.0, "%v", r)
+	if daemontest.EngineUnderTest() == "sim" {
+		assert.Equal(t, false, r["npud_estimate"], "%v", r)
+		assert.Equal(t, "exact", r["header"])
+		assert.Equal(t, r["message_input_tokens"], r["input_tokens"], "count_tokens and the message's usage")
+	} else {
+		assert.Equal(t, true, r["npud_estimate"], "%v", r)
+		assert.Equal(t, "estimate", r["header"])
+	}
+	r = runAnthropicPython(t, srv.URL, "not_found")
 	assert.Equal(t, "NotFoundError", r["error"], "%v", r)
 	assert.Equal(t, 404.0, r["status"])
 	assert.Equal(t, "not_found_error", r["type"])

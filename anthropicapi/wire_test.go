@@ -141,33 +141,23 @@ func pngBase64(t *testing.T, w, h int) string {
 	return base64.StdEncoding.EncodeToString(buf.Bytes())
 }
 
-// count_tokens is an estimate, flagged in a header and the body; an image
-// counts by its pixels; a base64 image goes to a vision model.
+// Issue 39 item 5: count_tokens on the simulator is exact, and says so:
+// the count is the usage.input_tokens the same body reports as a message,
+// an image's share included (the simulated model reads its size); a base64
+// image goes to a vision model.
 func TestCountTokensAndImages(t *testing.T) {
 	srv := daemontest.StartSim(t, nil, nil)
 	c := daemontest.NewClient(t, srv.URL)
-	img := pngBase64(t, 150, 100) // 15000 pixels: 20 tokens
+	img := pngBase64(t, 150, 100)
 	text := `{"type":"text","text":"What is in this picture, in twelve words?"}`
 	imageBlock := `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + img + `"}}`
-	count := func(content string) int {
-		resp, body := c.Do(t, http.MethodPost, anthropicapi.CountTokensPath,
-			`{"model":"sim","system":"be brief","messages":[{"role":"user","content":[`+content+`]}]}`)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-		assert.Equal(t, "estimate", resp.Header.Get(anthropicapi.EstimateHeader))
-		var got struct {
-			InputTokens int  `json:"input_tokens"`
-			Estimate    bool `json:"npud_estimate"`
-		}
-		require.NoError(t, json.Unmarshal(body, &got))
-		assert.True(t, got.Estimate)
-		return got.InputTokens
+	var counts []int
+	for _, content := range []string{text, text + "," + imageBlock} {
+		body := `{"model":"sim","system":"be brief","messages":[{"role":"user","content":[` + content + `]}]}`
+		n, how := countTokens(t, c, body)
+		assert.Equal(t, "exact", how)
+		assert.Equal(t, messageInputTokens(t, c, body), n, "count_tokens and the message's usage: %s", content)
+		counts = append(counts, n)
 	}
-	plain := count(text)
-	// two messages (system, user) of template markers, and the text's 51 bytes at four a token
-	assert.Equal(t, 2*4+(len("be brief")+len("What is in this picture, in twelve words?")+3)/4, plain)
-	assert.Equal(t, plain+20, count(text+","+imageBlock))
-
-	resp, body := c.Do(t, http.MethodPost, anthropicapi.MessagesPath,
-		`{"model":"sim","max_tokens":20,"messages":[{"role":"user","content":[`+text+","+imageBlock+`]}]}`)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Greater(t, counts[1], counts[0], "the image's share")
 }

@@ -260,6 +260,10 @@ func (e *switchingEngine) PromptTokens(req *npu.Request) (int, bool) {
 	return e.engineFor(req.Model).PromptTokens(req)
 }
 
+func (e *switchingEngine) CountPrompt(ctx context.Context, req *npu.Request) (int, error) {
+	return e.engineFor(req.Model).CountPrompt(ctx, req)
+}
+
 func (e *switchingEngine) DeviceOf(model string) string { return e.engineFor(model).DeviceOf(model) }
 
 func (e *switchingEngine) DeviceNames() map[string]string { return e.current().DeviceNames() }

@@ -110,6 +110,16 @@ type Engine interface {
 	// is known before the response starts (its header).
 	// Features.CountsPrompts; ok is false without it.
 	PromptTokens(req *Request) (n int, ok bool)
+	// CountPrompt counts req's prompt as a generation of req would
+	// prefill it (the model's own tokenizer over the text its chat
+	// template renders), for a client asking before it sends the request
+	// (Anthropic's count_tokens). It renders and counts only: nothing is
+	// generated and no generation's slot is needed, so it may run beside
+	// generations on the same model. The model is loaded (the pool's
+	// lifecycle loads it first). Features.ExactCounts; a model whose
+	// prompts the engine does not count (GenAI renders them) answers an
+	// error wrapping ErrPromptNotCounted.
+	CountPrompt(ctx context.Context, req *Request) (int, error)
 
 	// DeviceOf is the device model is loaded on, or "" when it is not or
 	// the engine places no models on devices.
@@ -132,6 +142,10 @@ type Features struct {
 	Embeds        bool // Embed
 	Transcribes   bool // Transcribe
 	CountsPrompts bool // PromptTokens
+	// ExactCounts: CountPrompt counts the prompts of the models whose
+	// prompts the engine renders (ModelDetails.PromptRenderer is not
+	// GenAIRenders).
+	ExactCounts bool
 }
 
 // Unsupported answers every optional operation of Engine as an engine that
@@ -160,10 +174,15 @@ func (Unsupported) Transcribe(_ context.Context, req *TranscribeRequest) (Transc
 }
 
 func (Unsupported) PromptTokens(*Request) (int, bool) { return 0, false }
-func (Unsupported) DeviceOf(string) string            { return "" }
-func (Unsupported) DeviceNames() map[string]string    { return nil }
-func (Unsupported) ModelRestarts(string) int          { return 0 }
-func (Unsupported) Close()                            {}
+
+func (Unsupported) CountPrompt(_ context.Context, req *Request) (int, error) {
+	return 0, fmt.Errorf("model %q: this engine does not count prompts: %w", req.Model, ErrNotSupported)
+}
+
+func (Unsupported) DeviceOf(string) string         { return "" }
+func (Unsupported) DeviceNames() map[string]string { return nil }
+func (Unsupported) ModelRestarts(string) int       { return 0 }
+func (Unsupported) Close()                         {}
 
 // ModelInfo describes a model an engine serves.
 type ModelInfo struct {
@@ -218,6 +237,15 @@ type ModelDetails struct {
 	Properties        map[string]string
 	PropertiesRefused string
 }
+
+// GenAIRenders is ModelDetails.PromptRenderer for a model whose chat
+// template npud does not reproduce: GenAI renders its prompts, so npud
+// learns their size only from a generation.
+const GenAIRenders = "genai"
+
+// GenAIRendersPrompts reports whether GenAI renders the model's prompts
+// (see GenAIRenders): no engine counts them before generating.
+func (d ModelDetails) GenAIRendersPrompts() bool { return d.PromptRenderer == GenAIRenders }
 
 // Message is one chat turn.
 type Message struct {

@@ -36,6 +36,13 @@ var (
 	// ErrNotSupported is returned (wrapped) for an operation the engine or
 	// model cannot do, such as embeddings or pulling models.
 	ErrNotSupported = errors.New("not supported")
+	// ErrPromptNotCounted is returned (wrapped) by Engine.CountPrompt for a
+	// model whose prompts npud does not count before generating: GenAI
+	// renders them from its template, an upstream serves the model, or the
+	// engine counts no prompts. Its size is known only after a generation.
+	// It wraps ErrNotSupported (a 501, as that is, where an API shows it;
+	// Anthropic's count_tokens answers an estimate instead).
+	ErrPromptNotCounted = fmt.Errorf("npud does not count this model's prompts before generating: %w", ErrNotSupported)
 	// ErrTooManyStreams is returned by the Router when the tenant of a
 	// piece of work already runs or queues its maximum (generations,
 	// embeddings and transcriptions together). It is retryable (a 429).
@@ -86,6 +93,13 @@ var (
 	// the lifecycle forgets the model and the next acquire loads it again
 	// (npu/serve/residency.go). Retryable.
 	ErrModelLost = errors.New("the model is no longer loaded")
+	// ErrStructuredOutput ends a stream whose answer left the structured
+	// output the request asked for (Request.Format), or ended before its
+	// document was whole (max_tokens reached mid-document): the client
+	// has the valid prefix, never text past it. A server error, as
+	// OpenAI's own "the model produced invalid content" is (a 500), and
+	// not retryable: the same request generates the same answer.
+	ErrStructuredOutput = errors.New("the answer does not match the requested format")
 )
 
 // Class is what every layer says of an error: the APIs (each in its own
@@ -118,6 +132,9 @@ var classes = []struct {
 	{ErrInvalidRequest, Class{Code: "invalid_value"}},
 	{ErrModelNotFound, Class{Code: "model_not_found"}},
 	{ErrContextLength, Class{Code: "context_length_exceeded"}},
+	// Before ErrNotSupported, which it wraps: its own name crosses from
+	// the workers, so the daemon still knows the count was not made.
+	{ErrPromptNotCounted, Class{Code: "prompt_not_counted"}},
 	{ErrNotSupported, Class{Code: "not_supported"}},
 	{ErrTooManyStreams, Class{Code: "too_many_streams", Retryable: true}},
 	{ErrRateLimited, Class{Code: "rate_limit_exceeded", Retryable: true}},
@@ -138,6 +155,7 @@ var classes = []struct {
 	{ErrDeviceUnhealthy, Class{Code: "device_unhealthy", Server: true, Retryable: true}},
 	{ErrUpstreamUnavailable, Class{Code: "upstream_unavailable", Server: true, Retryable: true}},
 	{ErrEngineHung, Class{Code: "engine_hung", Server: true, Retryable: true}},
+	{ErrStructuredOutput, Class{Code: "structured_output_failed", Server: true}},
 	// Last: a crash or a hang that lost the model keeps its own class.
 	{ErrModelLost, Class{Code: CodeModelLost, Server: true, Retryable: true}},
 }

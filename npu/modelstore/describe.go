@@ -101,7 +101,7 @@ func Describe(dir, name string) npu.ModelDetails {
 
 // GenAIRenders is ModelDetails.PromptRenderer for a model whose chat
 // template npud does not reproduce: GenAI renders its prompts.
-const GenAIRenders = "genai"
+const GenAIRenders = npu.GenAIRenders
 
 // HasVisionEncoder reports whether the model folder dir holds a
 // vision-language model: optimum-intel exports one with its image encoder

@@ -11,7 +11,7 @@ import (
 
 // RefusingRouter stands in for the router (npu/serve) in an API's tests:
 // it serves one model, "local", and refuses every piece of work (a generation, an
-// embedding, a transcription) with Err, so each refusal an API must turn
+// embedding, a transcription, a prompt's count) with Err, so each refusal an API must turn
 // into its protocol's error is reached directly, with no daemon and no
 // queue to fill. What is not work answers as an idle router with nothing
 // loaded would.
@@ -37,6 +37,10 @@ func (r *RefusingRouter) refuse(model string) error {
 
 func (r *RefusingRouter) Start(req *npu.Request) (npu.Stream, error) {
 	return nil, r.refuse(req.Model)
+}
+
+func (r *RefusingRouter) CountPrompt(_ context.Context, req *npu.Request) (int, error) {
+	return 0, r.refuse(req.Model)
 }
 
 func (r *RefusingRouter) Embed(_ context.Context, req npu.EmbedRequest) ([][]float32, int, error) {

@@ -73,7 +73,7 @@ type Engine struct {
 	pipelines map[string]*pipeline
 	// openCounter opens a model's tokenizer for counting its prompts; nil:
 	// GenAI renders every model's prompts.
-	openCounter func(dir string) (tokenCounter, error)
+	openCounter func(ctx context.Context, dir string) (tokenCounter, error)
 }
 
 // New discovers the devices and the models directory.
@@ -99,19 +99,22 @@ func New(cfg Config, log *slog.Logger) (*Engine, error) {
 	log.Info("openvino engine ready", "library", cfg.Library.GenAIPath, "version", cfg.Library.Build, "devices", names(devices), "device", cfg.Device, "models", len(catalog.Models()))
 	lib := cfg.Library
 	return &Engine{cfg: cfg, log: log, devices: devices, catalog: catalog, pipelines: map[string]*pipeline{},
-		openCounter: func(dir string) (tokenCounter, error) { return lib.OpenTokenizer(dir, TokenizerOptions{}) }}, nil
+		openCounter: func(ctx context.Context, dir string) (tokenCounter, error) {
+			return lib.OpenTokenizer(ctx, dir, TokenizerOptions{})
+		}}, nil
 }
 
 func (e *Engine) Name() string            { return "openvino" }
 func (e *Engine) Simulated() bool         { return false }
 func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 
-// Describe implements npu.Engine. GenAI's C API has no tokenizer to count
-// a prompt with before generating, and no embedding pipeline npud binds;
-// speech models transcribe (a library without the Whisper functions fails
-// their load, naming what it lacks).
+// Describe implements npu.Engine. Prompts are counted exactly for the
+// models whose prompts npud renders (CountPrompt: the model's tokenizer
+// through the core C API; GenAI's C API has none); no embedding pipeline
+// is bound; speech models transcribe (a library without the Whisper
+// functions fails their load, naming what it lacks).
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true}
+	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true, ExactCounts: true}
 }
 
 // DeviceNames implements npu.Engine.
@@ -207,7 +210,7 @@ func forcesStaticPrefill(dir string) bool {
 // compiles on "NPU", the default NPU, whatever index was named
 // (compile_decoder_for_npu_impl). So only the first NPU can be named; any
 // other is refused, saying why.
-func (e *Engine) compile(dir, device string) (*pipeline, error) {
+func (e *Engine) compile(ctx context.Context, dir, device string) (*pipeline, error) {
 	target := device
 	if deviceKind(device) == "NPU" && device != "NPU" {
 		first := ""
@@ -227,7 +230,7 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompt := e.prompterFor(dir)
+	prompt := e.prompterFor(ctx, dir)
 	from := dir
 	if prompt != nil {
 		from = prompt.view
@@ -262,11 +265,11 @@ func (e *Engine) compile(dir, device string) (*pipeline, error) {
 
 // prompterFor is the prompter of the language model in dir, nil when
 // GenAI renders its prompts (the log says why).
-func (e *Engine) prompterFor(dir string) *prompter {
+func (e *Engine) prompterFor(ctx context.Context, dir string) *prompter {
 	if modelstore.IsSpeechModel(dir) {
 		return nil
 	}
-	pr, why, err := newPrompter(dir, e.openCounter)
+	pr, why, err := newPrompter(ctx, dir, e.openCounter)
 	if err != nil {
 		e.log.Warn("GenAI renders the model's prompts: npud cannot count them", "model", filepath.Base(dir), "err", err)
 		return nil
@@ -318,7 +321,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 		if e.cfg.OnCompile != nil {
 			e.cfg.OnCompile(model, device)
 		}
-		p, err := e.compile(dir, device)
+		p, err := e.compile(ctx, dir, device)
 		if err == nil {
 			e.mu.Lock()
 			e.pipelines[model] = p
@@ -344,7 +347,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 		return e.Load(ctx, model)
 	}
 	// Compiling takes long on an NPU; the engine mutex is not held meanwhile.
-	p, err := e.compile(filepath.Join(e.cfg.ModelsDir, model), old.device)
+	p, err := e.compile(ctx, filepath.Join(e.cfg.ModelsDir, model), old.device)
 	if err != nil {
 		return fmt.Errorf("compiling the new %q on %s: %w", model, old.device, err)
 	}

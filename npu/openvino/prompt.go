@@ -40,7 +40,7 @@ type prompter struct {
 // before): no template, one npud does not reproduce, a vision model (its
 // images go with GenAI's own history), or a template that needs a special
 // token's text npud cannot read.
-func newPrompter(dir string, open func(dir string) (tokenCounter, error)) (*prompter, string, error) {
+func newPrompter(ctx context.Context, dir string, open func(ctx context.Context, dir string) (tokenCounter, error)) (*prompter, string, error) {
 	if modelstore.HasVisionEncoder(dir) {
 		return nil, "a vision model: GenAI renders its images' placeholders", nil
 	}
@@ -49,8 +49,11 @@ func newPrompter(dir string, open func(dir string) (tokenCounter, error)) (*prom
 		return nil, "no chat template", nil
 	}
 	tpl, err := chatfmt.RendererFor(text)
-	if err != nil {
+	if errors.Is(err, chatfmt.ErrUnknownTemplate) {
 		return nil, fmt.Sprintf("its chat template (%s) is not one npud renders", source), nil
+	}
+	if err != nil {
+		return nil, "", err
 	}
 	sp := modelstore.ReadSpecialTokens(dir)
 	if strings.Contains(text, "bos_token") && sp.BOS == "" {
@@ -59,7 +62,7 @@ func newPrompter(dir string, open func(dir string) (tokenCounter, error)) (*prom
 	if open == nil {
 		return nil, "no tokenizer to count with", nil
 	}
-	counter, err := open(dir)
+	counter, err := open(ctx, dir)
 	if err != nil {
 		return nil, "", fmt.Errorf("the model's tokenizer (%s), which npud counts prompts with: %w", modelstore.TokenizerIR, err)
 	}
@@ -161,16 +164,34 @@ func (p *prompter) fit(ctx context.Context, req *npu.Request, msgs []npu.Message
 	if err != nil {
 		return r, err
 	}
-	for !fits(r.tokens) && req.DropOldestTurns {
-		shorter, ok := dropOldestTurns(r.msgs, 1)
-		if !ok {
-			break
+	if !fits(r.tokens) && req.DropOldestTurns {
+		// The fewest oldest messages to drop, found by bisection: fewer
+		// messages never count more (a handful of renders and counts
+		// however long the history).
+		droppable := 0
+		for i, m := range msgs {
+			if i < len(msgs)-1 && m.Role != "system" {
+				droppable++
+			}
 		}
-		next, err := p.render(ctx, req, shorter)
-		if err != nil {
-			return r, err
+		lo, hi := 1, droppable // the answer is in [lo, hi], if any fits
+		var best *renderedPrompt
+		for lo <= hi {
+			mid := lo + (hi-lo)/2
+			shorter, _ := dropOldestTurns(msgs, mid)
+			next, err := p.render(ctx, req, shorter)
+			if err != nil {
+				return r, err
+			}
+			if fits(next.tokens) {
+				best, hi = &next, mid-1
+			} else {
+				r, lo = next, mid+1
+			}
 		}
-		r = next
+		if best != nil {
+			return *best, nil
+		}
 	}
 	if fits(r.tokens) {
 		return r, nil

@@ -5,6 +5,7 @@ package openvino
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -131,7 +132,7 @@ func TestOfficialPromptViewPrefillsTheTextAsIs(t *testing.T) {
 // text).
 func TestOfficialEveryFamilysCorpusCountsAsGenAIPrefills(t *testing.T) {
 	venv, lib := realTokenizerCore(t)
-	tok, err := lib.OpenTokenizer(tinyModel, TokenizerOptions{})
+	tok, err := lib.OpenTokenizer(context.Background(), tinyModel, TokenizerOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tok.Close() })
 	view, err := makePromptView(tinyModel)

@@ -105,7 +105,7 @@ func TestOfficialModelTokenizer(t *testing.T) {
 	} {
 		t.Run(folder.name, func(t *testing.T) {
 			want, withSpecial := genaiIDs(t, venv, folder.dir, texts)
-			tok, err := lib.OpenTokenizer(folder.dir, TokenizerOptions{})
+			tok, err := lib.OpenTokenizer(context.Background(), folder.dir, TokenizerOptions{})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, tok.Close()) }()
 			for i, text := range texts {
@@ -137,8 +137,8 @@ func TestOfficialModelTokenizerFailures(t *testing.T) {
 	defer runtime.UnlockOSThread()
 
 	missing := t.TempDir()
-	_, realErr := lib.OpenTokenizer(missing, TokenizerOptions{})
-	_, testErr := testLib.OpenTokenizer(missing, TokenizerOptions{})
+	_, realErr := lib.OpenTokenizer(context.Background(), missing, TokenizerOptions{})
+	_, testErr := testLib.OpenTokenizer(context.Background(), missing, TokenizerOptions{})
 	for _, err := range []error{realErr, testErr} {
 		require.ErrorIs(t, err, ErrNoModelTokenizer)
 	}
@@ -152,7 +152,7 @@ func TestOfficialModelTokenizerFailures(t *testing.T) {
 	// A text that takes the real tokenizer far longer than the bound (a
 	// few MB of BPE): the inference is cancelled, the caller gets the
 	// deadline, and the request counts the next text.
-	tok, err := lib.OpenTokenizer(tinyModelFolder, TokenizerOptions{Timeout: time.Millisecond})
+	tok, err := lib.OpenTokenizer(context.Background(), tinyModelFolder, TokenizerOptions{Timeout: time.Millisecond})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tok.Close()) }()
 	_, err = tok.Count(t.Context(), strings.Repeat(qwenConversation, 5000)) // some 3.5 MB
@@ -167,7 +167,7 @@ func TestOfficialModelTokenizerFailures(t *testing.T) {
 // the pinned wheels, like every test against the real runtime).
 func BenchmarkOfficialModelTokenizerCount(b *testing.B) {
 	_, lib := realTokenizerCore(b)
-	tok, err := lib.OpenTokenizer(tinyModelFolder, TokenizerOptions{})
+	tok, err := lib.OpenTokenizer(context.Background(), tinyModelFolder, TokenizerOptions{})
 	require.NoError(b, err)
 	defer func() { _ = tok.Close() }()
 	for _, size := range []struct {

@@ -37,7 +37,7 @@ func tokenizerFolder(t testing.TB, template string) string {
 
 func openTestTokenizer(t testing.TB, folder string, opts TokenizerOptions) *ModelTokenizer {
 	t.Helper()
-	tok, err := testLib.OpenTokenizer(folder, opts)
+	tok, err := testLib.OpenTokenizer(context.Background(), folder, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tok.Close() })
 	return tok
@@ -164,7 +164,7 @@ func TestModelTokenizerOpenFails(t *testing.T) {
 	// the real core's does.
 	dir := tokenizerFolder(t, "")
 	require.NoError(t, os.Remove(filepath.Join(dir, "openvino_tokenizer.xml")))
-	_, err := testLib.OpenTokenizer(dir, TokenizerOptions{})
+	_, err := testLib.OpenTokenizer(context.Background(), dir, TokenizerOptions{})
 	require.ErrorIs(t, err, ErrNoModelTokenizer)
 	var status *StatusError
 	require.ErrorAs(t, err, &status)
@@ -174,17 +174,17 @@ func TestModelTokenizerOpenFails(t *testing.T) {
 	// Without the openvino-tokenizers library there is nothing to count with.
 	lib := *testLib
 	lib.TokenizersFile, lib.TokenizersErr = "", nil
-	_, err = lib.OpenTokenizer(tokenizerFolder(t, ""), TokenizerOptions{})
+	_, err = lib.OpenTokenizer(context.Background(), tokenizerFolder(t, ""), TokenizerOptions{})
 	require.ErrorIs(t, err, ErrTokenizersNotFound)
 	lib.TokenizersFile = filepath.Join(t.TempDir(), "libopenvino_tokenizers.so")
-	_, err = lib.OpenTokenizer(tokenizerFolder(t, ""), TokenizerOptions{})
+	_, err = lib.OpenTokenizer(context.Background(), tokenizerFolder(t, ""), TokenizerOptions{})
 	require.ErrorAs(t, err, &status)
 	assert.Equal(t, "ov_core_add_extension", status.Call)
 	assert.Zero(t, testLiveObjects(), "a failed open frees what it made")
 }
 
 func TestModelTokenizerClose(t *testing.T) {
-	tok, err := testLib.OpenTokenizer(tokenizerFolder(t, ""), TokenizerOptions{})
+	tok, err := testLib.OpenTokenizer(context.Background(), tokenizerFolder(t, ""), TokenizerOptions{})
 	require.NoError(t, err)
 	require.NoError(t, tok.Close())
 	assert.Zero(t, testLiveObjects(), "Close freed the core, the compiled model and the request")
@@ -198,7 +198,7 @@ func TestModelTokenizerClose(t *testing.T) {
 // Concurrent callers share the one infer request in turn, each getting
 // its own text's count, and a Close in the middle ends the rest cleanly.
 func TestModelTokenizerConcurrent(t *testing.T) {
-	tok, err := testLib.OpenTokenizer(tokenizerFolder(t, "[1, -1]"), TokenizerOptions{})
+	tok, err := testLib.OpenTokenizer(context.Background(), tokenizerFolder(t, "[1, -1]"), TokenizerOptions{})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for i := range 8 {

@@ -64,6 +64,9 @@ type Stream struct {
 	// tools; nil otherwise.
 	tools        chatfmt.CallParser
 	pendingCalls []npu.ToolCallDelta
+	// doc holds the answer's content to the structured output the request
+	// asked for (format.go); nil for none. Set before the stream is shared.
+	doc *document
 	// clamped is the completion limit the pool lowered the request's to
 	// when it admitted it (0: not lowered); set before the stream is shared.
 	clamped int
@@ -117,17 +120,17 @@ func (s *Stream) speak(family string) {
 }
 
 // content passes answer text on: through the tool-call parser when there
-// is one, to the pending text and calls. It reports that the answer must
-// end (the one call allowed was made).
+// is one, to the pending text (held to the request's format) and calls. It
+// reports that the answer must end (the one call allowed was made, the
+// document is whole or left its format).
 func (s *Stream) content(text string) bool {
 	if s.tools == nil {
-		s.appendText(text)
-		return false
+		return s.answer(text)
 	}
 	out := s.tools.Push(text)
-	s.appendText(out.Content)
+	end := s.answer(out.Content)
 	s.appendCalls(out.Calls)
-	return s.tools.Finished()
+	return s.tools.Finished() || end
 }
 
 func (s *Stream) appendText(text string) {
@@ -168,7 +171,7 @@ func (s *Stream) flushToolCalls(cut bool) {
 		return
 	}
 	out := s.tools.Flush(cut)
-	s.appendText(out.Content)
+	s.answer(out.Content)
 	s.appendCalls(out.Calls)
 }
 
@@ -294,6 +297,10 @@ func (s *Stream) finish(res npu.Result, err error) {
 	if err == nil {
 		// Also after a stop string: what it held before it is content.
 		s.flushToolCalls(res.FinishReason == npu.FinishLength || s.stopReason == npu.FinishLength)
+		s.endDocument(res)
+		if s.doc != nil && s.doc.err != nil {
+			err = s.doc.err // after the valid prefix, already pending
+		}
 	}
 	if s.stopReason != "" {
 		res.FinishReason = s.stopReason

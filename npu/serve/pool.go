@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/jsonschema"
 )
 
 // PoolConfig sets the limits of a Pool.
@@ -117,9 +118,10 @@ func (p *Pool) find(id string) (npu.ModelInfo, bool) {
 }
 
 // start queues req, already resolved to m and admitted, and returns its
-// stream at once; done runs once when the generation ends (client or not),
-// before a reader can see the end, or at once when start fails.
-func (p *Pool) start(req *npu.Request, m npu.ModelInfo, done func()) (*Stream, error) {
+// stream at once, its answer held to format (nil: none); done runs once
+// when the generation ends (client or not), before a reader can see the
+// end, or at once when start fails.
+func (p *Pool) start(req *npu.Request, m npu.ModelInfo, format *jsonschema.Schema, done func()) (*Stream, error) {
 	if p.closing.Load() {
 		done()
 		return nil, npu.ErrShuttingDown
@@ -137,6 +139,9 @@ func (p *Pool) start(req *npu.Request, m npu.ModelInfo, done func()) (*Stream, e
 	s := newStream(p.base, req, p.cfg.Stream, p.cfg.Observer)
 	s.clamped = clamped
 	s.speak(m.Details.ToolFormat)
+	if format != nil {
+		s.doc = &document{m: format.NewMatcher()}
+	}
 	// The stream runs done as it finishes, before its end is visible; the
 	// goroutine's call covers a run that never reached finish.
 	s.ended = sync.OnceFunc(done)

@@ -34,7 +34,7 @@ type losingEngine struct {
 func (e *losingEngine) Name() string    { return "losing" }
 func (e *losingEngine) Simulated() bool { return true }
 func (e *losingEngine) Describe() npu.Features {
-	return npu.Features{LoadsModels: true, Reloads: true, Embeds: true, Transcribes: true}
+	return npu.Features{LoadsModels: true, Reloads: true, Embeds: true, Transcribes: true, ExactCounts: true}
 }
 func (e *losingEngine) Models() []npu.ModelInfo {
 	return []npu.ModelInfo{{ID: "m", ContextLength: 1000, Details: npu.ModelDetails{Speech: true}}}
@@ -118,6 +118,13 @@ func (e *losingEngine) Transcribe(ctx context.Context, req *npu.TranscribeReques
 		return npu.Transcript{}, err
 	}
 	return npu.Transcript{Text: "heard"}, nil
+}
+
+func (e *losingEngine) CountPrompt(context.Context, *npu.Request) (int, error) {
+	if err := e.job(nil); err != nil {
+		return 0, err
+	}
+	return 7, nil
 }
 
 // loadCounter counts the loads the router reports, as the load metrics do.
@@ -233,8 +240,8 @@ func TestModelFoundGoneIsRetriedOnce(t *testing.T) {
 	})
 }
 
-// Issue 28: embeddings, transcriptions and reloads find a lost model the
-// same way, and load it again through the lifecycle.
+// Issue 28: embeddings, transcriptions, reloads and counts find a lost
+// model the same way, and load it again through the lifecycle.
 func TestOtherJobsLoadALostModelAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -253,6 +260,13 @@ func TestOtherJobsLoadALostModelAgain(t *testing.T) {
 		}},
 		{"reload", func(r *Router) error {
 			_, err := r.ReloadModel(context.Background(), "m")
+			return err
+		}},
+		{"count", func(r *Router) error {
+			n, err := r.CountPrompt(context.Background(), &npu.Request{Model: "m", Prompt: "count me"})
+			if err == nil && n != 7 {
+				err = fmt.Errorf("counted %d", n)
+			}
 			return err
 		}},
 	} {

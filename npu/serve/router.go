@@ -178,7 +178,8 @@ func containsModel(models []npu.ModelInfo, id string) bool {
 // may be heartbeats while the request waits its turn. Errors: the model is
 // unknown (ErrModelNotFound), the tenant is at its stream cap
 // (ErrTooManyStreams), the queue is full (ErrQueueFull), the request asks
-// what the model cannot do (InvalidRequestError), or the router is
+// what the model cannot do or a format npud cannot hold an answer to
+// (InvalidRequestError), or the router is
 // draining (ErrShuttingDown). The caller must Close the stream.
 func (r *Router) Start(req *npu.Request) (npu.Stream, error) {
 	if r.closing.Load() {
@@ -192,12 +193,16 @@ func (r *Router) Start(req *npu.Request) (npu.Stream, error) {
 	if err := fitRequest(req, res.model); err != nil {
 		return nil, err
 	}
+	format, err := compileFormat(req.Format)
+	if err != nil {
+		return nil, err
+	}
 	req.Normalize()
 	release, err := r.admit(req.Tenant)
 	if err != nil {
 		return nil, err
 	}
-	s, err := res.pool.start(req, res.model, release)
+	s, err := res.pool.start(req, res.model, format, release)
 	if err != nil {
 		return nil, err // not a nil *Stream in the interface
 	}

@@ -3,7 +3,9 @@
 // describes about itself says it is simulated.
 //
 // The text depends only on the request's seed and prompt; max tokens, stop
-// strings and deadlines only cut it short. It emits from its own goroutine,
+// strings and deadlines only cut it short. A request that asks for
+// structured output gets a document valid against its format instead
+// (Document), a few bytes a token. It emits from its own goroutine,
 // as OpenVINO does from a native thread, and calls the sink once more after
 // a Stop or Cancel, as OpenVINO's final flush does.
 package sim
@@ -98,7 +100,7 @@ func (e *Engine) Simulated() bool { return true }
 
 // Describe implements npu.Engine.
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{Reloads: true, Embeds: true, Transcribes: true, CountsPrompts: true}
+	return npu.Features{Reloads: true, Embeds: true, Transcribes: true, CountsPrompts: true, ExactCounts: true}
 }
 
 func (e *Engine) Models() []npu.ModelInfo {
@@ -132,6 +134,12 @@ func (e *Engine) PromptTokens(req *npu.Request) (int, bool) {
 	return CountTokens(PromptText(req)), true
 }
 
+// CountPrompt implements npu.Engine: the simulated tokenizer's count of
+// the prompt Generate reads, which is the prompt_tokens Generate reports.
+func (e *Engine) CountPrompt(_ context.Context, req *npu.Request) (int, error) {
+	return CountTokens(PromptText(req)), nil
+}
+
 // Generate implements npu.Engine.
 func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) (npu.Result, error) {
 	prompt := PromptText(req)
@@ -144,6 +152,12 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	tokens := Tokens(seedOf(req), prompt)
 	if tool, ok := plannedCall(req, rngFor(seedOf(req), prompt)); ok {
 		tokens = ToolCallTokens(seedOf(req), prompt, tool, e.family)
+	} else if req.Format != nil {
+		doc, err := Document(req)
+		if err != nil {
+			return npu.Result{}, err
+		}
+		tokens = documentTokens(seedOf(req), doc)
 	} else if seen := describeImages(req); seen != nil {
 		tokens = append(seen, tokens...)
 	}

@@ -116,10 +116,12 @@ func (e *Engine) Models() []npu.ModelInfo { return e.cfg.Catalog.Models() }
 
 // Describe implements npu.Engine: models are loaded by starting their
 // workers, whatever the engine in them; the rest is what the probe
-// worker's engine said it can do. Counting a prompt would be a round trip
-// per request, so the workers do not.
+// worker's engine said it can do. Counting every request's prompt before
+// it queues would be a round trip per request, so PromptTokens does not
+// (CountPrompt, which a client asks for, does: count.go).
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{LoadsModels: true, Reloads: e.features.Reloads, Embeds: e.features.Embeds, Transcribes: e.features.Transcribes}
+	return npu.Features{LoadsModels: true, Reloads: e.features.Reloads, Embeds: e.features.Embeds, Transcribes: e.features.Transcribes,
+		ExactCounts: e.features.ExactCounts}
 }
 
 // PromptTokens implements npu.Engine: not counted (see Describe).

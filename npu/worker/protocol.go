@@ -36,6 +36,9 @@ const (
 	jobReload   = "reload"
 	jobGenerate = "generate"
 	jobEmbed    = "embed"
+	// jobCount: a request's prompt rendered and counted
+	// (npu.Engine.CountPrompt); nothing is generated.
+	jobCount = "count"
 	// jobTranscribe: speech to text (npu.Engine.Transcribe).
 	jobTranscribe = "transcribe"
 	jobDevices    = "devices"
@@ -48,8 +51,8 @@ type Job struct {
 	Kind  string
 	Model string
 	Avoid []string // a load under AUTO: devices not to use
-	// Request is a generation's request as JSON: gob drops a pointer to a
-	// zero value (think: false would arrive as "unset").
+	// Request is a generation's (or a count's) request as JSON: gob drops
+	// a pointer to a zero value (think: false would arrive as "unset").
 	Request []byte
 	Inputs  []string               // embed
 	Audio   *npu.TranscribeRequest // transcribe
@@ -70,7 +73,7 @@ type Done struct {
 	// daemon's side describes itself with it.
 	Features npu.Features
 	Vectors  [][]float32 // on the daemon's side: from the job's vector frames
-	Tokens   int
+	Tokens   int         // an embedding's input tokens, a count's prompt tokens
 	// Transcript is a transcription's result.
 	Transcript npu.Transcript
 	Err        *WireError

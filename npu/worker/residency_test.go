@@ -36,7 +36,7 @@ func testEngine(obs Observer) *Engine {
 	log := slog.New(slog.DiscardHandler)
 	return &Engine{cfg: Config{Log: log, Observer: obs, RestartBackoff: time.Second, MaxBackoff: 3 * time.Second},
 		health: newHealth(HealthConfig{Failures: 1}, nil, log), crashes: newCrashMemory(CrashConfig{}, time.Now),
-		features: npu.Features{Reloads: true, Embeds: true, Transcribes: true},
+		features: npu.Features{Reloads: true, Embeds: true, Transcribes: true, ExactCounts: true},
 		procs:    map[string]*proc{}, loadedIn: map[string]*proc{}, restarts: map[string]int{}, byModel: map[string]int{}}
 }
 
@@ -61,6 +61,7 @@ func TestJobsReportALostModelInsteadOfLoadingIt(t *testing.T) {
 		func() error { _, _, err := e.Embed(ctx, "m", []string{"x"}); return err },
 		func() error { _, err := e.Transcribe(ctx, &npu.TranscribeRequest{Model: "m"}); return err },
 		func() error { return e.Reload(ctx, "m") },
+		func() error { _, err := e.CountPrompt(ctx, &npu.Request{Model: "m", Prompt: "hi"}); return err },
 	} {
 		err := job()
 		require.ErrorIs(t, err, npu.ErrModelLost, "no worker holds it")
@@ -192,6 +193,10 @@ func TestAWorkerDeadBeforeItsJobReachedItLosesTheModelAlone(t *testing.T) {
 		"embed":      func(e *Engine) error { _, _, err := e.Embed(ctx, "m", []string{"x"}); return err },
 		"transcribe": func(e *Engine) error { _, err := e.Transcribe(ctx, &npu.TranscribeRequest{Model: "m"}); return err },
 		"reload":     func(e *Engine) error { return e.Reload(ctx, "m") },
+		"count": func(e *Engine) error {
+			_, err := e.CountPrompt(ctx, &npu.Request{Model: "m", Prompt: "hi"})
+			return err
+		},
 	}
 	for _, tc := range []struct {
 		name    string

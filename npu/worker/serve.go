@@ -143,6 +143,8 @@ func run(ctx context.Context, out *frameWriter, engine npu.Engine, job Job, stat
 		if err == nil {
 			err = sendVectors(out, job.ID, vectors)
 		}
+	case jobCount:
+		done.Tokens, err = countPrompt(ctx, engine, job)
 	case jobTranscribe:
 		if job.Audio == nil {
 			err = fmt.Errorf("a transcription job without audio: %w", npu.ErrInvalidRequest)
@@ -200,6 +202,18 @@ func generate(ctx context.Context, out *frameWriter, engine npu.Engine, job Job,
 		err = fmt.Errorf("sending a generation's text to the daemon: %w", sendErr)
 	}
 	return res, chunks, stoppedAt, err
+}
+
+// countPrompt runs a count job: the engine renders and counts the
+// request's prompt. The daemon stops waiting when its request ends; the
+// count itself is bounded by the engine (the tokenizer's size limit and
+// timeout).
+func countPrompt(ctx context.Context, engine npu.Engine, job Job) (int, error) {
+	var req npu.Request
+	if err := json.Unmarshal(job.Request, &req); err != nil {
+		return 0, fmt.Errorf("the daemon's request: %w", err)
+	}
+	return engine.CountPrompt(ctx, &req)
 }
 
 // sendVectors sends an embedding's vectors to the daemon, one frame each,

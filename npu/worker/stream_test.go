@@ -24,7 +24,8 @@ import (
 // testWorkerEnv makes this test binary a worker process: "sim" serves the
 // simulated engine with Serve, "clock-N" the clockEngine with N µs between
 // tokens, "pipe-N" writes N clock readings (BenchmarkChunkCrossing),
-// "compile-then-die" dies as it starts compiling a model, and
+// "compile-then-die" dies as it starts compiling a model, the modes of
+// countingEngines serve the simulator with another CountPrompt, and
 // "closes-output" closes its output; any other value is a worker that
 // answers its first job with that kind of broken frame (brokenFrames).
 const testWorkerEnv = "NPUD_TEST_WORKER"
@@ -45,8 +46,11 @@ func (stdio) Close() error { return nil }
 
 func runTestWorker(mode string) int {
 	conn := stdio{os.Stdin, os.Stdout}
-	if mode == "sim" || strings.HasPrefix(mode, "clock-") {
+	if mode == "sim" || strings.HasPrefix(mode, "clock-") || countingEngines[mode] != nil {
 		err := Serve(context.Background(), conn, func(func(model, device string)) (npu.Engine, error) {
+			if engine := countingEngines[mode]; engine != nil {
+				return engine(), nil
+			}
 			if pace, ok := strings.CutPrefix(mode, "clock-"); ok {
 				us, err := strconv.Atoi(pace)
 				return clockEngine{sim.New(sim.Config{}), time.Duration(us) * time.Microsecond}, err

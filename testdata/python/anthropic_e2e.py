@@ -65,9 +65,20 @@ def thinking():
 
 
 def count_tokens():
-    r = client.messages.count_tokens(model="sim", system="be brief",
-                                     messages=[{"role": "user", "content": "hello there"}], tools=[WEATHER])
-    return {"input_tokens": r.input_tokens}
+    """count_tokens, then the same request as a message: where npud counts
+    the model's prompts the count is the message's input tokens, and the
+    raw response says it is exact (its header and npud_estimate)."""
+    params = dict(model="sim", system="be brief", tools=[WEATHER],
+                  messages=[{"role": "user", "content": "What is the weather in Oslo?"},
+                            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                                                "input": {"city": "Oslo"}}]},
+                            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}]}])
+    raw = client.messages.with_raw_response.count_tokens(**params)
+    r = raw.parse()
+    message = client.messages.create(max_tokens=1, **params)
+    return {"input_tokens": r.input_tokens, "npud_estimate": (r.model_extra or {}).get("npud_estimate"),
+            "header": raw.headers.get("Npud-Token-Count"),
+            "message_input_tokens": message.usage.input_tokens + (message.usage.cache_read_input_tokens or 0)}
 
 
 def not_found():

@@ -34,6 +34,7 @@ var statusOf = map[string]int{
 	"model_not_found":           http.StatusNotFound,
 	"context_length_exceeded":   http.StatusBadRequest,
 	"not_supported":             http.StatusNotImplemented,
+	"prompt_not_counted":        http.StatusNotImplemented,
 	"too_many_streams":          http.StatusTooManyRequests,
 	"rate_limit_exceeded":       http.StatusTooManyRequests,
 	"queue_full":                http.StatusServiceUnavailable,
@@ -52,6 +53,7 @@ var statusOf = map[string]int{
 	"upstream_unavailable":      http.StatusServiceUnavailable,
 	"engine_hung":               http.StatusServiceUnavailable,
 	"model_lost":                http.StatusServiceUnavailable,
+	"structured_output_failed":  http.StatusInternalServerError, // OpenAI's model_error for invalid content is a 500
 	npu.CodeEngineError:         http.StatusInternalServerError,
 	npu.CodeInternalError:       http.StatusInternalServerError,
 }
