@@ -72,3 +72,20 @@ func TestAnthropicPythonCountTokensAndErrors(t *testing.T) {
 	assert.Equal(t, "not_found_error", r["type"])
 	assert.Contains(t, r["message"], "--alias")
 }
+
+// Issue 37: the anthropic package's structured parse (messages.parse and
+// the stream helper with output_format=a pydantic model, sent as
+// output_config.format) gets answers that parse into the model, on the
+// simulated engine.
+func TestAnthropicPythonStructuredParse(t *testing.T) {
+	srv := daemontest.StartSim(t, nil, nil)
+	r := runAnthropicPython(t, srv.URL, "structured")
+	for _, key := range []string{"whole", "streamed"} {
+		city, ok := r[key].(map[string]any)
+		require.True(t, ok, "%s: %v", key, r)
+		assert.IsType(t, "", city["name"])
+		assert.IsType(t, true, city["coastal"])
+		assert.GreaterOrEqual(t, city["population"], 0.0)
+	}
+	assert.Equal(t, "end_turn", r["stop_reason"])
+}

@@ -10,11 +10,13 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/ollama/ollama/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/npud/npud/daemon/daemontest"
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/jsonschema"
 	"github.com/npud/npud/npu/nputest"
 	"github.com/npud/npud/npu/sim"
 	"github.com/npud/npud/ollamaapi"
@@ -91,4 +93,46 @@ func TestSchemaRefusalNamesFormat(t *testing.T) {
 		`{"model":"local","stream":false,"messages":[{"role":"user","content":"hi"}],"format":{"type":"object"}}`)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
 	assert.JSONEq(t, `{"error":"format: unsupported keyword \"patternProperties\" at /properties/a"}`, string(raw))
+}
+
+// Issue 37: the official Ollama Go client's format (a JSON Schema, as
+// format=Model.model_json_schema() sends it, and "json"), on /api/chat
+// streamed and /api/generate whole: the answers are documents valid
+// against the schema, on the simulated engine.
+func TestOllamaGoClientFormat(t *testing.T) {
+	const schema = `{"type":"object","properties":{"city":{"type":"string"},"population":{"type":"integer","minimum":0},
+		"districts":{"type":"array","items":{"type":"string"},"maxItems":3},"coastal":{"type":"boolean"}},
+		"required":["city","population","districts","coastal"]}`
+	compiled, err := jsonschema.Compile([]byte(schema))
+	require.NoError(t, err)
+	f := newClientFixture(t, nil, nil)
+	for seed := range 4 {
+		var chat strings.Builder
+		var last api.ChatResponse
+		require.NoError(t, f.client.Chat(testContext(t), &api.ChatRequest{Model: "sim", Format: json.RawMessage(schema),
+			Options:  map[string]any{"seed": seed},
+			Messages: []api.Message{{Role: "user", Content: "Describe Oslo."}}}, func(r api.ChatResponse) error {
+			chat.WriteString(r.Message.Content)
+			last = r
+			return nil
+		}))
+		require.NoError(t, compiled.Validate([]byte(chat.String())), "%s", chat.String())
+		assert.Equal(t, "stop", last.DoneReason)
+
+		var gen api.GenerateResponse
+		require.NoError(t, f.client.Generate(testContext(t), &api.GenerateRequest{Model: "sim", Prompt: "Describe Oslo.",
+			Format: json.RawMessage(schema), Stream: boolPtr(false), Options: map[string]any{"seed": seed}}, func(r api.GenerateResponse) error {
+			gen = r
+			return nil
+		}))
+		require.NoError(t, compiled.Validate([]byte(gen.Response)), "%s", gen.Response)
+	}
+	var out api.ChatResponse
+	require.NoError(t, f.client.Chat(testContext(t), &api.ChatRequest{Model: "sim", Format: json.RawMessage(`"json"`), Stream: boolPtr(false),
+		Messages: []api.Message{{Role: "user", Content: "Anything."}}}, func(r api.ChatResponse) error {
+		out = r
+		return nil
+	}))
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out.Message.Content), &obj), "JSON mode answers an object: %s", out.Message.Content)
 }

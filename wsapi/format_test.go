@@ -25,13 +25,22 @@ func TestStartTakesResponseFormat(t *testing.T) {
 		return sim.Fault{}
 	})
 	c := mustDial(t, srv.URL)
-	c.send(startMsg("s1", "who?", 8, "response_format", map[string]any{"type": "json_schema",
-		"json_schema": map[string]any{"name": "P", "schema": map[string]any{"type": "object"}}}))
-	_, last := c.collect("s1")
+	schema := map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}},
+		"required": []string{"name"}, "additionalProperties": false}
+	c.send(startMsg("s1", "who?", 200, "response_format", map[string]any{"type": "json_schema",
+		"json_schema": map[string]any{"name": "P", "schema": schema}}))
+	text, last := c.collect("s1")
 	require.Equal(t, "final", last["s1"].Type, "%+v", last["s1"])
+	var answer struct {
+		Name *string `json:"name"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(text["s1"]), &answer), "the answer is the schema's document: %q", text["s1"])
+	require.NotNil(t, answer.Name)
 	mu.Lock()
 	require.Len(t, formats, 1)
-	assert.Equal(t, &npu.Format{Type: npu.FormatJSONSchema, Name: "P", Schema: json.RawMessage(`{"type":"object"}`)}, formats[0])
+	assert.Equal(t, npu.FormatJSONSchema, formats[0].Type)
+	assert.Equal(t, "P", formats[0].Name)
+	assert.JSONEq(t, `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`, string(formats[0].Schema))
 	mu.Unlock()
 
 	c.send(startMsg("s2", "who?", 8, "response_format", map[string]any{"type": "yaml"}))
