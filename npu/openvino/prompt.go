@@ -218,6 +218,9 @@ func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Req
 	if deviceKind(p.device) == "NPU" {
 		promptLimit = p.promptLimit
 	}
+	if req.Format != nil && len(req.Tools) == 0 {
+		return e.generateStructured(ctx, p, req, sink, limit, promptLimit)
+	}
 	msgs := req.Messages
 	if len(msgs) == 0 {
 		// GenAI templates a plain prompt as one user message.

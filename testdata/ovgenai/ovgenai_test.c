@@ -1397,9 +1397,17 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const ch
         /* The prompt is whole: a thinking model thinks unless the prompt
          * closed an empty think block for it (Qwen3's enable_thinking false),
          * and calls a tool the prompt declares. */
-        size_t n = strlen(inputs);
-        const char* closed = "</think>\n\n";
-        int think = pipe->thinks && !(n >= strlen(closed) && strcmp(inputs + n - strlen(closed), closed) == 0);
+        /* Its turn is the text after the last "<|im_start|>assistant\n"
+         * (Qwen's markers; the whole prompt for other families): closed
+         * with an empty think block there, it does not think, also when
+         * the turn goes on (an assistant's prefill). */
+        const char* opener = "<|im_start|>assistant\n";
+        long at = last_of(inputs, opener);
+        const char* turn = at >= 0 ? inputs + at + strlen(opener) : inputs;
+        const char* closed = "<think>\n\n</think>\n\n";
+        size_t n = strlen(turn);
+        int think = pipe->thinks && strncmp(turn, closed, strlen(closed)) != 0 &&
+                    !(n >= 10 && strcmp(turn + n - 10, "</think>\n\n") == 0);
         char* call = prompt_tool_call(pipe, inputs);
         ov_status_e st = generate_text(pipe, inputs, 0, think, call, NULL, config, streamer, results);
         free(call);
