@@ -71,11 +71,11 @@ func TestCompileRefusesBadOrUnsatisfiableSchemas(t *testing.T) {
 		"infinite optional part": `{"type": "object", "properties": {"a": {"$ref": "#/$defs/loop"}},
 			"$defs": {"loop": {"type": "array", "items": {"$ref": "#/$defs/loop"}, "minItems": 1}}}`,
 		"too many alternatives": manyEnum(1025),
-		"required forbidden": `{"type": "object", "required": ["a"], "additionalProperties": false}`,
-		"negative bound":     `{"type": "array", "maxItems": -1}`,
-		"duplicate key":      `{"type": "string", "type": "number"}`,
-		"too deep":           strings.Repeat(`{"items": `, 70) + `{}` + strings.Repeat(`}`, 70),
-		"too large":          `{"description": "` + strings.Repeat("x", jsonschema.MaxSchemaBytes) + `"}`,
+		"required forbidden":    `{"type": "object", "required": ["a"], "additionalProperties": false}`,
+		"negative bound":        `{"type": "array", "maxItems": -1}`,
+		"duplicate key":         `{"type": "string", "type": "number"}`,
+		"too deep":              strings.Repeat(`{"items": `, 70) + `{}` + strings.Repeat(`}`, 70),
+		"too large":             `{"description": "` + strings.Repeat("x", jsonschema.MaxSchemaBytes) + `"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := jsonschema.Compile([]byte(schema))
