@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/chatfmt"
@@ -103,7 +104,10 @@ func (a *structuredAnswer) take(text string) (ok bool) {
 	a.held += text[:keep]
 	send := a.held
 	if !a.matcher.Complete() {
+		// A number may still be refused whole by a bound, and a
+		// character may be cut between chunks: neither is sent yet.
 		send = strings.TrimRightFunc(send, isNumberByte)
+		send = send[:len(send)-partialRune(send)]
 	}
 	if send != "" {
 		a.held = a.held[len(send):]
@@ -118,12 +122,28 @@ func (a *structuredAnswer) take(text string) (ok bool) {
 
 func isNumberByte(r rune) bool { return r >= '0' && r <= '9' || strings.ContainsRune("-+.eE", r) }
 
-// restart starts the matcher again on what was sent: after a refusal it
-// takes no more text.
+// partialRune is how many bytes at the end of s begin a character that
+// has not ended.
+func partialRune(s string) int {
+	for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if !utf8.FullRuneInString(s[i:]) {
+				return len(s) - i
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// text is the valid document so far: what was sent and what is held.
+func (a *structuredAnswer) text() string { return a.doc.String() + a.held }
+
+// restart starts the matcher again on the valid document: after a refusal
+// it takes no more text.
 func (a *structuredAnswer) restart() {
-	a.held = ""
 	a.matcher = a.schema.NewMatcher()
-	a.matcher.Push(a.doc.String())
+	a.matcher.Push(a.text())
 }
 
 // closers are the steps npud takes for a model that made no progress at a
@@ -132,11 +152,14 @@ func (a *structuredAnswer) restart() {
 // schema allows it; Forced then writes what follows.
 var closers = [...]string{`"`, "]", "}", "0", "false", "null", `""`, "[]", "{}"}
 
+// nudgeOrder is the order nudge tries single characters in.
+const nudgeOrder = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -.,:;!?'()[]{}<>/@#$%^&*_+=|~`\""
+
 // nudge takes the first closer the schema allows after the document, else
-// the first printable character it allows (an enum's first letter); it
-// reports whether one was.
+// the first letter, digit or other printable character it allows (an
+// enum's first letter; an escape last); it reports whether one was.
 func (a *structuredAnswer) nudge() bool {
-	doc := a.doc.String()
+	doc := a.text()
 	allowed := func(step string) bool {
 		m := a.schema.NewMatcher()
 		return m.Push(doc+step) && m.ValidLen() == len(doc)+len(step)
@@ -147,7 +170,7 @@ func (a *structuredAnswer) nudge() bool {
 			return true
 		}
 	}
-	for c := byte(' '); c <= '~'; c++ {
+	for _, c := range nudgeOrder {
 		if step := string(c); allowed(step) {
 			a.take(step)
 			return true
@@ -193,8 +216,8 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 			return total, structuredFailed(req, fmt.Sprintf("the model left the schema %d times", restarts-1))
 		}
 		turn := msgs
-		if a.doc.Len() > 0 {
-			turn = append(append([]npu.Message(nil), msgs...), npu.Message{Role: "assistant", Content: a.doc.String()})
+		if doc := a.text(); doc != "" {
+			turn = append(append([]npu.Message(nil), msgs...), npu.Message{Role: "assistant", Content: doc})
 		}
 		r, err := p.prompt.fit(ctx, &asked, turn, limit, promptLimit, p.model)
 		if err != nil {
@@ -216,7 +239,7 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 		run := asked
 		run.Messages, run.Prompt, run.MaxTokens = nil, r.text, room
 		a.stopped = false
-		sent := a.doc.Len()
+		sent := len(a.text())
 		res, err := p.generate(ctx, &run, a.runSink, room)
 		total.CompletionTokens += res.CompletionTokens
 		total.CachedPromptTokens += res.CachedPromptTokens
@@ -231,7 +254,7 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 		if a.ended != npu.Running || a.matcher.Complete() {
 			return e.endStructured(total, a, req, "")
 		}
-		progressed := a.doc.Len() > sent
+		progressed := len(a.text()) > sent
 		a.restart()
 		if !progressed && !a.nudge() && a.ended == npu.Running {
 			return total, structuredFailed(req, "the model writes nothing the schema allows here")
