@@ -371,11 +371,18 @@ static void spend(double modelled_us) {
 
 static size_t align_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-/* token_hashes: each test token's hash, chained with every token before
- * it (the test model's tokens are its words). */
-static uint64_t* token_hashes(const char* text, size_t n) {
+/* token_hashes: each token's hash, chained with every token before it:
+ * the ids of the folder's tokenizer, or the test model's words. */
+static uint64_t* token_hashes(const ovtest_vocab* vocab, const char* text, size_t n) {
     uint64_t* out = calloc(n ? n : 1, sizeof *out);
     uint64_t h = 1469598103934665603ULL;
+    if (vocab) {
+        int64_t* ids = malloc((n ? n : 1) * sizeof *ids);
+        size_t got = ovtest_tokenize(vocab, text, ids, n);
+        for (size_t i = 0; i < got && i < n; i++) out[i] = h = (h ^ (uint64_t)ids[i]) * 1099511628211ULL;
+        free(ids);
+        return out;
+    }
     size_t i = 0;
     int in_word = 0;
     for (; *text && i < n; text++) {
@@ -418,7 +425,7 @@ static void block_put(struct npu_model* m, uint64_t hash, uint64_t prev) {
 
 /* npu_prefill models NPUW's prefill of n tokens (the whole templated
  * history) and returns its cost in microseconds. */
-static double npu_prefill(struct npu_model* m, const char* input, size_t n) {
+static double npu_prefill(struct npu_model* m, const ovtest_vocab* vocab, const char* input, size_t n) {
     double per_token = knob("OVTEST_NPU_PREFILL_US_PER_TOKEN", 1172);
     double attention = knob("OVTEST_NPU_ATTENTION_NS", 267) / 1000.0;
     double cost = knob("OVTEST_NPU_PREFILL_FIXED_MS", 100) * 1000.0;
@@ -429,7 +436,7 @@ static double npu_prefill(struct npu_model* m, const char* input, size_t n) {
         return cost + per_token * (double)m->max_prompt;
     }
     size_t restored = 0;
-    uint64_t* hashes = m->prefix_caching ? token_hashes(input, n) : NULL;
+    uint64_t* hashes = m->prefix_caching ? token_hashes(vocab, input, n) : NULL;
     pthread_mutex_lock(&m->mu);
     if (hashes) {
         size_t limit = m->max_prompt - m->chunk;
@@ -497,6 +504,9 @@ struct ov_genai_llm_pipeline_opaque {
     char* cached_history; /* the history whose KV cache the CPU/GPU stateful pipeline holds */
     size_t cached_answer;  /* and the tokens it generated after it, cached too */
     struct npu_model npu;  /* on the NPU: what NPUW compiled, and its prefix cache */
+    /* The folder's tokenizer.json, read once (GenAI compiles the folder's
+     * tokenizer IR once per pipeline): NULL, the test model's words. */
+    ovtest_vocab* vocab;
 };
 
 struct ov_genai_perf_metrics_opaque {
@@ -918,8 +928,12 @@ static ov_status_e pipeline_create(const char* models_path, const char* model_fi
     const char* compile_delay = getenv("OVTEST_COMPILE_DELAY_US");
     if (compile_delay && stat(slow, &st) == 0)
         usleep((useconds_t)strtoul(compile_delay, NULL, 10)); /* an NPU compile takes minutes */
+    ovtest_vocab* vocab = NULL;
+    char why[600];
+    if (ovtest_vocab_open(models_path, &vocab, why, sizeof why) != 0) return UNKNOW_EXCEPTION; /* GenAI's Tokenizer throws */
     if (is_npu(device)) compile_cost(&props, models_path, device);
     *pipe = calloc(1, sizeof(ov_genai_llm_pipeline));
+    (*pipe)->vocab = vocab;
     snprintf((*pipe)->device, sizeof (*pipe)->device, "%s", device);
     (*pipe)->max_prompt_len = max_prompt_len;
     (*pipe)->min_response_len = min_response_len;
@@ -951,6 +965,7 @@ void ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe) {
      * generate still running on it fails loudly (and ASan reports the use). */
     free(pipe->cached_history);
     free(pipe->npu.blocks);
+    ovtest_vocab_free(pipe->vocab);
     pthread_mutex_destroy(&pipe->npu.mu);
     memset(pipe, 0xdd, sizeof *pipe);
     free(pipe);
@@ -981,8 +996,11 @@ static uint64_t fnv1a(const char* s, uint64_t h) {
     return h;
 }
 
-/* A prompt's tokens, as the test core's tokenizer counts them (ovtest.h). */
-static size_t count_tokens(const char* text) { return ovtest_tokenize(text, NULL, 0); }
+/* A prompt's tokens, as the test core's tokenizer counts them with the
+ * model folder's tokenizer.json (ovtest.h). */
+static size_t count_tokens(const ov_genai_llm_pipeline* pipe, const char* text) {
+    return ovtest_tokenize(pipe->vocab, text, NULL, 0);
+}
 
 /* The test model's token stream: word after word, a word being one token or,
  * for the emoji, two. */
@@ -1273,7 +1291,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
     }
     ov_status_e status = OK;
     double start = now_ms();
-    size_t input_tokens = count_tokens(input);
+    size_t input_tokens = count_tokens(pipe, input);
     ov_genai_generation_config* defaults = NULL;
     if (!config) {
         ov_genai_llm_pipeline_get_generation_config(pipe, &defaults);
@@ -1301,7 +1319,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         if (is_history && held && strncmp(input, pipe->cached_history, held) == 0 && input[held]) {
             /* The answer generated last time is in the cache as well: the
              * client's copy of it is not prefilled again. */
-            size_t cached = count_tokens(pipe->cached_history) + pipe->cached_answer;
+            size_t cached = count_tokens(pipe, pipe->cached_history) + pipe->cached_answer;
             prefilled = input_tokens > cached ? input_tokens - cached : 1;
         }
         free(pipe->cached_history);
@@ -1375,7 +1393,7 @@ out:
 }
 
 static double npu_prefill_cost(ov_genai_llm_pipeline* pipe, const char* input, size_t n) {
-    double us = npu_prefill(&pipe->npu, input, n);
+    double us = npu_prefill(&pipe->npu, pipe->vocab, input, n);
     atomic_store(&last_prefill_us, (long long)us);
     return us;
 }
