@@ -80,6 +80,46 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
 
+# Prompts npud renders itself and gives GenAI through its prompt view (the
+# model's folder with a pass-through chat template in the tokenizer IR's
+# rt_info, npu/openvino/promptview.go): the tiny model's Qwen3 template's
+# shapes, and text of every kind. GenAI counts each as its tokenizer
+# encodes it (num_input_tokens); the test library with the folder's
+# tokenizer.json (testdata/ovgenai/ovbpe_test.c).
+RENDERED = {
+    "say hello": "<|im_start|>user\nSay hello<|im_end|>\n<|im_start|>assistant\n",
+    "thinking off": "<|im_start|>user\nSay hello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    "a tool": "<|im_start|>system\n# Tools\n\n<tools>\n" + json.dumps(TOOLS[0]) + "\n</tools><|im_end|>\n"
+              "<|im_start|>user\nWhat's the weather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+              "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n"
+              "<|im_start|>user\n<tool_response>\n{\"temp_c\": 21}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
+    "numbers, punctuation, whitespace": "<|im_start|>user\nIt's 2048 tokens; don't   stop!!!\n\n\t(see [1], {2})   <|im_end|>\n",
+    "non-ASCII": "<|im_start|>user\ncafé 日本 🙂 naïve — Zürich\u00a0ß<|im_end|>\n<|im_start|>assistant\n",
+}
+PASS_THROUGH = "{% for message in messages %}{{ message.content }}{% endfor %}"
+
+
+def prompt_view(model, tmp):
+    """npud's prompt view of the model folder (npu/openvino/promptview.go)."""
+    d = os.path.join(tmp, "prompt-view")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(model):
+        if f != "openvino_tokenizer.xml":
+            os.symlink(os.path.abspath(os.path.join(model, f)), os.path.join(d, f))
+    with open(os.path.join(model, "openvino_tokenizer.xml"), encoding="utf-8") as f:
+        ir = f.read()
+    element = '<chat_template value="' + PASS_THROUGH + '" />'  # nothing in it to escape
+    start = ir.find("<chat_template ")
+    if start >= 0:
+        ir = ir[:start] + element + ir[start + ir[start:].index("/>") + 2:]
+    else:
+        at = ir.rindex("</rt_info>")
+        ir = ir[:at] + element + ir[at:]
+    with open(os.path.join(d, "openvino_tokenizer.xml"), "w", encoding="utf-8") as f:
+        f.write(ir)
+    return d
+
+
 def tool_messages(in_system):
     system = {"role": "system", "content": "You are terse."}
     if in_system:
@@ -233,6 +273,15 @@ def run_real(model):
                 # minja's tool polyfill: its own text in the system message.
                 out[f"template {shape}, {way}: minja's polyfill shows the tool"] = \
                     "You can call any of the following tools" in prompt
+
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        view = g.LLMPipeline(prompt_view(model, tmp), "CPU")
+        c = view.get_generation_config()
+        c.max_new_tokens = 1
+        for name, text in RENDERED.items():
+            m = view.generate([text], c).perf_metrics
+            out[f"a rendered prompt through the prompt view, {name}: num_input_tokens"] = m.get_num_input_tokens()
     return out
 
 
@@ -460,6 +509,24 @@ def run_testlib(model, libdir):
                 lib.ov_genai_generation_config_free(c)
                 lib.ov_genai_chat_history_free(h)
             lib.ov_genai_llm_pipeline_free(tpipe)
+
+        vpipe = P()
+        ok(lib.ov_genai_llm_pipeline_create(prompt_view(model, tmp).encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(vpipe)), "create view")
+        for name, text in RENDERED.items():
+            c = P()
+            ok(lib.ov_genai_llm_pipeline_get_generation_config(vpipe, ctypes.byref(c)), "config")
+            ok(lib.ov_genai_generation_config_set_max_new_tokens(c, ctypes.c_size_t(1)), "max_new_tokens")
+            results = P()
+            ok(lib.ov_genai_llm_pipeline_generate(vpipe, text.encode(), c, None, ctypes.byref(results)), "generate " + name)
+            metrics = P()
+            ok(lib.ov_genai_decoded_results_get_perf_metrics(results, ctypes.byref(metrics)), "perf_metrics")
+            n = ctypes.c_size_t()
+            ok(lib.ov_genai_perf_metrics_get_num_input_tokens(metrics, ctypes.byref(n)), "num_input_tokens")
+            out[f"a rendered prompt through the prompt view, {name}: num_input_tokens"] = n.value
+            lib.ov_genai_decoded_results_perf_metrics_free(metrics)
+            lib.ov_genai_decoded_results_free(results)
+            lib.ov_genai_generation_config_free(c)
+        lib.ov_genai_llm_pipeline_free(vpipe)
     return out
 
 
