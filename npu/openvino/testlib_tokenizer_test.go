@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
 )
 
 // genaiRender asks the official GenAI tokenizer to render conversations
@@ -166,4 +168,43 @@ func TestTestLibraryTokenizerReadsTheFoldersTokenizerJSON(t *testing.T) {
 	n, err = openTestTokenizer(t, other, TokenizerOptions{}).Count(t.Context(), sayHello)
 	require.NoError(t, err)
 	assert.Equal(t, len(strings.Fields(sayHello)), n)
+}
+
+// Issue 39 item 7: with the folder's BPE tokenizer the test model writes
+// its answer in that tokenizer's tokens, one token a step, as a real
+// model generates and GenAI's TextStreamer streams them: the completion
+// count is the answer's token count (not its words'), and the stream
+// comes in more, shorter chunks than it has words.
+func TestTestLibraryAnswersInTheFoldersTokens(t *testing.T) {
+	models := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(models, "tiny"), os.DirFS(tinyModelFolder)))
+	_, r := newTestEngine(t, "CPU", Config{ModelsDir: models, Device: "CPU"})
+	tok := openTestTokenizer(t, tinyModelFolder, TokenizerOptions{})
+	no := false
+	for _, prompt := range []string{"Say hello", "Write a long story about the NPU, please."} {
+		s, err := r.Start(&npu.Request{Model: "tiny", Prompt: prompt, Think: &no})
+		require.NoError(t, err)
+		var chunks []string
+		var res npu.Result
+		callbacks := 0
+		for {
+			ev, err := s.Next(t.Context())
+			require.NoError(t, err)
+			if ev.Text != "" {
+				chunks = append(chunks, ev.Text)
+				callbacks += ev.Tokens
+			}
+			if ev.Done {
+				res = ev.Result
+				break
+			}
+		}
+		s.Close()
+		text := strings.Join(chunks, "")
+		ids, err := tok.Encode(t.Context(), text)
+		require.NoError(t, err)
+		assert.Equal(t, len(ids), res.CompletionTokens, "%q: the answer's tokens, counted", text)
+		assert.Greater(t, res.CompletionTokens, len(strings.Fields(text)), "%q: more tokens than words", text)
+		assert.Greater(t, callbacks, len(strings.Fields(text)), "%q: streamed a token at a time, not a word", text)
+	}
 }

@@ -34,6 +34,8 @@
 #define MAX_TOKENIZER_JSON (64u << 20)
 #define MAX_DEPTH 64
 #define MAX_ADDED 4096
+/* Ids are indexes of a table: a real vocabulary has some 150 000. */
+#define MAX_ID (1 << 24)
 
 struct strmap_entry {
     uint32_t off, len; /* in the vocab's arena */
@@ -50,6 +52,7 @@ struct added {
     char* text;
     size_t len;
     int64_t id;
+    int special; /* dropped from decoded text (skip_special_tokens) */
 };
 
 struct ovtest_vocab {
@@ -67,6 +70,10 @@ struct ovtest_vocab {
     struct added* added;
     size_t nadded;
     unsigned char added_first[256]; /* an added token starts with this byte */
+    /* each id's text, for decoding: an index + 1 into entries, or -(index
+     * + 1) into added; 0: no such id */
+    int64_t* by_id;
+    size_t nids;
     int ignore_merges;    /* a whole piece in the vocabulary is one token */
     int add_prefix_space; /* the ByteLevel pre-tokenizer's */
 };
@@ -545,9 +552,9 @@ static int read_vocab(struct scan* s, struct ovtest_vocab* v) {
     size_t klen;
     while (next_member(s, &first, &key, &klen)) {
         long long id;
-        if (!number(s, &id) || id < 0 || id >= INT32_MAX) {
+        if (!number(s, &id) || id < 0 || id >= MAX_ID) {
             free(key);
-            return fail(s, "a vocabulary id is not a non-negative integer");
+            return fail(s, "a vocabulary id is not an integer from 0 to 2^24");
         }
         int ok = 1;
         if (decode_key(key, &klen)) ok = vocab_put(v, key, klen, id);
@@ -690,19 +697,21 @@ static int read_added(struct scan* s, struct ovtest_vocab* v) {
         char *key = NULL, *content = NULL;
         size_t klen, clen = 0;
         long long id = -1;
+        int special = 0;
         while (next_member(s, &f2, &key, &klen)) {
             if (key_is(key, "id")) number(s, &id);
+            else if (key_is(key, "special")) special = bool_value(s, 0);
             else if (key_is(key, "content") && !content) string(s, &content, &clen);
             else skip_value(s);
             free(key);
             key = NULL;
             if (s->failed) break;
         }
-        if (s->failed || !content || clen == 0 || id < 0 || id >= INT32_MAX || v->nadded == MAX_ADDED) {
+        if (s->failed || !content || clen == 0 || id < 0 || id >= MAX_ID || v->nadded == MAX_ADDED) {
             free(content);
             return fail(s, "an added token without content and id");
         }
-        v->added[v->nadded++] = (struct added){.text = content, .len = clen, .id = id};
+        v->added[v->nadded++] = (struct added){.text = content, .len = clen, .id = id, .special = special};
         v->added_first[(unsigned char)content[0]] = 1;
     }
     return !s->failed;
@@ -764,7 +773,43 @@ void ovtest_vocab_free(ovtest_vocab* v) {
     free(v->entries);
     free(v->slots);
     free(v->merges);
+    free(v->by_id);
     free(v);
+}
+
+/* index_ids builds the id-to-text index; an added token's text wins over a
+ * vocabulary entry of the same id. */
+static int index_ids(struct ovtest_vocab* v) {
+    int64_t max = -1;
+    for (size_t e = 0; e < v->nentries; e++) max = v->entries[e].id > max ? v->entries[e].id : max;
+    for (size_t a = 0; a < v->nadded; a++) max = v->added[a].id > max ? v->added[a].id : max;
+    v->nids = (size_t)(max + 1);
+    v->by_id = calloc(v->nids ? v->nids : 1, sizeof *v->by_id);
+    if (!v->by_id) return 0;
+    for (size_t e = 0; e < v->nentries; e++) v->by_id[v->entries[e].id] = (int64_t)e + 1;
+    for (size_t a = 0; a < v->nadded; a++) v->by_id[v->added[a].id] = -((int64_t)a + 1);
+    return 1;
+}
+
+size_t ovtest_vocab_decode(const ovtest_vocab* v, int64_t id, char* out, size_t cap) {
+    if (!v || id < 0 || (size_t)id >= v->nids || !v->by_id[id]) return 0;
+    int64_t at = v->by_id[id];
+    const char* text;
+    size_t len;
+    if (at < 0) {
+        const struct added* a = &v->added[-at - 1];
+        if (a->special) return 0;
+        text = a->text;
+        len = a->len;
+    } else {
+        const struct strmap_entry* e = &v->entries[at - 1];
+        text = v->arena + e->off;
+        len = e->len;
+    }
+    if (len >= cap) return len;
+    memcpy(out, text, len);
+    out[len] = 0;
+    return len;
 }
 
 int ovtest_vocab_open(const char* dir, ovtest_vocab** out, char* err, size_t errlen) {
@@ -808,7 +853,7 @@ int ovtest_vocab_open(const char* dir, ovtest_vocab** out, char* err, size_t err
         if (!s.failed && peek(&s) != -1) fail(&s, "text after the object");
     }
     int usable = !s.failed && p.bpe && p.byte_level && p.use_regex && !p.normalized && !p.unsupported;
-    if (usable && !build_merges(v, &p)) fail(&s, "out of memory");
+    if (usable && (!build_merges(v, &p) || !index_ids(v))) fail(&s, "out of memory");
     for (size_t i = 0; i < p.nmerges; i++) free(p.merges[i]);
     free(p.merges);
     free(p.merge_split);

@@ -1,8 +1,11 @@
 /*
  * npud's test implementation of the OpenVINO GenAI C API subset npud calls,
  * written from the official 2026.3 headers and GenAI's sources. It runs no model:
- * a deterministic "model" makes up tokens from the prompt and the seed. What
- * it reproduces is the behaviour the binding must cope with:
+ * a deterministic "model" makes up tokens from the prompt and the seed (its
+ * words; with a model folder's byte-level BPE tokenizer.json, the same
+ * answer in that tokenizer's tokens, and prompts counted with it:
+ * ovbpe_test.c). What it reproduces is the behaviour the binding must cope
+ * with:
  *   - GenAI's TextStreamer: the last tokens are held back (the first
  *     callback comes with the third token), a newline flushes, a token that
  *     leaves a code point incomplete is held back (the model spells an emoji
@@ -1138,6 +1141,11 @@ struct run {
     size_t prefix_at;
     size_t length;
     long delay_us;
+    /* With the folder's BPE tokenizer: the answer's tokens, its text
+     * tokenized whole (BPE splits words into pieces, gives whitespace
+     * and tags tokens of their own), each piece NUL-terminated in order. */
+    char* pieces;
+    size_t npieces, piece_at;
     /* out */
     size_t generated, written;
     char* answer; /* every generated token's text: DecodedResults */
@@ -1154,6 +1162,11 @@ struct run {
 /* run_token is the model's next token: its <think> block first when it
  * reasons, then its answer. */
 static void run_token(struct run* r, char* buf) {
+    if (r->pieces) {
+        snprintf(buf, MAX_TOKEN, "%s", r->pieces + r->piece_at);
+        r->piece_at += strlen(buf) + 1;
+        return;
+    }
     if (r->think > 0) {
         int step = THINK_TOKENS - r->think--;
         if (step == 0) snprintf(buf, MAX_TOKEN, "<think>\n");
@@ -1174,6 +1187,40 @@ static void run_token(struct run* r, char* buf) {
         return;
     }
     next_token(&r->tokens, buf);
+}
+
+/* bpe_pieces is the answer r would write, as the folder's tokenizer
+ * tokenizes it: its pieces, each NUL-terminated, and how many. NULL when a
+ * token does not fit a test token's buffer (then the word tokens stay). */
+static char* bpe_pieces(const ovtest_vocab* vocab, struct run r, size_t tokens, size_t* count) {
+    char tok[MAX_TOKEN];
+    size_t len = 0;
+    char* text = malloc(tokens * MAX_TOKEN + 1);
+    for (size_t i = 0; i < tokens; i++) {
+        run_token(&r, tok);
+        size_t t = strlen(tok);
+        memcpy(text + len, tok, t);
+        len += t;
+    }
+    text[len] = 0;
+    int64_t* ids = malloc((len + 1) * sizeof *ids);
+    size_t n = ovtest_tokenize(vocab, text, ids, len);
+    char* pieces = malloc(len + n + 1);
+    size_t at = 0, kept = 0;
+    for (size_t i = 0; pieces && i < n; i++) {
+        size_t t = ovtest_vocab_decode(vocab, ids[i], pieces + at, MAX_TOKEN);
+        if (t >= MAX_TOKEN) {
+            free(pieces);
+            pieces = NULL;
+        } else if (t > 0) {
+            at += t + 1;
+            kept++;
+        }
+    }
+    free(ids);
+    free(text);
+    *count = kept;
+    return pieces;
 }
 
 static void run_append(struct run* r, const char* tok) {
@@ -1346,6 +1393,12 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
                                                                                : config->max_new_tokens,
         .delay_us = delay ? atol(delay) : 0,
     };
+    if (pipe->vocab) {
+        /* The same answer in the folder's tokens: more of them, shorter. */
+        size_t words = natural + (think ? THINK_TOKENS : 0);
+        r.pieces = bpe_pieces(pipe->vocab, r, words, &r.npieces);
+        if (r.pieces) r.length = r.npieces < config->max_new_tokens ? r.npieces : config->max_new_tokens;
+    }
     if (!delay && is_npu(pipe->device)) /* the NPU's decode, scaled */
         r.delay_us = (long)(knob("OVTEST_NPU_DECODE_MS", 77) * 1000.0 * knob("OVTEST_NPU_TIME_SCALE", 0));
     if (is_npu(pipe->device)) {
@@ -1363,6 +1416,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         status = UNKNOW_EXCEPTION;
         streamer_free(&ts);
         free(r.answer);
+        free(r.pieces);
         goto out;
     }
     atomic_store(&last_foreign, atomic_load(&ts.foreign));
@@ -1386,6 +1440,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         ovtest_object_created();
     }
     free(r.answer);
+    free(r.pieces);
 out:
     ov_genai_generation_config_free(defaults);
     atomic_store(&pipe->busy, 0);

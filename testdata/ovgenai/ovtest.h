@@ -31,6 +31,11 @@ void ovtest_vocab_free(ovtest_vocab* vocab);
  * tokenizer's. */
 size_t ovtest_tokenize(const ovtest_vocab* vocab, const char* text, int64_t* ids, size_t cap);
 
+/* ovtest_vocab_decode writes a token's bytes and a NUL to out when they
+ * fit in cap and returns their length: 0 for a special token (GenAI's
+ * detokenizer skips them: skip_special_tokens) or an unknown id. */
+size_t ovtest_vocab_decode(const ovtest_vocab* vocab, int64_t id, char* out, size_t cap);
+
 /* The test core's tokenizer inferences running now, and those a cancel
  * ended since the library loaded. */
 int ovtest_tokenizer_running(void);

@@ -141,10 +141,6 @@ def template_folder(model, shape, tmp):
 
 # Differences that are understood: scenario key -> why.
 KNOWN = {
-    "stream: callbacks": "the words differ: the tiny model's greedy answer starts with a lone byte token, held "
-    "back while incomplete and shown with the next one, then one callback per token and the final flush of the "
-    "last two (N-2); the test model's holds 日本 and an emoji of two byte-fallback tokens, held back the same way "
-    "(openvino.genai src/cpp/src/text_streamer.cpp), so fewer callbacks",
     # minja's polyfill writes the tools into the system message in its own
     # words when the template does not render them; the test model does
     # not read that text (it calls only when its template shows the tool).
