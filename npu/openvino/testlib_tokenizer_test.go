@@ -208,3 +208,49 @@ func TestTestLibraryAnswersInTheFoldersTokens(t *testing.T) {
 		assert.Greater(t, callbacks, len(strings.Fields(text)), "%q: streamed a token at a time, not a word", text)
 	}
 }
+
+// GenAI's detokenizer skips special tokens (skip_special_tokens): with
+// the tiny model's <think> and </think> marked special, as the fixture
+// had them before issue 39, the test model's reasoning tags are generated
+// and counted but never reach the text, so npud sees no reasoning, as on
+// the real runtime; with them not special (Qwen3's tokenizer.json, the
+// fixture now) the reasoning is there.
+func TestTestLibrarySkipsSpecialTokensInItsAnswer(t *testing.T) {
+	models := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(models, "tiny"), os.DirFS(tinyModelFolder)))
+	require.NoError(t, os.CopyFS(filepath.Join(models, "special-tags"), os.DirFS(tinyModelFolder)))
+	file := filepath.Join(models, "special-tags", "tokenizer.json")
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err)
+	var tj map[string]any
+	require.NoError(t, json.Unmarshal(raw, &tj))
+	marked := 0
+	for _, a := range tj["added_tokens"].([]any) {
+		token := a.(map[string]any)
+		if c := token["content"]; c == "<think>" || c == "</think>" {
+			token["special"] = true
+			marked++
+		}
+	}
+	require.Equal(t, 2, marked)
+	raw, err = json.Marshal(tj)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, raw, 0o644))
+
+	_, r := newTestEngine(t, "CPU", Config{ModelsDir: models, Device: "CPU"})
+	yes := true
+	answer := func(model string) npu.Answer {
+		s, err := r.Start(&npu.Request{Model: model, Prompt: "Say hello", Think: &yes, Sampling: npu.Sampling{Seed: seed(7)}})
+		require.NoError(t, err)
+		defer s.Close()
+		a, err := npu.CollectAnswer(t.Context(), s.Next)
+		require.NoError(t, err)
+		return a
+	}
+	plain, special := answer("tiny"), answer("special-tags")
+	assert.NotEmpty(t, plain.Reasoning, "the tags are text: the reasoning is found")
+	assert.Empty(t, special.Reasoning, "the tags are skipped: no reasoning is found")
+	assert.NotContains(t, special.Text, "<think>")
+	assert.Contains(t, special.Text, plain.Reasoning, "the reasoning's words are plain text")
+	assert.Equal(t, plain.Result.CompletionTokens, special.Result.CompletionTokens, "the skipped tokens are generated and counted")
+}

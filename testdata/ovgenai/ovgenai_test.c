@@ -1212,7 +1212,8 @@ static char* bpe_pieces(const ovtest_vocab* vocab, struct run r, size_t tokens, 
         if (t >= MAX_TOKEN) {
             free(pieces);
             pieces = NULL;
-        } else if (t > 0) {
+        } else { /* a special token is generated, and decodes to nothing */
+            pieces[at + t] = 0;
             at += t + 1;
             kept++;
         }
