@@ -254,3 +254,21 @@ func TestTestLibrarySkipsSpecialTokensInItsAnswer(t *testing.T) {
 	assert.Contains(t, special.Text, plain.Reasoning, "the reasoning's words are plain text")
 	assert.Equal(t, plain.Result.CompletionTokens, special.Result.CompletionTokens, "the skipped tokens are generated and counted")
 }
+
+// GenAI starts every generation config from the folder's
+// generation_config.json and fails on one that is not JSON (the
+// GenerationConfig constructor, src/cpp/src/generation_config.cpp): so
+// does the test library (the conformance suite compares what max_new_tokens
+// and max_length there do with the real runtime).
+func TestTestLibraryReadsTheGenerationConfig(t *testing.T) {
+	models := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(models, "broken"), os.DirFS(tinyModelFolder)))
+	require.NoError(t, os.WriteFile(filepath.Join(models, "broken", "generation_config.json"), []byte(`{"max_new_tokens": 3,}`), 0o644))
+	_, r := newTestEngine(t, "CPU", Config{ModelsDir: models, Device: "CPU"})
+	s, err := r.Start(&npu.Request{Model: "broken", Prompt: "Say hello"})
+	if err == nil {
+		_, err = npu.CollectAnswer(t.Context(), s.Next)
+		s.Close()
+	}
+	require.Error(t, err, "a generation_config.json that is not JSON fails the pipeline")
+}

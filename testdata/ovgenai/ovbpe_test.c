@@ -1037,3 +1037,41 @@ size_t ovtest_tokenize(const ovtest_vocab* v, const char* text, int64_t* ids, si
     encode_segment(v, (const unsigned char*)text + start, len - start, ids, cap, &n);
     return n;
 }
+
+/* ---- other small JSON files ---- */
+
+int ovtest_json_sizes(const char* path, const char* const* keys, size_t* values, size_t n) {
+    FILE* f = fopen(path, "rb");
+    if (!f) return 0;
+    const size_t max = 1 << 20;
+    char* buf = malloc(max + 1);
+    size_t len = buf ? fread(buf, 1, max + 1, f) : 0;
+    fclose(f);
+    if (!buf || len > max) {
+        free(buf);
+        return -1;
+    }
+    struct scan s = {.p = buf, .end = buf + len};
+    int first = 1;
+    char* key = NULL;
+    size_t klen;
+    if (eat(&s, '{')) {
+        while (next_member(&s, &first, &key, &klen)) {
+            size_t i = 0;
+            while (i < n && strcmp(key, keys[i]) != 0) i++;
+            int c = peek(&s);
+            if (i < n && c >= '0' && c <= '9') {
+                long long v;
+                if (number(&s, &v) && v >= 0) values[i] = (size_t)v;
+            } else {
+                skip_value(&s);
+            }
+            free(key);
+            key = NULL;
+            if (s.failed) break;
+        }
+        if (!s.failed && peek(&s) != -1) fail(&s, "text after the object");
+    }
+    free(buf);
+    return s.failed ? -1 : 0;
+}

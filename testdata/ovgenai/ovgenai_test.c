@@ -102,6 +102,7 @@ int ovtest_last_written(void) { return atomic_load(&last_written); }
 
 struct ov_genai_generation_config_opaque {
     size_t max_new_tokens;
+    size_t max_length; /* prompt and answer; used only when max_new_tokens is not set */
     size_t rng_seed;
     float temperature, top_p, min_p;
     float repetition_penalty, presence_penalty, frequency_penalty;
@@ -115,6 +116,7 @@ ov_status_e ov_genai_generation_config_create(ov_genai_generation_config** confi
     if (!config) return INVALID_C_PARAM;
     *config = calloc(1, sizeof(ov_genai_generation_config));
     (*config)->max_new_tokens = SIZE_MAX;
+    (*config)->max_length = SIZE_MAX;
     /* GenAI's GenerationConfig defaults. */
     (*config)->temperature = 1.0f;
     (*config)->top_p = 1.0f;
@@ -147,6 +149,7 @@ void ov_genai_generation_config_free(ov_genai_generation_config* config) {
     }
 
 SETTER(max_new_tokens, size_t, config->max_new_tokens = value)
+SETTER(max_length, size_t, config->max_length = value)
 SETTER(do_sample, bool, config->do_sample = value)
 SETTER(temperature, float, config->temperature = value)
 SETTER(top_p, float, config->top_p = value)
@@ -507,6 +510,9 @@ struct ov_genai_llm_pipeline_opaque {
     char* cached_history; /* the history whose KV cache the CPU/GPU stateful pipeline holds */
     size_t cached_answer;  /* and the tokens it generated after it, cached too */
     struct npu_model npu;  /* on the NPU: what NPUW compiled, and its prefix cache */
+    /* The folder's generation_config.json's max_new_tokens and max_length
+     * (SIZE_MAX: not there), the start of every generation config. */
+    size_t max_new_tokens, max_length;
     /* The folder's tokenizer.json, read once (GenAI compiles the folder's
      * tokenizer IR once per pipeline): NULL, the test model's words. */
     ovtest_vocab* vocab;
@@ -931,12 +937,22 @@ static ov_status_e pipeline_create(const char* models_path, const char* model_fi
     const char* compile_delay = getenv("OVTEST_COMPILE_DELAY_US");
     if (compile_delay && stat(slow, &st) == 0)
         usleep((useconds_t)strtoul(compile_delay, NULL, 10)); /* an NPU compile takes minutes */
+    /* GenAI reads the folder's generation_config.json when there is one,
+     * and fails on one that is not JSON (src/cpp/src/generation_config.cpp:
+     * the GenerationConfig constructor, nlohmann::json::parse). */
+    static const char* const lengths[] = {"max_new_tokens", "max_length"};
+    size_t limits[2] = {SIZE_MAX, SIZE_MAX};
+    char gen_config[4096];
+    snprintf(gen_config, sizeof gen_config, "%s/generation_config.json", models_path);
+    if (ovtest_json_sizes(gen_config, lengths, limits, 2) != 0) return UNKNOW_EXCEPTION;
     ovtest_vocab* vocab = NULL;
     char why[600];
     if (ovtest_vocab_open(models_path, &vocab, why, sizeof why) != 0) return UNKNOW_EXCEPTION; /* GenAI's Tokenizer throws */
     if (is_npu(device)) compile_cost(&props, models_path, device);
     *pipe = calloc(1, sizeof(ov_genai_llm_pipeline));
     (*pipe)->vocab = vocab;
+    (*pipe)->max_new_tokens = limits[0];
+    (*pipe)->max_length = limits[1];
     snprintf((*pipe)->device, sizeof (*pipe)->device, "%s", device);
     (*pipe)->max_prompt_len = max_prompt_len;
     (*pipe)->min_response_len = min_response_len;
@@ -979,10 +995,13 @@ ov_status_e ov_genai_llm_pipeline_get_generation_config(const ov_genai_llm_pipel
                                                         ov_genai_generation_config** config) {
     if (!pipe || !config) return INVALID_C_PARAM;
     ov_status_e st = ov_genai_generation_config_create(config);
-    /* GenAI starts from the model's generation_config.json; the test models
-     * set no max_new_tokens there (few real ones do), so it stays SIZE_MAX:
+    /* GenAI starts from the model's generation_config.json: few real ones
+     * set max_new_tokens or max_length, so both mostly stay SIZE_MAX and
      * without a cap of the caller's a generation ends only at EOS. */
-    (void)st;
+    if (st == OK) {
+        (*config)->max_new_tokens = pipe->max_new_tokens;
+        (*config)->max_length = pipe->max_length;
+    }
     return st;
 }
 
@@ -1345,9 +1364,16 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         ov_genai_llm_pipeline_get_generation_config(pipe, &defaults);
         config = defaults;
     }
+    /* GenerationConfig::get_max_new_tokens (generation_config.cpp):
+     * max_new_tokens when set, else max_length less the prompt, which must
+     * be shorter (an assertion: the generate throws). */
+    size_t max_new = config->max_new_tokens != SIZE_MAX ? config->max_new_tokens
+                     : config->max_length == SIZE_MAX  ? SIZE_MAX
+                     : config->max_length > input_tokens ? config->max_length - input_tokens
+                                                          : 0;
     if (strstr(input, "OVTEST_FAIL") || (is_npu(pipe->device) && input_tokens > pipe->max_prompt_len) ||
         !config_valid(config) ||
-        config->max_new_tokens == 0) {
+        max_new == 0) {
         status = UNKNOW_EXCEPTION;
         goto out;
     }
@@ -1390,15 +1416,14 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         .think = think ? THINK_TOKENS : 0,
         .script = script,
         .prefix = prefix,
-        .length = natural + (think ? THINK_TOKENS : 0) < config->max_new_tokens ? natural + (think ? THINK_TOKENS : 0)
-                                                                               : config->max_new_tokens,
+        .length = natural + (think ? THINK_TOKENS : 0) < max_new ? natural + (think ? THINK_TOKENS : 0) : max_new,
         .delay_us = delay ? atol(delay) : 0,
     };
     if (pipe->vocab) {
         /* The same answer in the folder's tokens: more of them, shorter. */
         size_t words = natural + (think ? THINK_TOKENS : 0);
         r.pieces = bpe_pieces(pipe->vocab, r, words, &r.npieces);
-        if (r.pieces) r.length = r.npieces < config->max_new_tokens ? r.npieces : config->max_new_tokens;
+        if (r.pieces) r.length = r.npieces < max_new ? r.npieces : max_new;
     }
     if (!delay && is_npu(pipe->device)) /* the NPU's decode, scaled */
         r.delay_us = (long)(knob("OVTEST_NPU_DECODE_MS", 77) * 1000.0 * knob("OVTEST_NPU_TIME_SCALE", 0));

@@ -36,6 +36,12 @@ size_t ovtest_tokenize(const ovtest_vocab* vocab, const char* text, int64_t* ids
  * detokenizer skips them: skip_special_tokens) or an unknown id. */
 size_t ovtest_vocab_decode(const ovtest_vocab* vocab, int64_t id, char* out, size_t cap);
 
+/* ovtest_json_sizes reads the top-level members named by keys of the JSON
+ * object in path (1 MiB at most) that are non-negative integers into
+ * values, leaving the others. 0 when the file is absent or was read, -1
+ * when it is not valid JSON. */
+int ovtest_json_sizes(const char* path, const char* const* keys, size_t* values, size_t n);
+
 /* The test core's tokenizer inferences running now, and those a cancel
  * ended since the library loaded. */
 int ovtest_tokenizer_running(void);

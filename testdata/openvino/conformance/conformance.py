@@ -120,6 +120,32 @@ def prompt_view(model, tmp):
     return d
 
 
+def generation_config_folder(model, tmp, name, settings):
+    """The model's folder with a generation_config.json of its own."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(model):
+        if f != "generation_config.json":
+            os.symlink(os.path.abspath(os.path.join(model, f)), os.path.join(d, f))
+    with open(os.path.join(d, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": 2, **settings}, f)
+    return d
+
+
+def max_length_observables(prompt_tokens, run):
+    """What max_length in generation_config.json does (GenerationConfig::
+    get_max_new_tokens, generation_config.cpp): run(settings) generates
+    PROMPT without a max_new_tokens of its own and answers (input tokens,
+    generated tokens), or None when the generate fails."""
+    out = {}
+    room = run({"max_length": prompt_tokens + 5})
+    out["max_length 5 past the prompt: prompt + answer == max_length"] = room is not None and sum(room) == prompt_tokens + 5
+    out["max_length equal to the prompt: the generate fails"] = run({"max_length": prompt_tokens}) is None
+    both = run({"max_length": prompt_tokens + 5, "max_new_tokens": 2})
+    out["max_new_tokens 2 and max_length: max_new_tokens wins"] = both is not None and both[1] == 2
+    return out
+
+
 def tool_messages(in_system):
     system = {"role": "system", "content": "You are terse."}
     if in_system:
@@ -278,6 +304,19 @@ def run_real(model):
         for name, text in RENDERED.items():
             m = view.generate([text], c).perf_metrics
             out[f"a rendered prompt through the prompt view, {name}: num_input_tokens"] = m.get_num_input_tokens()
+
+        def run(settings):
+            folder = generation_config_folder(model, tmp, "gen-" + "-".join(f"{k}{v}" for k, v in settings.items()), settings)
+            p = g.LLMPipeline(folder, "CPU")
+            try:
+                m = p.generate([PROMPT], p.get_generation_config()).perf_metrics
+            except Exception:
+                return None
+            return m.get_num_input_tokens(), m.get_num_generated_tokens()
+        c = pipe.get_generation_config()
+        c.max_new_tokens = 1
+        prompt_tokens = pipe.generate([PROMPT], c).perf_metrics.get_num_input_tokens()
+        out.update(max_length_observables(prompt_tokens, run))
     return out
 
 
@@ -523,6 +562,44 @@ def run_testlib(model, libdir):
             lib.ov_genai_decoded_results_free(results)
             lib.ov_genai_generation_config_free(c)
         lib.ov_genai_llm_pipeline_free(vpipe)
+
+        def run(settings):
+            folder = generation_config_folder(model, tmp, "gen-" + "-".join(f"{k}{v}" for k, v in settings.items()), settings)
+            p = P()
+            ok(lib.ov_genai_llm_pipeline_create(folder.encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(p)), "create")
+            c = P()
+            ok(lib.ov_genai_llm_pipeline_get_generation_config(p, ctypes.byref(c)), "config")
+            results = P()
+            st = lib.ov_genai_llm_pipeline_generate(p, PROMPT.encode(), c, None, ctypes.byref(results))
+            counts = None
+            if st == 0:
+                metrics = P()
+                ok(lib.ov_genai_decoded_results_get_perf_metrics(results, ctypes.byref(metrics)), "perf_metrics")
+                i, n = ctypes.c_size_t(), ctypes.c_size_t()
+                ok(lib.ov_genai_perf_metrics_get_num_input_tokens(metrics, ctypes.byref(i)), "num_input_tokens")
+                ok(lib.ov_genai_perf_metrics_get_num_generation_tokens(metrics, ctypes.byref(n)), "num_generation_tokens")
+                counts = (i.value, n.value)
+                lib.ov_genai_decoded_results_perf_metrics_free(metrics)
+                lib.ov_genai_decoded_results_free(results)
+            lib.ov_genai_generation_config_free(c)
+            lib.ov_genai_llm_pipeline_free(p)
+            return counts
+        p = P()
+        ok(lib.ov_genai_llm_pipeline_create(model.encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(p)), "create")
+        c = P()
+        ok(lib.ov_genai_llm_pipeline_get_generation_config(p, ctypes.byref(c)), "config")
+        ok(lib.ov_genai_generation_config_set_max_new_tokens(c, ctypes.c_size_t(1)), "max_new_tokens")
+        results = P()
+        ok(lib.ov_genai_llm_pipeline_generate(p, PROMPT.encode(), c, None, ctypes.byref(results)), "generate")
+        metrics = P()
+        ok(lib.ov_genai_decoded_results_get_perf_metrics(results, ctypes.byref(metrics)), "perf_metrics")
+        i = ctypes.c_size_t()
+        ok(lib.ov_genai_perf_metrics_get_num_input_tokens(metrics, ctypes.byref(i)), "num_input_tokens")
+        lib.ov_genai_decoded_results_perf_metrics_free(metrics)
+        lib.ov_genai_decoded_results_free(results)
+        lib.ov_genai_generation_config_free(c)
+        lib.ov_genai_llm_pipeline_free(p)
+        out.update(max_length_observables(i.value, run))
     return out
 
 
