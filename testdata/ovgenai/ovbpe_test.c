@@ -18,7 +18,8 @@
  *      strings: the vocabulary's keys are GPT-2's byte-to-unicode mapping
  *      of bytes, mapped back here once, so merging works on raw bytes.
  *
- * tokenizer.json is read with a small scanner (no JSON library), bounded
+ * tokenizer.json is read with the test library's small scanner
+ * (ovjson_test.c, no JSON library), bounded
  * in size and nesting, once per model or pipeline; the result is immutable
  * and shared by reference count, so tokenizing is thread-safe.
  */
@@ -27,12 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ovjson_test.h"
 #include "ovtest.h"
 
 /* A real tokenizer.json is some 10 MB (Qwen's 11 MB); anything past this
  * is refused rather than read. */
 #define MAX_TOKENIZER_JSON (64u << 20)
-#define MAX_DEPTH 64
 #define MAX_ADDED 4096
 /* Ids are indexes of a table: a real vocabulary has some 150 000. */
 #define MAX_ID (1 << 24)
@@ -93,45 +94,6 @@ static int unicode_to_byte(uint32_t cp) {
     return n < 33 ? (int)n : n < 67 ? (int)(0x7F + n - 33) : 0xAD;
 }
 
-/* ---- UTF-8 ---- */
-
-/* utf8_next decodes the code point at s (n bytes left) and sets its length;
- * an invalid byte is a code point of its own (U+FFFD's class: other). */
-static uint32_t utf8_next(const unsigned char* s, size_t n, size_t* len) {
-    unsigned char c = s[0];
-    size_t need = c < 0x80 ? 0 : c >= 0xF8 ? 9 : c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC2 ? 1 : 9;
-    if (need == 0 || need == 9 || need >= n) {
-        *len = 1;
-        return need == 0 ? c : 0xFFFD;
-    }
-    uint32_t cp = c & (0x3F >> need);
-    for (size_t i = 1; i <= need; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            *len = 1;
-            return 0xFFFD;
-        }
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    *len = need + 1;
-    return cp;
-}
-
-static size_t utf8_put(uint32_t cp, char* out) {
-    if (cp < 0x80) return out[0] = (char)cp, 1;
-    if (cp < 0x800) return out[0] = (char)(0xC0 | cp >> 6), out[1] = (char)(0x80 | (cp & 0x3F)), 2;
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* ---- character classes of the split pattern ----
  *
  * ASCII is exact. Above it Unicode's White_Space is exact; \p{N} and \p{L}
@@ -183,7 +145,7 @@ static int is_letter(uint32_t c) {
 enum cls { C_LETTER, C_NUMBER, C_SPACE, C_OTHER };
 
 static enum cls class_at(const unsigned char* s, size_t n, size_t* len) {
-    uint32_t c = utf8_next(s, n, len);
+    uint32_t c = ovjson_utf8_next(s, n, len);
     return is_letter(c) ? C_LETTER : is_number(c) ? C_NUMBER : is_space(c) ? C_SPACE : C_OTHER;
 }
 
@@ -301,223 +263,6 @@ static const struct merge_entry* merge_find(const struct ovtest_vocab* v, int64_
     }
 }
 
-/* ---- the scanner ---- */
-
-struct scan {
-    const char* p;
-    const char* end;
-    int failed;
-    const char* what; /* why, when failed */
-    int depth;
-};
-
-static int fail(struct scan* s, const char* what) {
-    if (!s->failed) {
-        s->failed = 1;
-        s->what = what;
-    }
-    return 0;
-}
-
-static void ws(struct scan* s) {
-    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')) s->p++;
-}
-
-static int peek(struct scan* s) {
-    ws(s);
-    return s->p < s->end ? (unsigned char)*s->p : -1;
-}
-
-static int eat(struct scan* s, char c) {
-    if (peek(s) != c) return fail(s, "unexpected character");
-    s->p++;
-    return 1;
-}
-
-static int literal(struct scan* s, const char* word) {
-    size_t n = strlen(word);
-    ws(s);
-    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0) return fail(s, "unexpected word");
-    s->p += n;
-    return 1;
-}
-
-static int hex4(const char* p, uint32_t* out) {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
-        else return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-/* string reads a JSON string, its escapes decoded into a new buffer
- * (out NULL: skipped). A decoded string is never longer than its source. */
-static int string(struct scan* s, char** out, size_t* len) {
-    if (!eat(s, '"')) return 0;
-    const char* start = s->p;
-    char* buf = NULL;
-    size_t n = 0;
-    if (out) {
-        const char* q = start;
-        while (q < s->end && *q != '"') q += *q == '\\' && q + 1 < s->end ? 2 : 1;
-        buf = malloc((size_t)(q - start) + 1);
-        if (!buf) return fail(s, "out of memory");
-    }
-    while (s->p < s->end && *s->p != '"') {
-        char c = *s->p++;
-        if ((unsigned char)c < 0x20) {
-            free(buf);
-            return fail(s, "a control character in a string");
-        }
-        if (c != '\\') {
-            if (buf) buf[n++] = c;
-            continue;
-        }
-        if (s->p >= s->end) break;
-        char e = *s->p++;
-        uint32_t cp;
-        switch (e) {
-        case '"': case '\\': case '/': cp = (uint32_t)e; break;
-        case 'b': cp = '\b'; break;
-        case 'f': cp = '\f'; break;
-        case 'n': cp = '\n'; break;
-        case 'r': cp = '\r'; break;
-        case 't': cp = '\t'; break;
-        case 'u':
-            if (s->end - s->p < 4 || !hex4(s->p, &cp)) {
-                free(buf);
-                return fail(s, "a bad \\u escape");
-            }
-            s->p += 4;
-            if (cp >= 0xD800 && cp < 0xDC00) { /* a surrogate pair */
-                uint32_t lo;
-                if (s->end - s->p >= 6 && s->p[0] == '\\' && s->p[1] == 'u' && hex4(s->p + 2, &lo) && lo >= 0xDC00 &&
-                    lo < 0xE000) {
-                    s->p += 6;
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                } else {
-                    cp = 0xFFFD;
-                }
-            } else if (cp >= 0xDC00 && cp < 0xE000) {
-                cp = 0xFFFD;
-            }
-            break;
-        default:
-            free(buf);
-            return fail(s, "a bad escape");
-        }
-        if (buf) n += utf8_put(cp, buf + n); /* \uXXXX (6 bytes) is at most 3; a pair (12) at most 4 */
-    }
-    if (s->p >= s->end) {
-        free(buf);
-        return fail(s, "a string does not end");
-    }
-    s->p++;
-    if (out) {
-        buf[n] = 0;
-        *out = buf;
-        *len = n;
-    }
-    return 1;
-}
-
-static int number(struct scan* s, long long* out) {
-    ws(s);
-    char tmp[32];
-    size_t n = 0;
-    while (s->p < s->end && n < sizeof tmp - 1 && strchr("+-0123456789.eE", *s->p)) tmp[n++] = *s->p++;
-    tmp[n] = 0;
-    char* end;
-    long long v = strtoll(tmp, &end, 10);
-    if (n == 0 || *end) return fail(s, "not an integer");
-    *out = v;
-    return 1;
-}
-
-static int skip_value(struct scan* s);
-
-/* next_member reads the next key of an object (after '{' was eaten; first
- * set for the first member) and its ':'; 0 at the object's end. */
-static int next_member(struct scan* s, int* first, char** key, size_t* klen) {
-    int c = peek(s);
-    if (c == '}') {
-        s->p++;
-        return 0;
-    }
-    if (!*first && !eat(s, ',')) return 0;
-    *first = 0;
-    return string(s, key, klen) && eat(s, ':');
-}
-
-static int next_element(struct scan* s, int* first) {
-    int c = peek(s);
-    if (c == ']') {
-        s->p++;
-        return 0;
-    }
-    if (!*first && !eat(s, ',')) return 0;
-    *first = 0;
-    return 1;
-}
-
-static int skip_value(struct scan* s) {
-    int c = peek(s);
-    if (c == '"') return string(s, NULL, NULL);
-    if (c == '{' || c == '[') {
-        if (++s->depth > MAX_DEPTH) return fail(s, "nested too deep");
-        s->p++;
-        int first = 1;
-        if (c == '{') {
-            while (next_member(s, &first, NULL, NULL))
-                if (!skip_value(s)) return 0;
-        } else {
-            while (next_element(s, &first))
-                if (!skip_value(s)) return 0;
-        }
-        s->depth--;
-        return !s->failed;
-    }
-    if (c == 't') return literal(s, "true");
-    if (c == 'f') return literal(s, "false");
-    if (c == 'n') return literal(s, "null");
-    long long ignored;
-    return number(s, &ignored);
-}
-
-/* string_value reads a string member's value; anything else is skipped
- * and gives NULL. */
-static char* string_value(struct scan* s) {
-    if (peek(s) != '"') {
-        skip_value(s);
-        return NULL;
-    }
-    char* v = NULL;
-    size_t n;
-    return string(s, &v, &n) ? v : NULL;
-}
-
-static int bool_value(struct scan* s, int def) {
-    int c = peek(s);
-    if (c == 't') return literal(s, "true") ? 1 : def;
-    if (c == 'f') return literal(s, "false") ? 0 : def;
-    skip_value(s);
-    return def;
-}
-
-static int is_null(struct scan* s) {
-    if (peek(s) != 'n') return 0;
-    return literal(s, "null");
-}
-
-/* key_is compares a member's key. */
-static int key_is(const char* key, const char* name) { return key && strcmp(key, name) == 0; }
-
 /* ---- reading tokenizer.json ---- */
 
 /* What the file says, before the vocabulary is built. */
@@ -534,7 +279,7 @@ struct parsed {
 static int decode_key(char* key, size_t* len) {
     size_t in = 0, out = 0, l;
     while (in < *len) {
-        uint32_t cp = utf8_next((const unsigned char*)key + in, *len - in, &l);
+        uint32_t cp = ovjson_utf8_next((const unsigned char*)key + in, *len - in, &l);
         int b = unicode_to_byte(cp);
         if (b < 0) return 0;
         key[out++] = (char)b;
@@ -544,28 +289,28 @@ static int decode_key(char* key, size_t* len) {
     return 1;
 }
 
-static int read_vocab(struct scan* s, struct ovtest_vocab* v) {
-    if (peek(s) != '{') return skip_value(s); /* a Unigram's list: not a BPE */
+static int read_vocab(struct ovjson* s, struct ovtest_vocab* v) {
+    if (ovjson_peek(s) != '{') return ovjson_skip_value(s); /* a Unigram's list: not a BPE */
     s->p++;
     int first = 1;
     char* key = NULL;
     size_t klen;
-    while (next_member(s, &first, &key, &klen)) {
+    while (ovjson_next_member(s, &first, &key, &klen)) {
         long long id;
-        if (!number(s, &id) || id < 0 || id >= MAX_ID) {
+        if (!ovjson_number(s, &id) || id < 0 || id >= MAX_ID) {
             free(key);
-            return fail(s, "a vocabulary id is not an integer from 0 to 2^24");
+            return ovjson_fail(s, "a vocabulary id is not an integer from 0 to 2^24");
         }
         int ok = 1;
         if (decode_key(key, &klen)) ok = vocab_put(v, key, klen, id);
         free(key);
         key = NULL;
-        if (!ok) return fail(s, "out of memory");
+        if (!ok) return ovjson_fail(s, "out of memory");
     }
     return !s->failed;
 }
 
-static int add_merge(struct scan* s, struct parsed* p, char* text, size_t split, size_t len) {
+static int add_merge(struct ovjson* s, struct parsed* p, char* text, size_t split, size_t len) {
     if (p->nmerges == p->merges_cap) {
         size_t cap = p->merges_cap ? p->merges_cap * 2 : 1024;
         char** m = realloc(p->merges, cap * sizeof *m);
@@ -575,7 +320,7 @@ static int add_merge(struct scan* s, struct parsed* p, char* text, size_t split,
         if (m) p->merges = m;
         if (!ln) {
             free(text);
-            return fail(s, "out of memory");
+            return ovjson_fail(s, "out of memory");
         }
         p->merge_len = ln;
         p->merges_cap = cap;
@@ -588,34 +333,34 @@ static int add_merge(struct scan* s, struct parsed* p, char* text, size_t split,
 
 /* read_merges takes "left right" strings (older files) or [left, right]
  * pairs (tokenizers 0.20 and later). */
-static int read_merges(struct scan* s, struct parsed* p) {
-    if (!eat(s, '[')) return 0;
+static int read_merges(struct ovjson* s, struct parsed* p) {
+    if (!ovjson_eat(s, '[')) return 0;
     int first = 1;
-    while (next_element(s, &first)) {
+    while (ovjson_next_element(s, &first)) {
         char *text = NULL, *right = NULL;
         size_t len, rlen;
-        if (peek(s) == '"') {
-            if (!string(s, &text, &len)) return 0;
+        if (ovjson_peek(s) == '"') {
+            if (!ovjson_string(s, &text, &len)) return 0;
             char* sp = memchr(text, ' ', len);
             if (!sp) {
                 free(text);
-                return fail(s, "a merge without a space");
+                return ovjson_fail(s, "a merge without a space");
             }
             if (!add_merge(s, p, text, (size_t)(sp - text) + 1, len)) return 0;
             continue;
         }
         int f2 = 1;
-        if (!eat(s, '[') || !next_element(s, &f2) || !string(s, &text, &len)) return fail(s, "a merge is not a pair");
-        if (!next_element(s, &f2) || !string(s, &right, &rlen) || next_element(s, &f2)) {
+        if (!ovjson_eat(s, '[') || !ovjson_next_element(s, &f2) || !ovjson_string(s, &text, &len)) return ovjson_fail(s, "a merge is not a pair");
+        if (!ovjson_next_element(s, &f2) || !ovjson_string(s, &right, &rlen) || ovjson_next_element(s, &f2)) {
             free(text);
             free(right);
-            return fail(s, "a merge is not a pair");
+            return ovjson_fail(s, "a merge is not a pair");
         }
         char* joined = malloc(len + 1 + rlen + 1);
         if (!joined) {
             free(text);
             free(right);
-            return fail(s, "out of memory");
+            return ovjson_fail(s, "out of memory");
         }
         memcpy(joined, text, len);
         joined[len] = ' ';
@@ -627,32 +372,32 @@ static int read_merges(struct scan* s, struct parsed* p) {
     return !s->failed;
 }
 
-static int read_model(struct scan* s, struct parsed* p, struct ovtest_vocab* v) {
-    if (!eat(s, '{')) return 0;
+static int read_model(struct ovjson* s, struct parsed* p, struct ovtest_vocab* v) {
+    if (!ovjson_eat(s, '{')) return 0;
     int first = 1;
     char* key = NULL;
     size_t klen;
-    while (next_member(s, &first, &key, &klen)) {
-        if (key_is(key, "type")) {
-            char* t = string_value(s);
+    while (ovjson_next_member(s, &first, &key, &klen)) {
+        if (ovjson_key_is(key, "type")) {
+            char* t = ovjson_string_value(s);
             p->bpe = t && strcmp(t, "BPE") == 0;
             free(t);
-        } else if (key_is(key, "vocab")) {
+        } else if (ovjson_key_is(key, "vocab")) {
             read_vocab(s, v);
-        } else if (key_is(key, "merges")) {
+        } else if (ovjson_key_is(key, "merges")) {
             read_merges(s, p);
-        } else if (key_is(key, "ignore_merges")) {
-            v->ignore_merges = bool_value(s, 0);
-        } else if (key_is(key, "byte_fallback")) {
-            p->unsupported |= bool_value(s, 0);
-        } else if (key_is(key, "continuing_subword_prefix") || key_is(key, "end_of_word_suffix") ||
-                   key_is(key, "dropout")) {
-            if (!is_null(s)) { /* a prefix, a suffix or dropout is not GPT-2's BPE */
+        } else if (ovjson_key_is(key, "ignore_merges")) {
+            v->ignore_merges = ovjson_bool_value(s, 0);
+        } else if (ovjson_key_is(key, "byte_fallback")) {
+            p->unsupported |= ovjson_bool_value(s, 0);
+        } else if (ovjson_key_is(key, "continuing_subword_prefix") || ovjson_key_is(key, "end_of_word_suffix") ||
+                   ovjson_key_is(key, "dropout")) {
+            if (!ovjson_is_null(s)) { /* a prefix, a suffix or dropout is not GPT-2's BPE */
                 p->unsupported = 1;
-                skip_value(s);
+                ovjson_skip_value(s);
             }
         } else {
-            skip_value(s);
+            ovjson_skip_value(s);
         }
         free(key);
         key = NULL;
@@ -661,25 +406,25 @@ static int read_model(struct scan* s, struct parsed* p, struct ovtest_vocab* v) 
     return !s->failed;
 }
 
-static int read_pre_tokenizer(struct scan* s, struct parsed* p, struct ovtest_vocab* v) {
-    if (is_null(s)) return 1;
-    if (peek(s) != '{') return skip_value(s);
+static int read_pre_tokenizer(struct ovjson* s, struct parsed* p, struct ovtest_vocab* v) {
+    if (ovjson_is_null(s)) return 1;
+    if (ovjson_peek(s) != '{') return ovjson_skip_value(s);
     s->p++;
     int first = 1;
     char* key = NULL;
     size_t klen;
     p->use_regex = 1; /* ByteLevel's default */
-    while (next_member(s, &first, &key, &klen)) {
-        if (key_is(key, "type")) {
-            char* t = string_value(s);
+    while (ovjson_next_member(s, &first, &key, &klen)) {
+        if (ovjson_key_is(key, "type")) {
+            char* t = ovjson_string_value(s);
             p->byte_level = t && strcmp(t, "ByteLevel") == 0;
             free(t);
-        } else if (key_is(key, "use_regex")) {
-            p->use_regex = bool_value(s, 1);
-        } else if (key_is(key, "add_prefix_space")) {
-            v->add_prefix_space = bool_value(s, 0);
+        } else if (ovjson_key_is(key, "use_regex")) {
+            p->use_regex = ovjson_bool_value(s, 1);
+        } else if (ovjson_key_is(key, "add_prefix_space")) {
+            v->add_prefix_space = ovjson_bool_value(s, 0);
         } else {
-            skip_value(s);
+            ovjson_skip_value(s);
         }
         free(key);
         key = NULL;
@@ -688,28 +433,28 @@ static int read_pre_tokenizer(struct scan* s, struct parsed* p, struct ovtest_vo
     return !s->failed;
 }
 
-static int read_added(struct scan* s, struct ovtest_vocab* v) {
-    if (!eat(s, '[')) return 0;
+static int read_added(struct ovjson* s, struct ovtest_vocab* v) {
+    if (!ovjson_eat(s, '[')) return 0;
     int first = 1;
-    while (next_element(s, &first)) {
-        if (!eat(s, '{')) return 0;
+    while (ovjson_next_element(s, &first)) {
+        if (!ovjson_eat(s, '{')) return 0;
         int f2 = 1;
         char *key = NULL, *content = NULL;
         size_t klen, clen = 0;
         long long id = -1;
         int special = 0;
-        while (next_member(s, &f2, &key, &klen)) {
-            if (key_is(key, "id")) number(s, &id);
-            else if (key_is(key, "special")) special = bool_value(s, 0);
-            else if (key_is(key, "content") && !content) string(s, &content, &clen);
-            else skip_value(s);
+        while (ovjson_next_member(s, &f2, &key, &klen)) {
+            if (ovjson_key_is(key, "id")) ovjson_number(s, &id);
+            else if (ovjson_key_is(key, "special")) special = ovjson_bool_value(s, 0);
+            else if (ovjson_key_is(key, "content") && !content) ovjson_string(s, &content, &clen);
+            else ovjson_skip_value(s);
             free(key);
             key = NULL;
             if (s->failed) break;
         }
         if (s->failed || !content || clen == 0 || id < 0 || id >= MAX_ID || v->nadded == MAX_ADDED) {
             free(content);
-            return fail(s, "an added token without content and id");
+            return ovjson_fail(s, "an added token without content and id");
         }
         v->added[v->nadded++] = (struct added){.text = content, .len = clen, .id = id, .special = special};
         v->added_first[(unsigned char)content[0]] = 1;
@@ -835,25 +580,25 @@ int ovtest_vocab_open(const char* dir, ovtest_vocab** out, char* err, size_t err
     }
     atomic_init(&v->refs, 1);
     struct parsed p = {0};
-    struct scan s = {.p = buf, .end = buf + n};
+    struct ovjson s = {.p = buf, .end = buf + n};
     int first = 1;
     char* key = NULL;
     size_t klen;
-    if (eat(&s, '{')) {
-        while (next_member(&s, &first, &key, &klen)) {
-            if (key_is(key, "added_tokens")) read_added(&s, v);
-            else if (key_is(key, "normalizer")) p.normalized = !is_null(&s) && skip_value(&s);
-            else if (key_is(key, "pre_tokenizer")) read_pre_tokenizer(&s, &p, v);
-            else if (key_is(key, "model")) read_model(&s, &p, v);
-            else skip_value(&s);
+    if (ovjson_eat(&s, '{')) {
+        while (ovjson_next_member(&s, &first, &key, &klen)) {
+            if (ovjson_key_is(key, "added_tokens")) read_added(&s, v);
+            else if (ovjson_key_is(key, "normalizer")) p.normalized = !ovjson_is_null(&s) && ovjson_skip_value(&s);
+            else if (ovjson_key_is(key, "pre_tokenizer")) read_pre_tokenizer(&s, &p, v);
+            else if (ovjson_key_is(key, "model")) read_model(&s, &p, v);
+            else ovjson_skip_value(&s);
             free(key);
             key = NULL;
             if (s.failed) break;
         }
-        if (!s.failed && peek(&s) != -1) fail(&s, "text after the object");
+        if (!s.failed && ovjson_peek(&s) != -1) ovjson_fail(&s, "text after the object");
     }
     int usable = !s.failed && p.bpe && p.byte_level && p.use_regex && !p.normalized && !p.unsupported;
-    if (usable && (!build_merges(v, &p) || !index_ids(v))) fail(&s, "out of memory");
+    if (usable && (!build_merges(v, &p) || !index_ids(v))) ovjson_fail(&s, "out of memory");
     for (size_t i = 0; i < p.nmerges; i++) free(p.merges[i]);
     free(p.merges);
     free(p.merge_split);
@@ -1036,42 +781,4 @@ size_t ovtest_tokenize(const ovtest_vocab* v, const char* text, int64_t* ids, si
     }
     encode_segment(v, (const unsigned char*)text + start, len - start, ids, cap, &n);
     return n;
-}
-
-/* ---- other small JSON files ---- */
-
-int ovtest_json_sizes(const char* path, const char* const* keys, size_t* values, size_t n) {
-    FILE* f = fopen(path, "rb");
-    if (!f) return 0;
-    const size_t max = 1 << 20;
-    char* buf = malloc(max + 1);
-    size_t len = buf ? fread(buf, 1, max + 1, f) : 0;
-    fclose(f);
-    if (!buf || len > max) {
-        free(buf);
-        return -1;
-    }
-    struct scan s = {.p = buf, .end = buf + len};
-    int first = 1;
-    char* key = NULL;
-    size_t klen;
-    if (eat(&s, '{')) {
-        while (next_member(&s, &first, &key, &klen)) {
-            size_t i = 0;
-            while (i < n && strcmp(key, keys[i]) != 0) i++;
-            int c = peek(&s);
-            if (i < n && c >= '0' && c <= '9') {
-                long long v;
-                if (number(&s, &v) && v >= 0) values[i] = (size_t)v;
-            } else {
-                skip_value(&s);
-            }
-            free(key);
-            key = NULL;
-            if (s.failed) break;
-        }
-        if (!s.failed && peek(&s) != -1) fail(&s, "text after the object");
-    }
-    free(buf);
-    return s.failed ? -1 : 0;
 }
