@@ -74,7 +74,8 @@ var testLibraryTexts = []struct {
 	{"only spaces", "   ", true},
 	{"the tags", "<think>\nhmm\n</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_response>ok</tool_response>", true},
 	{"special tokens back to back", "<|im_start|><|im_end|><|endoftext|>x<|im_start|>\n<thinking> <tool_call_x> <|im_star", true},
-	{"a hand-templated conversation", qwenConversation, true},
+	{"a hand-templated conversation (Zürich)", qwenConversation, false},
+	{"the same, 100 times (some 70 kB)", strings.Repeat(qwenConversation, 100), false},
 	{"Latin, CJK, emoji, a dash, a no-break space", "café 日本 🙂 naïve — ü\u00a0ß Zürich", false},
 	{"Greek, Cyrillic, Hangul, Arabic digits, fractions", "Ελληνικά русский 한국어 中文 ١٢٣ ½ ² e\u0301 \u3000x", false},
 }
