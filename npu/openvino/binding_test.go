@@ -41,7 +41,7 @@ func modelsDir(t testing.TB, models ...string) string {
 // testTokenizerConfig gives a test model a chat template.
 const testTokenizerConfig = `{"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}"}`
 
-var discard = slog.New(slog.NewTextHandler(io.Discard, nil)) 
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newTestEngine builds an engine over one model, "tiny", on devices.
 func newTestEngine(t testing.TB, devices string, cfg Config) (*Engine, *serve.Router) {

@@ -236,7 +236,10 @@ func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Req
 		return npu.Result{}, err
 	}
 	rendered := *req
-	rendered.Messages, rendered.Prompt, rendered.MaxTokens = nil, r.text, room
+	rendered.Messages, rendered.Prompt = nil, r.text
+	if asked > 0 {
+		rendered.MaxTokens = room
+	} // else the model's own max_new_tokens (generation_config.json) when smaller than the room
 	res, err := p.generate(ctx, &rendered, sink, room)
 	if err != nil {
 		var invalid *npu.InvalidRequestError

@@ -237,7 +237,10 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 			return total, structuredFailed(req, "max_tokens ended the answer before the document did")
 		}
 		run := asked
-		run.Messages, run.Prompt, run.MaxTokens = nil, r.text, room
+		run.Messages, run.Prompt, run.MaxTokens = nil, r.text, 0
+		if budget > 0 {
+			run.MaxTokens = room
+		} // else the model's own max_new_tokens when smaller than the room
 		a.stopped = false
 		sent := len(a.text())
 		res, err := p.generate(ctx, &run, a.runSink, room)

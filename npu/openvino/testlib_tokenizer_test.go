@@ -161,7 +161,7 @@ func TestTestLibraryTokenizerReadsTheFoldersTokenizerJSON(t *testing.T) {
 	// counts words.
 	broken := tokenizerFolder(t, "")
 	require.NoError(t, os.WriteFile(filepath.Join(broken, "tokenizer.json"), []byte(`{"model": {"type": "BPE", "vocab": {"a": 1,}}}`), 0o644))
-	_, err = testLib.OpenTokenizer(broken, TokenizerOptions{})
+	_, err = testLib.OpenTokenizer(t.Context(), broken, TokenizerOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "tokenizer.json: not valid JSON at byte")
 	other := tokenizerFolder(t, "")
