@@ -188,16 +188,17 @@ soak: ## the soak and fault harness at full size (make test runs a small one): S
 FUZZTIME ?= 60s
 # Each target's bound as a whole; a FUZZTIME near it needs a larger one.
 FUZZTIMEOUT ?= 15m
-fuzz: ## fuzz the request decoders, stream writers and filters (FUZZTIME each; seeds in testdata/fuzz)
+fuzz: ## fuzz the request decoders, stream writers and filters, the schema matcher (FUZZTIME each; seeds in testdata/fuzz)
 	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzStreamFilters$$' -fuzztime $(FUZZTIME) ./npu/
 	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzToolCallParser$$' -fuzztime $(FUZZTIME) ./npu/chatfmt/
 	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzAppendJSONString$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzChatCompletions$$' -fuzztime $(FUZZTIME) ./openaiapi/
 	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzGenerateAndChat$$' -fuzztime $(FUZZTIME) ./ollamaapi/
 	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./wire/audioin/
+	$(GO) test $(TESTVET) -timeout $(FUZZTIMEOUT) -run '^$$' -fuzz '^FuzzMatcher$$' -fuzztime $(FUZZTIME) ./npu/jsonschema/
 
-bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk
-	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./npu/serve/ ./openaiapi/
+bench: ## benchmarks: bridge cost per chunk, SSE encoding per chunk, structured output's matcher per byte
+	$(GO) test -run '^$$' -bench . -benchmem ./npu/ ./npu/serve/ ./openaiapi/ ./npu/jsonschema/
 
 package: ## .deb and .rpm in dist/ (nfpm): binary, hardened unit, default configuration, docs; the Windows zip
 	@# cgo on, PIE, full RELRO: what Debian expects of a binary (lintian).

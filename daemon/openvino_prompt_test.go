@@ -179,3 +179,19 @@ func TestOpenVINOContinuesAnAssistantPrefill(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &next))
 	assert.Less(t, m.Usage.InputTokens, next.Usage.InputTokens)
 }
+
+// A model's own max_new_tokens (generation_config.json) still bounds an
+// answer that sets no max_tokens when it is smaller than the room left.
+func TestOpenVINOKeepsTheModelsMaxNewTokens(t *testing.T) {
+	dir := t.TempDir()
+	copyTinyModel(t, dir, "tiny")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tiny", "generation_config.json"),
+		[]byte(`{"eos_token_id": 2, "max_new_tokens": 3}`), 0o644))
+	c := daemontest.NewClient(t, startOpenVINOFolder(t, dir).URL)
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"Say hello"}]}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	var out chatUsage
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.LessOrEqual(t, out.Usage.CompletionTokens, 3, "%s", raw)
+	assert.Equal(t, "length", out.Choices[0].FinishReason, "%s", raw)
+}

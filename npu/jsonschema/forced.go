@@ -17,11 +17,23 @@ const maxForced = 64 << 10
 // that may come next, the end of an object or array that can take no more.
 // Where only required properties are left, Forced names the first of them
 // in the schema's order (the model must write each of them anyway; any
-// order is accepted).
+// order is accepted). A number at the end of the valid prefix may go on
+// (Forced is ""), unless Push refused the byte after it: then the model
+// ended it, and Forced is what follows it.
 func (m *Matcher) Forced() string {
 	states := make([]*mstate, len(m.states))
 	for i, st := range m.states {
 		states[i] = st.clone()
+		// After a refusal, a number the valid prefix ends in was ended by
+		// the model (it wrote what cannot continue a number): what the
+		// schema fixes is what follows it. Before one, the number may
+		// still go on, which is the model's choice.
+		if !m.failed || states[i].done {
+			continue
+		}
+		if f := &states[i].stack[len(states[i].stack)-1]; f.k == fNumber && f.ns.final() && numberAllowed(f.n, parseNumber(string(f.num))) {
+			states[i].valueDone()
+		}
 	}
 	sim := &Matcher{schema: m.schema, states: states, replay: true}
 	var out strings.Builder

@@ -55,6 +55,10 @@ func TestForced(t *testing.T) {
 		{"after a constant number", corpus["const"], `{"kind": "point", "at": [1`, `, 2.5, -3e2], "ok": true, "none": null}`},
 		{"after a constant number, spaced", corpus["const"], `{"kind": "point", "at": [1, 2.5 `, `, -3e2], "ok": true, "none": null}`},
 		{"after a refused byte", person, `{"name": "A"}`, `, "age": `},
+		{"a number the model ended by a refused byte", person, `{"name": "Ann", "age": 12"`, `}`},
+		{"the other key after a refused byte", `{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "boolean"}},
+			"required": ["a", "b"], "additionalProperties": false}`, `{"a": 1"b"`, `, "b": `},
+		{"an integer the model wrote a point in", person, `{"age": 7.5`, `, "name": "`},
 		{"after a refused number", `{"type": "array", "items": {"type": "integer", "maximum": 5}, "minItems": 2}`, `[9,`, ``},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

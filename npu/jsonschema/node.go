@@ -134,7 +134,7 @@ func (c *compiler) finish(root *node) error {
 		if !n.simple() {
 			n.flat = flatten(n, nil, nil)
 			if len(n.flat) > maxAlternatives {
-				return &UnsupportedError{Keyword: "anyOf", Path: c.paths[n]}
+				return &SchemaError{Path: c.paths[n], Message: "more than 1024 alternatives (anyOf, oneOf, enum, type) for one value"}
 			}
 		}
 	}

@@ -70,11 +70,12 @@ func TestCompileRefusesBadOrUnsatisfiableSchemas(t *testing.T) {
 			"required": ["next"]}}}`,
 		"infinite optional part": `{"type": "object", "properties": {"a": {"$ref": "#/$defs/loop"}},
 			"$defs": {"loop": {"type": "array", "items": {"$ref": "#/$defs/loop"}, "minItems": 1}}}`,
-		"required forbidden": `{"type": "object", "required": ["a"], "additionalProperties": false}`,
-		"negative bound":     `{"type": "array", "maxItems": -1}`,
-		"duplicate key":      `{"type": "string", "type": "number"}`,
-		"too deep":           strings.Repeat(`{"items": `, 70) + `{}` + strings.Repeat(`}`, 70),
-		"too large":          `{"description": "` + strings.Repeat("x", jsonschema.MaxSchemaBytes) + `"}`,
+		"too many alternatives": manyEnum(1025),
+		"required forbidden":    `{"type": "object", "required": ["a"], "additionalProperties": false}`,
+		"negative bound":        `{"type": "array", "maxItems": -1}`,
+		"duplicate key":         `{"type": "string", "type": "number"}`,
+		"too deep":              strings.Repeat(`{"items": `, 70) + `{}` + strings.Repeat(`}`, 70),
+		"too large":             `{"description": "` + strings.Repeat("x", jsonschema.MaxSchemaBytes) + `"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := jsonschema.Compile([]byte(schema))
@@ -243,4 +244,13 @@ func TestLiveReadingsAreBounded(t *testing.T) {
 	}
 	assert.Equal(t, 10, depth, "2^11 readings pass the bound at the 11th bracket")
 	assert.Equal(t, 10, m.ValidLen())
+}
+
+// manyEnum is a schema of n distinct strings.
+func manyEnum(n int) string {
+	values := make([]string, n)
+	for i := range values {
+		values[i] = fmt.Sprintf("%q", fmt.Sprint("v", i))
+	}
+	return `{"enum": [` + strings.Join(values, ", ") + `]}`
 }

@@ -218,6 +218,9 @@ func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Req
 	if deviceKind(p.device) == "NPU" {
 		promptLimit = p.promptLimit
 	}
+	if req.Format != nil && len(req.Tools) == 0 {
+		return e.generateStructured(ctx, p, req, sink, limit, promptLimit)
+	}
 	msgs := req.Messages
 	if len(msgs) == 0 {
 		// GenAI templates a plain prompt as one user message.
@@ -233,7 +236,10 @@ func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Req
 		return npu.Result{}, err
 	}
 	rendered := *req
-	rendered.Messages, rendered.Prompt, rendered.MaxTokens = nil, r.text, room
+	rendered.Messages, rendered.Prompt = nil, r.text
+	if asked > 0 {
+		rendered.MaxTokens = room
+	} // else the model's own max_new_tokens (generation_config.json) when smaller than the room
 	res, err := p.generate(ctx, &rendered, sink, room)
 	if err != nil {
 		var invalid *npu.InvalidRequestError

@@ -309,16 +309,14 @@ void ov_tensor_free(ov_tensor_t* tensor) {
  * the CPU, and run on a string tensor, as npu/openvino/tokenizer.go does with
  * the real core and openvino-tokenizers. ----
  *
- * The test model's tokens are its words (ovtest_tokenize, which the test
- * GenAI also counts a prompt with, so the two never disagree). The real
- * tokenizers are byte-level BPE or SentencePiece: they split words into
- * pieces, give whitespace and newlines tokens of their own and make a
- * special token (<|im_start|>) one token even with no space around it; the
- * test model counts "<|im_start|>user" as one word and "a  b" as two. So
- * counts agree between npud and the test library, never between the test
- * library and a real model; only the official tests
- * (npu/openvino/tokenizer_official_test.go) compare npud with the real
- * tokenizer.
+ * The tokenizer is the tokenizer.json beside the IR (ovtest_tokenize, with
+ * which the test GenAI also counts a prompt, so the two never disagree):
+ * the tiny model's byte-level BPE, tokenized as the real one does
+ * (ovbpe_test.c; npu/openvino's TestOfficialTestLibraryTokenizesLikeGenAI
+ * compares the ids with the real runtime's), or, for the tests' model
+ * folders without one, the test model's words. The IR is read through the
+ * path given, so a prompt view's tokenizer.json (a symlink to the model's)
+ * is the model's.
  *
  * The special tokens the IR adds (add_special_tokens, fixed at export: GenAI
  * makes it a state with its MakeAddSpecialTokensSatateful pass, which the C
@@ -330,20 +328,6 @@ void ov_tensor_free(ov_tensor_t* tensor) {
  * the request is cancelled. */
 
 #define MAX_SPECIAL 8
-
-size_t ovtest_tokenize(const char* text, int64_t* ids, size_t cap) {
-    size_t n = 0;
-    const char* p = text;
-    while (*p) {
-        while (*p == ' ' || *p == '\n' || *p == '\t') p++;
-        if (!*p) break;
-        uint64_t h = 1469598103934665603ULL;
-        for (; *p && *p != ' ' && *p != '\n' && *p != '\t'; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-        if (n < cap) ids[n] = 100 + (int64_t)(h % 50000); /* below 100: the special tokens' ids */
-        n++;
-    }
-    return n;
-}
 
 static atomic_int tokenizer_running, tokenizer_cancelled;
 
@@ -357,14 +341,17 @@ struct special_tokens {
 
 struct ov_model {
     struct special_tokens special;
+    ovtest_vocab* vocab; /* NULL: the word tokenizer */
 };
 
 struct ov_compiled_model {
     struct special_tokens special;
+    ovtest_vocab* vocab;
 };
 
 struct ov_infer_request {
     struct special_tokens special;
+    ovtest_vocab* vocab;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char* input;        /* the string of input 0 */
@@ -424,8 +411,27 @@ ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, co
                  "Exception from ovcore_test.c:\nCannot create StringTensorUnpack layer from unsupported opset: extension\n");
         return GENERAL_ERROR;
     }
+    /* The folder of the IR as named: a prompt view's tokenizer.json links
+     * to the model's. */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", model_path);
+    char* slash = strrchr(dir, '/');
+#ifdef _WIN32
+    char* back = strrchr(dir, '\\');
+    if (back && (!slash || back > slash)) slash = back;
+#endif
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    ovtest_vocab* vocab = NULL;
+    char why[600];
+    if (ovtest_vocab_open(dir, &vocab, why, sizeof why) != 0) {
+        free(xml);
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\n%.400s\n", why);
+        return GENERAL_ERROR;
+    }
     *model = calloc(1, sizeof **model);
     read_special(xml, &(*model)->special);
+    (*model)->vocab = vocab;
     free(xml);
     ovtest_object_created();
     return OK;
@@ -433,6 +439,7 @@ ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, co
 
 void ov_model_free(ov_model_t* model) {
     if (!model) return;
+    ovtest_vocab_free(model->vocab);
     free(model);
     ovtest_object_freed();
 }
@@ -448,12 +455,14 @@ ov_status_e ov_core_compile_model(const ov_core_t* core, const ov_model_t* model
     }
     *compiled_model = calloc(1, sizeof **compiled_model);
     (*compiled_model)->special = model->special;
+    (*compiled_model)->vocab = ovtest_vocab_ref(model->vocab);
     ovtest_object_created();
     return OK;
 }
 
 void ov_compiled_model_free(ov_compiled_model_t* compiled_model) {
     if (!compiled_model) return;
+    ovtest_vocab_free(compiled_model->vocab);
     free(compiled_model);
     ovtest_object_freed();
 }
@@ -463,6 +472,7 @@ ov_status_e ov_compiled_model_create_infer_request(const ov_compiled_model_t* co
     if (!compiled_model || !infer_request) return INVALID_C_PARAM;
     ov_infer_request_t* r = calloc(1, sizeof *r);
     r->special = compiled_model->special;
+    r->vocab = ovtest_vocab_ref(compiled_model->vocab);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     *infer_request = r;
@@ -532,12 +542,13 @@ static void* infer_thread(void* arg) {
         while (!r->cancelled) pthread_cond_wait(&r->cv, &r->mu);
         pthread_mutex_unlock(&r->mu);
     } else {
-        size_t words = ovtest_tokenize(text, NULL, 0);
-        n = r->special.nprefix + words + r->special.nsuffix;
-        ids = malloc((n ? n : 1) * sizeof *ids);
+        /* A text has at most as many tokens as bytes. */
+        size_t cap = strlen(text);
+        ids = malloc((r->special.nprefix + cap + r->special.nsuffix + 1) * sizeof *ids);
         memcpy(ids, r->special.prefix, r->special.nprefix * sizeof *ids);
-        ovtest_tokenize(text, ids + r->special.nprefix, words);
-        memcpy(ids + r->special.nprefix + words, r->special.suffix, r->special.nsuffix * sizeof *ids);
+        size_t tokens = ovtest_tokenize(r->vocab, text, ids + r->special.nprefix, cap);
+        memcpy(ids + r->special.nprefix + tokens, r->special.suffix, r->special.nsuffix * sizeof *ids);
+        n = r->special.nprefix + tokens + r->special.nsuffix;
     }
     pthread_mutex_lock(&r->mu);
     free(r->ids);
@@ -677,6 +688,7 @@ void ov_infer_request_free(ov_infer_request_t* infer_request) {
     pthread_cond_destroy(&infer_request->cv);
     free(infer_request->input);
     free(infer_request->ids);
+    ovtest_vocab_free(infer_request->vocab);
     free(infer_request);
     ovtest_object_freed();
 }

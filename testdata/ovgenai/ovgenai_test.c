@@ -1,8 +1,11 @@
 /*
  * npud's test implementation of the OpenVINO GenAI C API subset npud calls,
  * written from the official 2026.3 headers and GenAI's sources. It runs no model:
- * a deterministic "model" makes up tokens from the prompt and the seed. What
- * it reproduces is the behaviour the binding must cope with:
+ * a deterministic "model" makes up tokens from the prompt and the seed (its
+ * words; with a model folder's byte-level BPE tokenizer.json, the same
+ * answer in that tokenizer's tokens, and prompts counted with it:
+ * ovbpe_test.c). What it reproduces is the behaviour the binding must cope
+ * with:
  *   - GenAI's TextStreamer: the last tokens are held back (the first
  *     callback comes with the third token), a newline flushes, a token that
  *     leaves a code point incomplete is held back (the model spells an emoji
@@ -99,6 +102,7 @@ int ovtest_last_written(void) { return atomic_load(&last_written); }
 
 struct ov_genai_generation_config_opaque {
     size_t max_new_tokens;
+    size_t max_length; /* prompt and answer; used only when max_new_tokens is not set */
     size_t rng_seed;
     float temperature, top_p, min_p;
     float repetition_penalty, presence_penalty, frequency_penalty;
@@ -112,6 +116,7 @@ ov_status_e ov_genai_generation_config_create(ov_genai_generation_config** confi
     if (!config) return INVALID_C_PARAM;
     *config = calloc(1, sizeof(ov_genai_generation_config));
     (*config)->max_new_tokens = SIZE_MAX;
+    (*config)->max_length = SIZE_MAX;
     /* GenAI's GenerationConfig defaults. */
     (*config)->temperature = 1.0f;
     (*config)->top_p = 1.0f;
@@ -144,6 +149,7 @@ void ov_genai_generation_config_free(ov_genai_generation_config* config) {
     }
 
 SETTER(max_new_tokens, size_t, config->max_new_tokens = value)
+SETTER(max_length, size_t, config->max_length = value)
 SETTER(do_sample, bool, config->do_sample = value)
 SETTER(temperature, float, config->temperature = value)
 SETTER(top_p, float, config->top_p = value)
@@ -371,11 +377,18 @@ static void spend(double modelled_us) {
 
 static size_t align_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-/* token_hashes: each test token's hash, chained with every token before
- * it (the test model's tokens are its words). */
-static uint64_t* token_hashes(const char* text, size_t n) {
+/* token_hashes: each token's hash, chained with every token before it:
+ * the ids of the folder's tokenizer, or the test model's words. */
+static uint64_t* token_hashes(const ovtest_vocab* vocab, const char* text, size_t n) {
     uint64_t* out = calloc(n ? n : 1, sizeof *out);
     uint64_t h = 1469598103934665603ULL;
+    if (vocab) {
+        int64_t* ids = malloc((n ? n : 1) * sizeof *ids);
+        size_t got = ovtest_tokenize(vocab, text, ids, n);
+        for (size_t i = 0; i < got && i < n; i++) out[i] = h = (h ^ (uint64_t)ids[i]) * 1099511628211ULL;
+        free(ids);
+        return out;
+    }
     size_t i = 0;
     int in_word = 0;
     for (; *text && i < n; text++) {
@@ -418,7 +431,7 @@ static void block_put(struct npu_model* m, uint64_t hash, uint64_t prev) {
 
 /* npu_prefill models NPUW's prefill of n tokens (the whole templated
  * history) and returns its cost in microseconds. */
-static double npu_prefill(struct npu_model* m, const char* input, size_t n) {
+static double npu_prefill(struct npu_model* m, const ovtest_vocab* vocab, const char* input, size_t n) {
     double per_token = knob("OVTEST_NPU_PREFILL_US_PER_TOKEN", 1172);
     double attention = knob("OVTEST_NPU_ATTENTION_NS", 267) / 1000.0;
     double cost = knob("OVTEST_NPU_PREFILL_FIXED_MS", 100) * 1000.0;
@@ -429,7 +442,7 @@ static double npu_prefill(struct npu_model* m, const char* input, size_t n) {
         return cost + per_token * (double)m->max_prompt;
     }
     size_t restored = 0;
-    uint64_t* hashes = m->prefix_caching ? token_hashes(input, n) : NULL;
+    uint64_t* hashes = m->prefix_caching ? token_hashes(vocab, input, n) : NULL;
     pthread_mutex_lock(&m->mu);
     if (hashes) {
         size_t limit = m->max_prompt - m->chunk;
@@ -497,6 +510,12 @@ struct ov_genai_llm_pipeline_opaque {
     char* cached_history; /* the history whose KV cache the CPU/GPU stateful pipeline holds */
     size_t cached_answer;  /* and the tokens it generated after it, cached too */
     struct npu_model npu;  /* on the NPU: what NPUW compiled, and its prefix cache */
+    /* The folder's generation_config.json's max_new_tokens and max_length
+     * (SIZE_MAX: not there), the start of every generation config. */
+    size_t max_new_tokens, max_length;
+    /* The folder's tokenizer.json, read once (GenAI compiles the folder's
+     * tokenizer IR once per pipeline): NULL, the test model's words. */
+    ovtest_vocab* vocab;
 };
 
 struct ov_genai_perf_metrics_opaque {
@@ -918,8 +937,22 @@ static ov_status_e pipeline_create(const char* models_path, const char* model_fi
     const char* compile_delay = getenv("OVTEST_COMPILE_DELAY_US");
     if (compile_delay && stat(slow, &st) == 0)
         usleep((useconds_t)strtoul(compile_delay, NULL, 10)); /* an NPU compile takes minutes */
+    /* GenAI reads the folder's generation_config.json when there is one,
+     * and fails on one that is not JSON (src/cpp/src/generation_config.cpp:
+     * the GenerationConfig constructor, nlohmann::json::parse). */
+    static const char* const lengths[] = {"max_new_tokens", "max_length"};
+    size_t limits[2] = {SIZE_MAX, SIZE_MAX};
+    char gen_config[4096];
+    snprintf(gen_config, sizeof gen_config, "%s/generation_config.json", models_path);
+    if (ovtest_json_sizes(gen_config, lengths, limits, 2) != 0) return UNKNOW_EXCEPTION;
+    ovtest_vocab* vocab = NULL;
+    char why[600];
+    if (ovtest_vocab_open(models_path, &vocab, why, sizeof why) != 0) return UNKNOW_EXCEPTION; /* GenAI's Tokenizer throws */
     if (is_npu(device)) compile_cost(&props, models_path, device);
     *pipe = calloc(1, sizeof(ov_genai_llm_pipeline));
+    (*pipe)->vocab = vocab;
+    (*pipe)->max_new_tokens = limits[0];
+    (*pipe)->max_length = limits[1];
     snprintf((*pipe)->device, sizeof (*pipe)->device, "%s", device);
     (*pipe)->max_prompt_len = max_prompt_len;
     (*pipe)->min_response_len = min_response_len;
@@ -951,6 +984,7 @@ void ov_genai_llm_pipeline_free(ov_genai_llm_pipeline* pipe) {
      * generate still running on it fails loudly (and ASan reports the use). */
     free(pipe->cached_history);
     free(pipe->npu.blocks);
+    ovtest_vocab_free(pipe->vocab);
     pthread_mutex_destroy(&pipe->npu.mu);
     memset(pipe, 0xdd, sizeof *pipe);
     free(pipe);
@@ -961,10 +995,13 @@ ov_status_e ov_genai_llm_pipeline_get_generation_config(const ov_genai_llm_pipel
                                                         ov_genai_generation_config** config) {
     if (!pipe || !config) return INVALID_C_PARAM;
     ov_status_e st = ov_genai_generation_config_create(config);
-    /* GenAI starts from the model's generation_config.json; the test models
-     * set no max_new_tokens there (few real ones do), so it stays SIZE_MAX:
+    /* GenAI starts from the model's generation_config.json: few real ones
+     * set max_new_tokens or max_length, so both mostly stay SIZE_MAX and
      * without a cap of the caller's a generation ends only at EOS. */
-    (void)st;
+    if (st == OK) {
+        (*config)->max_new_tokens = pipe->max_new_tokens;
+        (*config)->max_length = pipe->max_length;
+    }
     return st;
 }
 
@@ -981,8 +1018,11 @@ static uint64_t fnv1a(const char* s, uint64_t h) {
     return h;
 }
 
-/* A prompt's tokens, as the test core's tokenizer counts them (ovtest.h). */
-static size_t count_tokens(const char* text) { return ovtest_tokenize(text, NULL, 0); }
+/* A prompt's tokens, as the test core's tokenizer counts them with the
+ * model folder's tokenizer.json (ovtest.h). */
+static size_t count_tokens(const ov_genai_llm_pipeline* pipe, const char* text) {
+    return ovtest_tokenize(pipe->vocab, text, NULL, 0);
+}
 
 /* The test model's token stream: word after word, a word being one token or,
  * for the emoji, two. */
@@ -1120,6 +1160,11 @@ struct run {
     size_t prefix_at;
     size_t length;
     long delay_us;
+    /* With the folder's BPE tokenizer: the answer's tokens, its text
+     * tokenized whole (BPE splits words into pieces, gives whitespace
+     * and tags tokens of their own), each piece NUL-terminated in order. */
+    char* pieces;
+    size_t npieces, piece_at;
     /* out */
     size_t generated, written;
     char* answer; /* every generated token's text: DecodedResults */
@@ -1136,6 +1181,11 @@ struct run {
 /* run_token is the model's next token: its <think> block first when it
  * reasons, then its answer. */
 static void run_token(struct run* r, char* buf) {
+    if (r->pieces) {
+        snprintf(buf, MAX_TOKEN, "%s", r->pieces + r->piece_at);
+        r->piece_at += strlen(buf) + 1;
+        return;
+    }
     if (r->think > 0) {
         int step = THINK_TOKENS - r->think--;
         if (step == 0) snprintf(buf, MAX_TOKEN, "<think>\n");
@@ -1156,6 +1206,41 @@ static void run_token(struct run* r, char* buf) {
         return;
     }
     next_token(&r->tokens, buf);
+}
+
+/* bpe_pieces is the answer r would write, as the folder's tokenizer
+ * tokenizes it: its pieces, each NUL-terminated, and how many. NULL when a
+ * token does not fit a test token's buffer (then the word tokens stay). */
+static char* bpe_pieces(const ovtest_vocab* vocab, struct run r, size_t tokens, size_t* count) {
+    char tok[MAX_TOKEN];
+    size_t len = 0;
+    char* text = malloc(tokens * MAX_TOKEN + 1);
+    for (size_t i = 0; i < tokens; i++) {
+        run_token(&r, tok);
+        size_t t = strlen(tok);
+        memcpy(text + len, tok, t);
+        len += t;
+    }
+    text[len] = 0;
+    int64_t* ids = malloc((len + 1) * sizeof *ids);
+    size_t n = ovtest_tokenize(vocab, text, ids, len);
+    char* pieces = malloc(len + n + 1);
+    size_t at = 0, kept = 0;
+    for (size_t i = 0; pieces && i < n; i++) {
+        size_t t = ovtest_vocab_decode(vocab, ids[i], pieces + at, MAX_TOKEN);
+        if (t >= MAX_TOKEN) {
+            free(pieces);
+            pieces = NULL;
+        } else { /* a special token is generated, and decodes to nothing */
+            pieces[at + t] = 0;
+            at += t + 1;
+            kept++;
+        }
+    }
+    free(ids);
+    free(text);
+    *count = kept;
+    return pieces;
 }
 
 static void run_append(struct run* r, const char* tok) {
@@ -1273,15 +1358,22 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
     }
     ov_status_e status = OK;
     double start = now_ms();
-    size_t input_tokens = count_tokens(input);
+    size_t input_tokens = count_tokens(pipe, input);
     ov_genai_generation_config* defaults = NULL;
     if (!config) {
         ov_genai_llm_pipeline_get_generation_config(pipe, &defaults);
         config = defaults;
     }
+    /* GenerationConfig::get_max_new_tokens (generation_config.cpp):
+     * max_new_tokens when set, else max_length less the prompt, which must
+     * be shorter (an assertion: the generate throws). */
+    size_t max_new = config->max_new_tokens != SIZE_MAX ? config->max_new_tokens
+                     : config->max_length == SIZE_MAX  ? SIZE_MAX
+                     : config->max_length > input_tokens ? config->max_length - input_tokens
+                                                          : 0;
     if (strstr(input, "OVTEST_FAIL") || (is_npu(pipe->device) && input_tokens > pipe->max_prompt_len) ||
         !config_valid(config) ||
-        config->max_new_tokens == 0) {
+        max_new == 0) {
         status = UNKNOW_EXCEPTION;
         goto out;
     }
@@ -1301,7 +1393,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         if (is_history && held && strncmp(input, pipe->cached_history, held) == 0 && input[held]) {
             /* The answer generated last time is in the cache as well: the
              * client's copy of it is not prefilled again. */
-            size_t cached = count_tokens(pipe->cached_history) + pipe->cached_answer;
+            size_t cached = count_tokens(pipe, pipe->cached_history) + pipe->cached_answer;
             prefilled = input_tokens > cached ? input_tokens - cached : 1;
         }
         free(pipe->cached_history);
@@ -1324,10 +1416,15 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         .think = think ? THINK_TOKENS : 0,
         .script = script,
         .prefix = prefix,
-        .length = natural + (think ? THINK_TOKENS : 0) < config->max_new_tokens ? natural + (think ? THINK_TOKENS : 0)
-                                                                               : config->max_new_tokens,
+        .length = natural + (think ? THINK_TOKENS : 0) < max_new ? natural + (think ? THINK_TOKENS : 0) : max_new,
         .delay_us = delay ? atol(delay) : 0,
     };
+    if (pipe->vocab) {
+        /* The same answer in the folder's tokens: more of them, shorter. */
+        size_t words = natural + (think ? THINK_TOKENS : 0);
+        r.pieces = bpe_pieces(pipe->vocab, r, words, &r.npieces);
+        if (r.pieces) r.length = r.npieces < max_new ? r.npieces : max_new;
+    }
     if (!delay && is_npu(pipe->device)) /* the NPU's decode, scaled */
         r.delay_us = (long)(knob("OVTEST_NPU_DECODE_MS", 77) * 1000.0 * knob("OVTEST_NPU_TIME_SCALE", 0));
     if (is_npu(pipe->device)) {
@@ -1345,6 +1442,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         status = UNKNOW_EXCEPTION;
         streamer_free(&ts);
         free(r.answer);
+        free(r.pieces);
         goto out;
     }
     atomic_store(&last_foreign, atomic_load(&ts.foreign));
@@ -1368,6 +1466,7 @@ static ov_status_e generate_text(ov_genai_llm_pipeline* pipe, const char* input,
         ovtest_object_created();
     }
     free(r.answer);
+    free(r.pieces);
 out:
     ov_genai_generation_config_free(defaults);
     atomic_store(&pipe->busy, 0);
@@ -1375,7 +1474,7 @@ out:
 }
 
 static double npu_prefill_cost(ov_genai_llm_pipeline* pipe, const char* input, size_t n) {
-    double us = npu_prefill(&pipe->npu, input, n);
+    double us = npu_prefill(&pipe->npu, pipe->vocab, input, n);
     atomic_store(&last_prefill_us, (long long)us);
     return us;
 }
@@ -1397,9 +1496,17 @@ ov_status_e ov_genai_llm_pipeline_generate(ov_genai_llm_pipeline* pipe, const ch
         /* The prompt is whole: a thinking model thinks unless the prompt
          * closed an empty think block for it (Qwen3's enable_thinking false),
          * and calls a tool the prompt declares. */
-        size_t n = strlen(inputs);
-        const char* closed = "</think>\n\n";
-        int think = pipe->thinks && !(n >= strlen(closed) && strcmp(inputs + n - strlen(closed), closed) == 0);
+        /* Its turn is the text after the last "<|im_start|>assistant\n"
+         * (Qwen's markers; the whole prompt for other families): closed
+         * with an empty think block there, it does not think, also when
+         * the turn goes on (an assistant's prefill). */
+        const char* opener = "<|im_start|>assistant\n";
+        long at = last_of(inputs, opener);
+        const char* turn = at >= 0 ? inputs + at + strlen(opener) : inputs;
+        const char* closed = "<think>\n\n</think>\n\n";
+        size_t n = strlen(turn);
+        int think = pipe->thinks && strncmp(turn, closed, strlen(closed)) != 0 &&
+                    !(n >= 10 && strcmp(turn + n - 10, "</think>\n\n") == 0);
         char* call = prompt_tool_call(pipe, inputs);
         ov_status_e st = generate_text(pipe, inputs, 0, think, call, NULL, config, streamer, results);
         free(call);

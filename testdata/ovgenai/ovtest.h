@@ -5,13 +5,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The test model's tokenizer: its tokens are the text's words (runs of
- * anything but space, tab and newline). It writes up to cap ids and returns
- * how many tokens the text has. Both the test GenAI (a prompt's
- * num_input_tokens) and the test core's tokenizer IR (a model folder's
- * openvino_tokenizer.xml run through the core C API) count with it, so npud's
- * count and the test GenAI's always agree. Defined in ovcore_test.c. */
-size_t ovtest_tokenize(const char* text, int64_t* ids, size_t cap);
+/* A model folder's tokenizer, as the test library tokenizes with it: the
+ * byte-level BPE of the folder's tokenizer.json when it is one (a BPE model
+ * with GPT-2's ByteLevel pre-tokenizer and no normalizer, as the project's
+ * tiny model has: ovbpe_test.c), else NULL, and the test model's tokens are
+ * its words (runs of anything but space, tab and newline). Immutable once
+ * open and shared by reference count (ovtest_vocab_ref; ovtest_vocab_free
+ * drops a reference), so any thread may tokenize with it. */
+typedef struct ovtest_vocab ovtest_vocab;
+
+/* ovtest_vocab_open reads dir/tokenizer.json (a symlink is followed). It
+ * returns 0 with *vocab NULL when there is none or it is another kind of
+ * tokenizer, 0 with a vocabulary, or -1 with a message in err when the file
+ * is too large or not valid JSON. */
+int ovtest_vocab_open(const char* dir, ovtest_vocab** vocab, char* err, size_t errlen);
+ovtest_vocab* ovtest_vocab_ref(ovtest_vocab* vocab);
+void ovtest_vocab_free(ovtest_vocab* vocab);
+
+/* ovtest_tokenize writes up to cap of the text's ids and returns how many
+ * tokens it has (never more than its bytes). Both the test GenAI (a
+ * prompt's num_input_tokens) and the test core's tokenizer IR (a model
+ * folder's openvino_tokenizer.xml run through the core C API, with the
+ * tokenizer.json beside it) count with it, so npud's count and the test
+ * GenAI's always agree, and for the tiny model they are the real
+ * tokenizer's. */
+size_t ovtest_tokenize(const ovtest_vocab* vocab, const char* text, int64_t* ids, size_t cap);
+
+/* ovtest_vocab_decode writes a token's bytes and a NUL to out when they
+ * fit in cap and returns their length: 0 for a special token (GenAI's
+ * detokenizer skips them: skip_special_tokens) or an unknown id. */
+size_t ovtest_vocab_decode(const ovtest_vocab* vocab, int64_t id, char* out, size_t cap);
+
+/* ovtest_json_sizes reads the top-level members named by keys of the JSON
+ * object in path (1 MiB at most) that are non-negative integers into
+ * values, leaving the others. 0 when the file is absent or was read, -1
+ * when it is not valid JSON. */
+int ovtest_json_sizes(const char* path, const char* const* keys, size_t* values, size_t n);
 
 /* The test core's tokenizer inferences running now, and those a cancel
  * ended since the library loaded. */

@@ -80,6 +80,72 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
 
+# Prompts npud renders itself and gives GenAI through its prompt view (the
+# model's folder with a pass-through chat template in the tokenizer IR's
+# rt_info, npu/openvino/promptview.go): the tiny model's Qwen3 template's
+# shapes, and text of every kind. GenAI counts each as its tokenizer
+# encodes it (num_input_tokens); the test library with the folder's
+# tokenizer.json (testdata/ovgenai/ovbpe_test.c).
+RENDERED = {
+    "say hello": "<|im_start|>user\nSay hello<|im_end|>\n<|im_start|>assistant\n",
+    "thinking off": "<|im_start|>user\nSay hello<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    "a tool": "<|im_start|>system\n# Tools\n\n<tools>\n" + json.dumps(TOOLS[0]) + "\n</tools><|im_end|>\n"
+              "<|im_start|>user\nWhat's the weather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+              "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n"
+              "<|im_start|>user\n<tool_response>\n{\"temp_c\": 21}\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
+    "numbers, punctuation, whitespace": "<|im_start|>user\nIt's 2048 tokens; don't   stop!!!\n\n\t(see [1], {2})   <|im_end|>\n",
+    "non-ASCII": "<|im_start|>user\ncafé 日本 🙂 naïve — Zürich\u00a0ß<|im_end|>\n<|im_start|>assistant\n",
+}
+PASS_THROUGH = "{% for message in messages %}{{ message.content }}{% endfor %}"
+
+
+def prompt_view(model, tmp):
+    """npud's prompt view of the model folder (npu/openvino/promptview.go)."""
+    d = os.path.join(tmp, "prompt-view")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(model):
+        if f != "openvino_tokenizer.xml":
+            os.symlink(os.path.abspath(os.path.join(model, f)), os.path.join(d, f))
+    with open(os.path.join(model, "openvino_tokenizer.xml"), encoding="utf-8") as f:
+        ir = f.read()
+    element = '<chat_template value="' + PASS_THROUGH + '" />'  # nothing in it to escape
+    start = ir.find("<chat_template ")
+    if start >= 0:
+        ir = ir[:start] + element + ir[start + ir[start:].index("/>") + 2:]
+    else:
+        at = ir.rindex("</rt_info>")
+        ir = ir[:at] + element + ir[at:]
+    with open(os.path.join(d, "openvino_tokenizer.xml"), "w", encoding="utf-8") as f:
+        f.write(ir)
+    return d
+
+
+def generation_config_folder(model, tmp, name, settings):
+    """The model's folder with a generation_config.json of its own."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(model):
+        if f != "generation_config.json":
+            os.symlink(os.path.abspath(os.path.join(model, f)), os.path.join(d, f))
+    with open(os.path.join(d, "generation_config.json"), "w") as f:
+        json.dump({"eos_token_id": 2, **settings}, f)
+    return d
+
+
+def max_length_observables(prompt_tokens, run):
+    """What max_length in generation_config.json does (GenerationConfig::
+    get_max_new_tokens, generation_config.cpp): run(settings) generates
+    PROMPT without a max_new_tokens of its own and answers (input tokens,
+    generated tokens), or None when the generate fails."""
+    out = {}
+    room = run({"max_length": prompt_tokens + 5})
+    out["max_length 5 past the prompt: prompt + answer == max_length"] = room is not None and sum(room) == prompt_tokens + 5
+    out["max_length equal to the prompt: the generate fails"] = run({"max_length": prompt_tokens}) is None
+    both = run({"max_length": prompt_tokens + 5, "max_new_tokens": 2})
+    out["max_new_tokens 2 and max_length: max_new_tokens wins"] = both is not None and both[1] == 2
+    return out
+
+
 def tool_messages(in_system):
     system = {"role": "system", "content": "You are terse."}
     if in_system:
@@ -101,10 +167,6 @@ def template_folder(model, shape, tmp):
 
 # Differences that are understood: scenario key -> why.
 KNOWN = {
-    "stream: callbacks": "the words differ: the tiny model's greedy answer starts with a lone byte token, held "
-    "back while incomplete and shown with the next one, then one callback per token and the final flush of the "
-    "last two (N-2); the test model's holds 日本 and an emoji of two byte-fallback tokens, held back the same way "
-    "(openvino.genai src/cpp/src/text_streamer.cpp), so fewer callbacks",
     # minja's polyfill writes the tools into the system message in its own
     # words when the template does not render them; the test model does
     # not read that text (it calls only when its template shows the tool).
@@ -233,6 +295,28 @@ def run_real(model):
                 # minja's tool polyfill: its own text in the system message.
                 out[f"template {shape}, {way}: minja's polyfill shows the tool"] = \
                     "You can call any of the following tools" in prompt
+
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        view = g.LLMPipeline(prompt_view(model, tmp), "CPU")
+        c = view.get_generation_config()
+        c.max_new_tokens = 1
+        for name, text in RENDERED.items():
+            m = view.generate([text], c).perf_metrics
+            out[f"a rendered prompt through the prompt view, {name}: num_input_tokens"] = m.get_num_input_tokens()
+
+        def run(settings):
+            folder = generation_config_folder(model, tmp, "gen-" + "-".join(f"{k}{v}" for k, v in settings.items()), settings)
+            p = g.LLMPipeline(folder, "CPU")
+            try:
+                m = p.generate([PROMPT], p.get_generation_config()).perf_metrics
+            except Exception:
+                return None
+            return m.get_num_input_tokens(), m.get_num_generated_tokens()
+        c = pipe.get_generation_config()
+        c.max_new_tokens = 1
+        prompt_tokens = pipe.generate([PROMPT], c).perf_metrics.get_num_input_tokens()
+        out.update(max_length_observables(prompt_tokens, run))
     return out
 
 
@@ -460,6 +544,62 @@ def run_testlib(model, libdir):
                 lib.ov_genai_generation_config_free(c)
                 lib.ov_genai_chat_history_free(h)
             lib.ov_genai_llm_pipeline_free(tpipe)
+
+        vpipe = P()
+        ok(lib.ov_genai_llm_pipeline_create(prompt_view(model, tmp).encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(vpipe)), "create view")
+        for name, text in RENDERED.items():
+            c = P()
+            ok(lib.ov_genai_llm_pipeline_get_generation_config(vpipe, ctypes.byref(c)), "config")
+            ok(lib.ov_genai_generation_config_set_max_new_tokens(c, ctypes.c_size_t(1)), "max_new_tokens")
+            results = P()
+            ok(lib.ov_genai_llm_pipeline_generate(vpipe, text.encode(), c, None, ctypes.byref(results)), "generate " + name)
+            metrics = P()
+            ok(lib.ov_genai_decoded_results_get_perf_metrics(results, ctypes.byref(metrics)), "perf_metrics")
+            n = ctypes.c_size_t()
+            ok(lib.ov_genai_perf_metrics_get_num_input_tokens(metrics, ctypes.byref(n)), "num_input_tokens")
+            out[f"a rendered prompt through the prompt view, {name}: num_input_tokens"] = n.value
+            lib.ov_genai_decoded_results_perf_metrics_free(metrics)
+            lib.ov_genai_decoded_results_free(results)
+            lib.ov_genai_generation_config_free(c)
+        lib.ov_genai_llm_pipeline_free(vpipe)
+
+        def run(settings):
+            folder = generation_config_folder(model, tmp, "gen-" + "-".join(f"{k}{v}" for k, v in settings.items()), settings)
+            p = P()
+            ok(lib.ov_genai_llm_pipeline_create(folder.encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(p)), "create")
+            c = P()
+            ok(lib.ov_genai_llm_pipeline_get_generation_config(p, ctypes.byref(c)), "config")
+            results = P()
+            st = lib.ov_genai_llm_pipeline_generate(p, PROMPT.encode(), c, None, ctypes.byref(results))
+            counts = None
+            if st == 0:
+                metrics = P()
+                ok(lib.ov_genai_decoded_results_get_perf_metrics(results, ctypes.byref(metrics)), "perf_metrics")
+                i, n = ctypes.c_size_t(), ctypes.c_size_t()
+                ok(lib.ov_genai_perf_metrics_get_num_input_tokens(metrics, ctypes.byref(i)), "num_input_tokens")
+                ok(lib.ov_genai_perf_metrics_get_num_generation_tokens(metrics, ctypes.byref(n)), "num_generation_tokens")
+                counts = (i.value, n.value)
+                lib.ov_genai_decoded_results_perf_metrics_free(metrics)
+                lib.ov_genai_decoded_results_free(results)
+            lib.ov_genai_generation_config_free(c)
+            lib.ov_genai_llm_pipeline_free(p)
+            return counts
+        p = P()
+        ok(lib.ov_genai_llm_pipeline_create(model.encode(), b"CPU", ctypes.c_size_t(0), ctypes.byref(p)), "create")
+        c = P()
+        ok(lib.ov_genai_llm_pipeline_get_generation_config(p, ctypes.byref(c)), "config")
+        ok(lib.ov_genai_generation_config_set_max_new_tokens(c, ctypes.c_size_t(1)), "max_new_tokens")
+        results = P()
+        ok(lib.ov_genai_llm_pipeline_generate(p, PROMPT.encode(), c, None, ctypes.byref(results)), "generate")
+        metrics = P()
+        ok(lib.ov_genai_decoded_results_get_perf_metrics(results, ctypes.byref(metrics)), "perf_metrics")
+        i = ctypes.c_size_t()
+        ok(lib.ov_genai_perf_metrics_get_num_input_tokens(metrics, ctypes.byref(i)), "num_input_tokens")
+        lib.ov_genai_decoded_results_perf_metrics_free(metrics)
+        lib.ov_genai_decoded_results_free(results)
+        lib.ov_genai_generation_config_free(c)
+        lib.ov_genai_llm_pipeline_free(p)
+        out.update(max_length_observables(i.value, run))
     return out
 
 

@@ -10,6 +10,12 @@ TestOfficialModelTokenizer, make test-openvino-real).
         encode(text) (the IR's own special tokens added), as JSON:
         {"without": [[...], ...], "with": [[...], ...]}
 
+    python3 genai_tokenizer.py render FOLDER < conversations.json
+        prints, for each conversation of the JSON list ({"messages": [...],
+        "tools": [...] or absent, "enable_thinking": true, false or absent}),
+        the text openvino_genai.Tokenizer(FOLDER).apply_chat_template
+        renders with the generation prompt, as a JSON list of strings.
+
     python3 genai_tokenizer.py add-special FOLDER OUT BOS EOS
         writes to OUT a copy of the model folder FOLDER whose tokenizer adds
         BOS before every text and EOS after it, as a converted Llama-style
@@ -36,6 +42,17 @@ def encode(folder):
     ids = lambda t: [int(x) for x in t.input_ids.data.reshape(-1)]
     json.dump({"without": [ids(tok.encode(t, add_special_tokens=False)) for t in texts],
                "with": [ids(tok.encode(t)) for t in texts]}, sys.stdout)
+
+
+def render(folder):
+    conversations = json.load(sys.stdin)
+    tok = openvino_genai.Tokenizer(folder)
+    out = []
+    for c in conversations:
+        extra = {"enable_thinking": c["enable_thinking"]} if "enable_thinking" in c else {}
+        out.append(tok.apply_chat_template(openvino_genai.ChatHistory(c["messages"]), add_generation_prompt=True,
+                                           tools=c.get("tools", []), extra_context=extra))
+    json.dump(out, sys.stdout)
 
 
 def add_special(folder, out, bos, eos):
@@ -69,6 +86,8 @@ def add_special(folder, out, bos, eos):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["encode"] and len(sys.argv) == 3:
         encode(sys.argv[2])
+    elif sys.argv[1:2] == ["render"] and len(sys.argv) == 3:
+        render(sys.argv[2])
     elif sys.argv[1:2] == ["add-special"] and len(sys.argv) == 6:
         add_special(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:

@@ -1,0 +1,75 @@
+//go:build cgo
+
+package openvino
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/jsonschema"
+)
+
+// tinyModels is a models folder holding the project's tiny model (the
+// published Qwen3 template: npud renders its prompts) as "tiny".
+func tinyModels(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "tiny"), 0o755))
+	entries, err := os.ReadDir(tinyModel)
+	require.NoError(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(tinyModel, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "tiny", e.Name()), b, 0o644))
+	}
+	return dir
+}
+
+// Issue 37 item 3: on a model whose prompts npud renders, a structured
+// answer is held to its schema as it is generated. The test library's
+// model writes words, never JSON: what the schema fixes is written for it,
+// its words fill the strings until a bound ends them, each refusal stops
+// the run and resumes from the valid prefix, and the answer is a valid
+// document however the model wanders.
+func TestStructuredAnswerIsHeldToItsSchema(t *testing.T) {
+	e, r := newTestEngine(t, "CPU", Config{Device: "CPU", ModelsDir: tinyModels(t)})
+	for _, tc := range []struct {
+		name   string
+		format npu.Format
+	}{
+		{"bounded strings and an enum", npu.Format{Type: npu.FormatJSONSchema, Schema: json.RawMessage(
+			`{"type":"object","properties":{"name":{"type":"string","maxLength":12},"mood":{"enum":["calm","busy"]},"tags":{"type":"array","items":{"type":"string","maxLength":5},"minItems":1,"maxItems":2}},"required":["name","mood","tags"],"additionalProperties":false}`)}},
+		{"nested with a $ref", npu.Format{Type: npu.FormatJSONSchema, Schema: json.RawMessage(
+			`{"$defs":{"p":{"type":"object","properties":{"x":{"const":1},"label":{"type":"string","maxLength":3}},"required":["x","label"],"additionalProperties":false}},"type":"object","properties":{"point":{"$ref":"#/$defs/p"},"ok":{"type":"boolean"}},"required":["point","ok"],"additionalProperties":false}`)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			format := tc.format
+			text, res, err := run(t, r, &npu.Request{Model: "tiny", MaxTokens: 400, Format: &format,
+				Messages: []npu.Message{{Role: "user", Content: "Describe yourself."}}})
+			require.NoError(t, err)
+			schema, err := jsonschema.Compile(format.Schema)
+			require.NoError(t, err)
+			assert.NoError(t, schema.Validate([]byte(text)), "%s", text)
+			assert.Equal(t, npu.FinishStop, res.FinishReason)
+			assert.Greater(t, res.PromptTokens, 0)
+		})
+	}
+	require.NotNil(t, e.pipelines["tiny"].prompt, "npud renders the tiny model's prompts")
+}
+
+// A document the budget cannot hold is an error, never a cut document
+// presented as valid.
+func TestStructuredAnswerCutShortFails(t *testing.T) {
+	_, r := newTestEngine(t, "CPU", Config{Device: "CPU", ModelsDir: tinyModels(t)})
+	format := npu.Format{Type: npu.FormatJSONSchema, Schema: json.RawMessage(
+		`{"type":"object","properties":{"essay":{"type":"string","minLength":500}},"required":["essay"],"additionalProperties":false}`)}
+	_, _, err := run(t, r, &npu.Request{Model: "tiny", MaxTokens: 5, Format: &format,
+		Messages: []npu.Message{{Role: "user", Content: "Write an essay."}}})
+	assert.ErrorIs(t, err, npu.ErrStructuredOutput)
+}
