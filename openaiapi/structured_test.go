@@ -260,6 +260,12 @@ func TestChoicesOneAfterAnother(t *testing.T) {
 	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"sim","n":9,`+msgs+`}`)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Contains(t, string(raw), `"param":"n"`)
+
+	rec.taken()
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"sim","n":2,`+msgs+`}`, "Idempotency-Key", "k1")
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(raw), "a joinable stream is one generation")
+	assert.Empty(t, rec.taken(), "nothing ran")
 }
 
 // Issue 37 item 5: a request with the legacy functions gets its call back
@@ -346,4 +352,30 @@ func TestSchemaRefusalNamesTheParameter(t *testing.T) {
 			assert.Contains(t, out.Error.Message, `"patternProperties"`)
 		})
 	}
+}
+
+// Issue 37 item 5: a later choice that fails ends the stream with the
+// in-band error and [DONE], after the earlier choices' chunks and their
+// finish; whole, the request fails with the error.
+func TestChoiceFailureEndsTheStream(t *testing.T) {
+	srv := startSim(t, nil, func(r *npu.Request) sim.Fault {
+		if r.Sampling.Seed != nil && *r.Sampling.Seed == 6 {
+			return sim.Fault{ErrorAtToken: 2}
+		}
+		return sim.Fault{}
+	})
+	c := daemontest.NewClient(t, srv.URL)
+	body := `{"model":"sim","n":2,"seed":5,"max_tokens":6,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	text := string(raw)
+	assert.Contains(t, text, `"index":0,"delta":{},"logprobs":null,"finish_reason":"length"`, "the first choice ended")
+	assert.Contains(t, text, `"index":1,"delta":{"role":"assistant"`, "the second began")
+	assert.Contains(t, text, `data: {"error":{`)
+	assert.True(t, strings.HasSuffix(text, "data: [DONE]\n\n"))
+	assert.NotContains(t, text, `"index":1,"delta":{},"logprobs":null,"finish_reason"`, "the failed choice has no finish")
+
+	resp, raw = c.Do(t, http.MethodPost, "/v1/chat/completions", strings.Replace(body, `"stream":true,`, "", 1))
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"code":"engine_error"`)
 }
