@@ -96,3 +96,22 @@ func TestUpstreamNpudGetsTheFormat(t *testing.T) {
 	require.Len(t, formats, 1)
 	assert.Equal(t, &npu.Format{Type: npu.FormatJSONSchema, Name: "response", Schema: json.RawMessage(`{"type":"object"}`)}, formats[0])
 }
+
+// Issue 37 item 2: what an upstream answers to a structured request is
+// held to the format like a local engine's: an answer that is no document
+// of the schema is structured_output_failed, never passed on as valid.
+func TestUpstreamAnswerIsHeldToTheFormat(t *testing.T) {
+	up := fakeUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, chunkLine(`Sure! {"a": "one"}`)+"data: [DONE]\n\n")
+	})
+	front := daemontest.StartSim(t, func(c *daemon.Config) {
+		c.Upstreams = []string{"far=" + up.URL + ";models=far;timeout=5s"}
+	}, nil)
+	resp := post(t, front.URL+"/v1/chat/completions", `{"model":"far","messages":[{"role":"user","content":"x"}],`+
+		`"response_format":{"type":"json_schema","json_schema":{"name":"A","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}}`)
+	raw, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, "%s", raw)
+	assert.Contains(t, string(raw), `"code":"structured_output_failed"`)
+	assert.NotContains(t, string(raw), "Sure!")
+}
