@@ -339,9 +339,12 @@ func prompt(req *openaiwire.ChatRequest) (string, *Error) {
 
 // NoLogprobs is why log probabilities are refused: the engine never has
 // them. OpenVINO GenAI's C API hands a generation back as text (the
-// streamer callback's string, ov_genai_decoded_results_get_string) and
-// its performance metrics, with no per-token scores (src/c/include/
-// openvino/genai/c/llm_pipeline.h in openvinotoolkit/openvino.genai).
+// streamer callback's const char*, ov_genai_decoded_results_get_string)
+// and its performance metrics (ov_genai_decoded_results_get_perf_metrics),
+// and nothing else: no per-token scores, although generation_config.h
+// lets a caller ask GenAI to compute them (ov_genai_generation_config_set_logprobs).
+// See src/c/include/openvino/genai/c/llm_pipeline.h and generation_config.h
+// in openvinotoolkit/openvino.genai, tag 2026.3.0.0.
 const NoLogprobs = "npud's engine returns no per-token log probabilities: OpenVINO GenAI's C API gives back only the generated text and its timings"
 
 func checkUnsupported(req *openaiwire.ChatRequest) *Error {
