@@ -79,6 +79,10 @@ type ParserOptions struct {
 	// Single: parallel tool calls are off: the answer ends with the first
 	// call.
 	Single bool
+	// Document: the answer may be a JSON document (a structured output
+	// was asked for), so bare JSON that names no declared tool is the
+	// document, not a call to an undeclared tool.
+	Document bool
 }
 
 // ReasoningSplitter separates a model's reasoning from its answer as it

@@ -32,6 +32,9 @@ type jsonCallParser struct {
 	syn    jsonSyntax
 	tools  []Tool
 	single bool // parallel tool calls are off: the answer ends with the first call
+	// document: bare JSON naming no declared tool is a structured answer
+	// (ParserOptions.Document).
+	document bool
 
 	state      int  // toolText, toolBlock, toolObject
 	atStart    bool // nothing but whitespace was released so far
@@ -66,7 +69,7 @@ const (
 
 // newJSONCallParser is a parser of calls written as JSON in syn's markers.
 func newJSONCallParser(syn jsonSyntax, opts ParserOptions) *jsonCallParser {
-	return &jsonCallParser{syn: syn, tools: opts.Tools, single: opts.Single, atStart: true}
+	return &jsonCallParser{syn: syn, tools: opts.Tools, single: opts.Single, document: opts.Document, atStart: true}
 }
 
 // Push implements CallParser.
@@ -346,6 +349,12 @@ func (p *jsonCallParser) stepObject(out *strings.Builder, calls *[]CallDelta) bo
 	if !p.whole && !p.header {
 		switch id, name, from, verdict := callHeader(p.obj); verdict {
 		case headerReady:
+			if p.document && !p.opened() && !p.declared(name) {
+				// Bare JSON naming no declared tool is the answer itself
+				// (a structured answer with a "name" key), not a call.
+				p.notACall(out)
+				return true
+			}
 			p.header, p.name, p.argsFrom, p.argsSent = true, name, from, from
 			if id == "" {
 				id = p.newID()
@@ -375,6 +384,16 @@ func (p *jsonCallParser) stepObject(out *strings.Builder, calls *[]CallDelta) bo
 		return false
 	}
 	return true
+}
+
+// declared reports whether the request declared a tool of that name.
+func (p *jsonCallParser) declared(name string) bool {
+	for _, t := range p.tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // sendArgs sends what came of the arguments since the last piece.
@@ -437,7 +456,7 @@ func (p *jsonCallParser) decodeWhole(calls *[]CallDelta) bool {
 	if c.Name == "" && c.Function != nil {
 		c.Name, args = c.Function.Name, c.Function.Arguments
 	}
-	if c.Name == "" {
+	if c.Name == "" || (p.document && !p.opened() && !p.declared(c.Name)) {
 		return false
 	}
 	text := "{}"

@@ -347,3 +347,32 @@ func TestCallHeaderVerdictIsTheSameWhereverTheTextIsCut(t *testing.T) {
 		}
 	}
 }
+
+// With a structured output asked for, a bare JSON answer that names no
+// declared tool is the document, whole, in every bare-JSON family; a call
+// of a declared tool is still a call.
+func TestDocumentIsNoCallOfAnUndeclaredTool(t *testing.T) {
+	doc := `{"name": "Ada", "age": 36}`
+	for _, f := range Families() {
+		t.Run(f.Name(), func(t *testing.T) {
+			p := f.NewCallParser(ParserOptions{Tools: []Tool{weatherTool}, Document: true})
+			var content strings.Builder
+			var calls []CallDelta
+			for _, c := range doc {
+				o := p.Push(string(c))
+				content.WriteString(o.Content)
+				calls = append(calls, o.Calls...)
+			}
+			o := p.Flush(false)
+			content.WriteString(o.Content)
+			calls = append(calls, o.Calls...)
+			assert.Empty(t, calls)
+			assert.Equal(t, doc, content.String())
+
+			p = f.NewCallParser(ParserOptions{Tools: []Tool{weatherTool}, Document: true})
+			o = p.Push(f.WriteCalls([]Call{{Name: weatherTool.Name, Arguments: `{"city": "Oslo"}`}}))
+			o2 := p.Flush(false)
+			assert.NotEmpty(t, append(o.Calls, o2.Calls...), "a declared tool's call")
+		})
+	}
+}

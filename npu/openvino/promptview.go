@@ -29,9 +29,11 @@ import (
 // chat_template when there is one (tokenizer_impl.cpp: setup_tokenizer,
 // parse_chat_template_from_tokenizer), so the view is the model's folder
 // with every file linked but openvino_tokenizer.xml, whose copy carries
-// that template. GenAI reads and compiles the linked model as it is, so an
-// NPU's compiled blob in CACHE_DIR is the model's, whichever folder it was
-// read from.
+// that template. GenAI reads the linked model into an ov::Model and
+// compiles that (src/cpp/src/llm/pipeline.cpp: utils::read_model;
+// src/cpp/src/utils.cpp: compile_model(model, "NPU", …)), and OpenVINO
+// keys a compiled model's cache on the model itself, so an NPU's blob in
+// CACHE_DIR is the model's, whichever folder it was read from.
 const passThroughTemplate = "{% for message in messages %}{{ message.content }}{% endfor %}"
 
 // maxTokenizerIR bounds the tokenizer IR read for the view (the vocabulary

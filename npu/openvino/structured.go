@@ -16,7 +16,7 @@ import (
 
 // maxFormatRestarts bounds how often a structured answer is resumed after
 // the model wrote something its schema does not allow.
-const maxFormatRestarts = 16
+const maxFormatRestarts = 64
 
 // A structured answer on a model whose prompts npud renders is held to its
 // schema as it is generated. GenAI's C API has no constrained decoding
@@ -142,6 +142,8 @@ func (a *structuredAnswer) text() string { return a.doc.String() + a.held }
 // restart starts the matcher again on the valid document: after a refusal
 // it takes no more text.
 func (a *structuredAnswer) restart() {
+	// A character the run ended inside of is not part of the document.
+	a.held = a.held[:len(a.held)-partialRune(a.held)]
 	a.matcher = a.schema.NewMatcher()
 	a.matcher.Push(a.text())
 }
@@ -242,7 +244,6 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 			run.MaxTokens = room
 		} // else the model's own max_new_tokens when smaller than the room
 		a.stopped = false
-		sent := len(a.text())
 		res, err := p.generate(ctx, &run, a.runSink, room)
 		total.CompletionTokens += res.CompletionTokens
 		total.CachedPromptTokens += res.CachedPromptTokens
@@ -257,9 +258,13 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 		if a.ended != npu.Running || a.matcher.Complete() {
 			return e.endStructured(total, a, req, "")
 		}
-		progressed := len(a.text()) > sent
+		// The run ended before the document: the model wrote what the
+		// schema does not allow there, or ended its answer (EOS). Resumed
+		// from the same prefix a greedy model writes the same again, so
+		// npud takes the next step itself (the nearest close the schema
+		// allows), then the model goes on.
 		a.restart()
-		if !progressed && !a.nudge() && a.ended == npu.Running {
+		if !a.nudge() && a.ended == npu.Running {
 			return total, structuredFailed(req, "the model writes nothing the schema allows here")
 		}
 		if a.ended != npu.Running {

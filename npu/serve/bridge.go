@@ -115,7 +115,7 @@ func (s *Stream) speak(family string) {
 		for i, t := range s.req.Tools {
 			tools[i] = chatfmt.Tool{Name: t.Name, Parameters: t.Parameters}
 		}
-		s.tools = f.NewCallParser(chatfmt.ParserOptions{Tools: tools, Single: s.req.SingleToolCall})
+		s.tools = f.NewCallParser(chatfmt.ParserOptions{Tools: tools, Single: s.req.SingleToolCall, Document: s.req.Format != nil})
 	}
 }
 
