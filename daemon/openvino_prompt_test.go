@@ -195,3 +195,25 @@ func TestOpenVINOKeepsTheModelsMaxNewTokens(t *testing.T) {
 	assert.LessOrEqual(t, out.Usage.CompletionTokens, 3, "%s", raw)
 	assert.Equal(t, "length", out.Choices[0].FinishReason, "%s", raw)
 }
+
+// Issue 37: the official clients' structured paths on the OpenVINO engine
+// (the test library, the tiny model npud renders): the test library's
+// model writes words, never JSON, and every answer still parses into the
+// client's pydantic model, whole and streamed, because npud holds the
+// generation to the schema.
+func TestOpenVINOStructuredOutputWithTheOfficialClients(t *testing.T) {
+	dir := t.TempDir()
+	copyTinyModel(t, dir, "sim") // the scripts ask for "sim"
+	url := startOpenVINOFolder(t, dir).URL
+	for _, tc := range []struct{ script, scenario string }{
+		{"openai_e2e.py", "structured_chat"},
+		{"openai_e2e.py", "structured_responses"},
+		{"anthropic_e2e.py", "structured"},
+		{"ollama_e2e.py", "structured"},
+	} {
+		t.Run(tc.script+" "+tc.scenario, func(t *testing.T) {
+			r := daemontest.RunPython(t, tc.script, url, tc.scenario)
+			assert.NotEmpty(t, r, "the script's answers parsed into its models")
+		})
+	}
+}

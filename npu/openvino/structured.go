@@ -152,10 +152,11 @@ func (a *structuredAnswer) restart() {
 // point (greedy decoding from the same prefix writes the same refused
 // text again): close what is open, or write the smallest value, where the
 // schema allows it; Forced then writes what follows.
-var closers = [...]string{`"`, "]", "}", "0", "false", "null", `""`, "[]", "{}"}
+var closers = [...]string{`"`, "]", "}", ":", "0", "false", "null", `""`, "[]", "{}"}
 
-// nudgeOrder is the order nudge tries single characters in.
-const nudgeOrder = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -.,:;!?'()[]{}<>/@#$%^&*_+=|~`\""
+// nudgeOrder is the order nudge tries single characters in; whitespace
+// is never a step (it brings the document no nearer its end).
+const nudgeOrder = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.,;!?'()[]{}<>/@#$%^&*_+=|~`\""
 
 // nudge takes the first closer the schema allows after the document, else
 // the first letter, digit or other printable character it allows (an
@@ -186,8 +187,11 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 	limit, promptLimit int) (npu.Result, error) {
 	schema := jsonschema.AnyObject()
 	if req.Format.Type == npu.FormatJSONSchema {
-		var err error
-		if schema, err = jsonschema.Compile(req.Format.Schema); err != nil {
+		closed, err := closedObjects(req.Format.Schema)
+		if err == nil {
+			schema, err = jsonschema.Compile(closed)
+		}
+		if err != nil {
 			return npu.Result{}, &npu.InvalidRequestError{Param: "response_format", Message: err.Error()}
 		}
 	}
