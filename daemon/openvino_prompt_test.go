@@ -208,6 +208,7 @@ func TestOpenVINOStructuredOutputWithTheOfficialClients(t *testing.T) {
 	for _, tc := range []struct{ script, scenario string }{
 		{"openai_e2e.py", "structured_chat"},
 		{"openai_e2e.py", "structured_responses"},
+		{"openai_e2e.py", "langchain_structured"},
 		{"anthropic_e2e.py", "structured"},
 		{"ollama_e2e.py", "structured"},
 	} {

@@ -104,3 +104,14 @@ func TestOpenAIPythonStructuredParse(t *testing.T) {
 	assert.Equal(t, "completed", r["status"])
 	assert.Equal(t, "json_schema", r["format"])
 }
+
+// Issue 37: LangChain's default with_structured_output (ChatOpenAI's
+// json_schema method) gets its pydantic model back.
+func TestLangChainStructuredOutput(t *testing.T) {
+	srv := startSim(t, nil, nil)
+	r := daemontest.RunPython(t, "openai_e2e.py", srv.URL, "langchain_structured")
+	assert.Equal(t, "Person", r["type"])
+	p, ok := r["parsed"].(map[string]any)
+	require.True(t, ok, "%v", r)
+	assert.Contains(t, []any{"admin", "user"}, p["role"])
+}

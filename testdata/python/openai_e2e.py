@@ -164,6 +164,16 @@ def logprobs():
         return {"error": type(e).__name__, "status": e.status_code, "param": e.param, "message": e.message}
 
 
-SCENARIOS = {f.__name__: f for f in (responses_whole, responses_stream, responses_tool_loop, responses_continue, chat, not_found,
+def langchain_structured():
+    """LangChain's default with_structured_output (ChatOpenAI: the json_schema
+    method, through response_format), whole, with a pydantic model."""
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(model="sim", base_url=base_url + "/v1", api_key="x", max_retries=0)
+    person = llm.with_structured_output(Person).invoke("Who is Ada?")
+    return {"parsed": person.model_dump(), "type": type(person).__name__}
+
+
+SCENARIOS = {f.__name__: f for f in (langchain_structured, responses_whole, responses_stream, responses_tool_loop, responses_continue, chat, not_found,
                                      structured_chat, structured_responses, choices, legacy_functions, logprobs)}
 print(json.dumps(SCENARIOS[scenario]()))
