@@ -62,7 +62,7 @@ var (
 
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
 type Engine struct {
-	npu.Unsupported // no embedding pipeline bound
+	npu.Unsupported // what the engine does not do (Describe)
 
 	cfg     Config
 	log     *slog.Logger
@@ -107,11 +107,12 @@ func (e *Engine) Simulated() bool         { return false }
 func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 
 // Describe implements npu.Engine. GenAI's C API has no tokenizer to count
-// a prompt with before generating, and no embedding pipeline npud binds;
-// speech models transcribe (a library without the Whisper functions fails
-// their load, naming what it lacks).
+// a prompt with before generating; speech models transcribe (a library
+// without the Whisper functions fails their load, naming what it lacks);
+// embedding models embed through OpenVINO's core C API when the library
+// has what that needs (embed.go: not the GenAI test library).
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true}
+	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true, Embeds: e.cfg.Library.embeddingSupport() == nil}
 }
 
 // DeviceNames implements npu.Engine.
@@ -208,6 +209,9 @@ func forcesStaticPrefill(dir string) bool {
 // (compile_decoder_for_npu_impl). So only the first NPU can be named; any
 // other is refused, saying why.
 func (e *Engine) compile(dir, device string) (*pipeline, error) {
+	if ir, err := modelstore.ReadEmbeddingIR(dir); err == nil {
+		return e.compileEmbedder(dir, device, ir)
+	}
 	target := device
 	if deviceKind(device) == "NPU" && device != "NPU" {
 		first := ""
@@ -456,6 +460,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	}
 	if p.whisper != nil {
 		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{SpeechOnly: true}})
+	}
+	if p.embed != nil {
+		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{EmbeddingOnly: true}})
 	}
 	if p.prompt != nil {
 		return e.generateRendered(ctx, p, req, sink)
