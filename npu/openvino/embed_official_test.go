@@ -100,16 +100,29 @@ func TestOfficialEmbeddingsMatchTextEmbeddingPipeline(t *testing.T) {
 		mode      string
 		normalize bool
 		pooling   modelstore.Pooling
+		bosEOS    bool // a tokenizer that adds BOS and EOS around every text
 	}{
-		{"cls_token", true, modelstore.PoolCLS},
-		{"mean_tokens", true, modelstore.PoolMean},
-		{"lasttoken", true, modelstore.PoolLastToken},
-		{"cls_token", false, modelstore.PoolCLS},
-		{"mean_tokens", false, modelstore.PoolMean},
-		{"lasttoken", false, modelstore.PoolLastToken},
+		{"cls_token", true, modelstore.PoolCLS, false},
+		{"mean_tokens", true, modelstore.PoolMean, false},
+		{"lasttoken", true, modelstore.PoolLastToken, false},
+		{"cls_token", false, modelstore.PoolCLS, false},
+		{"mean_tokens", false, modelstore.PoolMean, false},
+		{"lasttoken", false, modelstore.PoolLastToken, false},
+		{"cls_token", true, modelstore.PoolCLS, true},
+		{"mean_tokens", true, modelstore.PoolMean, true},
+		{"lasttoken", true, modelstore.PoolLastToken, true},
 	} {
-		t.Run(fmt.Sprintf("%s/normalize=%v", tc.mode, tc.normalize), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/normalize=%v/bos-eos=%v", tc.mode, tc.normalize, tc.bosEOS), func(t *testing.T) {
 			dir := tinyEmbedVariant(t, tc.mode, tc.normalize)
+			if tc.bosEOS {
+				// The tiny chat model's tokenizer is the embedding model's.
+				special := withSpecialTokens(t, venv)
+				for _, name := range []string{"openvino_tokenizer.xml", "openvino_tokenizer.bin"} {
+					b, err := os.ReadFile(filepath.Join(special, name))
+					require.NoError(t, err)
+					require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+				}
+			}
 			ir, err := modelstore.ReadEmbeddingIR(dir)
 			require.NoError(t, err)
 			emb, err := lib.openEmbedder(dir, "CPU", ir)
