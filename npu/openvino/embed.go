@@ -219,7 +219,7 @@ type embedder struct {
 
 // openEmbedder compiles the embedding model in dir for device, and its
 // tokenizer on the CPU.
-func (l *Library) openEmbedder(dir, device string, ir modelstore.EmbeddingIR) (*embedder, error) {
+func (l *Library) openEmbedder(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*embedder, error) {
 	if err := l.embeddingSupport(); err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (l *Library) openEmbedder(dir, device string, ir modelstore.EmbeddingIR) (*
 	if cfg.MaxLength <= 0 {
 		cfg.MaxLength = defaultEmbedMaxLength
 	}
-	tok, err := l.OpenTokenizer(dir, TokenizerOptions{})
+	tok, err := l.openTokenizer(ctx, dir, TokenizerOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -15,11 +15,11 @@ import (
 // dynamic shapes for now (CPU, GPU): the NPU needs static ones (a fixed
 // batch and length, as GenAI's NPU embedding pipeline reshapes to), which
 // npud does not do yet, so under AUTO the model goes to the next device.
-func (e *Engine) compileEmbedder(dir, device string, ir modelstore.EmbeddingIR) (*pipeline, error) {
+func (e *Engine) compileEmbedder(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*pipeline, error) {
 	if deviceKind(device) == "NPU" {
 		return nil, fmt.Errorf("device %s: npud runs embedding models with dynamic shapes, on CPU or GPU; the NPU's static shapes are not done yet", device)
 	}
-	emb, err := e.cfg.Library.openEmbedder(dir, device, ir)
+	emb, err := e.cfg.Library.openEmbedder(ctx, dir, device, ir)
 	if err != nil {
 		return nil, err
 	}

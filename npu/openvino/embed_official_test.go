@@ -125,7 +125,7 @@ func TestOfficialEmbeddingsMatchTextEmbeddingPipeline(t *testing.T) {
 			}
 			ir, err := modelstore.ReadEmbeddingIR(dir)
 			require.NoError(t, err)
-			emb, err := lib.openEmbedder(dir, "CPU", ir)
+			emb, err := lib.openEmbedder(context.Background(), dir, "CPU", ir)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, emb.close()) }()
 			require.Equal(t, tc.pooling, emb.cfg.Pooling)

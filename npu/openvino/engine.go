@@ -208,9 +208,9 @@ func forcesStaticPrefill(dir string) bool {
 // compiles on "NPU", the default NPU, whatever index was named
 // (compile_decoder_for_npu_impl). So only the first NPU can be named; any
 // other is refused, saying why.
-func (e *Engine) compile(dir, device string) (*pipeline, error) {
+func (e *Engine) compile(ctx context.Context, dir, device string) (*pipeline, error) {
 	if ir, err := modelstore.ReadEmbeddingIR(dir); err == nil {
-		return e.compileEmbedder(dir, device, ir)
+		return e.compileEmbedder(ctx, dir, device, ir)
 	}
 	target := device
 	if deviceKind(device) == "NPU" && device != "NPU" {
@@ -322,7 +322,7 @@ func (e *Engine) LoadAvoiding(ctx context.Context, model string, avoid []string)
 		if e.cfg.OnCompile != nil {
 			e.cfg.OnCompile(model, device)
 		}
-		p, err := e.compile(dir, device)
+		p, err := e.compile(ctx, dir, device)
 		if err == nil {
 			e.mu.Lock()
 			e.pipelines[model] = p
@@ -348,7 +348,7 @@ func (e *Engine) Reload(ctx context.Context, model string) error {
 		return e.Load(ctx, model)
 	}
 	// Compiling takes long on an NPU; the engine mutex is not held meanwhile.
-	p, err := e.compile(filepath.Join(e.cfg.ModelsDir, model), old.device)
+	p, err := e.compile(ctx, filepath.Join(e.cfg.ModelsDir, model), old.device)
 	if err != nil {
 		return fmt.Errorf("compiling the new %q on %s: %w", model, old.device, err)
 	}

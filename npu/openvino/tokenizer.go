@@ -235,6 +235,12 @@ type ModelTokenizer struct {
 // openvino-tokenizers library GenAI uses (Library.TokenizersFile, found by
 // FindTokenizers).
 func (l *Library) OpenTokenizer(folder string, opts TokenizerOptions) (*ModelTokenizer, error) {
+	return l.openTokenizer(context.Background(), folder, opts)
+}
+
+// openTokenizer is OpenTokenizer within ctx (its first encodes, which
+// find the special tokens, honour it).
+func (l *Library) openTokenizer(ctx context.Context, folder string, opts TokenizerOptions) (*ModelTokenizer, error) {
 	if l.api.tokenizer_missing != nil {
 		return nil, fmt.Errorf("%w: it lacks %s", ErrTokenizerUnsupported, C.GoString(l.api.tokenizer_missing))
 	}
@@ -270,7 +276,7 @@ func (l *Library) OpenTokenizer(folder string, opts TokenizerOptions) (*ModelTok
 	}
 	t := &ModelTokenizer{api: l.api, folder: folder, opts: opts, slot: make(chan *C.npud_tok, 1)}
 	t.slot <- tok
-	if err := t.findSpecialTokens(); err != nil {
+	if err := t.findSpecialTokens(ctx); err != nil {
 		_ = t.Close()
 		return nil, err
 	}
@@ -296,8 +302,7 @@ func tokenizerError(api *C.npud_ov_api, step, input string, st C.ov_status_e, ms
 // core C API cannot run that pass, so npud strips the same segments: the
 // empty text encodes to exactly them, and a one-letter text shows which
 // of them come before the text and which after.
-func (t *ModelTokenizer) findSpecialTokens() error {
-	ctx := context.Background()
+func (t *ModelTokenizer) findSpecialTokens(ctx context.Context) error {
 	empty, err := t.encodeRaw(ctx, "")
 	if err != nil {
 		return err
