@@ -3,6 +3,7 @@ package npu
 import (
 	"context"
 	"math"
+	"time"
 )
 
 // ShortenEmbeddings keeps the first dimensions of each vector, scaled back
@@ -64,6 +65,11 @@ type EmbedRequest struct {
 	// Tenant is who the work counts against, with its generations and
 	// transcriptions ("" counts against nobody).
 	Tenant string
+	// KeepAlive is how long the model stays loaded after this request, as
+	// npu.Request's (nil: the default; 0: unload it now); MayUnpin as
+	// npu.Request's.
+	KeepAlive *time.Duration
+	MayUnpin  bool
 }
 
 // Capabilities lists what a model can do, in Ollama's words: completion
