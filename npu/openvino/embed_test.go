@@ -4,6 +4,8 @@ package openvino
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,6 +43,18 @@ func TestEmbeddingModelOnTheTestLibrary(t *testing.T) {
 	}
 	assert.Equal(t, 2+5+6, tokens, "the last text is cut at the model's 6 positions")
 	assert.Equal(t, "CPU", e.DeviceOf("embed"))
+
+	// More texts than one inference takes (maxEmbedBatch): several, in order.
+	many := make([]string, 3*maxEmbedBatch+5)
+	for i := range many {
+		many[i] = strings.Repeat("word ", 1+i%7) + strconv.Itoa(i)
+	}
+	vectors, _, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: many})
+	require.NoError(t, err)
+	require.Len(t, vectors, len(many))
+	for i, text := range many {
+		assert.InDeltaSlice(t, ovtestlib.Embedding(text, 6), vectors[i], 1e-6, "input %d", i)
+	}
 
 	_, _, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: []string{"a", "  "}})
 	var invalid *npu.InvalidRequestError
