@@ -110,7 +110,7 @@ func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 // a prompt with before generating; speech models transcribe (a library
 // without the Whisper functions fails their load, naming what it lacks);
 // embedding models embed through OpenVINO's core C API when the library
-// has what that needs (embed.go: not the GenAI test library).
+// has what that needs (embed.go).
 func (e *Engine) Describe() npu.Features {
 	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true, Embeds: e.cfg.Library.embeddingSupport() == nil}
 }
