@@ -259,6 +259,40 @@ var modelFiles = []struct{ file, what string }{
 	{"openvino_detokenizer.xml", "the detokenizer"},
 }
 
+// embeddingFiles are what npud reads from an embedding model's folder
+// (npu/openvino/embed.go): no detokenizer or chat template.
+var embeddingFiles = []struct{ file, what string }{
+	{"openvino_model.bin", "the model's weights"},
+	{"openvino_tokenizer.xml", "the tokenizer"},
+}
+
+// examineEmbeddingModel checks an embedding model's folder: its files and
+// its pooling configuration, which its load reads.
+func examineEmbeddingModel(folder, model string, r *doctorReport, good *int) {
+	name := "model " + model
+	var missing []string
+	for _, f := range embeddingFiles {
+		if _, err := os.Stat(filepath.Join(folder, f.file)); err != nil {
+			missing = append(missing, f.file+" ("+f.what+")")
+		}
+	}
+	if len(missing) > 0 {
+		r.add(name, checkFail, "an embedding model missing "+strings.Join(missing, ", "),
+			"pull it again (npud pull OWNER/"+model+"), or export it with optimum-cli, which writes the tokenizer too")
+		return
+	}
+	cfg, err := modelstore.ReadEmbeddingConfig(folder)
+	if err != nil {
+		r.add(name, checkFail, "an embedding model whose pooling npud cannot follow: "+err.Error(),
+			"use an export whose 1_Pooling/config.json turns on CLS, mean or last-token pooling")
+		return
+	}
+	r.Models = append(r.Models, model)
+	*good++
+	r.add(name, checkOK, fmt.Sprintf("an embedding model: IR, weights and tokenizer present; %s pooling, normalised: %v; it embeds at /v1/embeddings and /api/embed",
+		cfg.Pooling, cfg.Normalize), "")
+}
+
 func examineModels(dir string, r *doctorReport) bool {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -286,6 +320,10 @@ func examineModels(dir string, r *doctorReport) bool {
 			r.Models = append(r.Models, e.Name())
 			good++
 			r.add(name, checkOK, "a speech (Whisper) model: encoder, decoder, tokenizer, detokenizer and generation config present; it transcribes at /v1/audio/transcriptions", "")
+			continue
+		}
+		if modelstore.IsEmbeddingModel(folder) {
+			examineEmbeddingModel(folder, e.Name(), r, &good)
 			continue
 		}
 		var missing []string

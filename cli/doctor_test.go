@@ -82,6 +82,11 @@ func TestDoctor(t *testing.T) {
 	writeSpeechModel(t, whisper, "whisper-tiny-fp16-ov")
 	whisperNoConfig := t.TempDir()
 	writeSpeechModel(t, whisperNoConfig, "whisper-base-ov", "generation_config.json")
+	embedding := t.TempDir()
+	ovtestlib.WriteEmbeddingModel(t, embedding, "bge-small", 512)
+	embeddingMaxPooling := t.TempDir()
+	ovtestlib.WriteEmbeddingModel(t, embeddingMaxPooling, "odd", 512)
+	require.NoError(t, os.WriteFile(filepath.Join(embeddingMaxPooling, "odd", "1_Pooling", "config.json"), []byte(`{"pooling_mode_max_tokens": true}`), 0o644))
 	noEnv := env("INTEL_OPENVINO_DIR", t.TempDir())
 	common := func(models string) []string {
 		return []string{"--models-dir", models, "--cache-dir", filepath.Join(t.TempDir(), "cache"), "--listen", freeAddr(t)}
@@ -114,6 +119,12 @@ func TestDoctor(t *testing.T) {
 		// chat model missing openvino_model.xml.
 		{"a speech model", append([]string{"--openvino-lib", lib}, common(whisper)...), nil, 0,
 			"model whisper-tiny-fp16-ov", checkOK, "speech (Whisper) model", ""},
+		// Issue 40: an embedding model needs no detokenizer or chat
+		// template, and a pooling npud follows.
+		{"an embedding model", append([]string{"--openvino-lib", lib}, common(embedding)...), nil, 0,
+			"model bge-small", checkOK, "an embedding model: IR, weights and tokenizer present; mean pooling, normalised: true", ""},
+		{"an embedding model with max pooling", append([]string{"--openvino-lib", lib}, common(embeddingMaxPooling)...), nil, 1,
+			"model odd", checkFail, "pooling_mode_max_tokens", "1_Pooling/config.json"},
 		{"a speech model without its generation config", append([]string{"--openvino-lib", lib}, common(whisperNoConfig)...), nil, 1,
 			"model whisper-base-ov", checkFail, "generation_config.json", "npud pull OpenVINO/whisper-base-ov"},
 	} {

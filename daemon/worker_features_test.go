@@ -18,7 +18,9 @@ import (
 // The worker engine describes itself with what the engine in its workers
 // said it can do (the probe worker's answer), and its methods agree: the
 // simulated engine in workers embeds and transcribes and reloads, the
-// OpenVINO engine in workers loads and reloads and does neither.
+// OpenVINO engine in workers loads, reloads, transcribes and embeds (its
+// embedding models; a chat model's embedding is a bad request, not an
+// unsupported one).
 func TestWorkerEngineDescribesWhatItDoes(t *testing.T) {
 	lib := ovtestlib.Require(t, ovtestlib.Current)
 	models := t.TempDir()

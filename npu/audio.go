@@ -72,6 +72,11 @@ func CheckGenerates(m ModelInfo) error {
 			"model %q is a speech (Whisper) model: it transcribes audio at /v1/audio/transcriptions and /v1/audio/translations, "+
 				"and takes no prompts or chat messages", m.ID)}
 	}
+	if m.Details.EmbeddingOnly {
+		return &InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q is an embedding model: it embeds text at /v1/embeddings and /api/embed, "+
+				"and takes no prompts or chat messages", m.ID)}
+	}
 	return nil
 }
 

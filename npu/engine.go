@@ -231,6 +231,9 @@ type ModelDetails struct {
 	// SpeechOnly: the model only transcribes (Whisper): it takes no
 	// prompts or chat messages.
 	SpeechOnly bool
+	// EmbeddingOnly: the model turns text into vectors (an encoder's
+	// feature-extraction export): it takes no prompts or chat messages.
+	EmbeddingOnly bool
 	// Properties are the engine properties the model's folder sets (its
 	// npud-properties.json), as passed; PropertiesRefused is why the
 	// folder's file is refused ("" when it is not): its load fails so.

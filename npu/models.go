@@ -3,6 +3,7 @@ package npu
 import (
 	"context"
 	"math"
+	"time"
 )
 
 // ShortenEmbeddings keeps the first dimensions of each vector, scaled back
@@ -64,16 +65,25 @@ type EmbedRequest struct {
 	// Tenant is who the work counts against, with its generations and
 	// transcriptions ("" counts against nobody).
 	Tenant string
+	// KeepAlive is how long the model stays loaded after this request, as
+	// npu.Request's (nil: the default; 0: unload it now); MayUnpin as
+	// npu.Request's.
+	KeepAlive *time.Duration
+	MayUnpin  bool
 }
 
 // Capabilities lists what a model can do, in Ollama's words: completion
-// (except for a speech-only model); tools, thinking, vision and audio when
+// (except for a speech-only model), or embedding alone for an embedding
+// model; tools, thinking, vision and audio when
 // its folder says so. Never
 // "embedding" for a chat model: the Ollama CLI would print vectors for
 // `ollama run` (/api/embed works without it).
 func Capabilities(m ModelInfo) []string {
 	if m.Details.SpeechOnly {
 		return []string{"audio"} // it transcribes; it completes nothing
+	}
+	if m.Details.EmbeddingOnly {
+		return []string{"embedding"} // it embeds; it completes nothing
 	}
 	caps := []string{"completion"}
 	if m.Details.ToolFormat != "" {

@@ -311,7 +311,8 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	start := time.Now()
-	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, Tenant: info.Tenant})
+	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, Tenant: info.Tenant,
+		KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels})
 	if errors.Is(err, npu.ErrNotSupported) {
 		a.fail(c.Writer, info, badRequest("%v", err)) // the model cannot do this: a bad request, not a server fault
 		return nil, 0, 0, false

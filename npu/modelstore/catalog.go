@@ -64,6 +64,11 @@ func (c *Catalog) rescan() error {
 		if models[i].Details.SpeechOnly {
 			continue // a speech model takes no prompt: it reports no context
 		}
+		if models[i].Details.EmbeddingOnly {
+			// An encoder's context is what it was trained for.
+			models[i].ContextLength = models[i].Details.TrainedContext
+			continue
+		}
 		models[i].ContextLength, models[i].PromptLimit = c.limits(c.store.Path(models[i].ID))
 	}
 	c.mu.Lock()

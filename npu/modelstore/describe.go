@@ -84,6 +84,11 @@ func Describe(dir, name string) npu.ModelDetails {
 		d.Speech, d.SpeechOnly = true, true
 		return d
 	}
+	if IsEmbeddingModel(dir) {
+		// An encoder: no chat template, tools or thinking.
+		d.EmbeddingOnly = true
+		return d
+	}
 	template := chatTemplateText(dir)
 	d.Thinking = strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
 	if f := chatfmt.Recognise(template, cfg.ModelType); f != nil {

@@ -206,9 +206,12 @@ type pipeline struct {
 	vlm *C.ov_genai_vlm_pipeline // a vision-language model's pipeline instead of ptr
 	// whisper: a speech model's pipeline instead of ptr; it only transcribes.
 	whisper *C.ov_genai_whisper_pipeline
-	model   string
-	device  string
-	busy    atomic.Bool // GenAI pipelines are not safe for concurrent generate
+	// embed: an embedding model on OpenVINO's core instead of a GenAI
+	// pipeline; it only embeds.
+	embed  *embedder
+	model  string
+	device string
+	busy   atomic.Bool // GenAI pipelines are not safe for concurrent generate
 	// prompt: npud renders and counts this model's prompts itself, and the
 	// pipeline reads the model through its prompt view; nil: GenAI renders
 	// them from the messages.
@@ -451,6 +454,11 @@ func (p *pipeline) free() error {
 		return fmt.Errorf("openvino: refusing to free the pipeline of %q on %s while it generates", p.model, p.device)
 	}
 	p.dropKept()
+	if p.embed != nil {
+		err := p.embed.close()
+		p.embed = nil
+		return err
+	}
 	if p.whisper != nil {
 		freeWhisper(api, p.whisper)
 		p.whisper = nil

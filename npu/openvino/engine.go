@@ -62,7 +62,7 @@ var (
 
 // Engine runs OpenVINO GenAI pipelines, one per loaded model.
 type Engine struct {
-	npu.Unsupported // no embedding pipeline bound
+	npu.Unsupported // what the engine does not do (Describe)
 
 	cfg     Config
 	log     *slog.Logger
@@ -110,11 +110,13 @@ func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 
 // Describe implements npu.Engine. Prompts are counted exactly for the
 // models whose prompts npud renders (CountPrompt: the model's tokenizer
-// through the core C API; GenAI's C API has none); no embedding pipeline
-// is bound; speech models transcribe (a library without the Whisper
-// functions fails their load, naming what it lacks).
+// through the core C API; GenAI's C API has none); speech models
+// transcribe (a library without the Whisper functions fails their load,
+// naming what it lacks); embedding models embed through OpenVINO's core C
+// API when the library has what that needs (embed.go).
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true, ExactCounts: true}
+	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true, ExactCounts: true,
+		Embeds: e.cfg.Library.embeddingSupport() == nil}
 }
 
 // DeviceNames implements npu.Engine.
@@ -211,6 +213,9 @@ func forcesStaticPrefill(dir string) bool {
 // (compile_decoder_for_npu_impl). So only the first NPU can be named; any
 // other is refused, saying why.
 func (e *Engine) compile(ctx context.Context, dir, device string) (*pipeline, error) {
+	if ir, err := modelstore.ReadEmbeddingIR(dir); err == nil {
+		return e.compileEmbedder(ctx, dir, device, ir)
+	}
 	target := device
 	if deviceKind(device) == "NPU" && device != "NPU" {
 		first := ""
@@ -459,6 +464,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	}
 	if p.whisper != nil {
 		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{SpeechOnly: true}})
+	}
+	if p.embed != nil {
+		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{EmbeddingOnly: true}})
 	}
 	if p.prompt != nil {
 		return e.generateRendered(ctx, p, req, sink)

@@ -23,6 +23,19 @@ static void resolve_tokenizer(npud_ov_api* api, void* lib) {
 #undef NPUD_OV_RESOLVE_TOKENIZER
 }
 
+// resolve_embed fills the embedding table from the core library lib
+// (optional: embed_missing names the first function it lacks).
+static void resolve_embed(npud_ov_api* api, void* lib) {
+#define NPUD_OV_RESOLVE_EMBED(from, name)                               \
+    {                                                                   \
+        void* p = npud_lib_symbol(lib, #name);                          \
+        if (p) memcpy(&api->emb.name, &p, sizeof p);                    \
+        else if (!api->embed_missing) api->embed_missing = #name;       \
+    }
+    NPUD_OV_EMBED_FUNCTIONS(NPUD_OV_RESOLVE_EMBED)
+#undef NPUD_OV_RESOLVE_EMBED
+}
+
 // The libraries are never closed: OpenVINO keeps threads and plugin
 // libraries of its own alive, and unloading code they may still run is
 // not safe. A process opens them once.
@@ -73,6 +86,7 @@ npud_ov_api* npud_ov_open(const char* core_path, const char* genai_path, char* e
     NPUD_OV_SPEECH_FUNCTIONS(NPUD_OV_RESOLVE_SPEECH)
 #undef NPUD_OV_RESOLVE_SPEECH
     resolve_tokenizer(api, CORE);
+    resolve_embed(api, CORE);
 #undef CORE
 #undef GENAI
     if (missing) {
@@ -127,5 +141,6 @@ npud_ov_api* npud_ov_open_core(const char* core_path, char* err, size_t err_len)
         return NULL;
     }
     resolve_tokenizer(api, api->core);
+    resolve_embed(api, api->core);
     return api;
 }

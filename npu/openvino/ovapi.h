@@ -148,6 +148,14 @@
     X(CORE, ov_shape_create) \
     X(CORE, ov_shape_free)
 
+/* What running an embedding model needs beyond the tokenizer's table
+ * (npu/openvino/embed.go): its inputs set by name, and tensors of its own
+ * memory. Resolved when present, like the tokenizer's: a core without them
+ * serves every other model and refuses embeddings, naming what it lacks. */
+#define NPUD_OV_EMBED_FUNCTIONS(X) \
+    X(CORE, ov_infer_request_set_tensor) \
+    X(CORE, ov_tensor_create)
+
 typedef struct npud_ov_api {
 #define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
     NPUD_OV_FUNCTIONS(NPUD_OV_ENTRY)
@@ -162,9 +170,15 @@ typedef struct npud_ov_api {
         NPUD_OV_TOKENIZER_FUNCTIONS(NPUD_OV_ENTRY)
 #undef NPUD_OV_ENTRY
     } tok;
+    struct {
+#define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;
+        NPUD_OV_EMBED_FUNCTIONS(NPUD_OV_ENTRY)
+#undef NPUD_OV_ENTRY
+    } emb;
     const char* vision_missing; /* the first vision function the library lacks; NULL: it has them all */
     const char* speech_missing; /* the first speech function the library lacks; NULL: it has them all */
     const char* tokenizer_missing; /* the first tokenizer function the core lacks; NULL: it has them all */
+    const char* embed_missing; /* the first embedding function the core lacks; NULL: it has them all */
     void* core;  /* the libraries' handles: never closed (see loader.c) */
     void* genai;
 } npud_ov_api;

@@ -27,20 +27,21 @@ func (r *Router) Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]f
 		return nil, 0, err
 	}
 	defer release()
-	return res.pool.embed(ctx, res.model, req.Inputs)
+	return res.pool.embed(ctx, res.model, req)
 }
 
 // embed runs an embedding on m. The model is loaded through the
 // lifecycle, as for a generation: outside the slot, kept until the
-// embedding ends, then its keep-alive starts (and /api/ps shows it).
-func (p *Pool) embed(ctx context.Context, m npu.ModelInfo, inputs []string) (vectors [][]float32, promptTokens int, err error) {
-	release, err := p.hold(ctx, m)
+// embedding ends, then the request's keep-alive starts (and /api/ps shows
+// it; 0 unloads it).
+func (p *Pool) embed(ctx context.Context, m npu.ModelInfo, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error) {
+	release, err := p.holdFor(ctx, m, req.KeepAlive, req.MayUnpin)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
 	err = p.withSlot(ctx, func() error {
-		vectors, promptTokens, err = p.embedResident(ctx, m, inputs)
+		vectors, promptTokens, err = p.embedResident(ctx, m, req.Inputs)
 		return err
 	})
 	return vectors, promptTokens, err

@@ -232,13 +232,19 @@ func (p *Pool) acquireShowingLoad(s *Stream, model npu.ModelInfo) (time.Duration
 // as for a generation, when the engine loads models; release ends the use
 // and starts the model's default keep-alive.
 func (p *Pool) hold(ctx context.Context, m npu.ModelInfo) (release func(), err error) {
+	return p.holdFor(ctx, m, nil, false)
+}
+
+// holdFor is hold whose release starts keepAlive (nil: the default) as a
+// generation's does, mayUnpin as npu.Request's.
+func (p *Pool) holdFor(ctx context.Context, m npu.ModelInfo, keepAlive *time.Duration, mayUnpin bool) (release func(), err error) {
 	if !p.engine.Describe().LoadsModels {
 		return func() {}, nil
 	}
 	if _, err := p.life.acquire(ctx, m); err != nil {
 		return nil, err
 	}
-	return func() { p.life.release(m.ID, nil, false) }, nil
+	return func() { p.life.release(m.ID, keepAlive, mayUnpin) }, nil
 }
 
 // generate calls the engine, turning a panic into an error so one bad

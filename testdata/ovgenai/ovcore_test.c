@@ -6,7 +6,10 @@
  * OVTEST_VERSION (default a 2026.3 build number). OVTEST_CRASH_LISTING set
  * makes listing the devices crash (SIGSEGV), as a plugin's bad pointer
  * would; ov_core_add_extension loads a library that exports OpenVINO's
- * create_extensions, as the real core does (openvino-tokenizers).
+ * create_extensions, as the real core does (openvino-tokenizers). An IR
+ * naming last_hidden_state is an embedding model (below the tokenizer's
+ * part): its inputs are set by name and its hidden states are
+ * ovtest_hidden's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -339,19 +342,28 @@ struct special_tokens {
     size_t nprefix, nsuffix;
 };
 
+/* An embedding model (an IR naming last_hidden_state, as optimum-intel's
+ * feature-extraction exports do): its inputs are set by name, and each
+ * token's hidden state is OVTEST_EMBED_WIDTH values of its id alone,
+ * ovtest_hidden (ovtest.h), whatever the mask (the pooling is npud's). */
 struct ov_model {
     struct special_tokens special;
     ovtest_vocab* vocab; /* NULL: the word tokenizer */
+    int embedding;
 };
 
 struct ov_compiled_model {
     struct special_tokens special;
     ovtest_vocab* vocab;
+    int embedding;
 };
 
 struct ov_infer_request {
     struct special_tokens special;
     ovtest_vocab* vocab;
+    int embedding;
+    int64_t *emb_ids, rows, cols; /* an embedding model's input_ids, [rows, cols] */
+    float* hidden;                /* and its last inference's last_hidden_state */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char* input;        /* the string of input 0 */
@@ -402,10 +414,11 @@ ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, co
     size_t len = fread(xml, 1, cap - 1, f);
     fclose(f);
     xml[len] = 0;
+    int embedding = strstr(xml, "last_hidden_state") != NULL;
     /* A tokenizer's operations (StringTensorUnpack, BPETokenizer) are
      * openvino-tokenizers': without the extension the real core cannot
      * read the IR. */
-    if (!atomic_load(&core->extensions)) {
+    if (!embedding && !atomic_load(&core->extensions)) {
         free(xml);
         snprintf(last_err_msg, sizeof last_err_msg,
                  "Exception from ovcore_test.c:\nCannot create StringTensorUnpack layer from unsupported opset: extension\n");
@@ -432,6 +445,7 @@ ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, co
     *model = calloc(1, sizeof **model);
     read_special(xml, &(*model)->special);
     (*model)->vocab = vocab;
+    (*model)->embedding = embedding;
     free(xml);
     ovtest_object_created();
     return OK;
@@ -448,7 +462,8 @@ ov_status_e ov_core_compile_model(const ov_core_t* core, const ov_model_t* model
                                   const size_t property_args_size, ov_compiled_model_t** compiled_model, ...) {
     (void)property_args_size;
     if (!core || !model || !device_name || !compiled_model) return INVALID_C_PARAM;
-    if (strcmp(device_name, "CPU") != 0) { /* a tokenizer runs on the CPU only */
+    if (strcmp(device_name, "CPU") != 0 && !(model->embedding && strcmp(device_name, "GPU") == 0)) {
+        /* a tokenizer runs on the CPU only; an embedding model on the GPU too */
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nDevice %s cannot run a tokenizer\n",
                  device_name);
         return GENERAL_ERROR;
@@ -456,6 +471,7 @@ ov_status_e ov_core_compile_model(const ov_core_t* core, const ov_model_t* model
     *compiled_model = calloc(1, sizeof **compiled_model);
     (*compiled_model)->special = model->special;
     (*compiled_model)->vocab = ovtest_vocab_ref(model->vocab);
+    (*compiled_model)->embedding = model->embedding;
     ovtest_object_created();
     return OK;
 }
@@ -473,6 +489,7 @@ ov_status_e ov_compiled_model_create_infer_request(const ov_compiled_model_t* co
     ov_infer_request_t* r = calloc(1, sizeof *r);
     r->special = compiled_model->special;
     r->vocab = ovtest_vocab_ref(compiled_model->vocab);
+    r->embedding = compiled_model->embedding;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     *infer_request = r;
@@ -531,8 +548,57 @@ ov_status_e ov_infer_request_set_input_tensor_by_index(ov_infer_request_t* infer
     return st;
 }
 
+ov_status_e ov_infer_request_set_tensor(ov_infer_request_t* infer_request, const char* tensor_name,
+                                       const ov_tensor_t* tensor) {
+    if (!infer_request || !tensor_name || !tensor) return INVALID_C_PARAM;
+    ov_infer_request_t* r = infer_request;
+    int ids = strcmp(tensor_name, "input_ids") == 0;
+    if (!r->embedding || (!ids && strcmp(tensor_name, "attention_mask") != 0 && strcmp(tensor_name, "token_type_ids") != 0)) {
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nPort for tensor name %s was not found.\n",
+                 tensor_name);
+        return GENERAL_ERROR;
+    }
+    if (tensor->type != I64 || tensor->rank != 2) {
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\n%s: an I64 tensor of rank 2\n", tensor_name);
+        return GENERAL_ERROR;
+    }
+    pthread_mutex_lock(&r->mu);
+    ov_status_e st = OK;
+    if (r->running) {
+        st = REQUEST_BUSY;
+    } else if (ids) {
+        free(r->emb_ids);
+        r->rows = tensor->dims[0];
+        r->cols = tensor->dims[1];
+        r->emb_ids = malloc((elements(tensor) ? elements(tensor) : 1) * sizeof(int64_t));
+        memcpy(r->emb_ids, tensor->data, elements(tensor) * sizeof(int64_t));
+    }
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+/* embed_thread runs an embedding model: each token's hidden state. */
+static void embed_thread(ov_infer_request_t* r) {
+    size_t n = (size_t)(r->rows * r->cols);
+    float* hidden = malloc((n ? n : 1) * OVTEST_EMBED_WIDTH * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < OVTEST_EMBED_WIDTH; k++) hidden[i * OVTEST_EMBED_WIDTH + k] = ovtest_hidden(r->emb_ids[i], k);
+    pthread_mutex_lock(&r->mu);
+    free(r->hidden);
+    r->hidden = hidden;
+    r->result = OK;
+    r->running = 0;
+    atomic_fetch_sub(&tokenizer_running, 1);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
 static void* infer_thread(void* arg) {
     ov_infer_request_t* r = arg;
+    if (r->embedding) {
+        embed_thread(r);
+        return NULL;
+    }
     /* input is not changed while running (set_input answers busy). */
     const char* text = r->input;
     int64_t* ids = NULL;
@@ -604,7 +670,7 @@ ov_status_e ov_infer_request_start_async(ov_infer_request_t* infer_request) {
     ov_status_e st = OK;
     if (r->running) {
         st = REQUEST_BUSY;
-    } else if (!r->input) {
+    } else if (r->embedding ? !r->emb_ids : !r->input) {
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nthe input tensor is not set\n");
         st = GENERAL_ERROR;
     } else {
@@ -657,6 +723,22 @@ ov_status_e ov_infer_request_get_tensor(const ov_infer_request_t* infer_request,
                                         ov_tensor_t** tensor) {
     if (!infer_request || !tensor_name || !tensor) return INVALID_C_PARAM;
     ov_infer_request_t* r = (ov_infer_request_t*)infer_request;
+    if (r->embedding && strcmp(tensor_name, "last_hidden_state") == 0) {
+        pthread_mutex_lock(&r->mu);
+        ov_status_e st = r->running ? REQUEST_BUSY : OK;
+        if (st == OK && !r->hidden) {
+            snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nno inference has run\n");
+            st = GENERAL_ERROR;
+        }
+        if (st == OK) {
+            int64_t dims[3] = {r->rows, r->cols, OVTEST_EMBED_WIDTH};
+            ov_shape_t shape = {3, dims};
+            if ((st = tensor_new(F32, shape, NULL, tensor)) == OK)
+                memcpy((*tensor)->data, r->hidden, (size_t)(r->rows * r->cols) * OVTEST_EMBED_WIDTH * sizeof(float));
+        }
+        pthread_mutex_unlock(&r->mu);
+        return st;
+    }
     int ids = strcmp(tensor_name, "input_ids") == 0;
     if (!ids && strcmp(tensor_name, "attention_mask") != 0) {
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nPort for tensor name %s was not found.\n",
@@ -689,6 +771,8 @@ void ov_infer_request_free(ov_infer_request_t* infer_request) {
     free(infer_request->input);
     free(infer_request->ids);
     ovtest_vocab_free(infer_request->vocab);
+    free(infer_request->emb_ids);
+    free(infer_request->hidden);
     free(infer_request);
     ovtest_object_freed();
 }

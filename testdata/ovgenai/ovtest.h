@@ -47,6 +47,12 @@ int ovtest_json_sizes(const char* path, const char* const* keys, size_t* values,
 int ovtest_tokenizer_running(void);
 int ovtest_tokenizer_cancelled(void);
 
+/* The test core's embedding model: each token's hidden state is
+ * OVTEST_EMBED_WIDTH values of its id (npu/openvino's test of it computes
+ * the same). */
+#define OVTEST_EMBED_WIDTH 4
+static inline float ovtest_hidden(int64_t id, int k) { return (float)((id * (2 * k + 3)) % 101) / 101.0f - 0.5f; }
+
 /* Objects created and not yet freed (pipelines, configs, results, metrics,
  * histories, JSON containers, core objects, device lists, strings). */
 int64_t ovtest_live_objects(void);

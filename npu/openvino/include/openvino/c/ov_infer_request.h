@@ -1,6 +1,6 @@
 /*
  * npud test stand-in for OpenVINO's openvino/c/ov_infer_request.h, reduced
- * to the calls npud makes to run a compiled model once: set the input,
+ * to the calls npud makes to run a compiled model once: set the inputs,
  * run it (asynchronously, waited for in slices, cancellable), read an
  * output. Each declaration is the official one (openvinotoolkit/openvino
  * src/bindings/c/include/openvino/c/ov_infer_request.h, as the 2026.4.1
@@ -19,6 +19,10 @@ OPENVINO_C_API(ov_status_e)
 ov_infer_request_set_input_tensor_by_index(ov_infer_request_t* infer_request,
                                            const size_t idx,
                                            const ov_tensor_t* tensor);
+
+/* An embedding model's inputs are set by name (npu/openvino/embed.go). */
+OPENVINO_C_API(ov_status_e)
+ov_infer_request_set_tensor(ov_infer_request_t* infer_request, const char* tensor_name, const ov_tensor_t* tensor);
 
 /* The tensor npud reads is the request's: valid until the next inference,
  * freed (the handle, not the data) with ov_tensor_free. */

@@ -1,0 +1,437 @@
+//go:build cgo
+
+package openvino
+
+/*
+#include <stdlib.h>
+#include <string.h>
+#include "ovapi.h"
+
+// An embedding model on OpenVINO's core: its own core, the compiled IR and
+// its one infer request.
+typedef struct {
+    ov_core_t* core;
+    ov_compiled_model_t* compiled;
+    ov_infer_request_t* request;
+} npud_emb;
+
+// npud_emb_last_err copies the core's last message on this thread.
+static void npud_emb_last_err(const npud_ov_api* api, char* msg, size_t len) {
+    msg[0] = 0;
+    void* fn = npud_ov_symbol(api, "ov_get_last_err_msg");
+    if (!fn) return;
+    const char* m = ((const char* (*)(void))fn)();
+    if (m) {
+        strncpy(msg, m, len - 1);
+        msg[len - 1] = 0;
+    }
+}
+
+// npud_emb_close frees the model, keeping the thread's signal stack (the
+// core's CPU plugin goes with it: ovapi.h).
+static void npud_emb_close(const npud_ov_api* api, npud_emb* e) {
+    npud_sigstack own;
+    npud_sigstack_save(&own);
+    if (e->request) api->tok.ov_infer_request_free(e->request);
+    if (e->compiled) api->tok.ov_compiled_model_free(e->compiled);
+    if (e->core) api->ov_core_free(e->core);
+    e->request = NULL;
+    e->compiled = NULL;
+    e->core = NULL;
+    npud_sigstack_restore(&own);
+}
+
+// npud_emb_open reads the IR at xml and compiles it for device with its
+// shapes as exported (dynamic), as GenAI's TextEmbeddingPipeline does on
+// CPU and GPU when no batch size or length is configured.
+static ov_status_e npud_emb_open(const npud_ov_api* api, const char* xml, const char* device, npud_emb* e,
+                                 const char** step, char* msg, size_t len) {
+    ov_status_e st;
+    ov_model_t* model = NULL;
+    *step = "ov_core_create";
+    if ((st = api->ov_core_create(&e->core)) != OK) goto fail;
+    *step = "ov_core_read_model";
+    if ((st = api->tok.ov_core_read_model(e->core, xml, NULL, &model)) != OK) goto fail;
+    *step = "ov_core_compile_model";
+    npud_sigstack own;
+    npud_sigstack_save(&own);
+    st = api->tok.ov_core_compile_model(e->core, model, device, 0, &e->compiled);
+    npud_sigstack_restore(&own);
+    api->tok.ov_model_free(model);
+    if (st != OK) goto fail;
+    *step = "ov_compiled_model_create_infer_request";
+    if ((st = api->tok.ov_compiled_model_create_infer_request(e->compiled, &e->request)) != OK) goto fail;
+    return OK;
+fail:
+    npud_emb_last_err(api, msg, len);
+    npud_emb_close(api, e);
+    return st;
+}
+
+// npud_emb_set sets the input name to a [rows, cols] I64 tensor holding a
+// copy of data (the request keeps a reference to the tensor).
+static ov_status_e npud_emb_set(const npud_ov_api* api, npud_emb* e, const char* name, const int64_t* data,
+                                int64_t rows, int64_t cols, const char** step, char* msg, size_t len) {
+    ov_status_e st;
+    int64_t dims[2] = {rows, cols};
+    ov_shape_t shape = {0};
+    ov_tensor_t* tensor = NULL;
+    void* dst = NULL;
+    *step = "ov_shape_create";
+    if ((st = api->tok.ov_shape_create(2, dims, &shape)) != OK) goto fail;
+    *step = "ov_tensor_create";
+    st = api->emb.ov_tensor_create(I64, shape, &tensor);
+    api->tok.ov_shape_free(&shape);
+    if (st != OK) goto fail;
+    *step = "ov_tensor_data";
+    if ((st = api->tok.ov_tensor_data(tensor, &dst)) != OK) goto fail;
+    memcpy(dst, data, (size_t)(rows * cols) * sizeof(int64_t));
+    *step = "ov_infer_request_set_tensor";
+    st = api->emb.ov_infer_request_set_tensor(e->request, name, tensor);
+    api->tok.ov_tensor_free(tensor);
+    tensor = NULL;
+    if (st != OK) goto fail;
+    return OK;
+fail:
+    npud_emb_last_err(api, msg, len);
+    if (tensor) api->tok.ov_tensor_free(tensor);
+    return st;
+}
+
+static ov_status_e npud_emb_start(const npud_ov_api* api, npud_emb* e, char* msg, size_t len) {
+    ov_status_e st = api->tok.ov_infer_request_start_async(e->request);
+    if (st != OK) npud_emb_last_err(api, msg, len);
+    return st;
+}
+
+static ov_status_e npud_emb_wait_for(const npud_ov_api* api, npud_emb* e, int64_t ms, char* msg, size_t len) {
+    ov_status_e st = api->tok.ov_infer_request_wait_for(e->request, ms);
+    if (st != OK && st != RESULT_NOT_READY) npud_emb_last_err(api, msg, len);
+    return st;
+}
+
+static void npud_emb_cancel(const npud_ov_api* api, npud_emb* e) {
+    api->tok.ov_infer_request_cancel(e->request);
+    api->tok.ov_infer_request_wait(e->request);
+}
+
+// npud_emb_output reads the output name, an F32 tensor of rank 3: its
+// dims into dims, and its values into out when cap holds them all.
+static ov_status_e npud_emb_output(const npud_ov_api* api, npud_emb* e, const char* name, float* out, size_t cap,
+                                   int64_t* dims, const char** step, char* msg, size_t len) {
+    ov_status_e st;
+    ov_tensor_t* t = NULL;
+    ov_shape_t shape = {0};
+    ov_element_type_e type;
+    void* data = NULL;
+    *step = "ov_infer_request_get_tensor";
+    if ((st = api->tok.ov_infer_request_get_tensor(e->request, name, &t)) != OK) goto fail;
+    *step = "ov_tensor_get_element_type";
+    if ((st = api->tok.ov_tensor_get_element_type(t, &type)) != OK) goto fail;
+    *step = "the output: F32";
+    if (type != F32) {
+        st = GENERAL_ERROR;
+        goto fail;
+    }
+    *step = "ov_tensor_get_shape";
+    if ((st = api->tok.ov_tensor_get_shape(t, &shape)) != OK) goto fail;
+    *step = "the output: a shape of [batch, length, hidden]";
+    if (shape.rank != 3 || shape.dims[0] < 0 || shape.dims[1] < 0 || shape.dims[2] < 0) {
+        api->tok.ov_shape_free(&shape);
+        st = GENERAL_ERROR;
+        goto fail;
+    }
+    for (int i = 0; i < 3; i++) dims[i] = shape.dims[i];
+    api->tok.ov_shape_free(&shape);
+    size_t n = (size_t)(dims[0] * dims[1] * dims[2]);
+    if (n <= cap) {
+        *step = "ov_tensor_data";
+        if ((st = api->tok.ov_tensor_data(t, &data)) != OK) goto fail;
+        memcpy(out, data, n * sizeof(float));
+    }
+    api->tok.ov_tensor_free(t);
+    return OK;
+fail:
+    npud_emb_last_err(api, msg, len);
+    if (t) api->tok.ov_tensor_free(t);
+    return st;
+}
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/npud/npud/npu/modelstore"
+)
+
+// ErrEmbeddingsUnsupported is wrapped when OpenVINO's core C library lacks
+// a function an embedding model needs.
+var ErrEmbeddingsUnsupported = errors.New("OpenVINO's core C library cannot run an embedding model")
+
+// embedding's bounds on one inference: the texts in it and the tokens of
+// its padded batch (texts × the longest). A request with more runs as
+// several inferences, in order.
+const (
+	maxEmbedBatch       = 32
+	maxEmbedBatchTokens = 16384
+	// defaultEmbedMaxLength is where a text is truncated when the model's
+	// folder does not say its length (no max_position_embeddings).
+	defaultEmbedMaxLength = 8192
+)
+
+// embeddingSupport is why the library cannot run embedding models, nil
+// when it can: the core's tokenizer and embedding functions, and
+// openvino-tokenizers for the model's tokenizer.
+func (l *Library) embeddingSupport() error {
+	if l.api.tokenizer_missing != nil {
+		return fmt.Errorf("%w: it lacks %s", ErrEmbeddingsUnsupported, C.GoString(l.api.tokenizer_missing))
+	}
+	if l.api.embed_missing != nil {
+		return fmt.Errorf("%w: it lacks %s", ErrEmbeddingsUnsupported, C.GoString(l.api.embed_missing))
+	}
+	if l.TokenizersErr != nil {
+		return l.TokenizersErr
+	}
+	if l.TokenizersFile == "" {
+		return fmt.Errorf("%w (set %s to it)", ErrTokenizersNotFound, EnvTokenizersPath)
+	}
+	return nil
+}
+
+// embedder is an embedding model compiled on OpenVINO's core with its own
+// tokenizer: what GenAI's TextEmbeddingPipeline does (openvino.genai
+// src/cpp/src/rag/text_embedding_pipeline.cpp), through the C API.
+type embedder struct {
+	api *C.npud_ov_api
+	dir string
+	ir  modelstore.EmbeddingIR
+	cfg modelstore.EmbeddingConfig
+	tok *ModelTokenizer
+	// slot holds the native model while no inference runs: taking it is
+	// the lock; nil once closed.
+	slot chan *C.npud_emb
+}
+
+// openEmbedder compiles the embedding model in dir for device, and its
+// tokenizer on the CPU.
+func (l *Library) openEmbedder(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*embedder, error) {
+	if err := l.embeddingSupport(); err != nil {
+		return nil, err
+	}
+	cfg, err := modelstore.ReadEmbeddingConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxLength <= 0 {
+		cfg.MaxLength = defaultEmbedMaxLength
+	}
+	tok, err := l.OpenTokenizer(ctx, dir, TokenizerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	xml := filepath.Join(dir, "openvino_model.xml")
+	cxml, cdev := C.CString(xml), C.CString(device)
+	defer C.free(unsafe.Pointer(cxml))
+	defer C.free(unsafe.Pointer(cdev))
+	native := (*C.npud_emb)(C.calloc(1, C.sizeof_npud_emb))
+	if native == nil {
+		_ = tok.Close()
+		return nil, errors.New("opening the embedding model: out of memory")
+	}
+	var step *C.char
+	var msg [1024]C.char
+	if st := C.npud_emb_open(l.api, cxml, cdev, native, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
+		C.free(unsafe.Pointer(native))
+		_ = tok.Close()
+		return nil, tokenizerError(l.api, C.GoString(step), xml, st, &msg[0])
+	}
+	e := &embedder{api: l.api, dir: dir, ir: ir, cfg: cfg, tok: tok, slot: make(chan *C.npud_emb, 1)}
+	e.slot <- native
+	return e, nil
+}
+
+// close frees the model and its tokenizer once the inference running (if
+// any) ends.
+func (e *embedder) close() error {
+	native := <-e.slot
+	e.slot <- nil
+	if native == nil {
+		return errors.New("the embedding model is closed")
+	}
+	C.npud_emb_close(e.api, native)
+	C.free(unsafe.Pointer(native))
+	return e.tok.Close()
+}
+
+// tokens are the ids the model is given for text: the tokenizer's, with
+// the special tokens it adds around every text (GenAI's
+// TextEmbeddingPipeline encodes with add_special_tokens left at its
+// default, true), the text's own cut so that all fit maxLength, as a
+// tokenizer truncating on the right does (GenAI passes truncation=true).
+func (e *embedder) tokens(ctx context.Context, text string) ([]int64, error) {
+	content, err := e.tok.Encode(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	room := e.cfg.MaxLength - len(e.tok.prefix) - len(e.tok.suffix)
+	if room < 0 {
+		return nil, fmt.Errorf("%s: the model takes %d tokens, fewer than the %d special tokens its tokenizer adds", e.dir, e.cfg.MaxLength, len(e.tok.prefix)+len(e.tok.suffix))
+	}
+	content = content[:min(len(content), room)]
+	ids := make([]int64, 0, len(e.tok.prefix)+len(content)+len(e.tok.suffix))
+	ids = append(append(append(ids, e.tok.prefix...), content...), e.tok.suffix...)
+	return ids, nil
+}
+
+// embed returns one vector per input, in order, and the tokens the model
+// was given (after truncation, special tokens included).
+func (e *embedder) embed(ctx context.Context, inputs []string) ([][]float32, int, error) {
+	seqs := make([][]int64, len(inputs))
+	total := 0
+	for i, text := range inputs {
+		ids, err := e.tokens(ctx, text)
+		if err != nil {
+			return nil, 0, fmt.Errorf("input %d: %w", i, err)
+		}
+		if len(ids) == 0 {
+			return nil, 0, &emptyInputError{index: i}
+		}
+		seqs[i] = ids
+		total += len(ids)
+	}
+	out := make([][]float32, 0, len(inputs))
+	for start := 0; start < len(seqs); {
+		end, longest := start, 0
+		for end < len(seqs) && end-start < maxEmbedBatch && (end-start+1)*max(longest, len(seqs[end])) <= maxEmbedBatchTokens {
+			longest = max(longest, len(seqs[end]))
+			end++
+		}
+		if end == start { // one text over the token budget alone: run it alone
+			longest, end = len(seqs[start]), start+1
+		}
+		vecs, err := e.run(ctx, seqs[start:end], longest)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, vecs...)
+		start = end
+	}
+	return out, total, nil
+}
+
+// emptyInputError is a text that the tokenizer turns into no tokens: the
+// model has nothing to embed.
+type emptyInputError struct{ index int }
+
+func (e *emptyInputError) Error() string {
+	return fmt.Sprintf("input %d has no tokens to embed", e.index)
+}
+
+// run embeds one batch: ids padded on the right to length with mask 0
+// (the model ignores them, as it does GenAI's padding), token_type_ids
+// all 0 where the model takes them (as GenAI fills them), then pooled.
+func (e *embedder) run(ctx context.Context, seqs [][]int64, length int) ([][]float32, error) {
+	rows := len(seqs)
+	ids := make([]int64, rows*length)
+	mask := make([]int64, rows*length)
+	for r, s := range seqs {
+		copy(ids[r*length:], s)
+		for c := range s {
+			mask[r*length+c] = 1
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	var native *C.npud_emb
+	select {
+	case native = <-e.slot:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	if native == nil {
+		e.slot <- nil
+		return nil, errors.New("the embedding model is closed")
+	}
+	defer func() { e.slot <- native }()
+	hidden, dims, err := e.infer(ctx, native, ids, mask, rows, length)
+	if err != nil {
+		return nil, err
+	}
+	if int(dims[0]) != rows || int(dims[1]) != length {
+		return nil, fmt.Errorf("%s: %s has shape %v for a batch of %d × %d", e.dir, modelstore.EmbeddingOutput, dims, rows, length)
+	}
+	return pool(hidden, mask, rows, length, int(dims[2]), e.cfg), nil
+}
+
+// infer sets the inputs, runs the model (waiting in slices, cancelled when
+// ctx ends) and reads its hidden states.
+func (e *embedder) infer(ctx context.Context, native *C.npud_emb, ids, mask []int64, rows, length int) ([]float32, [3]int64, error) {
+	api := e.api
+	var step *C.char
+	var msg [1024]C.char
+	var dims [3]int64
+	set := func(name string, data []int64) error {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		st := C.npud_emb_set(api, native, cname, (*C.int64_t)(unsafe.Pointer(&data[0])), C.int64_t(rows), C.int64_t(length),
+			&step, &msg[0], C.size_t(len(msg)))
+		if st != C.OK {
+			return tokenizerError(api, C.GoString(step)+"("+name+")", e.dir, st, &msg[0])
+		}
+		return nil
+	}
+	if err := set("input_ids", ids); err != nil {
+		return nil, dims, err
+	}
+	if err := set("attention_mask", mask); err != nil {
+		return nil, dims, err
+	}
+	if e.ir.HasInput("token_type_ids") {
+		if err := set("token_type_ids", make([]int64, len(ids))); err != nil {
+			return nil, dims, err
+		}
+	}
+	if st := C.npud_emb_start(api, native, &msg[0], C.size_t(len(msg))); st != C.OK {
+		return nil, dims, tokenizerError(api, "ov_infer_request_start_async", e.dir, st, &msg[0])
+	}
+	for {
+		st := C.npud_emb_wait_for(api, native, C.int64_t(tokenizerSlice.Milliseconds()), &msg[0], C.size_t(len(msg)))
+		if st == C.OK {
+			break
+		}
+		if st != C.RESULT_NOT_READY {
+			return nil, dims, tokenizerError(api, "ov_infer_request_wait_for", e.dir, st, &msg[0])
+		}
+		if ctx.Err() != nil {
+			C.npud_emb_cancel(api, native)
+			return nil, dims, fmt.Errorf("embedding: %w", context.Cause(ctx))
+		}
+	}
+	cname := C.CString(modelstore.EmbeddingOutput)
+	defer C.free(unsafe.Pointer(cname))
+	var hidden []float32
+	for {
+		var p *C.float
+		if len(hidden) > 0 {
+			p = (*C.float)(unsafe.Pointer(&hidden[0]))
+		}
+		cdims := (*C.int64_t)(unsafe.Pointer(&dims[0]))
+		if st := C.npud_emb_output(api, native, cname, p, C.size_t(len(hidden)), cdims, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
+			return nil, dims, tokenizerError(api, C.GoString(step), e.dir, st, &msg[0])
+		}
+		n := dims[0] * dims[1] * dims[2]
+		if int64(len(hidden)) >= n {
+			return hidden[:n], dims, nil
+		}
+		if n > int64(rows*length)*(1<<16) {
+			return nil, dims, fmt.Errorf("%s: %s has shape %v, too large for a batch of %d × %d", e.dir, modelstore.EmbeddingOutput, dims, rows, length)
+		}
+		hidden = make([]float32, n)
+	}
+}

@@ -1,0 +1,63 @@
+//go:build cgo
+
+package openvino
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/modelstore"
+)
+
+// compileEmbedder loads the embedding model in dir on device. Only with
+// dynamic shapes for now (CPU, GPU): the NPU needs static ones (a fixed
+// batch and length, as GenAI's NPU embedding pipeline reshapes to), which
+// npud does not do yet, so under AUTO the model goes to the next device.
+func (e *Engine) compileEmbedder(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*pipeline, error) {
+	if deviceKind(device) == "NPU" {
+		return nil, fmt.Errorf("device %s: npud runs embedding models with dynamic shapes, on CPU or GPU; the NPU's static shapes are not done yet", device)
+	}
+	emb, err := e.cfg.Library.openEmbedder(ctx, dir, device, ir)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline{api: e.cfg.Library.api, embed: emb, model: dir, device: device}, nil
+}
+
+// Embed implements npu.Engine for embedding models (the router has loaded
+// the model): one vector per input, in order, and the tokens the model
+// was given.
+func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+	if err := e.cfg.Library.embeddingSupport(); err != nil {
+		return nil, 0, fmt.Errorf("model %q does not support embeddings (%w): %w", model, err, npu.ErrNotSupported)
+	}
+	e.mu.Lock()
+	p, ok := e.pipelines[model]
+	e.mu.Unlock()
+	if !ok {
+		return nil, 0, fmt.Errorf("model %q is not loaded: %w", model, npu.ErrModelNotFound)
+	}
+	if p.embed == nil {
+		return nil, 0, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q is not an embedding model: its folder's openvino_model.xml does not take input_ids and attention_mask and give %s", model, modelstore.EmbeddingOutput)}
+	}
+	if !p.busy.CompareAndSwap(false, true) {
+		return nil, 0, fmt.Errorf("openvino: the model %q is being freed or is embedding already", model)
+	}
+	defer p.busy.Store(false)
+	vectors, tokens, err := p.embed.embed(ctx, inputs)
+	var empty *emptyInputError
+	switch {
+	case err == nil:
+		return vectors, tokens, nil
+	case errors.As(err, &empty):
+		return nil, 0, &npu.InvalidRequestError{Param: "input", Message: err.Error()}
+	case errors.Is(err, ErrTextTooLong):
+		return nil, 0, &npu.InvalidRequestError{Param: "input", Message: err.Error()}
+	case ctx.Err() != nil:
+		return nil, 0, err
+	}
+	return nil, 0, &npu.EngineError{Engine: "openvino", Cause: err}
+}
