@@ -213,10 +213,10 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 	budget := req.MaxTokens // 0: what the context leaves
 	for restarts := 0; ; restarts++ {
 		if forced := a.matcher.Forced(); forced != "" && !a.take(forced) && a.ended != npu.Running {
-			return e.endStructured(total, a, req, "")
+			return e.endStructured(total, a, req, restarts)
 		}
 		if a.matcher.Complete() {
-			return e.endStructured(total, a, req, "")
+			return e.endStructured(total, a, req, restarts)
 		}
 		if restarts > maxFormatRestarts {
 			return total, structuredFailed(req, fmt.Sprintf("the model left the schema %d times", restarts-1))
@@ -260,7 +260,7 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 			return total, &npu.EngineError{Engine: "openvino", Cause: err}
 		}
 		if a.ended != npu.Running || a.matcher.Complete() {
-			return e.endStructured(total, a, req, "")
+			return e.endStructured(total, a, req, restarts)
 		}
 		// The run ended before the document: the model wrote what the
 		// schema does not allow there, or ended its answer (EOS). Resumed
@@ -272,14 +272,14 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 			return total, structuredFailed(req, "the model writes nothing the schema allows here")
 		}
 		if a.ended != npu.Running {
-			return e.endStructured(total, a, req, "")
+			return e.endStructured(total, a, req, restarts)
 		}
 	}
 }
 
 // endStructured ends a structured answer: the client stopped it, or the
 // document is whole.
-func (e *Engine) endStructured(total npu.Result, a *structuredAnswer, req *npu.Request, _ string) (npu.Result, error) {
+func (e *Engine) endStructured(total npu.Result, a *structuredAnswer, req *npu.Request, restarts int) (npu.Result, error) {
 	if a.ended == npu.Cancel {
 		total.FinishReason = npu.FinishCancelled
 		return total, nil
@@ -290,7 +290,7 @@ func (e *Engine) endStructured(total npu.Result, a *structuredAnswer, req *npu.R
 		}
 	}
 	total.FinishReason = npu.FinishStop
-	e.log.Debug("structured answer", "model", req.Model, "bytes", a.doc.Len())
+	e.log.Debug("structured answer", "model", req.Model, "bytes", a.doc.Len(), "resumes", restarts)
 	return total, nil
 }
 
