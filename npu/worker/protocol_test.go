@@ -32,6 +32,7 @@ func sentinelsOf(t *testing.T) map[string]error {
 		"ErrEngineCrashedOnRequest": npu.ErrEngineCrashedOnRequest, "ErrCrashThrottled": npu.ErrCrashThrottled,
 		"ErrResumeExpired": npu.ErrResumeExpired, "ErrStreamAbandoned": npu.ErrStreamAbandoned, "ErrStreamCancelled": npu.ErrStreamCancelled,
 		"ErrModelLost": npu.ErrModelLost, "ErrPromptNotCounted": npu.ErrPromptNotCounted,
+		"ErrStructuredOutput": npu.ErrStructuredOutput,
 	}
 	out := map[string]error{}
 	for _, decl := range f.Decls {
@@ -56,7 +57,7 @@ func sentinelsOf(t *testing.T) map[string]error {
 // engine's failure stays an engine failure for the APIs and the metrics).
 func TestWireErrorsKeepTheirClass(t *testing.T) {
 	sentinels := sentinelsOf(t)
-	require.Len(t, sentinels, 25)
+	require.Len(t, sentinels, 26)
 	for name, sentinel := range sentinels {
 		t.Run(name, func(t *testing.T) {
 			for _, sent := range []error{
