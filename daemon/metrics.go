@@ -45,6 +45,7 @@ type metrics struct {
 	audioSeconds                           *prometheus.CounterVec
 
 	requests, promptTokens, completionTokens *prometheus.CounterVec
+	structured                               *prometheus.CounterVec
 	disconnects, slowConsumer, engineErrors  *prometheus.CounterVec
 	rateLimitedTotal                         *prometheus.CounterVec
 	prefillTokens, conversationCache         *prometheus.CounterVec
@@ -81,6 +82,7 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.rateLimitedTotal = counter("npud_rate_limited_total", "Requests refused with 429: rate (requests per minute) or streams (concurrent cap).", "tenant", "reason")
 	m.prefillTokens = counter("npud_prefill_tokens_total", "Prompt tokens of finished generations by what the engine did with them: prefilled, or reused from its cache of the conversation's earlier turn.", "model", "kind")
 	m.conversationCache = counter("npud_conversation_cache_total", "Conversation requests by what they found in their model's cache when they got the engine: continued (only new tokens prefilled), new (nothing cached), switched (another conversation was cached and is reset).", "model", "result")
+	m.structured = counter("npud_structured_output_total", "Structured answers the engine held to their schema: resumed counts each time it resumed one after the schema refused what the model wrote; failed counts those it could not finish (structured_output_failed).", "model", "outcome")
 	m.workerRestarts = counter("npud_worker_restarts_total", "Engine worker processes restarted after a fault: crashed (a segfault, an abort, an OOM kill) or hung (killed by the watchdog).", "model", "reason")
 	m.deviceHealthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_device_healthy", Help: "1 while a device is healthy, 0 after too many crashes or hangs on it (AUTO then uses the next device)."}, []string{"device"})
 	m.activeStreams = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "npud_active_streams", Help: "Generation requests connected now, queued or running; on the WebSocket's route, its generations."}, []string{"route"})
@@ -90,7 +92,7 @@ func newMetrics(engine npu.Engine) *metrics {
 	m.describeEngine(engine)
 	m.registry.MustRegister(m.ttft, m.e2e, m.queueWait, m.interToken, m.load, m.requests, m.promptTokens,
 		m.completionTokens, m.disconnects, m.slowConsumer, m.engineErrors, m.rateLimitedTotal, m.activeStreams,
-		m.prefillTokens, m.conversationCache, m.workerRestarts, m.deviceHealthy, m.realTimeFactor, m.audioSeconds,
+		m.prefillTokens, m.conversationCache, m.workerRestarts, m.structured, m.deviceHealthy, m.realTimeFactor, m.audioSeconds,
 		m.build, m.devices, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -229,10 +231,16 @@ func (m *metrics) GenerationEnded(g npu.GenerationReport) {
 	if kind := engineErrorKind(g.Err); kind != "" {
 		m.engineErrors.WithLabelValues(g.Model, g.Device, kind).Inc()
 	}
+	if errors.Is(g.Err, npu.ErrStructuredOutput) {
+		m.structured.WithLabelValues(g.Model, "failed").Inc()
+	}
 	if g.Device == "" {
 		return // it never reached the engine
 	}
 	m.queueWait.WithLabelValues(g.Model).Observe(g.Queue.Seconds())
+	if g.Err == nil && g.Result.FormatResumes > 0 {
+		m.structured.WithLabelValues(g.Model, "resumed").Add(float64(g.Result.FormatResumes))
+	}
 	if g.Err == nil {
 		m.promptTokens.WithLabelValues(g.Model, g.Tenant).Add(float64(g.Result.PromptTokens))
 		m.completionTokens.WithLabelValues(g.Model, g.Tenant).Add(float64(g.Result.CompletionTokens))

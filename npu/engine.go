@@ -455,7 +455,11 @@ type Result struct {
 	// when the request's was larger than the room its prompt left in the
 	// context (CompletionLimit); 0 when it ran with its own.
 	MaxTokensClamped int
-	Timings          Timings
+	// FormatResumes is how often a structured answer was resumed after
+	// its schema refused what the model wrote (the OpenVINO engine's
+	// constrained loop); 0 otherwise.
+	FormatResumes int
+	Timings       Timings
 	// StopSequence is the stop string that ended the output (set by the
 	// bridge; Anthropic's stop_sequence), "" when none did.
 	StopSequence string

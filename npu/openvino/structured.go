@@ -69,6 +69,10 @@ type structuredAnswer struct {
 	sink    npu.Sink
 	ended   npu.Status // what the client's sink last answered, when not Running
 	stopped bool       // this run was answered STOP: text GenAI still flushes is dropped
+	// nudged counts the steps nudge took at each length of the document:
+	// when the answer comes back to a length (a bound refused the number
+	// the step began), the next step is another one.
+	nudged map[int]int
 }
 
 // runSink is the sink of one generation run: what the schema allows goes
@@ -156,28 +160,35 @@ var closers = [...]string{`"`, "]", "}", ":", "0", "false", "null", `""`, "[]", 
 
 // nudgeOrder is the order nudge tries single characters in; whitespace
 // is never a step (it brings the document no nearer its end).
-const nudgeOrder = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.,;!?'()[]{}<>/@#$%^&*_+=|~`\""
+const nudgeOrder = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.,;!?'()[]{}<>/@#$%^&*_+=|~`\\\""
 
 // nudge takes the first closer the schema allows after the document, else
 // the first letter, digit or other printable character it allows (an
 // enum's first letter; an escape last); it reports whether one was.
 func (a *structuredAnswer) nudge() bool {
 	doc := a.text()
-	allowed := func(step string) bool {
+	if a.nudged == nil {
+		a.nudged = map[int]int{}
+	}
+	skip := a.nudged[len(doc)] // steps already taken here that led back here
+	for i := range len(closers) + len(nudgeOrder) {
+		step := ""
+		if i < len(closers) {
+			step = closers[i]
+		} else {
+			step = nudgeOrder[i-len(closers) : i-len(closers)+1]
+		}
 		m := a.schema.NewMatcher()
-		return m.Push(doc+step) && m.ValidLen() == len(doc)+len(step)
-	}
-	for _, step := range closers {
-		if allowed(step) {
-			a.take(step)
-			return true
+		if !m.Push(doc+step) || m.ValidLen() != len(doc)+len(step) {
+			continue
 		}
-	}
-	for _, c := range nudgeOrder {
-		if step := string(c); allowed(step) {
-			a.take(step)
-			return true
+		if skip > 0 {
+			skip--
+			continue
 		}
+		a.nudged[len(doc)]++
+		a.take(step)
+		return true
 	}
 	return false
 }
@@ -290,6 +301,7 @@ func (e *Engine) endStructured(total npu.Result, a *structuredAnswer, req *npu.R
 		}
 	}
 	total.FinishReason = npu.FinishStop
+	total.FormatResumes = restarts
 	e.log.Debug("structured answer", "model", req.Model, "bytes", a.doc.Len(), "resumes", restarts)
 	return total, nil
 }
