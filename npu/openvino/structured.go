@@ -241,6 +241,13 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 			if errors.Is(err, npu.ErrContextLength) && restarts > 0 {
 				return total, structuredFailed(req, "the document does not fit in the context")
 			}
+			var invalid *npu.InvalidRequestError
+			if errors.As(err, &invalid) && a.doc.Len()+len(a.held) > 0 {
+				// The model's template rewrites the document so far (Qwen3
+				// reads a "</think>" in it as the end of reasoning): it
+				// cannot be resumed as it is.
+				return total, structuredFailed(req, "the model's chat template does not render the document so far as it is, so it cannot be resumed")
+			}
 			return total, err
 		}
 		if restarts == 0 {
