@@ -218,3 +218,16 @@ func TestOpenVINOStructuredOutputWithTheOfficialClients(t *testing.T) {
 		})
 	}
 }
+
+// Issue 37: the metrics count a structured answer's resumes (the test
+// library's model writes words, so every answer needs some).
+func TestOpenVINOStructuredResumesAreCounted(t *testing.T) {
+	dir := t.TempDir()
+	copyTinyModel(t, dir, "tiny")
+	srv := startOpenVINOFolder(t, dir)
+	c := daemontest.NewClient(t, srv.URL)
+	resp, raw := c.Do(t, http.MethodPost, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"Who?"}],`+
+		`"response_format":{"type":"json_schema","json_schema":{"name":"P","schema":{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"]}}}}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	assert.Positive(t, scrapeMetrics(t, srv.URL).sum("npud_structured_output_total", "model", "tiny", "outcome", "resumed"))
+}
