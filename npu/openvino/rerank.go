@@ -5,18 +5,19 @@ package openvino
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/modelstore"
 )
 
-// rerank's bounds: the documents of one request, and the tokens of one
-// inference's padded batch (pairs × the longest). A request with more
-// pairs than fit one inference runs as several, in order.
+// rerank's bounds on one inference: the pairs in it and the tokens of its
+// padded batch (pairs × the longest). A request with more runs as several
+// inferences, in order.
 const (
-	MaxRerankDocuments   = 1024
 	maxRerankBatch       = 32
 	maxRerankBatchTokens = 16384
 )
@@ -73,12 +74,6 @@ func (r *reranker) pairTokens(query, doc []int64) (ids, types []int64) {
 	return ids, types
 }
 
-// RerankResult is one document's score.
-type RerankResult struct {
-	Index int
-	Score float32
-}
-
 // TooLongPairError is a query/document pair over the model's length:
 // TextRerankPipeline would truncate it in the tokenizer; npud refuses it
 // rather than guess how.
@@ -93,9 +88,9 @@ func (e *TooLongPairError) Error() string {
 // rerank scores every document against query and returns them best
 // first (a stable sort: equal scores keep the documents' order), and the
 // tokens the model was given (every pair's, special tokens included).
-func (r *reranker) rerank(ctx context.Context, query string, docs []string) ([]RerankResult, int, error) {
-	if len(docs) > MaxRerankDocuments {
-		return nil, 0, fmt.Errorf("%d documents, more than %d", len(docs), MaxRerankDocuments)
+func (r *reranker) rerank(ctx context.Context, query string, docs []string) ([]npu.RerankResult, int, error) {
+	if len(docs) > npu.MaxRerankDocuments {
+		return nil, 0, fmt.Errorf("%d documents, more than %d", len(docs), npu.MaxRerankDocuments)
 	}
 	q, err := r.tok.Encode(ctx, query)
 	if err != nil {
@@ -118,7 +113,7 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string) ([]R
 		}
 		total += len(seqs[i])
 	}
-	results := make([]RerankResult, 0, len(docs))
+	results := make([]npu.RerankResult, 0, len(docs))
 	for start := 0; start < len(seqs); {
 		end, longest := start, 0
 		for end < len(seqs) && end-start < maxRerankBatch && (end-start+1)*max(longest, len(seqs[end])) <= maxRerankBatchTokens {
@@ -133,11 +128,11 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string) ([]R
 			return nil, 0, err
 		}
 		for i, s := range scores {
-			results = append(results, RerankResult{Index: start + i, Score: s})
+			results = append(results, npu.RerankResult{Index: start + i, Score: s})
 		}
 		start = end
 	}
-	slices.SortStableFunc(results, func(a, b RerankResult) int { return cmp.Compare(b.Score, a.Score) })
+	slices.SortStableFunc(results, func(a, b npu.RerankResult) int { return cmp.Compare(b.Score, a.Score) })
 	return results, total, nil
 }
 
@@ -192,4 +187,52 @@ func relevance(logits []float32, rows, classes int) []float32 {
 		out[r] = float32(math.Exp(float64(row[1])-top) / sum)
 	}
 	return out
+}
+
+// compileReranker loads the cross-encoder in dir on device, with dynamic
+// shapes as embedding models (CPU, GPU; not the NPU yet: embed_engine.go).
+func (e *Engine) compileReranker(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*pipeline, error) {
+	if deviceKind(device) == "NPU" {
+		return nil, fmt.Errorf("device %s: npud runs rerank models with dynamic shapes, on CPU or GPU; the NPU's static shapes are not done yet", device)
+	}
+	rr, err := e.cfg.Library.openReranker(ctx, dir, device, ir)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline{api: e.cfg.Library.api, embed: rr.embedder, rerank: rr, model: dir, device: device}, nil
+}
+
+// Rerank implements npu.Reranker for rerank models (the router has loaded
+// the model): every document's relevance to query, best first, and the
+// tokens the model was given.
+func (e *Engine) Rerank(ctx context.Context, model, query string, documents []string) ([]npu.RerankResult, int, error) {
+	if err := e.cfg.Library.embeddingSupport(); err != nil {
+		return nil, 0, fmt.Errorf("model %q does not support rerank (%w): %w", model, err, npu.ErrNotSupported)
+	}
+	e.mu.Lock()
+	p, ok := e.pipelines[model]
+	e.mu.Unlock()
+	if !ok {
+		return nil, 0, fmt.Errorf("model %q is not loaded: %w", model, npu.ErrModelNotFound)
+	}
+	if p.rerank == nil {
+		return nil, 0, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q is not a rerank model: its folder's openvino_model.xml does not take input_ids and attention_mask and give %s", model, modelstore.RerankOutput)}
+	}
+	if !p.busy.CompareAndSwap(false, true) {
+		return nil, 0, fmt.Errorf("openvino: the model %q is being freed or is reranking already", model)
+	}
+	defer p.busy.Store(false)
+	results, tokens, err := p.rerank.rerank(ctx, query, documents)
+	var empty *emptyInputError
+	var long *TooLongPairError
+	switch {
+	case err == nil:
+		return results, tokens, nil
+	case errors.As(err, &empty), errors.As(err, &long), errors.Is(err, ErrTextTooLong):
+		return nil, 0, &npu.InvalidRequestError{Param: "documents", Message: err.Error()}
+	case ctx.Err() != nil:
+		return nil, 0, err
+	}
+	return nil, 0, &npu.EngineError{Engine: "openvino", Cause: err}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/modelstore"
 )
 
@@ -23,7 +24,7 @@ const tinyRerankFolder = "../../testdata/openvino/tinyrerank/model"
 // genaiRerank asks the official TextRerankPipeline
 // (testdata/openvino/tinyrerank/genai_rerank.py) to rank every document,
 // and for the tokens of each query/document pair.
-func genaiRerank(t testing.TB, venv, folder, query string, docs []string) (results []RerankResult, tokens []int) {
+func genaiRerank(t testing.TB, venv, folder, query string, docs []string) (results []npu.RerankResult, tokens []int) {
 	t.Helper()
 	in, err := json.Marshal(map[string]any{"query": query, "documents": docs})
 	require.NoError(t, err)
@@ -41,7 +42,7 @@ func genaiRerank(t testing.TB, venv, folder, query string, docs []string) (resul
 	require.NoError(t, json.Unmarshal(out, &got))
 	require.Len(t, got.Results, len(docs))
 	for _, r := range got.Results {
-		results = append(results, RerankResult{Index: int(r[0]), Score: float32(r[1])})
+		results = append(results, npu.RerankResult{Index: int(r[0]), Score: float32(r[1])})
 	}
 	return results, got.Tokens
 }
