@@ -86,7 +86,9 @@ func TestRerankAPIOnTheSimulator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := c.Do(t, "POST", "/v1/rerank", tc.body)
 			require.Equal(t, 400, resp.StatusCode, "%s", b)
-			var got struct{ Error struct{ Type, Param, Message string } }
+			var got struct {
+				Error struct{ Type, Param, Message string }
+			}
 			require.NoError(t, json.Unmarshal(b, &got), "%s", b)
 			assert.Equal(t, "invalid_request_error", got.Error.Type)
 			assert.Equal(t, tc.param, got.Error.Param, "%s", b)
