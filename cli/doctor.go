@@ -326,6 +326,10 @@ func examineModels(dir string, r *doctorReport) bool {
 			examineEmbeddingModel(folder, e.Name(), r, &good)
 			continue
 		}
+		if modelstore.IsRerankModel(folder) {
+			examineRerankModel(folder, e.Name(), r, &good)
+			continue
+		}
 		var missing []string
 		for _, f := range modelFiles {
 			if modelstore.HasVisionEncoder(folder) && strings.HasPrefix(f.file, "openvino_model.") {

@@ -87,6 +87,8 @@ func TestDoctor(t *testing.T) {
 	embeddingMaxPooling := t.TempDir()
 	ovtestlib.WriteEmbeddingModel(t, embeddingMaxPooling, "odd", 512)
 	require.NoError(t, os.WriteFile(filepath.Join(embeddingMaxPooling, "odd", "1_Pooling", "config.json"), []byte(`{"pooling_mode_max_tokens": true}`), 0o644))
+	rerank := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(rerank, "tinyrerank"), os.DirFS(filepath.Join("..", "testdata", "openvino", "tinyrerank", "model"))))
 	noEnv := env("INTEL_OPENVINO_DIR", t.TempDir())
 	common := func(models string) []string {
 		return []string{"--models-dir", models, "--cache-dir", filepath.Join(t.TempDir(), "cache"), "--listen", freeAddr(t)}
@@ -125,6 +127,8 @@ func TestDoctor(t *testing.T) {
 			"model bge-small", checkOK, "an embedding model: IR, weights and tokenizer present; mean pooling, normalised: true", ""},
 		{"an embedding model with max pooling", append([]string{"--openvino-lib", lib}, common(embeddingMaxPooling)...), nil, 1,
 			"model odd", checkFail, "pooling_mode_max_tokens", "1_Pooling/config.json"},
+		{"a rerank model", append([]string{"--openvino-lib", lib}, common(rerank)...), nil, 0,
+			"model tinyrerank", checkOK, "a rerank model: IR, weights and tokenizer present", ""},
 		{"a speech model without its generation config", append([]string{"--openvino-lib", lib}, common(whisperNoConfig)...), nil, 1,
 			"model whisper-base-ov", checkFail, "generation_config.json", "npud pull OpenVINO/whisper-base-ov"},
 	} {

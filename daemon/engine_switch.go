@@ -252,6 +252,15 @@ func (e *switchingEngine) Embed(ctx context.Context, model string, inputs []stri
 	return e.engineFor(model).Embed(ctx, model, inputs)
 }
 
+// Rerank implements npu.Reranker: the model's engine reranks, if it can.
+func (e *switchingEngine) Rerank(ctx context.Context, model, query string, documents []string) ([]npu.RerankResult, int, error) {
+	r, ok := e.engineFor(model).(npu.Reranker)
+	if !ok {
+		return nil, 0, fmt.Errorf("model %q does not support rerank: %w", model, npu.ErrNotSupported)
+	}
+	return r.Rerank(ctx, model, query, documents)
+}
+
 func (e *switchingEngine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
 	return e.engineFor(req.Model).Transcribe(ctx, req)
 }

@@ -34,6 +34,19 @@ const envOpenVINOVenv = "NPUD_OPENVINO_VENV"
 // other official tests do.
 func officialEmbedEngine(t *testing.T) (venv string, engine *openvino.Engine) {
 	t.Helper()
+	venv, lib := officialCore(t)
+	models := t.TempDir()
+	src := filepath.Join("..", "testdata", "openvino", "tinyembed", "model")
+	require.NoError(t, os.CopyFS(filepath.Join(models, "tinyembed"), os.DirFS(src)))
+	engine, err := openvino.New(openvino.Config{Library: lib, ModelsDir: models, Device: "CPU"}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	return venv, engine
+}
+
+// officialCore is the real core C library of the pinned wheel with its
+// openvino-tokenizers, skipping as the other official tests do.
+func officialCore(t *testing.T) (venv string, lib *openvino.Library) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("the tests against the official OpenVINO runtime are integration tests: not with -short")
 	}
@@ -54,13 +67,7 @@ func officialEmbedEngine(t *testing.T) (venv string, engine *openvino.Engine) {
 	tokenizers, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "openvino_tokenizers", "lib", "libopenvino_tokenizers.so"))
 	require.Len(t, tokenizers, 1)
 	lib.TokenizersFile = tokenizers[0]
-
-	models := t.TempDir()
-	src := filepath.Join("..", "testdata", "openvino", "tinyembed", "model")
-	require.NoError(t, os.CopyFS(filepath.Join(models, "tinyembed"), os.DirFS(src)))
-	engine, err = openvino.New(openvino.Config{Library: lib, ModelsDir: models, Device: "CPU"}, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	return venv, engine
+	return venv, lib
 }
 
 // genaiVectors are the official TextEmbeddingPipeline's vectors of texts

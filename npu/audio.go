@@ -77,6 +77,11 @@ func CheckGenerates(m ModelInfo) error {
 			"model %q is an embedding model: it embeds text at /v1/embeddings and /api/embed, "+
 				"and takes no prompts or chat messages", m.ID)}
 	}
+	if m.Details.RerankOnly {
+		return &InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q is a rerank model: it reranks documents at /v1/rerank, "+
+				"and takes no prompts or chat messages", m.ID)}
+	}
 	return nil
 }
 

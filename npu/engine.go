@@ -140,6 +140,7 @@ type Features struct {
 	LoadsModels   bool // Load and Unload place and free weights
 	Reloads       bool // Reload
 	Embeds        bool // Embed
+	Reranks       bool // Rerank (the engine is a Reranker)
 	Transcribes   bool // Transcribe
 	CountsPrompts bool // PromptTokens
 	// ExactCounts: CountPrompt counts the prompts of the models whose
@@ -234,6 +235,9 @@ type ModelDetails struct {
 	// EmbeddingOnly: the model turns text into vectors (an encoder's
 	// feature-extraction export): it takes no prompts or chat messages.
 	EmbeddingOnly bool
+	// RerankOnly: the model scores query/document pairs (a cross-encoder's
+	// text-classification export): it takes no prompts or chat messages.
+	RerankOnly bool
 	// Properties are the engine properties the model's folder sets (its
 	// npud-properties.json), as passed; PropertiesRefused is why the
 	// folder's file is refused ("" when it is not): its load fails so.

@@ -74,7 +74,7 @@ type EmbedRequest struct {
 
 // Capabilities lists what a model can do, in Ollama's words: completion
 // (except for a speech-only model), or embedding alone for an embedding
-// model; tools, thinking, vision and audio when
+// model, rerank alone for a cross-encoder; tools, thinking, vision and audio when
 // its folder says so. Never
 // "embedding" for a chat model: the Ollama CLI would print vectors for
 // `ollama run` (/api/embed works without it).
@@ -84,6 +84,9 @@ func Capabilities(m ModelInfo) []string {
 	}
 	if m.Details.EmbeddingOnly {
 		return []string{"embedding"} // it embeds; it completes nothing
+	}
+	if m.Details.RerankOnly {
+		return []string{"rerank"} // it scores pairs; it completes nothing
 	}
 	caps := []string{"completion"}
 	if m.Details.ToolFormat != "" {

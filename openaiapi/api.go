@@ -74,6 +74,7 @@ type Router interface {
 	Models() []npu.ModelInfo
 	Simulated() bool
 	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
+	Rerank(ctx context.Context, req npu.RerankRequest) (results []npu.RerankResult, promptTokens int, err error)
 	Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error)
 	Wait(ctx context.Context) error
 	Abort()
@@ -115,7 +116,7 @@ func (a *API) Journals() *journal.Registry { return a.journals }
 // Routes declares what the API's routes do.
 func (a *API) Routes() route.Set {
 	set := route.Set{
-		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", responsesPath, "/v1/audio/transcriptions", "/v1/audio/translations"},
+		Generation: []string{"/v1/chat/completions", "/v1/completions", "/v1/embeddings", "/v1/rerank", "/rerank", responsesPath, "/v1/audio/transcriptions", "/v1/audio/translations"},
 	}
 	if a.cfg.WebSockets != nil {
 		set.WebSocket = []string{responsesPath}
@@ -137,6 +138,8 @@ func (a *API) Register(r gin.IRouter) {
 	v1.DELETE("/responses/:id", a.deleteResponse)
 	v1.POST("/responses/:id/cancel", a.cancelResponse)
 	v1.POST("/embeddings", a.embeddings)
+	v1.POST("/rerank", a.rerank)
+	r.POST("/rerank", a.rerank) // llama.cpp's and Jina's clients also call it unversioned
 	v1.POST("/audio/transcriptions", func(c *gin.Context) { a.audio(c, npu.TaskTranscribe) })
 	v1.POST("/audio/translations", func(c *gin.Context) { a.audio(c, npu.TaskTranslate) })
 	v1.GET("/models", a.listModels)

@@ -64,7 +64,7 @@ func (c *Catalog) rescan() error {
 		if models[i].Details.SpeechOnly {
 			continue // a speech model takes no prompt: it reports no context
 		}
-		if models[i].Details.EmbeddingOnly {
+		if models[i].Details.EmbeddingOnly || models[i].Details.RerankOnly {
 			// An encoder's context is what it was trained for.
 			models[i].ContextLength = models[i].Details.TrainedContext
 			continue

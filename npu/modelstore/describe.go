@@ -89,6 +89,11 @@ func Describe(dir, name string) npu.ModelDetails {
 		d.EmbeddingOnly = true
 		return d
 	}
+	if IsRerankModel(dir) {
+		// A cross-encoder: no chat template, tools or thinking.
+		d.RerankOnly = true
+		return d
+	}
 	template := chatTemplateText(dir)
 	d.Thinking = strings.Contains(template, "enable_thinking") || strings.Contains(template, "<think>")
 	if f := chatfmt.Recognise(template, cfg.ModelType); f != nil {

@@ -49,11 +49,20 @@ func IsEmbeddingModel(dir string) bool {
 // attention_mask, none of the inputs a language model's export has
 // (position_ids, beam_idx: optimum-intel's stateful decoders), and an
 // output named last_hidden_state (EmbeddingOutput). A speech or vision
-// folder is never one. The XML is read a token at a time, and a language
-// model's is left at its inputs (the IR lists its Parameters first).
+// folder is never one.
 func ReadEmbeddingIR(dir string) (EmbeddingIR, error) {
+	return readEncoderIR(dir, EmbeddingOutput, ErrNotEmbedding)
+}
+
+// readEncoderIR reads the model folder dir's openvino_model.xml and tells
+// whether it is an encoder giving output: inputs input_ids and
+// attention_mask, none of a language model's export's, and an output (or
+// any port) named output; else an error wrapping notKind. The XML is read
+// a token at a time, and a language model's is left at its inputs (the IR
+// lists its Parameters first).
+func readEncoderIR(dir, output string, notKind error) (EmbeddingIR, error) {
 	if IsSpeechModel(dir) || HasVisionEncoder(dir) {
-		return EmbeddingIR{}, ErrNotEmbedding
+		return EmbeddingIR{}, notKind
 	}
 	path := filepath.Join(dir, "openvino_model.xml")
 	f, err := os.Open(path)
@@ -63,7 +72,7 @@ func ReadEmbeddingIR(dir string) (EmbeddingIR, error) {
 	defer func() { _ = f.Close() }() // read only
 	dec := xml.NewDecoder(bufio.NewReader(io.LimitReader(f, maxIRBytes)))
 	var ir EmbeddingIR
-	output := false
+	found := false
 	inParameter := false
 	for {
 		tok, err := dec.RawToken()
@@ -85,14 +94,14 @@ func ReadEmbeddingIR(dir string) (EmbeddingIR, error) {
 			if inParameter {
 				ir.Inputs = append(ir.Inputs, names...)
 				if slices.Contains(names, "position_ids") || slices.Contains(names, "beam_idx") {
-					return EmbeddingIR{}, fmt.Errorf("%s: a language model's input (%s): %w", path, strings.Join(names, ","), ErrNotEmbedding)
+					return EmbeddingIR{}, fmt.Errorf("%s: a language model's input (%s): %w", path, strings.Join(names, ","), notKind)
 				}
 			}
-			output = output || slices.Contains(names, EmbeddingOutput)
+			found = found || slices.Contains(names, output)
 		}
 	}
-	if !ir.HasInput("input_ids") || !ir.HasInput("attention_mask") || !output {
-		return EmbeddingIR{}, fmt.Errorf("%s: no input_ids, attention_mask and %s: %w", path, EmbeddingOutput, ErrNotEmbedding)
+	if !ir.HasInput("input_ids") || !ir.HasInput("attention_mask") || !found {
+		return EmbeddingIR{}, fmt.Errorf("%s: no input_ids, attention_mask and %s: %w", path, output, notKind)
 	}
 	return ir, nil
 }

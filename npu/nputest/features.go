@@ -34,6 +34,12 @@ func AssertFeatures(t testing.TB, engine npu.Engine, model string) {
 	check("Reloads", f.Reloads, engine.Reload(ctx, model))
 	_, _, err := engine.Embed(ctx, model, []string{"features"})
 	check("Embeds", f.Embeds, err)
+	if r, ok := engine.(npu.Reranker); ok {
+		_, _, err = r.Rerank(ctx, model, "features", []string{"features"})
+		check("Reranks", f.Reranks, err)
+	} else if f.Reranks {
+		t.Errorf("engine %s: Describe says Reranks=true, but it is no npu.Reranker", engine.Name())
+	}
 	_, err = engine.Transcribe(ctx, &npu.TranscribeRequest{Model: model, Samples: make([]float32, npu.AudioSampleRate/10), Task: npu.TaskTranscribe})
 	check("Transcribes", f.Transcribes, err)
 	// An engine that counts may still not count model's prompts (GenAI

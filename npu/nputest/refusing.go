@@ -47,6 +47,10 @@ func (r *RefusingRouter) Embed(_ context.Context, req npu.EmbedRequest) ([][]flo
 	return nil, 0, r.refuse(req.Model)
 }
 
+func (r *RefusingRouter) Rerank(_ context.Context, req npu.RerankRequest) ([]npu.RerankResult, int, error) {
+	return nil, 0, r.refuse(req.Model)
+}
+
 func (r *RefusingRouter) Transcribe(_ context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
 	return npu.Transcript{}, r.refuse(req.Model)
 }

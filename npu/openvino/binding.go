@@ -208,7 +208,10 @@ type pipeline struct {
 	whisper *C.ov_genai_whisper_pipeline
 	// embed: an embedding model on OpenVINO's core instead of a GenAI
 	// pipeline; it only embeds.
-	embed  *embedder
+	embed *embedder
+	// rerank: a cross-encoder on OpenVINO's core (embed holds its compiled
+	// IR, which free closes); it only reranks.
+	rerank *reranker
 	model  string
 	device string
 	busy   atomic.Bool // GenAI pipelines are not safe for concurrent generate

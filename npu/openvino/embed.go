@@ -115,10 +115,12 @@ static void npud_emb_cancel(const npud_ov_api* api, npud_emb* e) {
     api->tok.ov_infer_request_wait(e->request);
 }
 
-// npud_emb_output reads the output name, an F32 tensor of rank 3: its
-// dims into dims, and its values into out when cap holds them all.
-static ov_status_e npud_emb_output(const npud_ov_api* api, npud_emb* e, const char* name, float* out, size_t cap,
-                                   int64_t* dims, const char** step, char* msg, size_t len) {
+// npud_emb_output reads the output name, an F32 tensor of rank (at most
+// 3): its dims into dims, and its values into out when cap holds them all.
+// An embedding model's is [batch, length, hidden], a cross-encoder's
+// [batch, classes].
+static ov_status_e npud_emb_output(const npud_ov_api* api, npud_emb* e, const char* name, int rank, float* out,
+                                   size_t cap, int64_t* dims, const char** step, char* msg, size_t len) {
     ov_status_e st;
     ov_tensor_t* t = NULL;
     ov_shape_t shape = {0};
@@ -135,15 +137,23 @@ static ov_status_e npud_emb_output(const npud_ov_api* api, npud_emb* e, const ch
     }
     *step = "ov_tensor_get_shape";
     if ((st = api->tok.ov_tensor_get_shape(t, &shape)) != OK) goto fail;
-    *step = "the output: a shape of [batch, length, hidden]";
-    if (shape.rank != 3 || shape.dims[0] < 0 || shape.dims[1] < 0 || shape.dims[2] < 0) {
+    *step = rank == 3 ? "the output: a shape of [batch, length, hidden]" : "the output: a shape of [batch, classes]";
+    if (rank < 1 || rank > 3 || shape.rank != rank) {
         api->tok.ov_shape_free(&shape);
         st = GENERAL_ERROR;
         goto fail;
     }
-    for (int i = 0; i < 3; i++) dims[i] = shape.dims[i];
+    size_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape.dims[i] < 0) {
+            api->tok.ov_shape_free(&shape);
+            st = GENERAL_ERROR;
+            goto fail;
+        }
+        dims[i] = shape.dims[i];
+        n *= (size_t)shape.dims[i];
+    }
     api->tok.ov_shape_free(&shape);
-    size_t n = (size_t)(dims[0] * dims[1] * dims[2]);
     if (n <= cap) {
         *step = "ov_tensor_data";
         if ((st = api->tok.ov_tensor_data(t, &data)) != OK) goto fail;
@@ -345,21 +355,11 @@ func (e *embedder) run(ctx context.Context, seqs [][]int64, length int) ([][]flo
 			mask[r*length+c] = 1
 		}
 	}
-	if ctx.Err() != nil {
-		return nil, context.Cause(ctx)
+	var types []int64
+	if e.ir.HasInput("token_type_ids") {
+		types = make([]int64, len(ids))
 	}
-	var native *C.npud_emb
-	select {
-	case native = <-e.slot:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-	if native == nil {
-		e.slot <- nil
-		return nil, errors.New("the embedding model is closed")
-	}
-	defer func() { e.slot <- native }()
-	hidden, dims, err := e.infer(ctx, native, ids, mask, rows, length)
+	hidden, dims, err := e.infer(ctx, ids, mask, types, rows, length, modelstore.EmbeddingOutput, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -369,13 +369,29 @@ func (e *embedder) run(ctx context.Context, seqs [][]int64, length int) ([][]flo
 	return pool(hidden, mask, rows, length, int(dims[2]), e.cfg), nil
 }
 
-// infer sets the inputs, runs the model (waiting in slices, cancelled when
-// ctx ends) and reads its hidden states.
-func (e *embedder) infer(ctx context.Context, native *C.npud_emb, ids, mask []int64, rows, length int) ([]float32, [3]int64, error) {
+// infer takes the model (waiting for the inference running, if any), sets
+// the inputs (token_type_ids when types is not nil), runs the model
+// (waiting in slices, cancelled when ctx ends) and reads its output of
+// rank rank: the values and the dims.
+func (e *embedder) infer(ctx context.Context, ids, mask, types []int64, rows, length int, output string, rank int) ([]float32, [3]int64, error) {
+	var dims [3]int64
+	if ctx.Err() != nil {
+		return nil, dims, context.Cause(ctx)
+	}
+	var native *C.npud_emb
+	select {
+	case native = <-e.slot:
+	case <-ctx.Done():
+		return nil, dims, context.Cause(ctx)
+	}
+	if native == nil {
+		e.slot <- nil
+		return nil, dims, errors.New("the model is closed")
+	}
+	defer func() { e.slot <- native }()
 	api := e.api
 	var step *C.char
 	var msg [1024]C.char
-	var dims [3]int64
 	set := func(name string, data []int64) error {
 		cname := C.CString(name)
 		defer C.free(unsafe.Pointer(cname))
@@ -392,8 +408,8 @@ func (e *embedder) infer(ctx context.Context, native *C.npud_emb, ids, mask []in
 	if err := set("attention_mask", mask); err != nil {
 		return nil, dims, err
 	}
-	if e.ir.HasInput("token_type_ids") {
-		if err := set("token_type_ids", make([]int64, len(ids))); err != nil {
+	if types != nil {
+		if err := set("token_type_ids", types); err != nil {
 			return nil, dims, err
 		}
 	}
@@ -413,7 +429,7 @@ func (e *embedder) infer(ctx context.Context, native *C.npud_emb, ids, mask []in
 			return nil, dims, fmt.Errorf("embedding: %w", context.Cause(ctx))
 		}
 	}
-	cname := C.CString(modelstore.EmbeddingOutput)
+	cname := C.CString(output)
 	defer C.free(unsafe.Pointer(cname))
 	var hidden []float32
 	for {
@@ -422,15 +438,18 @@ func (e *embedder) infer(ctx context.Context, native *C.npud_emb, ids, mask []in
 			p = (*C.float)(unsafe.Pointer(&hidden[0]))
 		}
 		cdims := (*C.int64_t)(unsafe.Pointer(&dims[0]))
-		if st := C.npud_emb_output(api, native, cname, p, C.size_t(len(hidden)), cdims, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
+		if st := C.npud_emb_output(api, native, cname, C.int(rank), p, C.size_t(len(hidden)), cdims, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
 			return nil, dims, tokenizerError(api, C.GoString(step), e.dir, st, &msg[0])
 		}
-		n := dims[0] * dims[1] * dims[2]
+		n := int64(1)
+		for _, d := range dims[:rank] {
+			n *= d
+		}
 		if int64(len(hidden)) >= n {
 			return hidden[:n], dims, nil
 		}
 		if n > int64(rows*length)*(1<<16) {
-			return nil, dims, fmt.Errorf("%s: %s has shape %v, too large for a batch of %d × %d", e.dir, modelstore.EmbeddingOutput, dims, rows, length)
+			return nil, dims, fmt.Errorf("%s: %s has shape %v, too large for a batch of %d × %d", e.dir, output, dims[:rank], rows, length)
 		}
 		hidden = make([]float32, n)
 	}

@@ -39,6 +39,10 @@ func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]
 	if !ok {
 		return nil, 0, fmt.Errorf("model %q is not loaded: %w", model, npu.ErrModelNotFound)
 	}
+	if p.rerank != nil {
+		return nil, 0, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+			"model %q is a rerank model (its openvino_model.xml gives %s): it reranks documents at /v1/rerank", model, modelstore.RerankOutput)}
+	}
 	if p.embed == nil {
 		return nil, 0, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
 			"model %q is not an embedding model: its folder's openvino_model.xml does not take input_ids and attention_mask and give %s", model, modelstore.EmbeddingOutput)}

@@ -113,10 +113,12 @@ func (e *Engine) Models() []npu.ModelInfo { return e.catalog.Models() }
 // through the core C API; GenAI's C API has none); speech models
 // transcribe (a library without the Whisper functions fails their load,
 // naming what it lacks); embedding models embed through OpenVINO's core C
-// API when the library has what that needs (embed.go).
+// API when the library has what that needs (embed.go), and cross-encoders
+// rerank the same way (rerank.go).
 func (e *Engine) Describe() npu.Features {
+	core := e.cfg.Library.embeddingSupport() == nil
 	return npu.Features{LoadsModels: true, Reloads: true, Transcribes: true, ExactCounts: true,
-		Embeds: e.cfg.Library.embeddingSupport() == nil}
+		Embeds: core, Reranks: core}
 }
 
 // DeviceNames implements npu.Engine.
@@ -215,6 +217,9 @@ func forcesStaticPrefill(dir string) bool {
 func (e *Engine) compile(ctx context.Context, dir, device string) (*pipeline, error) {
 	if ir, err := modelstore.ReadEmbeddingIR(dir); err == nil {
 		return e.compileEmbedder(ctx, dir, device, ir)
+	}
+	if ir, err := modelstore.ReadRerankIR(dir); err == nil {
+		return e.compileReranker(ctx, dir, device, ir)
 	}
 	target := device
 	if deviceKind(device) == "NPU" && device != "NPU" {
@@ -464,6 +469,9 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 	}
 	if p.whisper != nil {
 		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{SpeechOnly: true}})
+	}
+	if p.rerank != nil {
+		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{RerankOnly: true}})
 	}
 	if p.embed != nil {
 		return npu.Result{}, npu.CheckGenerates(npu.ModelInfo{ID: req.Model, Details: npu.ModelDetails{EmbeddingOnly: true}})

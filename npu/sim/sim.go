@@ -100,7 +100,7 @@ func (e *Engine) Simulated() bool { return true }
 
 // Describe implements npu.Engine.
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{Reloads: true, Embeds: true, Transcribes: true, CountsPrompts: true, ExactCounts: true}
+	return npu.Features{Reloads: true, Embeds: true, Reranks: true, Transcribes: true, CountsPrompts: true, ExactCounts: true}
 }
 
 func (e *Engine) Models() []npu.ModelInfo {

@@ -120,7 +120,7 @@ func (e *Engine) Models() []npu.ModelInfo { return e.cfg.Catalog.Models() }
 // it queues would be a round trip per request, so PromptTokens does not
 // (CountPrompt, which a client asks for, does: count.go).
 func (e *Engine) Describe() npu.Features {
-	return npu.Features{LoadsModels: true, Reloads: e.features.Reloads, Embeds: e.features.Embeds, Transcribes: e.features.Transcribes,
+	return npu.Features{LoadsModels: true, Reloads: e.features.Reloads, Embeds: e.features.Embeds, Reranks: e.features.Reranks, Transcribes: e.features.Transcribes,
 		ExactCounts: e.features.ExactCounts}
 }
 
@@ -332,6 +332,35 @@ func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]
 		return nil, 0, err
 	}
 	return done.Vectors, done.Tokens, nil
+}
+
+// Rerank implements npu.Reranker: a rerank in the model's worker. A
+// worker that dies during it is a fault like an embedding's.
+func (e *Engine) Rerank(ctx context.Context, model, query string, documents []string) ([]npu.RerankResult, int, error) {
+	if !e.features.Reranks {
+		return nil, 0, fmt.Errorf("engine %s does not rerank: %w", e.cfg.Name, npu.ErrNotSupported)
+	}
+	if len(documents) > npu.MaxRerankDocuments {
+		return nil, 0, fmt.Errorf("%d documents, more than %d: %w", len(documents), npu.MaxRerankDocuments, npu.ErrInvalidRequest)
+	}
+	p, err := e.running(model)
+	if err != nil {
+		return nil, 0, err
+	}
+	device := e.DeviceOf(model)
+	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobRerank, Model: model, Query: query, Inputs: documents})
+	var fault *FaultError
+	if errors.As(err, &fault) {
+		fault.Device = device
+		return nil, 0, e.jobFault(model, p, fault)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(done.Ranked) != len(documents) {
+		return nil, 0, fmt.Errorf("the worker ranked %d of %d documents", len(done.Ranked), len(documents))
+	}
+	return done.Ranked, done.Tokens, nil
 }
 
 // Transcribe runs a transcription in the model's worker. A worker that

@@ -36,6 +36,8 @@ const (
 	jobReload   = "reload"
 	jobGenerate = "generate"
 	jobEmbed    = "embed"
+	// jobRerank: documents scored against a query (npu.Reranker).
+	jobRerank = "rerank"
 	// jobCount: a request's prompt rendered and counted
 	// (npu.Engine.CountPrompt); nothing is generated.
 	jobCount = "count"
@@ -54,7 +56,8 @@ type Job struct {
 	// Request is a generation's (or a count's) request as JSON: gob drops
 	// a pointer to a zero value (think: false would arrive as "unset").
 	Request []byte
-	Inputs  []string               // embed
+	Inputs  []string               // embed; rerank: the documents
+	Query   string                 // rerank
 	Audio   *npu.TranscribeRequest // transcribe
 }
 
@@ -73,7 +76,9 @@ type Done struct {
 	// daemon's side describes itself with it.
 	Features npu.Features
 	Vectors  [][]float32 // on the daemon's side: from the job's vector frames
-	Tokens   int         // an embedding's input tokens, a count's prompt tokens
+	Tokens   int         // an embedding's or a rerank's input tokens, a count's prompt tokens
+	// Ranked is a rerank's results, best first.
+	Ranked []npu.RerankResult
 	// Transcript is a transcription's result.
 	Transcript npu.Transcript
 	Err        *WireError

@@ -143,6 +143,13 @@ func run(ctx context.Context, out *frameWriter, engine npu.Engine, job Job, stat
 		if err == nil {
 			err = sendVectors(out, job.ID, vectors)
 		}
+	case jobRerank:
+		r, ok := engine.(npu.Reranker)
+		if !ok || !features.Reranks {
+			err = fmt.Errorf("model %q: this engine does not rerank: %w", job.Model, npu.ErrNotSupported)
+			break
+		}
+		done.Ranked, done.Tokens, err = r.Rerank(ctx, job.Model, job.Query, job.Inputs)
 	case jobCount:
 		done.Tokens, err = countPrompt(ctx, engine, job)
 	case jobTranscribe:

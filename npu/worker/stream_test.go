@@ -278,6 +278,25 @@ func TestEmbeddingsCrossInFrames(t *testing.T) {
 	assert.Equal(t, wantTokens, tokens)
 }
 
+// Issue 40: a rerank crosses the worker as a rerank job: the worker's
+// engine's results, best first, and its token count.
+func TestRerankCrossesTheWorker(t *testing.T) {
+	e, err := engineOfTestWorkers(t, "sim")
+	require.NoError(t, err)
+	defer e.Close()
+	require.True(t, e.Describe().Reranks, "the worker's engine reranks")
+	require.NoError(t, e.Load(t.Context(), sim.ModelID))
+	docs := []string{"one", "two", "three", "four"}
+	want, wantTokens, err := sim.New(sim.Config{}).Rerank(t.Context(), sim.ModelID, "query", docs)
+	require.NoError(t, err)
+	got, tokens, err := e.Rerank(t.Context(), sim.ModelID, "query", docs)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	assert.Equal(t, wantTokens, tokens)
+	_, _, err = e.Rerank(t.Context(), sim.ModelID, "query", make([]string, npu.MaxRerankDocuments+1))
+	require.ErrorIs(t, err, npu.ErrInvalidRequest)
+}
+
 // The daemon takes off the count the tokens a worker's engine generated
 // between the sink's STOP (at chunk 3) and the callback at which the
 // worker heard of it; a second outcome, or text after the first, breaks
