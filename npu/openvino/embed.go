@@ -7,66 +7,11 @@ package openvino
 #include <string.h>
 #include "ovapi.h"
 
-// An embedding model on OpenVINO's core: its own core, the compiled IR and
-// its one infer request.
-typedef struct {
-    ov_core_t* core;
-    ov_compiled_model_t* compiled;
-    ov_infer_request_t* request;
-} npud_emb;
-
-// npud_emb_last_err copies the core's last message on this thread.
-static void npud_emb_last_err(const npud_ov_api* api, char* msg, size_t len) {
-    msg[0] = 0;
-    void* fn = npud_ov_symbol(api, "ov_get_last_err_msg");
-    if (!fn) return;
-    const char* m = ((const char* (*)(void))fn)();
-    if (m) {
-        strncpy(msg, m, len - 1);
-        msg[len - 1] = 0;
-    }
-}
-
-// npud_emb_close frees the model, keeping the thread's signal stack (the
-// core's CPU plugin goes with it: ovapi.h).
-static void npud_emb_close(const npud_ov_api* api, npud_emb* e) {
-    npud_sigstack own;
-    npud_sigstack_save(&own);
-    if (e->request) api->tok.ov_infer_request_free(e->request);
-    if (e->compiled) api->tok.ov_compiled_model_free(e->compiled);
-    if (e->core) api->ov_core_free(e->core);
-    e->request = NULL;
-    e->compiled = NULL;
-    e->core = NULL;
-    npud_sigstack_restore(&own);
-}
-
-// npud_emb_open reads the IR at xml and compiles it for device with its
-// shapes as exported (dynamic), as GenAI's TextEmbeddingPipeline does on
-// CPU and GPU when no batch size or length is configured.
-static ov_status_e npud_emb_open(const npud_ov_api* api, const char* xml, const char* device, npud_emb* e,
-                                 const char** step, char* msg, size_t len) {
-    ov_status_e st;
-    ov_model_t* model = NULL;
-    *step = "ov_core_create";
-    if ((st = api->ov_core_create(&e->core)) != OK) goto fail;
-    *step = "ov_core_read_model";
-    if ((st = api->tok.ov_core_read_model(e->core, xml, NULL, &model)) != OK) goto fail;
-    *step = "ov_core_compile_model";
-    npud_sigstack own;
-    npud_sigstack_save(&own);
-    st = api->tok.ov_core_compile_model(e->core, model, device, 0, &e->compiled);
-    npud_sigstack_restore(&own);
-    api->tok.ov_model_free(model);
-    if (st != OK) goto fail;
-    *step = "ov_compiled_model_create_infer_request";
-    if ((st = api->tok.ov_compiled_model_create_infer_request(e->compiled, &e->request)) != OK) goto fail;
-    return OK;
-fail:
-    npud_emb_last_err(api, msg, len);
-    npud_emb_close(api, e);
-    return st;
-}
+// An embedding or rerank model on OpenVINO's core (npud_core_model,
+// ovapi.h). It is compiled with its shapes as exported (dynamic), as
+// GenAI's TextEmbeddingPipeline does on CPU and GPU when no batch size or
+// length is configured: npud_core_model_open without an extension.
+typedef npud_core_model npud_emb;
 
 // npud_emb_set sets the input name to a [rows, cols] I64 tensor holding a
 // copy of data (the request keeps a reference to the tensor).
@@ -93,20 +38,20 @@ static ov_status_e npud_emb_set(const npud_ov_api* api, npud_emb* e, const char*
     if (st != OK) goto fail;
     return OK;
 fail:
-    npud_emb_last_err(api, msg, len);
+    npud_core_last_err(api, msg, len);
     if (tensor) api->tok.ov_tensor_free(tensor);
     return st;
 }
 
 static ov_status_e npud_emb_start(const npud_ov_api* api, npud_emb* e, char* msg, size_t len) {
     ov_status_e st = api->tok.ov_infer_request_start_async(e->request);
-    if (st != OK) npud_emb_last_err(api, msg, len);
+    if (st != OK) npud_core_last_err(api, msg, len);
     return st;
 }
 
 static ov_status_e npud_emb_wait_for(const npud_ov_api* api, npud_emb* e, int64_t ms, char* msg, size_t len) {
     ov_status_e st = api->tok.ov_infer_request_wait_for(e->request, ms);
-    if (st != OK && st != RESULT_NOT_READY) npud_emb_last_err(api, msg, len);
+    if (st != OK && st != RESULT_NOT_READY) npud_core_last_err(api, msg, len);
     return st;
 }
 
@@ -162,7 +107,7 @@ static ov_status_e npud_emb_output(const npud_ov_api* api, npud_emb* e, const ch
     api->tok.ov_tensor_free(t);
     return OK;
 fail:
-    npud_emb_last_err(api, msg, len);
+    npud_core_last_err(api, msg, len);
     if (t) api->tok.ov_tensor_free(t);
     return st;
 }
@@ -255,7 +200,7 @@ func (l *Library) openEmbedder(ctx context.Context, dir, device string, ir model
 	}
 	var step *C.char
 	var msg [1024]C.char
-	if st := C.npud_emb_open(l.api, cxml, cdev, native, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
+	if st := C.npud_core_model_open(l.api, nil, cxml, cdev, native, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
 		C.free(unsafe.Pointer(native))
 		_ = tok.Close()
 		return nil, tokenizerError(l.api, C.GoString(step), xml, st, &msg[0])
@@ -273,7 +218,7 @@ func (e *embedder) close() error {
 	if native == nil {
 		return errors.New("the embedding model is closed")
 	}
-	C.npud_emb_close(e.api, native)
+	C.npud_core_model_close(e.api, native)
 	C.free(unsafe.Pointer(native))
 	return e.tok.Close()
 }

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "openvino/c/ov_compiled_model.h"
 #include "openvino/c/ov_core.h"
@@ -297,6 +298,79 @@ static inline ov_status_e npud_ov_core_get_property(const npud_ov_api* api, cons
     npud_sigstack_restore(&own);
     return st;
 }
+/* A model on OpenVINO's core, as the tokenizer (tokenizer.go) and the
+ * embedding and rerank models (embed.go) run one: its own core, the
+ * compiled IR and its one infer request. */
+typedef struct {
+    ov_core_t* core;
+    ov_compiled_model_t* compiled;
+    ov_infer_request_t* request;
+} npud_core_model;
+
+/* npud_core_last_err copies the message of the core's last exception on
+ * this thread (ov_get_last_err_msg, absent from some builds) into msg. */
+static inline void npud_core_last_err(const npud_ov_api* api, char* msg, size_t len) {
+    msg[0] = 0;
+    void* fn = npud_ov_symbol(api, "ov_get_last_err_msg");
+    if (!fn) return;
+    const char* m = ((const char* (*)(void))fn)();
+    if (m) {
+        strncpy(msg, m, len - 1);
+        msg[len - 1] = 0;
+    }
+}
+
+/* npud_core_model_close frees the model. Freeing the core destroys its CPU
+ * plugin, which unmaps the signal stack it set on another thread
+ * (npud_sigstack_save above). */
+static inline void npud_core_model_close(const npud_ov_api* api, npud_core_model* m) {
+    npud_sigstack own;
+    npud_sigstack_save(&own);
+    if (m->request) api->tok.ov_infer_request_free(m->request);
+    if (m->compiled) api->tok.ov_compiled_model_free(m->compiled);
+    if (m->core) api->ov_core_free(m->core);
+    m->request = NULL;
+    m->compiled = NULL;
+    m->core = NULL;
+    npud_sigstack_restore(&own);
+}
+
+/* npud_core_model_open runs every step of opening a model on one thread, so
+ * that a failure's message (per thread) is the step's: a core, the
+ * extension library when one is named (openvino-tokenizers for a
+ * tokenizer), the IR at xml compiled for device with its shapes as
+ * exported, one infer request. step names the call that failed;
+ * everything made before it is freed. Compiling constructs the core's CPU
+ * plugin on this thread, which takes its signal stack: given back at once. */
+static inline ov_status_e npud_core_model_open(const npud_ov_api* api, const char* extension, const char* xml,
+                                               const char* device, npud_core_model* m, const char** step, char* msg,
+                                               size_t len) {
+    ov_status_e st;
+    ov_model_t* model = NULL;
+    *step = "ov_core_create";
+    if ((st = api->ov_core_create(&m->core)) != OK) goto fail;
+    if (extension) {
+        *step = "ov_core_add_extension";
+        if ((st = api->ov_core_add_extension(m->core, extension)) != OK) goto fail;
+    }
+    *step = "ov_core_read_model";
+    if ((st = api->tok.ov_core_read_model(m->core, xml, NULL, &model)) != OK) goto fail;
+    *step = "ov_core_compile_model";
+    npud_sigstack own;
+    npud_sigstack_save(&own);
+    st = api->tok.ov_core_compile_model(m->core, model, device, 0, &m->compiled);
+    npud_sigstack_restore(&own);
+    api->tok.ov_model_free(model);
+    if (st != OK) goto fail;
+    *step = "ov_compiled_model_create_infer_request";
+    if ((st = api->tok.ov_compiled_model_create_infer_request(m->compiled, &m->request)) != OK) goto fail;
+    return OK;
+fail:
+    npud_core_last_err(api, msg, len); /* before ov_core_free, which clears it */
+    npud_core_model_close(api, m);
+    return st;
+}
+
 /* Freeing a pipeline frees its core and plugins: the thread's signal stack
  * is kept (npud_sigstack_save above). */
 static inline void npud_ov_genai_llm_pipeline_free(const npud_ov_api* api, ov_genai_llm_pipeline* pipe) {

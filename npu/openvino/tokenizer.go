@@ -7,72 +7,16 @@ package openvino
 #include <string.h>
 #include "ovapi.h"
 
-// A model's tokenizer on OpenVINO's core: the core that loaded
-// openvino-tokenizers, the compiled IR and its one infer request.
-typedef struct {
-    ov_core_t* core;
-    ov_compiled_model_t* compiled;
-    ov_infer_request_t* request;
-} npud_tok;
+// A model's tokenizer on OpenVINO's core (npud_core_model, ovapi.h): the
+// core that loaded openvino-tokenizers, the compiled IR and its one infer
+// request.
+typedef npud_core_model npud_tok;
 
-// npud_tok_last_err copies the message of the core's last exception on
-// this thread (ov_get_last_err_msg, absent from some builds) into msg.
-static void npud_tok_last_err(const npud_ov_api* api, char* msg, size_t len) {
-    msg[0] = 0;
-    void* fn = npud_ov_symbol(api, "ov_get_last_err_msg");
-    if (!fn) return;
-    const char* m = ((const char* (*)(void))fn)();
-    if (m) {
-        strncpy(msg, m, len - 1);
-        msg[len - 1] = 0;
-    }
-}
-
-// npud_tok_close frees the tokenizer. Freeing the core destroys its CPU
-// plugin, which unmaps the signal stack it set on another thread
-// (npud_sigstack_save in ovapi.h).
-static void npud_tok_close(const npud_ov_api* api, npud_tok* t) {
-    npud_sigstack own;
-    npud_sigstack_save(&own);
-    if (t->request) api->tok.ov_infer_request_free(t->request);
-    if (t->compiled) api->tok.ov_compiled_model_free(t->compiled);
-    if (t->core) api->ov_core_free(t->core);
-    t->request = NULL;
-    t->compiled = NULL;
-    t->core = NULL;
-    npud_sigstack_restore(&own);
-}
-
-// npud_tok_open runs every step of opening a tokenizer on one thread, so
-// that a failure's message (per thread) is the step's. step names the call
-// that failed; everything made before it is freed.
+// npud_tok_open opens a tokenizer: GenAI compiles its tokenizer on the CPU
+// only (tokenizer_impl.cpp).
 static ov_status_e npud_tok_open(const npud_ov_api* api, const char* extension, const char* xml, npud_tok* t,
                                  const char** step, char* msg, size_t len) {
-    ov_status_e st;
-    ov_model_t* model = NULL;
-    *step = "ov_core_create";
-    if ((st = api->ov_core_create(&t->core)) != OK) goto fail;
-    *step = "ov_core_add_extension";
-    if ((st = api->ov_core_add_extension(t->core, extension)) != OK) goto fail;
-    *step = "ov_core_read_model";
-    if ((st = api->tok.ov_core_read_model(t->core, xml, NULL, &model)) != OK) goto fail;
-    // GenAI compiles its tokenizer on the CPU only (tokenizer_impl.cpp).
-    // Compiling constructs the core's CPU plugin on this thread, which
-    // takes its signal stack: given back at once (ovapi.h).
-    *step = "ov_core_compile_model";
-    npud_sigstack own;
-    npud_sigstack_save(&own);
-    st = api->tok.ov_core_compile_model(t->core, model, "CPU", 0, &t->compiled);
-    npud_sigstack_restore(&own);
-    api->tok.ov_model_free(model);
-    if (st != OK) goto fail;
-    *step = "ov_compiled_model_create_infer_request";
-    if ((st = api->tok.ov_compiled_model_create_infer_request(t->compiled, &t->request)) != OK) goto fail;
-    return OK;
-fail:
-    npud_tok_last_err(api, msg, len); // before ov_core_free, which clears it
-    npud_tok_close(api, t);
-    return st;
+    return npud_core_model_open(api, extension, xml, "CPU", t, step, msg, len);
 }
 
 // npud_tok_start sets one string as input 0 (the tensor holds a copy, and
@@ -97,13 +41,13 @@ static ov_status_e npud_tok_start(const npud_ov_api* api, npud_tok* t, const cha
     if ((st = api->tok.ov_infer_request_start_async(t->request)) != OK) goto fail;
     return OK;
 fail:
-    npud_tok_last_err(api, msg, len);
+    npud_core_last_err(api, msg, len);
     return st;
 }
 
 static ov_status_e npud_tok_wait_for(const npud_ov_api* api, npud_tok* t, int64_t ms, char* msg, size_t len) {
     ov_status_e st = api->tok.ov_infer_request_wait_for(t->request, ms);
-    if (st != OK && st != RESULT_NOT_READY) npud_tok_last_err(api, msg, len);
+    if (st != OK && st != RESULT_NOT_READY) npud_core_last_err(api, msg, len);
     return st;
 }
 
@@ -153,7 +97,7 @@ static ov_status_e npud_tok_ids(const npud_ov_api* api, npud_tok* t, int64_t* ou
     api->tok.ov_tensor_free(ids);
     return OK;
 fail:
-    npud_tok_last_err(api, msg, len);
+    npud_core_last_err(api, msg, len);
     if (ids) api->tok.ov_tensor_free(ids);
     return st;
 }
@@ -422,7 +366,7 @@ func (t *ModelTokenizer) Close() error {
 	if tok == nil {
 		return ErrTokenizerClosed
 	}
-	C.npud_tok_close(t.api, tok)
+	C.npud_core_model_close(t.api, tok)
 	C.free(unsafe.Pointer(tok))
 	return nil
 }
