@@ -28,12 +28,7 @@ func (e *Engine) CountPrompt(ctx context.Context, req *npu.Request) (int, error)
 		if err != nil {
 			return 0, err
 		}
-		msgs := req.Messages
-		if len(msgs) == 0 {
-			// GenAI templates a plain prompt as one user message.
-			msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
-		}
-		r, err := pr.render(ctx, req, msgs)
+		r, err := pr.render(ctx, req, chatMessages(req))
 		if err != nil && attempt == 0 && e.replaced(req.Model, p) {
 			continue
 		}

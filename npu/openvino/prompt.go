@@ -221,12 +221,7 @@ func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Req
 	if req.Format != nil && len(req.Tools) == 0 {
 		return e.generateStructured(ctx, p, req, sink, limit, promptLimit)
 	}
-	msgs := req.Messages
-	if len(msgs) == 0 {
-		// GenAI templates a plain prompt as one user message.
-		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
-	}
-	r, err := p.prompt.fit(ctx, req, msgs, limit, promptLimit, p.model)
+	r, err := p.prompt.fit(ctx, req, chatMessages(req), limit, promptLimit, p.model)
 	if err != nil {
 		return npu.Result{}, err
 	}
@@ -242,11 +237,7 @@ func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Req
 	} // else the model's own max_new_tokens (generation_config.json) when smaller than the room
 	res, err := p.generate(ctx, &rendered, sink, room)
 	if err != nil {
-		var invalid *npu.InvalidRequestError
-		if errors.As(err, &invalid) {
-			return res, err
-		}
-		return res, &npu.EngineError{Engine: "openvino", Cause: err}
+		return res, engineFailure(err)
 	}
 	if res.PromptTokens != r.tokens {
 		// GenAI counted what it prefilled; npud's count is the same text
@@ -261,4 +252,23 @@ func (e *Engine) generateRendered(ctx context.Context, p *pipeline, req *npu.Req
 		res.FinishReason = npu.FinishLength
 	}
 	return res, nil
+}
+
+// chatMessages is the conversation a request renders: its messages, or
+// its plain prompt as one user message, as GenAI templates one.
+func chatMessages(req *npu.Request) []npu.Message {
+	if len(req.Messages) > 0 {
+		return req.Messages
+	}
+	return []npu.Message{{Role: "user", Content: req.Prompt}}
+}
+
+// engineFailure is how a failed generate is reported: a request's fault
+// as it is (a 400), anything else as the engine's failure.
+func engineFailure(err error) error {
+	var invalid *npu.InvalidRequestError
+	if errors.As(err, &invalid) {
+		return err
+	}
+	return &npu.EngineError{Engine: "openvino", Cause: err}
 }

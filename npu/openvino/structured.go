@@ -210,11 +210,7 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 	if err != nil {
 		return npu.Result{}, &npu.InvalidRequestError{Param: "response_format", Message: err.Error()}
 	}
-	msgs := req.Messages
-	if len(msgs) == 0 {
-		msgs = []npu.Message{{Role: "user", Content: req.Prompt}}
-	}
-	msgs = withInstruction(msgs, instruction)
+	msgs := withInstruction(chatMessages(req), instruction)
 	off := false
 	asked := *req
 	asked.Think = &off
@@ -271,11 +267,7 @@ func (e *Engine) generateStructured(ctx context.Context, p *pipeline, req *npu.R
 		total.CachedPromptTokens += res.CachedPromptTokens
 		total.Timings = res.Timings
 		if err != nil {
-			var invalid *npu.InvalidRequestError
-			if errors.As(err, &invalid) {
-				return total, err
-			}
-			return total, &npu.EngineError{Engine: "openvino", Cause: err}
+			return total, engineFailure(err)
 		}
 		if a.ended != npu.Running || a.matcher.Complete() {
 			return e.endStructured(total, a, req, restarts)
