@@ -18,6 +18,7 @@ import (
 	"github.com/npud/npud/npu/modelstore"
 )
 
+// tinyModel is the project's tiny model (testdata/openvino/tinymodel).
 const tinyModel = "../../testdata/openvino/tinymodel/model"
 
 // Issue 39 item 4: the prompt view is the model's folder with its files

@@ -45,7 +45,7 @@ func TestOfficialCPUPluginLeavesTheSignalStack(t *testing.T) {
 	own := threadSignalStack(t)
 	require.NotZero(t, own.sp, "the Go runtime gave this thread a signal stack")
 
-	tok, err := lib.OpenTokenizer(context.Background(), tinyModelFolder, TokenizerOptions{})
+	tok, err := lib.OpenTokenizer(context.Background(), tinyModel, TokenizerOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, own, threadSignalStack(t), "compiling the tokenizer (a new core's CPU plugin)")
 	_, err = tok.Count(t.Context(), "Say hello")

@@ -94,7 +94,7 @@ func TestOfficialTestLibraryTokenizesLikeGenAI(t *testing.T) {
 	for _, c := range renderedConversations {
 		conversations = append(conversations, c.conversation)
 	}
-	rendered := genaiRender(t, venv, tinyModelFolder, conversations)
+	rendered := genaiRender(t, venv, tinyModel, conversations)
 	type text struct {
 		name, text string
 		ascii      bool
@@ -110,9 +110,9 @@ func TestOfficialTestLibraryTokenizesLikeGenAI(t *testing.T) {
 	for i, tc := range texts {
 		all[i] = tc.text
 	}
-	want, _ := genaiIDs(t, venv, tinyModelFolder, all)
+	want, _ := genaiIDs(t, venv, tinyModel, all)
 
-	tok := openTestTokenizer(t, tinyModelFolder, TokenizerOptions{})
+	tok := openTestTokenizer(t, tinyModel, TokenizerOptions{})
 	for i, tc := range texts {
 		got, err := tok.Encode(t.Context(), tc.text)
 		require.NoError(t, err, tc.name)
@@ -135,10 +135,10 @@ func TestOfficialTestLibraryTokenizesLikeGenAI(t *testing.T) {
 // templated prompt counted by its BPE tokens (GenAI's 22 for "Say hello",
 // measured on the real runtime), not its four words.
 func TestTestLibraryTokenizerReadsTheFoldersTokenizerJSON(t *testing.T) {
-	view, err := makePromptView(tinyModelFolder)
+	view, err := makePromptView(tinyModel)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(view) })
-	direct := openTestTokenizer(t, tinyModelFolder, TokenizerOptions{})
+	direct := openTestTokenizer(t, tinyModel, TokenizerOptions{})
 	viewed := openTestTokenizer(t, view, TokenizerOptions{})
 	words := openTestTokenizer(t, tokenizerFolder(t, ""), TokenizerOptions{})
 	const sayHello = "<|im_start|>user\nSay hello<|im_end|>\n<|im_start|>assistant\n"
@@ -178,9 +178,9 @@ func TestTestLibraryTokenizerReadsTheFoldersTokenizerJSON(t *testing.T) {
 // comes in more, shorter chunks than it has words.
 func TestTestLibraryAnswersInTheFoldersTokens(t *testing.T) {
 	models := t.TempDir()
-	require.NoError(t, os.CopyFS(filepath.Join(models, "tiny"), os.DirFS(tinyModelFolder)))
+	require.NoError(t, os.CopyFS(filepath.Join(models, "tiny"), os.DirFS(tinyModel)))
 	_, r := newTestEngine(t, "CPU", Config{ModelsDir: models, Device: "CPU"})
-	tok := openTestTokenizer(t, tinyModelFolder, TokenizerOptions{})
+	tok := openTestTokenizer(t, tinyModel, TokenizerOptions{})
 	no := false
 	// A seed of its own: an answer that ends inside a character (the
 	// emoji the test model spells as two byte tokens) comes out with a
@@ -222,8 +222,8 @@ func TestTestLibraryAnswersInTheFoldersTokens(t *testing.T) {
 // fixture now) the reasoning is there.
 func TestTestLibrarySkipsSpecialTokensInItsAnswer(t *testing.T) {
 	models := t.TempDir()
-	require.NoError(t, os.CopyFS(filepath.Join(models, "tiny"), os.DirFS(tinyModelFolder)))
-	require.NoError(t, os.CopyFS(filepath.Join(models, "special-tags"), os.DirFS(tinyModelFolder)))
+	require.NoError(t, os.CopyFS(filepath.Join(models, "tiny"), os.DirFS(tinyModel)))
+	require.NoError(t, os.CopyFS(filepath.Join(models, "special-tags"), os.DirFS(tinyModel)))
 	file := filepath.Join(models, "special-tags", "tokenizer.json")
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
@@ -267,7 +267,7 @@ func TestTestLibrarySkipsSpecialTokensInItsAnswer(t *testing.T) {
 // and max_length there do with the real runtime).
 func TestTestLibraryReadsTheGenerationConfig(t *testing.T) {
 	models := t.TempDir()
-	require.NoError(t, os.CopyFS(filepath.Join(models, "broken"), os.DirFS(tinyModelFolder)))
+	require.NoError(t, os.CopyFS(filepath.Join(models, "broken"), os.DirFS(tinyModel)))
 	require.NoError(t, os.WriteFile(filepath.Join(models, "broken", "generation_config.json"), []byte(`{"max_new_tokens": 3,}`), 0o644))
 	_, r := newTestEngine(t, "CPU", Config{ModelsDir: models, Device: "CPU"})
 	s, err := r.Start(&npu.Request{Model: "broken", Prompt: "Say hello"})

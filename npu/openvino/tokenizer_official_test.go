@@ -55,16 +55,13 @@ func tokenizerScript() string {
 	return filepath.Join("..", "..", "testdata", "openvino", "tokenizer", "genai_tokenizer.py")
 }
 
-// tinyModelFolder is the project's tiny model (testdata/openvino/tinymodel).
-const tinyModelFolder = "../../testdata/openvino/tinymodel/model"
-
 // withSpecialTokens copies the tiny model with a tokenizer that adds BOS
 // (1) before every text and EOS (2) after it, as a Llama-style converted
 // tokenizer adds its BOS; the tiny model's own adds nothing.
 func withSpecialTokens(t testing.TB, venv string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "bos-eos")
-	cmd := exec.CommandContext(context.Background(), filepath.Join(venv, "bin", "python"), tokenizerScript(), "add-special", tinyModelFolder, out, "1", "2")
+	cmd := exec.CommandContext(context.Background(), filepath.Join(venv, "bin", "python"), tokenizerScript(), "add-special", tinyModel, out, "1", "2")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	return out
@@ -100,7 +97,7 @@ func TestOfficialModelTokenizer(t *testing.T) {
 		strings.Repeat(qwenConversation, 200), // some 100 kB
 	}
 	for _, folder := range []struct{ name, dir string }{
-		{"the tiny model", tinyModelFolder},
+		{"the tiny model", tinyModel},
 		{"a tokenizer adding BOS and EOS", withSpecialTokens(t, venv)},
 	} {
 		t.Run(folder.name, func(t *testing.T) {
@@ -152,7 +149,7 @@ func TestOfficialModelTokenizerFailures(t *testing.T) {
 	// A text that takes the real tokenizer far longer than the bound (a
 	// few MB of BPE): the inference is cancelled, the caller gets the
 	// deadline, and the request counts the next text.
-	tok, err := lib.OpenTokenizer(context.Background(), tinyModelFolder, TokenizerOptions{Timeout: time.Millisecond})
+	tok, err := lib.OpenTokenizer(context.Background(), tinyModel, TokenizerOptions{Timeout: time.Millisecond})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, tok.Close()) }()
 	_, err = tok.Count(t.Context(), strings.Repeat(qwenConversation, 5000)) // some 3.5 MB
@@ -167,7 +164,7 @@ func TestOfficialModelTokenizerFailures(t *testing.T) {
 // the pinned wheels, like every test against the real runtime).
 func BenchmarkOfficialModelTokenizerCount(b *testing.B) {
 	_, lib := realTokenizerCore(b)
-	tok, err := lib.OpenTokenizer(context.Background(), tinyModelFolder, TokenizerOptions{})
+	tok, err := lib.OpenTokenizer(context.Background(), tinyModel, TokenizerOptions{})
 	require.NoError(b, err)
 	defer func() { _ = tok.Close() }()
 	for _, size := range []struct {
