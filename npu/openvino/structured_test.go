@@ -20,14 +20,7 @@ import (
 func tinyModels(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "tiny"), 0o755))
-	entries, err := os.ReadDir(tinyModel)
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(tinyModel, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "tiny", e.Name()), b, 0o644))
-	}
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "tiny"), os.DirFS(tinyModel)))
 	return dir
 }
 

@@ -177,9 +177,7 @@ func TestTestLibraryTokenizerReadsTheFoldersTokenizerJSON(t *testing.T) {
 // count is the answer's token count (not its words'), and the stream
 // comes in more, shorter chunks than it has words.
 func TestTestLibraryAnswersInTheFoldersTokens(t *testing.T) {
-	models := t.TempDir()
-	require.NoError(t, os.CopyFS(filepath.Join(models, "tiny"), os.DirFS(tinyModel)))
-	_, r := newTestEngine(t, "CPU", Config{ModelsDir: models, Device: "CPU"})
+	_, r := newTestEngine(t, "CPU", Config{ModelsDir: tinyModels(t), Device: "CPU"})
 	tok := openTestTokenizer(t, tinyModel, TokenizerOptions{})
 	no := false
 	// A seed of its own: an answer that ends inside a character (the
