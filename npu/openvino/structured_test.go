@@ -73,30 +73,6 @@ func TestStructuredAnswerCutShortFails(t *testing.T) {
 	assert.ErrorIs(t, err, npu.ErrStructuredOutput)
 }
 
-// propertySchemas are the schemas of the property test: the keywords npud
-// holds an answer to, alone and together.
-var propertySchemas = []string{
-	`{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`,
-	`{"type":"object","properties":{"n":{"type":"integer","minimum":-5,"maximum":5}},"required":["n"]}`,
-	`{"type":"object","properties":{"x":{"type":"number","exclusiveMinimum":0,"maximum":1}},"required":["x"]}`,
-	`{"type":"object","properties":{"ok":{"type":"boolean"},"none":{"type":"null"}},"required":["ok","none"]}`,
-	`{"type":"object","properties":{"c":{"enum":["red","green","blue"]}},"required":["c"]}`,
-	`{"type":"object","properties":{"k":{"const":"fixed"},"v":{"type":"string","maxLength":4}},"required":["k","v"]}`,
-	`{"type":"object","properties":{"s":{"type":"string","minLength":3,"maxLength":6}},"required":["s"]}`,
-	`{"type":"object","properties":{"l":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":3}},"required":["l"]}`,
-	`{"type":"object","properties":{"l":{"type":"array","items":{"type":"string","maxLength":3}}},"required":["l"]}`,
-	`{"type":"object","properties":{"u":{"anyOf":[{"type":"integer"},{"type":"string","maxLength":2}]}},"required":["u"]}`,
-	`{"type":"object","properties":{"o":{"anyOf":[{"type":"null"},{"type":"object","properties":{"z":{"type":"boolean"}},"required":["z"]}]}},"required":["o"]}`,
-	`{"$defs":{"p":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}},"required":["x","y"]}},"type":"object","properties":{"from":{"$ref":"#/$defs/p"},"to":{"$ref":"#/$defs/p"}},"required":["from","to"]}`,
-	`{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/node"}]}},"required":["v","next"]}},"$ref":"#/$defs/node"}`,
-	`{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0,"maximum":150},"email":{"anyOf":[{"type":"string"},{"type":"null"}]}},"required":["name","age"]}`,
-	`{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"string","maxLength":5}},"required":["c"]}},"required":["b"]}},"required":["a"]}`,
-	`{"type":"object","properties":{"tags":{"type":"array","items":{"enum":["x","y"]},"maxItems":4},"n":{"type":"number"}},"required":["tags","n"],"additionalProperties":false}`,
-	`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"integer"}}},"required":["m"]}`,
-	`{"type":"array","items":{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]},"minItems":1,"maxItems":2}`,
-	`{"type":["object","null"],"properties":{"q":{"type":"string","maxLength":8}},"required":["q"]}`,
-	`{"type":"object","properties":{"t":{"type":"string","enum":["a\"b","c\\d","é"]},"i":{"type":"integer","const":7}},"required":["t","i"]}`,
-}
 
 // Issue 37: across many schemas and seeds on a random-weight model (the
 // test library's, which writes words), every answer parses and is valid,
@@ -107,13 +83,20 @@ func TestStructuredAnswersPropertyOnARandomModel(t *testing.T) {
 	if testing.Short() {
 		seeds = 3
 	}
+	b, err := os.ReadFile("../../testdata/openvino/structured_schemas.json")
+	require.NoError(t, err)
+	var property struct {
+		Schemas []json.RawMessage `json:"schemas"`
+	}
+	require.NoError(t, json.Unmarshal(b, &property))
+	require.Len(t, property.Schemas, 20)
 	valid, failed, resumes := 0, 0, 0
-	for i, raw := range propertySchemas {
-		schema, err := jsonschema.Compile([]byte(raw))
+	for i, raw := range property.Schemas {
+		schema, err := jsonschema.Compile(raw)
 		require.NoError(t, err, "schema %d", i)
 		for s := range seeds {
 			temp, seed := 1.0, int64(s)
-			format := npu.Format{Type: npu.FormatJSONSchema, Schema: json.RawMessage(raw)}
+			format := npu.Format{Type: npu.FormatJSONSchema, Schema: raw}
 			text, res, err := run(t, r, &npu.Request{Model: "tiny", MaxTokens: 300, Format: &format,
 				Sampling: npu.Sampling{Temperature: &temp, Seed: &seed},
 				Messages: []npu.Message{{Role: "user", Content: "Answer."}}})
