@@ -73,7 +73,6 @@ func TestStructuredAnswerCutShortFails(t *testing.T) {
 	assert.ErrorIs(t, err, npu.ErrStructuredOutput)
 }
 
-
 // Issue 37: across many schemas and seeds on a random-weight model (the
 // test library's, which writes words), every answer parses and is valid,
 // or is the explicit structured_output_failed — never anything else.
