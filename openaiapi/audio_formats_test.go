@@ -262,7 +262,9 @@ func TestTranscriptionJobsAreBoundedAndQueued(t *testing.T) {
 		running, most int
 		release       = make(chan struct{})
 	)
-	srv := startSimHearing(t, func(c *daemon.Config) { c.SimSlots, c.MaxQueue = 2, 1 }, func(ctx context.Context, window int) error {
+	// Four decodes at once: the default (one per CPU) would refuse the
+	// third upload on a two-core machine whenever the three decode together.
+	srv := startSimHearing(t, func(c *daemon.Config) { c.SimSlots, c.MaxQueue, c.MaxAudioDecodes = 2, 1, 4 }, func(ctx context.Context, window int) error {
 		mu.Lock()
 		running++
 		most = max(most, running)
