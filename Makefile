@@ -30,7 +30,7 @@ PYPINS := $(CURDIR)/testdata/python/requirements.txt
 # after it; each target alone keeps go test's own vet.
 TESTVET ?=
 
-.PHONY: help build run test test-openvino test-openvino-real openvino-venv python-venv test-openvino-asan fuzz soak check bench package clean
+.PHONY: help build run test test-tools js-clients agent-clis test-openvino test-openvino-real openvino-venv python-venv test-openvino-asan fuzz soak check bench package clean
 
 help: ## list the targets
 	@# Two passes: the widest target name sets the column.
@@ -58,17 +58,38 @@ check: ## gofmt, go vet with npud's linter (errcheck, errorlint, staticcheck, ..
 	$(GO) test -C tools/lint -count=1 ./...
 	@echo "== go vet ./... with go vet's analyzers and .golangci.yml's linters"
 	$(GO) vet -vettool=$(NPUDLINT) ./...
-	@# Without cgo npud has the simulated engine only; it must keep compiling.
-	CGO_ENABLED=0 $(GO) vet ./...
-	@# The Windows service build must keep compiling.
-	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./...
+	@# Without cgo npud has the simulated engine only, and the Windows service build
+	@# has no cgo either: every package must keep compiling in both. Compiled, not
+	@# vetted again: a vet compiles the tests' client SDKs too, most of its time, and
+	@# the tests run on Linux with cgo only. The packages with Windows files of their
+	@# own (npu/hub, npu/worker) are vetted there; tests need no SDK.
+	CGO_ENABLED=0 $(GO) build -tags nomsgpack ./...
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack ./...
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet ./npu/hub/ ./npu/worker/
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -tags nomsgpack -o /dev/null .
 	@# The root package's tests, all of them, once: the arrows between packages, the
 	@# CGO_ENABLED=0 link, and what the binary links (deps.txt; a new dependency:
 	@# go test -run TestDependencies -update .). The race run below leaves them out.
 	$(GO) test -count=1 -timeout 5m .
 
-test: check ## vet, then every test under the race detector
+test: ## vet, then every test under the race detector
+	@$(MAKE) --no-print-directory test-tools
+	@# make check and the installs at once: the one is CPU, the others mostly network.
+	@$(MAKE) --no-print-directory -j5 --output-sync=line check js-clients agent-clis python-venv openvino-venv
+	@# Vetted once, by make check: -vet=off from here on. The root package's
+	@# tests ran in make check. A timeout of our own for each package's test binary:
+	@# Go's default 10 minutes is too tight for the daemon's suite under -race on a
+	@# loaded machine.
+	@echo "== go test -race: every package but the root one"
+	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race -vet=off -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(MODULE)')
+	$(MAKE) --no-print-directory test-openvino-real TESTVET=-vet=off
+	$(MAKE) --no-print-directory test-openvino TESTVET=-vet=off
+	$(MAKE) --no-print-directory test-openvino-asan TESTVET=-vet=off
+	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a duration
+	@# run at its deadline with no crasher on a loaded machine (go.dev/issue/75804).
+	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x TESTVET=-vet=off
+
+test-tools: ## the Debian packages the tests need (apt-get, as root), when the machine lacks them
 	@# -race needs a C compiler, the proxy tests nginx and HAProxy, the JS client tests Node,
 	@# the unit and package checks systemd-analyze, lintian, rpm and shellcheck,
 	@# the web console's tests Chromium, the audio tests espeak-ng, sox, lame and ffmpeg
@@ -93,10 +114,14 @@ test: check ## vet, then every test under the race detector
 	python3 -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then echo "== apt-get: installing$$missing (what each is for: docs/TESTING.md)"; \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 $$missing; fi
+
+js-clients: ## the official JS clients in testdata/js (npm ci, once)
 	@# The official JS clients, pinned by testdata/js/package-lock.json.
 	@[ -d testdata/js/node_modules/ollama ] && [ -d testdata/js/node_modules/openai ] && [ -d testdata/js/node_modules/@anthropic-ai/sdk ] || \
 	  { echo "== npm ci in testdata/js: the official JS clients (ollama, openai, @anthropic-ai/sdk)"; \
-	    cd testdata/js && npm ci --no-audit --no-fund --loglevel=error; }
+	    cd testdata/js && npm ci --no-audit --no-fund --loglevel=error && echo "== npm ci in testdata/js: done"; }
+
+agent-clis: ## OpenCode, Claude Code and Codex CLI in testdata/agents (one npm install, once)
 	@# OpenCode, Claude Code and Codex CLI (native binaries), pinned by
 	@# testdata/agents/package-lock.json: one install for the three. npm install, not
 	@# npm ci: the lock holds only the platform packages the registry serves here,
@@ -104,27 +129,15 @@ test: check ## vet, then every test under the race detector
 	@# keeps the lock's versions and integrity (--no-save: the lock is never rewritten).
 	@[ -d testdata/agents/node_modules/@anthropic-ai/claude-code ] && [ -d testdata/agents/node_modules/@openai/codex ] && [ -d testdata/agents/node_modules/opencode-ai ] || \
 	  { echo "== npm install in testdata/agents: OpenCode, Claude Code and Codex CLI (1.1 GB)"; \
-	    cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error; }
-	@# A timeout of our own for each package's test binary: Go's default 10 minutes is
-	@# too tight for the daemon's suite under -race on a loaded machine.
-	$(MAKE) --no-print-directory python-venv
-	@# Vetted once, by make check: -vet=off from here on. The root package's
-	@# tests ran in make check.
-	@echo "== go test -race: every package but the root one"
-	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race -vet=off -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(MODULE)')
-	$(MAKE) --no-print-directory test-openvino-real TESTVET=-vet=off
-	$(MAKE) --no-print-directory test-openvino TESTVET=-vet=off
-	$(MAKE) --no-print-directory test-openvino-asan TESTVET=-vet=off
-	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a duration
-	@# run at its deadline with no crasher on a loaded machine (go.dev/issue/75804).
-	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x TESTVET=-vet=off
+	    cd testdata/agents && npm install --no-save --no-audit --no-fund --loglevel=error && echo "== npm install in testdata/agents: done"; }
 
 openvino-venv: ## the pinned official OpenVINO wheels from PyPI in testdata/openvino/venv (once)
 	@if [ -f $(OVVENV)/pins.txt ] && cmp -s $(OVVENV)/pins.txt $(OVPINS); then exit 0; fi; \
 	if [ -d $(OVVENV) ] && [ ! -f $(OVVENV)/pins.txt ]; then echo "using $(OVVENV) as it is (not made here)"; exit 0; fi; \
 	echo "installing the pinned OpenVINO wheels (testdata/openvino/requirements.txt) into $(OVVENV)"; \
 	rm -rf $(OVVENV) && python3 -m venv $(OVVENV) && \
-	$(OVVENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(OVPINS) && cp $(OVPINS) $(OVVENV)/pins.txt || { \
+	$(OVVENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(OVPINS) && cp $(OVPINS) $(OVVENV)/pins.txt && \
+	echo "installed the OpenVINO wheels" || { \
 	  rm -rf $(OVVENV); \
 	  echo "make openvino-venv: could not install the pinned OpenVINO wheels from PyPI (is pypi.org reachable?)."; \
 	  echo "make test checks npud's headers, discovery and test library against them. Without PyPI:"; \
@@ -138,7 +151,8 @@ python-venv: ## the pinned official Python clients from PyPI in testdata/python/
 	if [ -d $(PYVENV) ] && [ ! -f $(PYVENV)/pins.txt ]; then echo "using $(PYVENV) as it is (not made here)"; exit 0; fi; \
 	echo "installing the pinned Python clients (testdata/python/requirements.txt) into $(PYVENV)"; \
 	rm -rf $(PYVENV) && python3 -m venv $(PYVENV) && \
-	$(PYVENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PYPINS) && cp $(PYPINS) $(PYVENV)/pins.txt || { \
+	$(PYVENV)/bin/pip install -q --disable-pip-version-check --no-deps -r $(PYPINS) && cp $(PYPINS) $(PYVENV)/pins.txt && \
+	echo "installed the Python clients" || { \
 	  rm -rf $(PYVENV); \
 	  echo "make python-venv: could not install the pinned Python packages from PyPI (is pypi.org reachable?)."; \
 	  echo "  make test PYVENV=/path/to/a/venv   a virtual environment with exactly testdata/python/requirements.txt"; \

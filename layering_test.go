@@ -153,9 +153,10 @@ func TestTheBinaryHasNoTestingPackage(t *testing.T) {
 
 // Without cgo npud has the simulated engine only (npu/openvino's cgo files
 // drop out), and it must keep building: the Windows service build and the
-// pure-Go packages (npu/modelstore, npud pull) depend on it. make check vets
-// that build; here it is linked too, except under -short, where go list
-// still checks that every package resolves without cgo.
+// pure-Go packages (npu/modelstore, npud pull) depend on it. make check
+// compiles every package in that build; here the binary is linked too,
+// except under -short, where go list still checks that every package
+// resolves without cgo.
 func TestBuildsWithoutCgo(t *testing.T) {
 	env := []string{"CGO_ENABLED=0"}
 	for _, p := range listPackages(t, env, "-e", "-tags", "nomsgpack", "-deps", ".") {
