@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,4 +92,104 @@ func TestEmbeddingModelInAWorker(t *testing.T) {
 	assert.InDeltaSlice(t, ovtestlib.Embedding("the NPU", 8), ollama.Embeddings[0], 1e-6)
 	assert.Equal(t, 2, ollama.PromptEvalCount)
 	assert.Eventually(t, func() bool { return len(ps()) == 0 }, 10e9, 10e6, "keep_alive 0 unloads it")
+}
+
+// Issue 40: a request's input_type puts the model's prompt for that kind
+// of text (its folder's config_sentence_transformers.json, as
+// Qwen3-Embedding's query instruction) before each input, on
+// /v1/embeddings and /api/embed alike: the vectors and token counts are
+// those of the prompted text. A kind the model has no prompt for is a 400
+// naming input_type, never an embedding without the instruction.
+func TestEmbeddingInputTypePutsTheModelsPromptFirst(t *testing.T) {
+	lib := ovtestlib.Require(t, ovtestlib.Current)
+	models := t.TempDir()
+	ovtestlib.WriteEmbeddingModel(t, models, "e5", 8)
+	require.NoError(t, os.WriteFile(filepath.Join(models, "e5", "config_sentence_transformers.json"),
+		[]byte(`{"prompts": {"query": "query: ", "document": "passage: "}, "default_prompt_name": null}`), 0o644))
+	ovtestlib.WriteEmbeddingModel(t, models, "plain", 8)
+	ovtestlib.WriteEmbeddingModel(t, models, "broken", 8)
+	require.NoError(t, os.WriteFile(filepath.Join(models, "broken", "config_sentence_transformers.json"),
+		[]byte(`{"prompts": {"query": 7}}`), 0o644))
+	t.Setenv("OVTEST_DEVICES", "CPU")
+	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "openvino", "--isolation", "none",
+		"--openvino-lib", lib, "--models-dir", models, "--cache-dir", "", "--device", "CPU"}, env(), io.Discard)
+	require.NoError(t, err)
+	srv, err := New(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	base := "http://" + srv.Addr().String()
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	post := func(path, body string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, b
+	}
+	for _, tc := range []struct {
+		name, path, body string
+		embedded         string // the text the vector must be of; "" for a refusal
+		refusal          string
+	}{
+		{"openai query", "/v1/embeddings", `{"model":"e5","input":"the NPU","input_type":"query"}`, "query: the NPU", ""},
+		{"openai document", "/v1/embeddings", `{"model":"e5","input":["the NPU"],"input_type":"document"}`, "passage: the NPU", ""},
+		{"openai none", "/v1/embeddings", `{"model":"e5","input":"the NPU"}`, "the NPU", ""},
+		{"ollama query", "/api/embed", `{"model":"e5","input":"the NPU","input_type":"query"}`, "query: the NPU", ""},
+		{"ollama none", "/api/embed", `{"model":"e5","input":"the NPU"}`, "the NPU", ""},
+		{"unknown kind", "/v1/embeddings", `{"model":"e5","input":"the NPU","input_type":"search_query"}`, "",
+			`model "e5" has no prompt for input_type "search_query"; it has document, query`},
+		{"unknown kind, ollama", "/api/embed", `{"model":"e5","input":"the NPU","input_type":"passage"}`, "",
+			`model "e5" has no prompt for input_type "passage"; it has document, query`},
+		{"no prompts", "/v1/embeddings", `{"model":"plain","input":"the NPU","input_type":"query"}`, "",
+			`model "plain" has no prompt for input_type "query": its folder defines none; leave input_type out`},
+		{"unreadable prompts", "/v1/embeddings", `{"model":"broken","input":"the NPU","input_type":"query"}`, "",
+			`its folder's prompts are unreadable (config_sentence_transformers.json: prompt "query" is not a string)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post(tc.path, tc.body)
+			if tc.refusal != "" {
+				require.Equal(t, http.StatusBadRequest, status, "%s", body)
+				if tc.path == "/api/embed" { // Ollama's shape: the message alone
+					var e struct{ Error string }
+					require.NoError(t, json.Unmarshal(body, &e))
+					assert.Contains(t, e.Error, tc.refusal)
+					return
+				}
+				var e struct {
+					Error struct{ Message, Param string }
+				}
+				require.NoError(t, json.Unmarshal(body, &e))
+				assert.Contains(t, e.Error.Message, tc.refusal)
+				assert.Equal(t, "input_type", e.Error.Param)
+				return
+			}
+			require.Equal(t, http.StatusOK, status, "%s", body)
+			var got struct {
+				Data       []struct{ Embedding []float32 }
+				Embeddings [][]float32
+				Usage      struct {
+					PromptTokens int `json:"prompt_tokens"`
+				}
+				PromptEvalCount int `json:"prompt_eval_count"`
+			}
+			require.NoError(t, json.Unmarshal(body, &got))
+			vector, tokens := got.Embeddings, got.PromptEvalCount
+			if tc.path == "/v1/embeddings" {
+				require.Len(t, got.Data, 1)
+				vector, tokens = [][]float32{got.Data[0].Embedding}, got.Usage.PromptTokens
+			}
+			require.Len(t, vector, 1)
+			assert.InDeltaSlice(t, ovtestlib.Embedding(tc.embedded, 8), vector[0], 1e-6)
+			assert.Equal(t, len(ovtestlib.Tokens(tc.embedded)), tokens)
+		})
+	}
 }

@@ -235,6 +235,12 @@ type ModelDetails struct {
 	// EmbeddingOnly: the model turns text into vectors (an encoder's
 	// feature-extraction export): it takes no prompts or chat messages.
 	EmbeddingOnly bool
+	// EmbeddingPrompts are an embedding model's instructions by the kind
+	// of text they go before ("query", "document"), from its folder
+	// (modelstore.ReadEmbeddingPrompts); EmbeddingPromptsRefused is why
+	// its folder's are unreadable ("" when they are not).
+	EmbeddingPrompts        map[string]string
+	EmbeddingPromptsRefused string
 	// RerankOnly: the model scores query/document pairs (a cross-encoder's
 	// text-classification export): it takes no prompts or chat messages.
 	RerankOnly bool

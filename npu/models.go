@@ -62,6 +62,10 @@ type UnservedLister interface {
 type EmbedRequest struct {
 	Model  string
 	Inputs []string
+	// InputType names the kind of the inputs ("query", "document"): the
+	// model's prompt for that kind goes before each (ModelDetails.
+	// EmbeddingPrompts); "" puts none.
+	InputType string
 	// Tenant is who the work counts against, with its generations and
 	// transcriptions ("" counts against nobody).
 	Tenant string

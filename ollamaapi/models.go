@@ -292,6 +292,9 @@ type embedRequest struct {
 	Prompt     string     `json:"prompt"` // /api/embeddings
 	Dimensions int        `json:"dimensions"`
 	KeepAlive  *keepAlive `json:"keep_alive"`
+	// InputType is npud's, as on /v1/embeddings: the kind of the inputs,
+	// whose prompt the model's folder puts before each.
+	InputType string `json:"input_type"`
 }
 
 func (r *embedRequest) model() string {
@@ -311,7 +314,7 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	start := time.Now()
-	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, Tenant: info.Tenant,
+	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, InputType: req.InputType, Tenant: info.Tenant,
 		KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels})
 	if errors.Is(err, npu.ErrNotSupported) {
 		a.fail(c.Writer, info, badRequest("%v", err)) // the model cannot do this: a bad request, not a server fault

@@ -22,6 +22,10 @@ type embeddingsRequest struct {
 	Input          json.RawMessage `json:"input"`
 	EncodingFormat string          `json:"encoding_format"`
 	Dimensions     *int            `json:"dimensions"`
+	// InputType is npud's: the kind of the inputs ("query", "document"),
+	// whose prompt the model's folder puts before each (Qwen3-Embedding's
+	// query instruction); as Cohere's and Voyage's input_type.
+	InputType string `json:"input_type"`
 }
 
 // ModelName is the model the request asks for (reqinfo.Named).
@@ -97,7 +101,7 @@ func (a *API) embeddings(c *gin.Context) {
 		a.fail(c.Writer, info, invalid("dimensions", "invalid_value", "'dimensions' must be at least 1, got %d", *req.Dimensions))
 		return
 	}
-	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.Model, Inputs: inputs, Tenant: info.Tenant})
+	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.Model, Inputs: inputs, InputType: req.InputType, Tenant: info.Tenant})
 	if err != nil {
 		a.fail(c.Writer, info, a.modelWorkError(err))
 		return

@@ -87,6 +87,11 @@ func Describe(dir, name string) npu.ModelDetails {
 	if IsEmbeddingModel(dir) {
 		// An encoder: no chat template, tools or thinking.
 		d.EmbeddingOnly = true
+		prompts, err := ReadEmbeddingPrompts(dir)
+		if err != nil {
+			d.EmbeddingPromptsRefused = err.Error()
+		}
+		d.EmbeddingPrompts = prompts
 		return d
 	}
 	if IsRerankModel(dir) {

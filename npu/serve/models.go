@@ -3,6 +3,9 @@ package serve
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/npud/npud/npu"
 )
@@ -21,6 +24,9 @@ func (r *Router) Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]f
 	}
 	if !res.pool.engine.Describe().Embeds {
 		return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", req.Model, npu.ErrNotSupported)
+	}
+	if req.Inputs, err = promptedInputs(res.model, req); err != nil {
+		return nil, 0, err
 	}
 	release, err := r.admit(req.Tenant)
 	if err != nil {
@@ -45,6 +51,36 @@ func (p *Pool) embed(ctx context.Context, m npu.ModelInfo, req npu.EmbedRequest)
 		return err
 	})
 	return vectors, promptTokens, err
+}
+
+// promptedInputs are req's inputs with the model's prompt for
+// req.InputType before each, as GenAI's TextEmbeddingPipeline puts its
+// query_instruction before a query (openvino.genai
+// src/cpp/src/rag/text_embedding_pipeline.cpp, format_query: the
+// instruction, then the text). A kind the model has no prompt for is the
+// client's error: it asked for an instruction the model would not get.
+func promptedInputs(m npu.ModelInfo, req npu.EmbedRequest) ([]string, error) {
+	if req.InputType == "" {
+		return req.Inputs, nil
+	}
+	prompt, ok := m.Details.EmbeddingPrompts[req.InputType]
+	if !ok {
+		msg := fmt.Sprintf("model %q has no prompt for input_type %q", req.Model, req.InputType)
+		switch {
+		case m.Details.EmbeddingPromptsRefused != "":
+			msg += ": its folder's prompts are unreadable (" + m.Details.EmbeddingPromptsRefused + ")"
+		case len(m.Details.EmbeddingPrompts) == 0:
+			msg += ": its folder defines none; leave input_type out"
+		default:
+			msg += "; it has " + strings.Join(slices.Sorted(maps.Keys(m.Details.EmbeddingPrompts)), ", ")
+		}
+		return nil, &npu.InvalidRequestError{Param: "input_type", Message: msg}
+	}
+	out := make([]string, len(req.Inputs))
+	for i, in := range req.Inputs {
+		out[i] = prompt + in
+	}
+	return out, nil
 }
 
 // Unserved lists the models folder's models that no engine serves, and
