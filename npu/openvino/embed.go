@@ -17,12 +17,13 @@ typedef npud_core_model npud_emb;
 // a tokenizer. With rows > 0 the inputs (names[0..ninputs)) are first
 // reshaped to the static [rows, cols] the NPU needs, and the model must
 // then be static; with rows 0 it keeps its shapes as exported (dynamic),
-// as GenAI's TextEmbeddingPipeline compiles on CPU and GPU. cache_dir,
-// when not empty, is CACHE_DIR (one property: two arguments, key and
-// value, as ov_core_compile_model counts them).
+// as GenAI's TextEmbeddingPipeline compiles on CPU and GPU. It is
+// compiled with nprops (at most 2) properties, keys[i] set to values[i]
+// (ov_core_compile_model counts two arguments a property: key, value).
 static ov_status_e npud_emb_open(const npud_ov_api* api, const char* xml, const char* device, int64_t rows,
-                                 int64_t cols, const char** names, size_t ninputs, const char* cache_dir,
-                                 npud_emb* m, const char** step, char* msg, size_t len) {
+                                 int64_t cols, const char** names, size_t ninputs, const char** keys,
+                                 const char** values, size_t nprops, npud_emb* m, const char** step, char* msg,
+                                 size_t len) {
     ov_status_e st;
     ov_model_t* model = NULL;
     msg[0] = 0;
@@ -56,10 +57,17 @@ static ov_status_e npud_emb_open(const npud_ov_api* api, const char* xml, const 
         }
     }
     *step = "ov_core_compile_model";
+    if (nprops > 2) {
+        st = INVALID_C_PARAM;
+        goto fail;
+    }
     npud_sigstack own;
     npud_sigstack_save(&own);
-    if (cache_dir && *cache_dir)
-        st = api->tok.ov_core_compile_model(m->core, model, device, 2, &m->compiled, "CACHE_DIR", cache_dir);
+    if (nprops == 2)
+        st = api->tok.ov_core_compile_model(m->core, model, device, 4, &m->compiled, keys[0], values[0], keys[1],
+                                            values[1]);
+    else if (nprops == 1)
+        st = api->tok.ov_core_compile_model(m->core, model, device, 2, &m->compiled, keys[0], values[0]);
     else
         st = api->tok.ov_core_compile_model(m->core, model, device, 0, &m->compiled);
     npud_sigstack_restore(&own);
@@ -235,6 +243,11 @@ type embedOptions struct {
 	// forceStatic compiles with the NPU's static shapes on any device: the
 	// real runtime's CPU plugin checks the reshape where no NPU is.
 	forceStatic bool
+	// precision is INFERENCE_PRECISION_HINT, "" for the plugin's default.
+	// Only tests set it: on a CPU with bf16 (AMX) the CPU plugin computes
+	// in bf16 by default, rounding differently for static and dynamic
+	// shapes (up to 3e-2 apart on the tiny model; equal in f32).
+	precision string
 }
 
 // compilingEmbeddings is the library compiling embedding and rerank models
@@ -328,12 +341,21 @@ func (l *Library) compileEmbedding(xml, device string, ir modelstore.EmbeddingIR
 		cnames[i] = C.CString(n)
 		defer C.free(unsafe.Pointer(cnames[i]))
 	}
-	cxml, cdev, ccache := C.CString(xml), C.CString(device), C.CString(l.embed.cacheDir)
+	var keys, values []*C.char
+	for _, p := range []property{{"CACHE_DIR", l.embed.cacheDir}, {"INFERENCE_PRECISION_HINT", l.embed.precision}} {
+		if p.value != "" {
+			k, v := C.CString(p.key), C.CString(p.value)
+			defer C.free(unsafe.Pointer(k))
+			defer C.free(unsafe.Pointer(v))
+			keys, values = append(keys, k), append(values, v)
+		}
+	}
+	keys, values = append(keys, nil), append(values, nil) // never empty: &keys[0] below
+	cxml, cdev := C.CString(xml), C.CString(device)
 	defer C.free(unsafe.Pointer(cxml))
 	defer C.free(unsafe.Pointer(cdev))
-	defer C.free(unsafe.Pointer(ccache))
-	// The names are C memory (C.CString), so the array of their pointers
-	// may be Go memory passed to C.
+	// The strings are C memory (C.CString), so the arrays of their
+	// pointers may be Go memory passed to C.
 	native := (*C.npud_emb)(C.calloc(1, C.sizeof_npud_emb))
 	if native == nil {
 		return nil, errors.New("opening the embedding model: out of memory")
@@ -341,7 +363,7 @@ func (l *Library) compileEmbedding(xml, device string, ir modelstore.EmbeddingIR
 	var step *C.char
 	var msg [1024]C.char
 	st := C.npud_emb_open(l.api, cxml, cdev, C.int64_t(static.rows), C.int64_t(static.length), &cnames[0], C.size_t(len(cnames)),
-		ccache, native, &step, &msg[0], C.size_t(len(msg)))
+		&keys[0], &values[0], C.size_t(len(keys)-1), native, &step, &msg[0], C.size_t(len(msg)))
 	if st != C.OK {
 		C.free(unsafe.Pointer(native))
 		err := check(l.api, C.GoString(step), xml, st)

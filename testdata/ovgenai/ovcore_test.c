@@ -355,9 +355,10 @@ struct special_tokens {
  * static. As the real plugins do, the NPU compiles only a static model
  * (model_validation.cpp in openvino src/plugins/intel_npu/src/plugin/src
  * refuses an unbounded dynamic dimension, in the words below), and a
- * compiled static model takes input tensors of its shape only (the
- * plugins' check_tensor: intel_npu/src/common/src/sync_infer_request.cpp,
- * and the core's for the CPU). */
+ * compiled static model takes input tensors of its shape only, refused in
+ * the NPU plugin's words (check_tensor in
+ * intel_npu/src/common/src/sync_infer_request.cpp) or the CPU plugin's
+ * (intel_cpu/src/infer_request.cpp, as the 2026.4.1 wheel's says them). */
 enum { IN_IDS, IN_MASK, IN_TYPES, N_INPUTS };
 static const char* const input_names[N_INPUTS] = {"input_ids", "attention_mask", "token_type_ids"};
 
@@ -377,14 +378,14 @@ struct ov_model {
 struct ov_compiled_model {
     struct special_tokens special;
     ovtest_vocab* vocab;
-    int embedding, cross;
+    int embedding, cross, npu;
     struct encoder_shape shape;
 };
 
 struct ov_infer_request {
     struct special_tokens special;
     ovtest_vocab* vocab;
-    int embedding, cross;
+    int embedding, cross, npu;
     struct encoder_shape shape;
     int64_t *emb_ids, rows, cols; /* an embedding model's input_ids, [rows, cols] */
     int64_t *emb_mask, *emb_types; /* its attention_mask and token_type_ids (NULL: unset), the same shape */
@@ -637,6 +638,7 @@ ov_status_e ov_core_compile_model(const ov_core_t* core, const ov_model_t* model
     (*compiled_model)->embedding = model->embedding;
     (*compiled_model)->cross = model->cross;
     (*compiled_model)->shape = model->shape;
+    (*compiled_model)->npu = npu;
     ovtest_object_created();
     return OK;
 }
@@ -657,6 +659,7 @@ ov_status_e ov_compiled_model_create_infer_request(const ov_compiled_model_t* co
     r->embedding = compiled_model->embedding;
     r->cross = compiled_model->cross;
     r->shape = compiled_model->shape;
+    r->npu = compiled_model->npu;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     *infer_request = r;
@@ -732,11 +735,16 @@ ov_status_e ov_infer_request_set_tensor(ov_infer_request_t* infer_request, const
     }
     const int64_t* want = r->shape.dims[input];
     if (want[0] >= 0 && want[1] >= 0 && (tensor->dims[0] != want[0] || tensor->dims[1] != want[1])) {
-        /* check_tensor's words (sync_infer_request.cpp) */
-        snprintf(last_err_msg, sizeof last_err_msg,
-                 "Exception from ovcore_test.c:\nFailed to set tensor. The input tensor size is not equal to the model input "
-                 "type: got [%lld,%lld] expecting [%lld,%lld].\n",
-                 (long long)tensor->dims[0], (long long)tensor->dims[1], (long long)want[0], (long long)want[1]);
+        if (r->npu) /* check_tensor's words (sync_infer_request.cpp) */
+            snprintf(last_err_msg, sizeof last_err_msg,
+                     "Exception from ovcore_test.c:\nFailed to set tensor. The input tensor size is not equal to the model input "
+                     "type: got [%lld,%lld] expecting [%lld,%lld].\n",
+                     (long long)tensor->dims[0], (long long)tensor->dims[1], (long long)want[0], (long long)want[1]);
+        else /* the CPU plugin's */
+            snprintf(last_err_msg, sizeof last_err_msg,
+                     "Exception from ovcore_test.c:\nCan't set the input tensor with index: %d, because the model input "
+                     "(shape=[%lld,%lld]) and the tensor (shape=(%lld.%lld)) are incompatible\n",
+                     input, (long long)want[0], (long long)want[1], (long long)tensor->dims[0], (long long)tensor->dims[1]);
         return GENERAL_ERROR;
     }
     pthread_mutex_lock(&r->mu);
