@@ -191,7 +191,9 @@ func TestTestCoreIsTheNPUPluginForStaticShapes(t *testing.T) {
 // Padding to the static shape changes nothing: the NPU's inference of a
 // batch gives each real row's real positions exactly what the CPU's gives,
 // for batches padded on the right (npud's) and on the left, of fewer rows
-// than the static 4, as many, and more.
+// than the static 4, as many, and more; and the padding goes on the
+// batch's side, so a left-padded row still ends with its last token (what
+// a model reading the last position needs).
 func TestStaticInferenceKeepsTheRealRowsAndPositions(t *testing.T) {
 	t.Setenv("OVTEST_DEVICES", "NPU,CPU")
 	dir := t.TempDir()
@@ -239,6 +241,13 @@ func TestStaticInferenceKeepsTheRealRowsAndPositions(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, wantDims, dims)
 			assert.Equal(t, want, got)
+			// The last part's first row, as the model was given it.
+			last := (tc.rows - 1) / 4 * 4
+			if tc.left {
+				assert.Equal(t, ids[last*tc.cols+tc.cols-1], testHook("ovtest_core_last_row0_last"), "a left-padded row ends at the static length")
+			} else {
+				assert.Equal(t, ids[last*tc.cols], testHook("ovtest_core_last_row0_first"), "a right-padded row starts at 0")
+			}
 		})
 	}
 	_, _, err = onNPU.infer(context.Background(), make([]int64, 9), make([]int64, 9), nil, 1, 9, modelstore.EmbeddingOutput, 3)

@@ -765,10 +765,24 @@ ov_status_e ov_infer_request_set_tensor(ov_infer_request_t* infer_request, const
     return st;
 }
 
+/* The first and last input_ids of the first row of the last encoder
+ * inference (where a padded batch put its tokens). */
+static atomic_llong row0_first, row0_last;
+
+int64_t ovtest_core_last_row0_first(void) { return atomic_load(&row0_first); }
+int64_t ovtest_core_last_row0_last(void) { return atomic_load(&row0_last); }
+
+static void note_row0(const ov_infer_request_t* r) {
+    if (r->rows < 1 || r->cols < 1) return;
+    atomic_store(&row0_first, r->emb_ids[0]);
+    atomic_store(&row0_last, r->emb_ids[r->cols - 1]);
+}
+
 /* cross_thread runs a cross-encoder: one logit a row, from the tokens its
  * mask keeps (with their types when set); the mask must be as long as the
  * ids, as the model's shape inference would insist. */
 static void cross_thread(ov_infer_request_t* r) {
+    note_row0(r);
     float* logits = malloc((r->rows ? (size_t)r->rows : 1) * sizeof(float));
     for (int64_t row = 0; row < r->rows; row++) {
         double sum = 0;
@@ -793,6 +807,7 @@ static void cross_thread(ov_infer_request_t* r) {
 
 /* embed_thread runs an embedding model: each token's hidden state. */
 static void embed_thread(ov_infer_request_t* r) {
+    note_row0(r);
     size_t n = (size_t)(r->rows * r->cols);
     float* hidden = malloc((n ? n : 1) * OVTEST_EMBED_WIDTH * sizeof(float));
     for (size_t i = 0; i < n; i++)
