@@ -60,7 +60,9 @@ func TestEncoderModelsOnTheNPUInAWorker(t *testing.T) {
 	input, _ := json.Marshal(texts)
 	var openai struct {
 		Data  []struct{ Embedding []float32 }
-		Usage struct{ PromptTokens int `json:"prompt_tokens"` }
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		}
 	}
 	call(http.MethodPost, "/v1/embeddings", `{"model":"embed","input":`+string(input)+`}`, &openai)
 	require.Len(t, openai.Data, len(texts))
@@ -82,7 +84,9 @@ func TestEncoderModelsOnTheNPUInAWorker(t *testing.T) {
 		assert.InDelta(t, ovtestlib.RerankScore("which device", docs[r.Index]), r.RelevanceScore, 1e-6, "document %d", r.Index)
 	}
 
-	var ps struct{ Models []struct{ Name, Device string } }
+	var ps struct {
+		Models []struct{ Name, Device string }
+	}
 	call(http.MethodGet, "/api/ps", "", &ps)
 	require.Len(t, ps.Models, 2)
 	for _, m := range ps.Models {
