@@ -66,9 +66,12 @@ func TestEncoderModelsOnTheNPUInAWorker(t *testing.T) {
 	}
 	call(http.MethodPost, "/v1/embeddings", `{"model":"embed","input":`+string(input)+`}`, &openai)
 	require.Len(t, openai.Data, len(texts))
+	tokens := 0
 	for i, text := range texts {
 		assert.InDeltaSlice(t, ovtestlib.Embedding(text, 8), openai.Data[i].Embedding, 1e-6, "input %d", i)
+		tokens += min(len(ovtestlib.Tokens(text)), 8)
 	}
+	assert.Equal(t, tokens, openai.Usage.PromptTokens, "the real tokens, not the padding")
 
 	docs := []string{"the NPU runs it", "a", "OpenVINO compiles the model once", "b c d", "cached blobs load fast", "e f"}
 	body, _ := json.Marshal(map[string]any{"model": "rerank", "query": "which device", "documents": docs})
