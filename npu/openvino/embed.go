@@ -560,6 +560,9 @@ func (e *embedder) inferStatic(ctx context.Context, native *C.npud_emb, ids, mas
 	}
 	var values []float32
 	for start := 0; start < rows; start += b {
+		if ctx.Err() != nil {
+			return nil, dims, fmt.Errorf("embedding: %w", context.Cause(ctx))
+		}
 		n := min(b, rows-start)
 		part, got, err := e.inferOnce(ctx, native, pad(ids, start, n), pad(mask, start, n), pad(types, start, n), b, l, output, rank)
 		if err != nil {
