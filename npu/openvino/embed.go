@@ -3,15 +3,87 @@
 package openvino
 
 /*
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ovapi.h"
 
 // An embedding or rerank model on OpenVINO's core (npud_core_model,
-// ovapi.h). It is compiled with its shapes as exported (dynamic), as
-// GenAI's TextEmbeddingPipeline does on CPU and GPU when no batch size or
-// length is configured: npud_core_model_open without an extension.
+// ovapi.h): its own core, the compiled IR and its one infer request.
 typedef npud_core_model npud_emb;
+
+// npud_emb_open reads the IR at xml and compiles it for device, on one
+// thread (a failure's message is per thread), as npud_core_model_open does
+// a tokenizer. With rows > 0 the inputs (names[0..ninputs)) are first
+// reshaped to the static [rows, cols] the NPU needs, and the model must
+// then be static; with rows 0 it keeps its shapes as exported (dynamic),
+// as GenAI's TextEmbeddingPipeline compiles on CPU and GPU. It is
+// compiled with nprops (at most 2) properties, keys[i] set to values[i]
+// (ov_core_compile_model counts two arguments a property: key, value).
+static ov_status_e npud_emb_open(const npud_ov_api* api, const char* xml, const char* device, int64_t rows,
+                                 int64_t cols, const char** names, size_t ninputs, const char** keys,
+                                 const char** values, size_t nprops, npud_emb* m, const char** step, char* msg,
+                                 size_t len) {
+    ov_status_e st;
+    ov_model_t* model = NULL;
+    msg[0] = 0;
+    *step = "ov_core_create";
+    if ((st = api->ov_core_create(&m->core)) != OK) goto fail;
+    *step = "ov_core_read_model";
+    if ((st = api->tok.ov_core_read_model(m->core, xml, NULL, &model)) != OK) goto fail;
+    if (rows > 0) {
+        ov_partial_shape_t shapes[4];
+        int64_t dims[2] = {rows, cols};
+        size_t made = 0;
+        *step = "ov_partial_shape_create_static";
+        if (ninputs > 4) {
+            st = INVALID_C_PARAM;
+            goto fail;
+        }
+        for (; made < ninputs; made++)
+            if ((st = api->emb.ov_partial_shape_create_static(2, dims, &shapes[made])) != OK) break;
+        if (st == OK) {
+            *step = "ov_model_reshape";
+            st = api->emb.ov_model_reshape(model, names, shapes, ninputs);
+        }
+        for (size_t i = 0; i < made; i++) api->emb.ov_partial_shape_free(&shapes[i]);
+        if (st != OK) goto fail;
+        *step = "ov_model_is_dynamic";
+        if (api->emb.ov_model_is_dynamic(model)) {
+            snprintf(msg, len, "the model still has dynamic shapes with its inputs at [%lld, %lld]", (long long)rows,
+                     (long long)cols);
+            st = GENERAL_ERROR;
+            goto failed;
+        }
+    }
+    *step = "ov_core_compile_model";
+    if (nprops > 2) {
+        st = INVALID_C_PARAM;
+        goto fail;
+    }
+    npud_sigstack own;
+    npud_sigstack_save(&own);
+    if (nprops == 2)
+        st = api->tok.ov_core_compile_model(m->core, model, device, 4, &m->compiled, keys[0], values[0], keys[1],
+                                            values[1]);
+    else if (nprops == 1)
+        st = api->tok.ov_core_compile_model(m->core, model, device, 2, &m->compiled, keys[0], values[0]);
+    else
+        st = api->tok.ov_core_compile_model(m->core, model, device, 0, &m->compiled);
+    npud_sigstack_restore(&own);
+    if (st != OK) goto fail;
+    api->tok.ov_model_free(model);
+    model = NULL;
+    *step = "ov_compiled_model_create_infer_request";
+    if ((st = api->tok.ov_compiled_model_create_infer_request(m->compiled, &m->request)) != OK) goto fail;
+    return OK;
+fail:
+    npud_core_last_err(api, msg, len); // before ov_core_free, which clears it
+failed:
+    if (model) api->tok.ov_model_free(model);
+    npud_core_model_close(api, m);
+    return st;
+}
 
 // npud_emb_set sets the input name to a [rows, cols] I64 tensor holding a
 // copy of data (the request keeps a reference to the tensor).
@@ -119,6 +191,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"github.com/npud/npud/npu/modelstore"
@@ -138,6 +211,53 @@ const (
 	// folder does not say its length (no max_position_embeddings).
 	defaultEmbedMaxLength = 8192
 )
+
+// The static shape an embedding or rerank model is compiled with for the
+// NPU, whose compiler takes no dynamic dimension. GenAI's NPU embedding
+// pipeline reshapes to [batch_size, max_length] when both are configured
+// with pad_to_max_length (src/cpp/src/rag/npu/text_embedding_pipeline.cpp,
+// reshape_model in text_embedding_utils.cpp) and leaves choosing them to
+// its user; npud chooses:
+//   - npuEmbedBatch texts an inference: every inference costs the whole
+//     batch, so a single query (what a RAG lookup sends) wastes at most 3
+//     padding rows, and indexing documents still runs 4 at a time;
+//   - the model's own length (max_position_embeddings, or
+//     sentence-transformers' max_seq_length), at most npuEmbedMaxLength:
+//     BERT-sized encoders (bge, MiniLM) take 512 anyway, and a model that
+//     claims 32768 (Qwen3-Embedding) would make every padded row cost
+//     that many positions. A text is truncated there (a pair longer is
+//     refused), as on other devices at the model's length.
+const (
+	npuEmbedBatch     = 4
+	npuEmbedMaxLength = 512
+)
+
+// embedShape is a static [rows, length] of a compiled model's inputs;
+// zero: its shapes as exported (dynamic).
+type embedShape struct{ rows, length int }
+
+// embedOptions are how the library compiles embedding and rerank models,
+// beyond the device.
+type embedOptions struct {
+	cacheDir string // CACHE_DIR, as the engine gives its LLMs
+	// forceStatic compiles with the NPU's static shapes on any device: the
+	// real runtime's CPU plugin checks the reshape where no NPU is.
+	forceStatic bool
+	// precision is INFERENCE_PRECISION_HINT, "" for the plugin's default.
+	// Only tests set it: on a CPU with bf16 (AMX) the CPU plugin computes
+	// in bf16 by default, rounding differently for static and dynamic
+	// shapes (up to 3e-2 apart on the tiny model; equal in f32).
+	precision string
+}
+
+// compilingEmbeddings is the library compiling embedding and rerank models
+// with opts: a copy, so that the shared library never changes and
+// openReranker's own call of openEmbedder sees them.
+func (l *Library) compilingEmbeddings(opts embedOptions) *Library {
+	c := *l
+	c.embed = opts
+	return &c
+}
 
 // embeddingSupport is why the library cannot run embedding models, nil
 // when it can: the core's tokenizer and embedding functions, and
@@ -167,13 +287,17 @@ type embedder struct {
 	ir  modelstore.EmbeddingIR
 	cfg modelstore.EmbeddingConfig
 	tok *ModelTokenizer
+	// static is the shape the model was compiled with (the NPU's), zero
+	// when dynamic: infer pads every batch to it.
+	static embedShape
 	// slot holds the native model while no inference runs: taking it is
 	// the lock; nil once closed.
 	slot chan *C.npud_emb
 }
 
 // openEmbedder compiles the embedding model in dir for device, and its
-// tokenizer on the CPU.
+// tokenizer on the CPU: with its shapes as exported, or on the NPU (or
+// with l's forceStatic) reshaped to the static [npuEmbedBatch, length].
 func (l *Library) openEmbedder(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*embedder, error) {
 	if err := l.embeddingSupport(); err != nil {
 		return nil, err
@@ -185,29 +309,87 @@ func (l *Library) openEmbedder(ctx context.Context, dir, device string, ir model
 	if cfg.MaxLength <= 0 {
 		cfg.MaxLength = defaultEmbedMaxLength
 	}
+	var static embedShape
+	if deviceKind(device) == "NPU" || l.embed.forceStatic {
+		static = embedShape{rows: npuEmbedBatch, length: min(cfg.MaxLength, npuEmbedMaxLength)}
+		cfg.MaxLength = static.length
+	}
 	tok, err := l.OpenTokenizer(ctx, dir, TokenizerOptions{})
 	if err != nil {
 		return nil, err
 	}
-	xml := filepath.Join(dir, "openvino_model.xml")
+	native, err := l.compileEmbedding(filepath.Join(dir, "openvino_model.xml"), device, ir, static)
+	if err != nil {
+		_ = tok.Close()
+		return nil, err
+	}
+	e := &embedder{api: l.api, dir: dir, ir: ir, cfg: cfg, tok: tok, static: static, slot: make(chan *C.npud_emb, 1)}
+	e.slot <- native
+	return e, nil
+}
+
+// compileEmbedding reads the IR at xml and compiles it for device, its
+// inputs reshaped to static when static is not zero, with the library's
+// CACHE_DIR: the model and its infer request.
+func (l *Library) compileEmbedding(xml, device string, ir modelstore.EmbeddingIR, static embedShape) (*C.npud_emb, error) {
+	names := []string{"input_ids", "attention_mask"}
+	if ir.HasInput("token_type_ids") {
+		names = append(names, "token_type_ids")
+	}
+	cnames := make([]*C.char, len(names))
+	for i, n := range names {
+		cnames[i] = C.CString(n)
+		defer C.free(unsafe.Pointer(cnames[i]))
+	}
+	var keys, values []*C.char
+	for _, p := range []property{{"CACHE_DIR", l.embed.cacheDir}, {"INFERENCE_PRECISION_HINT", l.embed.precision}} {
+		if p.value != "" {
+			k, v := C.CString(p.key), C.CString(p.value)
+			defer C.free(unsafe.Pointer(k))
+			defer C.free(unsafe.Pointer(v))
+			keys, values = append(keys, k), append(values, v)
+		}
+	}
+	keys, values = append(keys, nil), append(values, nil) // never empty: &keys[0] below
 	cxml, cdev := C.CString(xml), C.CString(device)
 	defer C.free(unsafe.Pointer(cxml))
 	defer C.free(unsafe.Pointer(cdev))
+	// The strings are C memory (C.CString), so the arrays of their
+	// pointers may be Go memory passed to C.
 	native := (*C.npud_emb)(C.calloc(1, C.sizeof_npud_emb))
 	if native == nil {
-		_ = tok.Close()
 		return nil, errors.New("opening the embedding model: out of memory")
 	}
 	var step *C.char
 	var msg [1024]C.char
-	if st := C.npud_core_model_open(l.api, nil, cxml, cdev, native, &step, &msg[0], C.size_t(len(msg))); st != C.OK {
+	st := C.npud_emb_open(l.api, cxml, cdev, C.int64_t(static.rows), C.int64_t(static.length), &cnames[0], C.size_t(len(cnames)),
+		&keys[0], &values[0], C.size_t(len(keys)-1), native, &step, &msg[0], C.size_t(len(msg)))
+	if st != C.OK {
 		C.free(unsafe.Pointer(native))
-		_ = tok.Close()
-		return nil, tokenizerError(l.api, C.GoString(step), xml, st, &msg[0])
+		err := check(l.api, C.GoString(step), xml, st)
+		if text := coreMessage(C.GoString(&msg[0])); text != "" {
+			err = fmt.Errorf("%w: %s", err, text)
+		}
+		if static.rows > 0 {
+			return nil, fmt.Errorf("static shapes [%d, %d] on %s: %w", static.rows, static.length, device, err)
+		}
+		return nil, err
 	}
-	e := &embedder{api: l.api, dir: dir, ir: ir, cfg: cfg, tok: tok, slot: make(chan *C.npud_emb, 1)}
-	e.slot <- native
-	return e, nil
+	return native, nil
+}
+
+// coreMessage is the core's message without the lines naming OpenVINO's
+// source files ("Exception from …"), on one line: a plugin's refusal to
+// compile may take several (the NPU's names the input, then how to
+// reshape it).
+func coreMessage(msg string) string {
+	var keep []string
+	for _, line := range strings.Split(msg, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "Exception from ") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, " ")
 }
 
 // close frees the model and its tokenizer once the inference running (if
@@ -315,9 +497,11 @@ func (e *embedder) run(ctx context.Context, seqs [][]int64, length int) ([][]flo
 }
 
 // infer takes the model (waiting for the inference running, if any), sets
-// the inputs (token_type_ids when types is not nil), runs the model
-// (waiting in slices, cancelled when ctx ends) and reads its output of
-// rank rank: the values and the dims.
+// the inputs ([rows, length] each; token_type_ids when types is not nil),
+// runs the model (waiting in slices, cancelled when ctx ends) and reads
+// its output of rank rank: the values and the dims. A model compiled with
+// static shapes (the NPU's) runs the batch in parts of its shape
+// (inferStatic); the values and dims are the batch's all the same.
 func (e *embedder) infer(ctx context.Context, ids, mask, types []int64, rows, length int, output string, rank int) ([]float32, [3]int64, error) {
 	var dims [3]int64
 	if ctx.Err() != nil {
@@ -334,6 +518,81 @@ func (e *embedder) infer(ctx context.Context, ids, mask, types []int64, rows, le
 		return nil, dims, errors.New("the model is closed")
 	}
 	defer func() { e.slot <- native }()
+	if e.static.rows > 0 {
+		return e.inferStatic(ctx, native, ids, mask, types, rows, length, output, rank)
+	}
+	return e.inferOnce(ctx, native, ids, mask, types, rows, length, output, rank)
+}
+
+// inferStatic runs a [rows, length] batch on a model compiled for the
+// static [B, L]: in parts of at most B rows, each padded to [B, L] with id
+// 0, mask 0 and token type 0 (whole rows of them past the batch's), as
+// GenAI's tokenizer pads to max_length with pad_to_max_length. The
+// padding goes on the side the batch's own went (left when a row's mask
+// starts with 0 and ends with 1, else right), so every real token keeps
+// its distance from the row's end or start. Of each output it keeps the
+// real rows and, of a [batch, length, hidden] one, the real positions.
+func (e *embedder) inferStatic(ctx context.Context, native *C.npud_emb, ids, mask, types []int64, rows, length int, output string, rank int) ([]float32, [3]int64, error) {
+	var dims [3]int64
+	b, l := e.static.rows, e.static.length
+	if rows < 1 || length < 1 || len(ids) != rows*length || len(mask) != rows*length {
+		return nil, dims, fmt.Errorf("%s: a batch of %d × %d with %d ids and %d mask values", e.dir, rows, length, len(ids), len(mask))
+	}
+	if length > l {
+		return nil, dims, fmt.Errorf("%s: a batch of %d tokens a row, more than the %d the model was compiled for", e.dir, length, l)
+	}
+	off := 0 // where a row's tokens start in the padded row
+	for r := range rows {
+		if mask[r*length] == 0 && mask[r*length+length-1] != 0 {
+			off = l - length
+			break
+		}
+	}
+	pad := func(src []int64, start, n int) []int64 {
+		if src == nil {
+			return nil
+		}
+		out := make([]int64, b*l)
+		for r := range n {
+			copy(out[r*l+off:], src[(start+r)*length:(start+r+1)*length])
+		}
+		return out
+	}
+	var values []float32
+	for start := 0; start < rows; start += b {
+		if ctx.Err() != nil {
+			return nil, dims, fmt.Errorf("embedding: %w", context.Cause(ctx))
+		}
+		n := min(b, rows-start)
+		part, got, err := e.inferOnce(ctx, native, pad(ids, start, n), pad(mask, start, n), pad(types, start, n), b, l, output, rank)
+		if err != nil {
+			return nil, dims, err
+		}
+		if int(got[0]) != b || (rank == 3 && int(got[1]) != l) {
+			return nil, dims, fmt.Errorf("%s: %s has shape %v for a batch of %d × %d", e.dir, output, got[:rank], b, l)
+		}
+		if rank == 3 {
+			hidden := int(got[2])
+			for r := range n {
+				row := part[r*l*hidden:]
+				values = append(values, row[off*hidden:(off+length)*hidden]...)
+			}
+		} else {
+			values = append(values, part[:n*(len(part)/b)]...)
+		}
+		dims = got
+	}
+	dims[0] = int64(rows)
+	if rank == 3 {
+		dims[1] = int64(length)
+	}
+	return values, dims, nil
+}
+
+// inferOnce runs one inference of the [rows, length] batch on native,
+// which the caller holds (infer).
+func (e *embedder) inferOnce(ctx context.Context, native *C.npud_emb, ids, mask, types []int64, rows, length int, output string, rank int) ([]float32, [3]int64, error) {
+	var dims [3]int64
 	api := e.api
 	var step *C.char
 	var msg [1024]C.char

@@ -11,19 +11,22 @@ import (
 	"github.com/npud/npud/npu/modelstore"
 )
 
-// compileEmbedder loads the embedding model in dir on device. Only with
-// dynamic shapes for now (CPU, GPU): the NPU needs static ones (a fixed
-// batch and length, as GenAI's NPU embedding pipeline reshapes to), which
-// npud does not do yet, so under AUTO the model goes to the next device.
+// compileEmbedder loads the embedding model in dir on device: with its
+// dynamic shapes on CPU and GPU, reshaped to a static batch and length on
+// the NPU (openEmbedder), with the engine's CACHE_DIR, so that under AUTO
+// it goes to the NPU first like any model.
 func (e *Engine) compileEmbedder(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*pipeline, error) {
-	if deviceKind(device) == "NPU" {
-		return nil, fmt.Errorf("device %s: npud runs embedding models with dynamic shapes, on CPU or GPU; the NPU's static shapes are not done yet", device)
-	}
-	emb, err := e.cfg.Library.openEmbedder(ctx, dir, device, ir)
+	emb, err := e.embeddingLibrary().openEmbedder(ctx, dir, device, ir)
 	if err != nil {
 		return nil, err
 	}
 	return &pipeline{api: e.cfg.Library.api, embed: emb, model: dir, device: device}, nil
+}
+
+// embeddingLibrary is the library compiling embedding and rerank models
+// with the engine's CACHE_DIR, as properties gives it to the LLMs.
+func (e *Engine) embeddingLibrary() *Library {
+	return e.cfg.Library.compilingEmbeddings(embedOptions{cacheDir: e.cfg.CacheDir})
 }
 
 // Embed implements npu.Engine for embedding models (the router has loaded

@@ -69,22 +69,3 @@ func TestEmbeddingModelOnTheTestLibrary(t *testing.T) {
 	require.ErrorAs(t, err, &invalid)
 	assert.Contains(t, invalid.Message, "is an embedding model")
 }
-
-// Issue 40: the NPU's static shapes are not done: under AUTO an embedding
-// model goes to the next device, and a named NPU fails its load saying so.
-func TestEmbeddingModelsPassTheNPUOver(t *testing.T) {
-	dir := modelsDir(t)
-	ovtestlib.WriteEmbeddingModel(t, dir, "embed", 16)
-	e, r := newTestEngine(t, "NPU,CPU", Config{Device: "AUTO", ModelsDir: dir})
-	_, _, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: []string{"a b"}})
-	require.NoError(t, err)
-	assert.Equal(t, "CPU", e.DeviceOf("embed"))
-}
-
-func TestEmbeddingModelsFailANamedNPU(t *testing.T) {
-	dir := modelsDir(t)
-	ovtestlib.WriteEmbeddingModel(t, dir, "embed", 16)
-	_, npuOnly := newTestEngine(t, "NPU", Config{Device: "NPU", ModelsDir: dir})
-	_, _, err := npuOnly.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: []string{"a b"}})
-	require.ErrorContains(t, err, "the NPU's static shapes are not done yet")
-}

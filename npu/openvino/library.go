@@ -74,6 +74,9 @@ type Library struct {
 	Build          string // OpenVINO's build number (ov_get_openvino_version)
 	Version        Version
 	Source         string // which discovery step found it
+	// embed is how embedding and rerank models are compiled: set on a
+	// copy only (compilingEmbeddings).
+	embed embedOptions
 }
 
 // LibraryOptions says where to look for the library.

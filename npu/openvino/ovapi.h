@@ -150,12 +150,19 @@
     X(CORE, ov_shape_free)
 
 /* What running an embedding model needs beyond the tokenizer's table
- * (npu/openvino/embed.go): its inputs set by name, and tensors of its own
- * memory. Resolved when present, like the tokenizer's: a core without them
- * serves every other model and refuses embeddings, naming what it lacks. */
+ * (npu/openvino/embed.go): its inputs set by name, tensors of its own
+ * memory, and its inputs reshaped to the static [batch, length] the NPU
+ * compiles (ov_model_reshape with a static partial shape; every OpenVINO
+ * since 2022.1 has them). Resolved when present, like the tokenizer's: a
+ * core without them serves every other model and refuses embeddings,
+ * naming what it lacks. */
 #define NPUD_OV_EMBED_FUNCTIONS(X) \
     X(CORE, ov_infer_request_set_tensor) \
-    X(CORE, ov_tensor_create)
+    X(CORE, ov_tensor_create) \
+    X(CORE, ov_model_reshape) \
+    X(CORE, ov_model_is_dynamic) \
+    X(CORE, ov_partial_shape_create_static) \
+    X(CORE, ov_partial_shape_free)
 
 typedef struct npud_ov_api {
 #define NPUD_OV_ENTRY(lib, name) __typeof__(name)* name;

@@ -189,15 +189,16 @@ func relevance(logits []float32, rows, classes int) []float32 {
 	return out
 }
 
-// compileReranker loads the cross-encoder in dir on device, with dynamic
-// shapes as embedding models (CPU, GPU; not the NPU yet: embed_engine.go).
+// compileReranker loads the cross-encoder in dir on device as embedding
+// models load (compileEmbedder: static shapes on the NPU). There a pair
+// longer than the static length is refused as one past the model's.
 func (e *Engine) compileReranker(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*pipeline, error) {
-	if deviceKind(device) == "NPU" {
-		return nil, fmt.Errorf("device %s: npud runs rerank models with dynamic shapes, on CPU or GPU; the NPU's static shapes are not done yet", device)
-	}
-	rr, err := e.cfg.Library.openReranker(ctx, dir, device, ir)
+	rr, err := e.embeddingLibrary().openReranker(ctx, dir, device, ir)
 	if err != nil {
 		return nil, err
+	}
+	if n := rr.static.length; n > 0 && (rr.maxLength == 0 || rr.maxLength > n) {
+		rr.maxLength = n
 	}
 	return &pipeline{api: e.cfg.Library.api, embed: rr.embedder, rerank: rr, model: dir, device: device}, nil
 }

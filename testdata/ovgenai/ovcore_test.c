@@ -20,6 +20,7 @@
 #endif
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -345,25 +346,50 @@ struct special_tokens {
 /* An embedding model (an IR naming last_hidden_state, as optimum-intel's
  * feature-extraction exports do): its inputs are set by name, and each
  * token's hidden state is OVTEST_EMBED_WIDTH values of its id alone,
- * ovtest_hidden (ovtest.h), whatever the mask (the pooling is npud's). */
+ * ovtest_hidden (ovtest.h), whatever the mask (the pooling is npud's). A
+ * cross-encoder (an IR naming logits, a sequence-classification export)
+ * gives one logit a row from the tokens its mask keeps (ovtest_logit_term).
+ *
+ * Their inputs (input_ids, attention_mask, token_type_ids where the IR
+ * names it) are [?, ?] as exported, until ov_model_reshape makes them
+ * static. As the real plugins do, the NPU compiles only a static model
+ * (model_validation.cpp in openvino src/plugins/intel_npu/src/plugin/src
+ * refuses an unbounded dynamic dimension, in the words below), and a
+ * compiled static model takes input tensors of its shape only, refused in
+ * the NPU plugin's words (check_tensor in
+ * intel_npu/src/common/src/sync_infer_request.cpp) or the CPU plugin's
+ * (intel_cpu/src/infer_request.cpp, as the 2026.4.1 wheel's says them). */
+enum { IN_IDS, IN_MASK, IN_TYPES, N_INPUTS };
+static const char* const input_names[N_INPUTS] = {"input_ids", "attention_mask", "token_type_ids"};
+
+struct encoder_shape {
+    int inputs;                  /* 2, or 3 with token_type_ids */
+    int64_t dims[N_INPUTS][2];   /* each input's [batch, length]; -1: dynamic */
+};
+
 struct ov_model {
     struct special_tokens special;
     ovtest_vocab* vocab; /* NULL: the word tokenizer */
-    int embedding;
+    int embedding, cross;
+    struct encoder_shape shape;
+    char path[1024]; /* the IR read, which a cached blob's name hashes */
 };
 
 struct ov_compiled_model {
     struct special_tokens special;
     ovtest_vocab* vocab;
-    int embedding;
+    int embedding, cross, npu;
+    struct encoder_shape shape;
 };
 
 struct ov_infer_request {
     struct special_tokens special;
     ovtest_vocab* vocab;
-    int embedding;
+    int embedding, cross, npu;
+    struct encoder_shape shape;
     int64_t *emb_ids, rows, cols; /* an embedding model's input_ids, [rows, cols] */
-    float* hidden;                /* and its last inference's last_hidden_state */
+    int64_t *emb_mask, *emb_types; /* its attention_mask and token_type_ids (NULL: unset), the same shape */
+    float* hidden;                 /* and its last inference's last_hidden_state (or logits) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     char* input;        /* the string of input 0 */
@@ -415,10 +441,12 @@ ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, co
     fclose(f);
     xml[len] = 0;
     int embedding = strstr(xml, "last_hidden_state") != NULL;
+    int cross = !embedding && strstr(xml, "logits") && strstr(xml, "input_ids") && strstr(xml, "attention_mask");
+    int types = strstr(xml, "token_type_ids") != NULL;
     /* A tokenizer's operations (StringTensorUnpack, BPETokenizer) are
      * openvino-tokenizers': without the extension the real core cannot
      * read the IR. */
-    if (!embedding && !atomic_load(&core->extensions)) {
+    if (!embedding && !cross && !atomic_load(&core->extensions)) {
         free(xml);
         snprintf(last_err_msg, sizeof last_err_msg,
                  "Exception from ovcore_test.c:\nCannot create StringTensorUnpack layer from unsupported opset: extension\n");
@@ -446,6 +474,10 @@ ov_status_e ov_core_read_model(const ov_core_t* core, const char* model_path, co
     read_special(xml, &(*model)->special);
     (*model)->vocab = vocab;
     (*model)->embedding = embedding;
+    (*model)->cross = cross;
+    (*model)->shape.inputs = types ? 3 : 2;
+    for (int i = 0; i < N_INPUTS; i++) (*model)->shape.dims[i][0] = (*model)->shape.dims[i][1] = -1;
+    snprintf((*model)->path, sizeof (*model)->path, "%s", model_path);
     free(xml);
     ovtest_object_created();
     return OK;
@@ -458,20 +490,155 @@ void ov_model_free(ov_model_t* model) {
     ovtest_object_freed();
 }
 
+/* An encoder model's first dynamic dimension: its input and index; 0 when
+ * every input is static. */
+static int first_dynamic(const struct encoder_shape* sh, int* input, int* dim) {
+    for (int i = 0; i < sh->inputs; i++)
+        for (int d = 0; d < 2; d++)
+            if (sh->dims[i][d] < 0) {
+                *input = i;
+                *dim = d;
+                return 1;
+            }
+    return 0;
+}
+
+bool ov_model_is_dynamic(const ov_model_t* model) {
+    int input, dim;
+    if (!model) return false;
+    /* a tokenizer takes a string tensor of any length */
+    return !(model->embedding || model->cross) || first_dynamic(&model->shape, &input, &dim);
+}
+
+ov_status_e ov_partial_shape_create_static(const int64_t rank, const int64_t* dims, ov_partial_shape_t* partial_shape_obj) {
+    if (!partial_shape_obj || rank <= 0 || !dims) return INVALID_C_PARAM;
+    partial_shape_obj->dims = calloc((size_t)rank, sizeof(ov_dimension_t));
+    if (!partial_shape_obj->dims) return NOT_ALLOCATED;
+    for (int64_t i = 0; i < rank; i++) {
+        if (dims[i] < 0) {
+            free(partial_shape_obj->dims);
+            partial_shape_obj->dims = NULL;
+            return INVALID_C_PARAM;
+        }
+        partial_shape_obj->dims[i].min = partial_shape_obj->dims[i].max = dims[i];
+    }
+    partial_shape_obj->rank.min = partial_shape_obj->rank.max = rank;
+    ovtest_object_created();
+    return OK;
+}
+
+void ov_partial_shape_free(ov_partial_shape_t* partial_shape) {
+    if (!partial_shape || !partial_shape->dims) return;
+    free(partial_shape->dims);
+    partial_shape->dims = NULL;
+    ovtest_object_freed();
+}
+
+/* ov_model_reshape gives the named inputs their shapes, all or none (the
+ * model's shapes are inferred again: inputs of one batch and length, or it
+ * fails). A dimension whose min is not its max stays dynamic. */
+ov_status_e ov_model_reshape(const ov_model_t* model, const char** tensor_names, const ov_partial_shape_t* partial_shapes,
+                             size_t size) {
+    if (!model || (size && (!tensor_names || !partial_shapes))) return INVALID_C_PARAM;
+    if (!model->embedding && !model->cross) {
+        snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nthe test core reshapes encoder models only\n");
+        return GENERAL_ERROR;
+    }
+    struct encoder_shape next = model->shape;
+    for (size_t k = 0; k < size; k++) {
+        int i = 0;
+        while (i < next.inputs && (!tensor_names[k] || strcmp(tensor_names[k], input_names[i]) != 0)) i++;
+        if (i == next.inputs) {
+            snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nPort for tensor name %s was not found.\n",
+                     tensor_names[k] ? tensor_names[k] : "(null)");
+            return GENERAL_ERROR;
+        }
+        const ov_partial_shape_t* ps = &partial_shapes[k];
+        if (ps->rank.min != 2 || ps->rank.max != 2 || !ps->dims) {
+            snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\n%s: a shape of rank 2\n", input_names[i]);
+            return GENERAL_ERROR;
+        }
+        for (int d = 0; d < 2; d++) next.dims[i][d] = ps->dims[d].min == ps->dims[d].max ? ps->dims[d].min : -1;
+    }
+    for (int i = 1; i < next.inputs; i++)
+        for (int d = 0; d < 2; d++)
+            if (next.dims[i][d] >= 0 && next.dims[0][d] >= 0 && next.dims[i][d] != next.dims[0][d]) {
+                snprintf(last_err_msg, sizeof last_err_msg,
+                         "Exception from ovcore_test.c:\nshape inference: %s [%lld,%lld] does not match input_ids [%lld,%lld]\n",
+                         input_names[i], (long long)next.dims[i][0], (long long)next.dims[i][1], (long long)next.dims[0][0],
+                         (long long)next.dims[0][1]);
+                return GENERAL_ERROR;
+            }
+    /* The model changes behind its const handle, as the real one's (a
+     * shared_ptr to ov::Model) does. */
+    ((ov_model_t*)model)->shape = next;
+    return OK;
+}
+
+static atomic_int core_compile_cached;
+
+/* 1 when the test core's last compile found its blob in CACHE_DIR. */
+int64_t ovtest_core_last_compile_cached(void) { return atomic_load(&core_compile_cached); }
+
+/* cache_blob plays the core's model cache: the first compile with
+ * CACHE_DIR writes a blob named after a hash of the model, its shapes and
+ * the device (OpenVINO's <hash>.blob), a later one finds it. */
+static void cache_blob(const ov_model_t* model, const char* device, const char* dir) {
+    uint64_t h = 1469598103934665603ULL;
+    char key[1200];
+    snprintf(key, sizeof key, "%s|%s|%lld,%lld", model->path, device, (long long)model->shape.dims[0][0],
+             (long long)model->shape.dims[0][1]);
+    for (const char* p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    char blob[2048];
+    snprintf(blob, sizeof blob, "%s/%016llx.blob", dir, (unsigned long long)h);
+    FILE* f = fopen(blob, "r");
+    atomic_store(&core_compile_cached, f != NULL);
+    if (f) {
+        fclose(f);
+    } else if ((f = fopen(blob, "w"))) {
+        fputs("ovtest compiled model\n", f);
+        fclose(f);
+    }
+}
+
 ov_status_e ov_core_compile_model(const ov_core_t* core, const ov_model_t* model, const char* device_name,
                                   const size_t property_args_size, ov_compiled_model_t** compiled_model, ...) {
-    (void)property_args_size;
-    if (!core || !model || !device_name || !compiled_model) return INVALID_C_PARAM;
-    if (strcmp(device_name, "CPU") != 0 && !(model->embedding && strcmp(device_name, "GPU") == 0)) {
-        /* a tokenizer runs on the CPU only; an embedding model on the GPU too */
+    if (!core || !model || !device_name || !compiled_model || property_args_size % 2) return INVALID_C_PARAM;
+    const char* cache = NULL;
+    va_list args;
+    va_start(args, compiled_model);
+    for (size_t i = 0; i < property_args_size; i += 2) {
+        const char* key = va_arg(args, const char*);
+        const char* value = va_arg(args, const char*);
+        if (key && value && strcmp(key, "CACHE_DIR") == 0) cache = value;
+    }
+    va_end(args);
+    int encoder = model->embedding || model->cross;
+    int npu = strncmp(device_name, "NPU", 3) == 0;
+    if (strcmp(device_name, "CPU") != 0 && !(encoder && (strcmp(device_name, "GPU") == 0 || npu))) {
+        /* a tokenizer runs on the CPU only; an encoder model on the GPU and NPU too */
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nDevice %s cannot run a tokenizer\n",
                  device_name);
         return GENERAL_ERROR;
     }
+    int input, dim;
+    if (npu && first_dynamic(&model->shape, &input, &dim)) {
+        /* the NPU plugin's words (model_validation.cpp) */
+        snprintf(last_err_msg, sizeof last_err_msg,
+                 "Exception from ovcore_test.c:\nNPU does not support models with unbounded dynamic dimensions. Parameter "
+                 "'%s' has dimension [%d] with no finite upper bound (upper bound is INT64_MAX). Please reshape the model "
+                 "to use static shapes before compiling for the NPU device:\n    model.reshape({<static_shape>})\n",
+                 input_names[input], dim);
+        return GENERAL_ERROR;
+    }
+    if (cache && *cache) cache_blob(model, device_name, cache);
     *compiled_model = calloc(1, sizeof **compiled_model);
     (*compiled_model)->special = model->special;
     (*compiled_model)->vocab = ovtest_vocab_ref(model->vocab);
     (*compiled_model)->embedding = model->embedding;
+    (*compiled_model)->cross = model->cross;
+    (*compiled_model)->shape = model->shape;
+    (*compiled_model)->npu = npu;
     ovtest_object_created();
     return OK;
 }
@@ -490,6 +657,9 @@ ov_status_e ov_compiled_model_create_infer_request(const ov_compiled_model_t* co
     r->special = compiled_model->special;
     r->vocab = ovtest_vocab_ref(compiled_model->vocab);
     r->embedding = compiled_model->embedding;
+    r->cross = compiled_model->cross;
+    r->shape = compiled_model->shape;
+    r->npu = compiled_model->npu;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     *infer_request = r;
@@ -552,8 +722,9 @@ ov_status_e ov_infer_request_set_tensor(ov_infer_request_t* infer_request, const
                                        const ov_tensor_t* tensor) {
     if (!infer_request || !tensor_name || !tensor) return INVALID_C_PARAM;
     ov_infer_request_t* r = infer_request;
-    int ids = strcmp(tensor_name, "input_ids") == 0;
-    if (!r->embedding || (!ids && strcmp(tensor_name, "attention_mask") != 0 && strcmp(tensor_name, "token_type_ids") != 0)) {
+    int input = 0;
+    while (input < r->shape.inputs && strcmp(tensor_name, input_names[input]) != 0) input++;
+    if (!(r->embedding || r->cross) || input == r->shape.inputs) {
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nPort for tensor name %s was not found.\n",
                  tensor_name);
         return GENERAL_ERROR;
@@ -562,23 +733,81 @@ ov_status_e ov_infer_request_set_tensor(ov_infer_request_t* infer_request, const
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\n%s: an I64 tensor of rank 2\n", tensor_name);
         return GENERAL_ERROR;
     }
+    const int64_t* want = r->shape.dims[input];
+    if (want[0] >= 0 && want[1] >= 0 && (tensor->dims[0] != want[0] || tensor->dims[1] != want[1])) {
+        if (r->npu) /* check_tensor's words (sync_infer_request.cpp) */
+            snprintf(last_err_msg, sizeof last_err_msg,
+                     "Exception from ovcore_test.c:\nFailed to set tensor. The input tensor size is not equal to the model input "
+                     "type: got [%lld,%lld] expecting [%lld,%lld].\n",
+                     (long long)tensor->dims[0], (long long)tensor->dims[1], (long long)want[0], (long long)want[1]);
+        else /* the CPU plugin's */
+            snprintf(last_err_msg, sizeof last_err_msg,
+                     "Exception from ovcore_test.c:\nCan't set the input tensor with index: %d, because the model input "
+                     "(shape=[%lld,%lld]) and the tensor (shape=(%lld.%lld)) are incompatible\n",
+                     input, (long long)want[0], (long long)want[1], (long long)tensor->dims[0], (long long)tensor->dims[1]);
+        return GENERAL_ERROR;
+    }
     pthread_mutex_lock(&r->mu);
     ov_status_e st = OK;
     if (r->running) {
         st = REQUEST_BUSY;
-    } else if (ids) {
-        free(r->emb_ids);
-        r->rows = tensor->dims[0];
-        r->cols = tensor->dims[1];
-        r->emb_ids = malloc((elements(tensor) ? elements(tensor) : 1) * sizeof(int64_t));
-        memcpy(r->emb_ids, tensor->data, elements(tensor) * sizeof(int64_t));
+    } else {
+        int64_t** into = input == IN_IDS ? &r->emb_ids : input == IN_MASK ? &r->emb_mask : &r->emb_types;
+        free(*into);
+        if (input == IN_IDS) {
+            r->rows = tensor->dims[0];
+            r->cols = tensor->dims[1];
+        }
+        *into = malloc((elements(tensor) ? elements(tensor) : 1) * sizeof(int64_t));
+        memcpy(*into, tensor->data, elements(tensor) * sizeof(int64_t));
     }
     pthread_mutex_unlock(&r->mu);
     return st;
 }
 
+/* The first and last input_ids of the first row of the last encoder
+ * inference (where a padded batch put its tokens). */
+static atomic_llong row0_first, row0_last;
+
+int64_t ovtest_core_last_row0_first(void) { return atomic_load(&row0_first); }
+int64_t ovtest_core_last_row0_last(void) { return atomic_load(&row0_last); }
+
+static void note_row0(const ov_infer_request_t* r) {
+    if (r->rows < 1 || r->cols < 1) return;
+    atomic_store(&row0_first, r->emb_ids[0]);
+    atomic_store(&row0_last, r->emb_ids[r->cols - 1]);
+}
+
+/* cross_thread runs a cross-encoder: one logit a row, from the tokens its
+ * mask keeps (with their types when set); the mask must be as long as the
+ * ids, as the model's shape inference would insist. */
+static void cross_thread(ov_infer_request_t* r) {
+    note_row0(r);
+    float* logits = malloc((r->rows ? (size_t)r->rows : 1) * sizeof(float));
+    for (int64_t row = 0; row < r->rows; row++) {
+        double sum = 0;
+        int64_t n = 0;
+        for (int64_t c = 0; c < r->cols; c++) {
+            size_t i = (size_t)(row * r->cols + c);
+            if (r->emb_mask && !r->emb_mask[i]) continue;
+            sum += ovtest_logit_term(r->emb_ids[i], r->emb_types ? r->emb_types[i] : 0);
+            n++;
+        }
+        logits[row] = n ? (float)(sum / (double)n) : 0.0f;
+    }
+    pthread_mutex_lock(&r->mu);
+    free(r->hidden);
+    r->hidden = logits;
+    r->result = OK;
+    r->running = 0;
+    atomic_fetch_sub(&tokenizer_running, 1);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* embed_thread runs an embedding model: each token's hidden state. */
 static void embed_thread(ov_infer_request_t* r) {
+    note_row0(r);
     size_t n = (size_t)(r->rows * r->cols);
     float* hidden = malloc((n ? n : 1) * OVTEST_EMBED_WIDTH * sizeof(float));
     for (size_t i = 0; i < n; i++)
@@ -597,6 +826,10 @@ static void* infer_thread(void* arg) {
     ov_infer_request_t* r = arg;
     if (r->embedding) {
         embed_thread(r);
+        return NULL;
+    }
+    if (r->cross) {
+        cross_thread(r);
         return NULL;
     }
     /* input is not changed while running (set_input answers busy). */
@@ -670,7 +903,7 @@ ov_status_e ov_infer_request_start_async(ov_infer_request_t* infer_request) {
     ov_status_e st = OK;
     if (r->running) {
         st = REQUEST_BUSY;
-    } else if (r->embedding ? !r->emb_ids : !r->input) {
+    } else if (r->embedding || r->cross ? !r->emb_ids : !r->input) {
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nthe input tensor is not set\n");
         st = GENERAL_ERROR;
     } else {
@@ -739,6 +972,22 @@ ov_status_e ov_infer_request_get_tensor(const ov_infer_request_t* infer_request,
         pthread_mutex_unlock(&r->mu);
         return st;
     }
+    if (r->cross && strcmp(tensor_name, "logits") == 0) {
+        pthread_mutex_lock(&r->mu);
+        ov_status_e st = r->running ? REQUEST_BUSY : OK;
+        if (st == OK && !r->hidden) {
+            snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nno inference has run\n");
+            st = GENERAL_ERROR;
+        }
+        if (st == OK) {
+            int64_t dims[2] = {r->rows, 1};
+            ov_shape_t shape = {2, dims};
+            if ((st = tensor_new(F32, shape, NULL, tensor)) == OK)
+                memcpy((*tensor)->data, r->hidden, (size_t)r->rows * sizeof(float));
+        }
+        pthread_mutex_unlock(&r->mu);
+        return st;
+    }
     int ids = strcmp(tensor_name, "input_ids") == 0;
     if (!ids && strcmp(tensor_name, "attention_mask") != 0) {
         snprintf(last_err_msg, sizeof last_err_msg, "Exception from ovcore_test.c:\nPort for tensor name %s was not found.\n",
@@ -772,6 +1021,8 @@ void ov_infer_request_free(ov_infer_request_t* infer_request) {
     free(infer_request->ids);
     ovtest_vocab_free(infer_request->vocab);
     free(infer_request->emb_ids);
+    free(infer_request->emb_mask);
+    free(infer_request->emb_types);
     free(infer_request->hidden);
     free(infer_request);
     ovtest_object_freed();

@@ -52,6 +52,10 @@ int ovtest_tokenizer_cancelled(void);
  * the same). */
 #define OVTEST_EMBED_WIDTH 4
 static inline float ovtest_hidden(int64_t id, int k) { return (float)((id * (2 * k + 3)) % 101) / 101.0f - 0.5f; }
+/* The test core's cross-encoder (an IR naming logits): one logit a row,
+ * the mean over the row's tokens with mask 1 of ovtest_logit_term, 0 for a
+ * row of none (npu/openvino/ovtestlib computes the same). */
+static inline double ovtest_logit_term(int64_t id, int64_t type) { return ovtest_hidden(id, 0) + 0.25 * (double)type; }
 
 /* Objects created and not yet freed (pipelines, configs, results, metrics,
  * histories, JSON containers, core objects, device lists, strings). */
