@@ -59,7 +59,7 @@ func TestReadPairTemplate(t *testing.T) {
 		want  *PairTemplate
 	}{
 		{"BERT", tokenizer(`{&quot;single&quot;: {&quot;ids&quot;: [101, -1, 102], &quot;type_ids&quot;: [0, 0, 0]}, &quot;pair&quot;: {&quot;ids&quot;: [101, -1, 102, -2, 102], &quot;type_ids&quot;: [0, 0, 0, 1, 1]}}`),
-			&PairTemplate{Ids: []int64{101, -1, 102, -2, 102}, TypeIDs: []int64{0, 0, 0, 1, 1}}},
+			&PairTemplate{Ids: []int64{101, -1, 102, -2, 102}, TypeIDs: []int64{0, 0, 0, 1, 1}, SingleSpecials: 2}},
 		{"no pair", tokenizer(`{&quot;single&quot;: {&quot;ids&quot;: [-1], &quot;type_ids&quot;: [0]}}`), nil},
 		{"type ids missing", tokenizer(`{&quot;pair&quot;: {&quot;ids&quot;: [-1, -2]}}`), nil},
 		{"two documents", tokenizer(`{&quot;pair&quot;: {&quot;ids&quot;: [-1, -2, -2], &quot;type_ids&quot;: [0, 1, 1]}}`), nil},
@@ -79,7 +79,24 @@ func TestReadPairTemplate(t *testing.T) {
 	}
 	got, err := ReadPairTemplate("../../testdata/openvino/tinyrerank/model")
 	require.NoError(t, err)
-	assert.Equal(t, PairTemplate{Ids: []int64{-1, -2}, TypeIDs: []int64{0, 1}}, got, "the tiny tokenizer: query then document, no special tokens")
+	assert.Equal(t, PairTemplate{Ids: []int64{1, -1, 2, 2, -2, 2}, TypeIDs: []int64{0, 0, 0, 0, 0, 0}, SingleSpecials: 2}, got,
+		"the tiny tokenizer: XLM-RoBERTa's <s> A </s></s> B </s>, with <|im_start|> (1) and <|im_end|> (2)")
+	assert.Equal(t, 4, got.Specials())
+}
+
+// Issue 40: how a tokenizer truncates, from its Truncate operation: the
+// tiny rerank model's (model_max_length 64 less the 2 special tokens around
+// one text, on the right, longest first) and the tiny chat model's, which
+// has no model_max_length and so no bound.
+func TestReadTruncation(t *testing.T) {
+	got, err := ReadTruncation("../../testdata/openvino/tinyrerank/model")
+	require.NoError(t, err)
+	assert.Equal(t, Truncation{MaxLength: 62, Mode: "longest_first"}, got)
+	got, err = ReadTruncation("../../testdata/openvino/tinymodel/model")
+	require.NoError(t, err)
+	assert.Equal(t, Truncation{Mode: "longest_first"}, got, "no model_max_length: no bound")
+	_, err = ReadTruncation(writeFolder(t, map[string]string{"openvino_tokenizer.xml": `<net><layers/></net>`}))
+	require.ErrorIs(t, err, ErrNoTruncation)
 }
 
 // Issue 40: a rerank model is listed with the capability "rerank" alone,
