@@ -25,10 +25,17 @@ import (
 // and the tokens of all its pairs.
 func genaiRanking(t *testing.T, venv, query string, docs []string) (ranking [][2]float64, tokens int) {
 	t.Helper()
+	return genaiRankingOf(t, venv, "tinyrerank", query, docs)
+}
+
+// genaiRankingOf is genaiRanking on the tiny model testdata/openvino/NAME.
+func genaiRankingOf(t *testing.T, venv, name, query string, docs []string) (ranking [][2]float64, tokens int) {
+	t.Helper()
 	in, err := json.Marshal(map[string]any{"query": query, "documents": docs})
 	require.NoError(t, err)
 	dir := filepath.Join("..", "testdata", "openvino", "tinyrerank")
-	cmd := exec.CommandContext(context.Background(), filepath.Join(venv, "bin", "python"), filepath.Join(dir, "genai_rerank.py"), filepath.Join(dir, "model"))
+	folder := filepath.Join("..", "testdata", "openvino", name, "model")
+	cmd := exec.CommandContext(context.Background(), filepath.Join(venv, "bin", "python"), filepath.Join(dir, "genai_rerank.py"), folder)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -67,7 +74,7 @@ type rerankResponse struct {
 func TestOfficialRerankThroughTheAPI(t *testing.T) {
 	venv, lib := officialCore(t)
 	models := t.TempDir()
-	for name, src := range map[string]string{"tinyrerank": "tinyrerank", "tinyembed": "tinyembed"} {
+	for name, src := range map[string]string{"tinyrerank": "tinyrerank", "tinyembed": "tinyembed", "tinyqwen3rerank": "tinyqwen3rerank"} {
 		require.NoError(t, os.CopyFS(filepath.Join(models, name), os.DirFS(filepath.Join("..", "testdata", "openvino", src, "model"))))
 	}
 	engine, err := openvino.New(openvino.Config{Library: lib, ModelsDir: models, Device: "CPU"}, slog.New(slog.DiscardHandler))
@@ -135,6 +142,29 @@ func TestOfficialRerankThroughTheAPI(t *testing.T) {
 		resp, b = c.Do(t, "POST", "/rerank", string(body))
 		require.Equal(t, 200, resp.StatusCode, "%s", b)
 		assert.Equal(t, "0", resp.Header.Get("X-Npud-Truncated-Documents"))
+	})
+	t.Run("a Qwen3 reranker", func(t *testing.T) {
+		// Raw query and documents: npud frames them with the Qwen3-Reranker
+		// prompt, as GenAI's tests do before TextRerankPipeline.
+		qdocs := []string{"OpenVINO runs the model on the NPU.", "a", "Tools are functions a model may call."}
+		want, tokens := genaiRankingOf(t, venv, "tinyqwen3rerank", query, qdocs)
+		body, err := json.Marshal(map[string]any{"model": "tinyqwen3rerank", "query": query, "documents": qdocs})
+		require.NoError(t, err)
+		resp, b := c.Do(t, "POST", "/v1/rerank", string(body))
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		var got rerankResponse
+		require.NoError(t, json.Unmarshal(b, &got))
+		require.Len(t, got.Results, len(qdocs))
+		for i, r := range got.Results {
+			assert.Equal(t, int(want[i][0]), r.Index, "rank %d", i)
+			assert.InDelta(t, want[i][1], r.RelevanceScore, 1e-5, "rank %d", i)
+		}
+		assert.Equal(t, tokens, got.Usage.PromptTokens, "the framed texts' tokens")
+		resp, b = c.Do(t, "POST", "/api/show", `{"model":"tinyqwen3rerank"}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		var show struct{ Capabilities []string }
+		require.NoError(t, json.Unmarshal(b, &show))
+		assert.Equal(t, []string{"rerank"}, show.Capabilities)
 	})
 	t.Run("top_n and return_documents", func(t *testing.T) {
 		body, err := json.Marshal(map[string]any{"model": "tinyrerank", "query": query, "documents": docs, "top_n": 2, "return_documents": true})

@@ -99,6 +99,20 @@ func TestReadTruncation(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoTruncation)
 }
 
+// Issue 40: how a tokenizer pads a batch, from its RaggedToDense: the tiny
+// cross-encoder's on the right, the tiny Qwen3 reranker's on the left (as
+// its padding_side says), both with <|endoftext|> (0).
+func TestReadPadding(t *testing.T) {
+	got, err := ReadPadding("../../testdata/openvino/tinyrerank/model")
+	require.NoError(t, err)
+	assert.Equal(t, Padding{}, got)
+	got, err = ReadPadding("../../testdata/openvino/tinyqwen3rerank/model")
+	require.NoError(t, err)
+	assert.Equal(t, Padding{Left: true}, got)
+	_, err = ReadPadding(writeFolder(t, map[string]string{"openvino_tokenizer.xml": `<net><layers/></net>`}))
+	require.Error(t, err)
+}
+
 // Issue 40: a rerank model is listed with the capability "rerank" alone,
 // its context what it was trained for, and takes no chat.
 func TestScanListsRerankModels(t *testing.T) {

@@ -44,6 +44,63 @@ type irLayer struct {
 	elemType  string
 	offset    int64
 	size      int64
+	padRight  string // RaggedToDense's pad_right
+}
+
+// Padding is how a folder's tokenizer pads a batch: the side and the id of
+// its RaggedToDense (openvino-tokenizers writes pad_right from the Hugging
+// Face tokenizer's padding_side, and the pad value from its pad token), which
+// GenAI keeps as the default (make_tokenizer_stateful.cpp,
+// MakePaddingSatateful: "pad it to the default side").
+type Padding struct {
+	Left bool
+	ID   int64
+}
+
+// ReadPadding reads the RaggedToDense of the folder dir's
+// openvino_tokenizer.xml: its pad_right attribute and its pad value (input
+// 4, a constant in openvino_tokenizer.bin).
+func ReadPadding(dir string) (Padding, error) {
+	path := filepath.Join(dir, "openvino_tokenizer.xml")
+	layers, edges, err := readIRGraph(path)
+	if err != nil {
+		return Padding{}, err
+	}
+	var dense *irLayer
+	for i := range layers {
+		if layers[i].kind == "RaggedToDense" {
+			if dense != nil {
+				return Padding{}, fmt.Errorf("%s: more than one RaggedToDense", path)
+			}
+			dense = &layers[i]
+		}
+	}
+	if dense == nil {
+		return Padding{}, fmt.Errorf("%s: no RaggedToDense: the tokenizer does not pad", path)
+	}
+	var value *irLayer
+	for _, e := range edges {
+		if e.toLayer == dense.id && e.toPort == "4" {
+			for i := range layers {
+				if layers[i].id == e.fromLayer {
+					value = &layers[i]
+				}
+			}
+		}
+	}
+	if value == nil || value.kind != "Const" {
+		return Padding{}, fmt.Errorf("%s: the RaggedToDense's pad value is not a constant", path)
+	}
+	bin, err := os.Open(filepath.Join(dir, "openvino_tokenizer.bin"))
+	if err != nil {
+		return Padding{}, err
+	}
+	defer func() { _ = bin.Close() }() // read only
+	id, err := readI32(bin, value)
+	if err != nil {
+		return Padding{}, fmt.Errorf("%s: the pad value: %w", path, err)
+	}
+	return Padding{Left: dense.padRight == "false", ID: int64(id)}, nil
 }
 
 type irEdge struct{ fromLayer, toLayer, toPort string }
@@ -160,6 +217,7 @@ func readIRGraph(path string) ([]irLayer, []irEdge, error) {
 			l.elemType = attr(el, "element_type")
 			l.offset, _ = strconv.ParseInt(attr(el, "offset"), 10, 64)
 			l.size, _ = strconv.ParseInt(attr(el, "size"), 10, 64)
+			l.padRight = attr(el, "pad_right")
 		case "edge":
 			edges = append(edges, irEdge{fromLayer: attr(el, "from-layer"), toLayer: attr(el, "to-layer"), toPort: attr(el, "to-port")})
 		}

@@ -34,16 +34,22 @@ type reranker struct {
 	// cut is how the tokenizer truncates a pair when asked to (its side
 	// and mode; budget is its length).
 	cut modelstore.Truncation
+	// pad is how the tokenizer pads a batch, which npud's batches follow.
+	pad modelstore.Padding
+	// qwen3: a Qwen3 reranker (sequence-classification form), whose query
+	// and document are one text (rerank_qwen3.go); pair and cut's mode are
+	// unused, and budget bounds the text.
+	qwen3 bool
 }
 
 // openReranker compiles the cross-encoder in dir for device, and its
 // tokenizer on the CPU. TextRerankPipeline pairs a query with a document
 // in the tokenizer (add_second_input, from the tokenizer's
 // processed_post_processor_template) for every model but Qwen3, whose
-// prompts it concatenates instead: npud does not do Qwen3's yet.
+// query and document it concatenates instead (openQwen3Reranker).
 func (l *Library) openReranker(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*reranker, error) {
-	if t := modelstore.RerankModelType(dir); t == "qwen3" {
-		return nil, fmt.Errorf("%s: a Qwen3 reranker, whose query and document TextRerankPipeline concatenates: npud does not serve those yet", dir)
+	if modelstore.RerankModelType(dir) == "qwen3" {
+		return l.openQwen3Reranker(ctx, dir, device, ir)
 	}
 	pair, err := modelstore.ReadPairTemplate(dir)
 	if err != nil {
@@ -53,11 +59,15 @@ func (l *Library) openReranker(ctx context.Context, dir, device string, ir model
 	if err != nil {
 		return nil, err
 	}
+	pad, err := modelstore.ReadPadding(dir)
+	if err != nil { // a cross-encoder's padding is masked out: any will do
+		pad = modelstore.Padding{}
+	}
 	emb, err := l.openEmbedder(ctx, dir, device, ir)
 	if err != nil {
 		return nil, err
 	}
-	return &reranker{embedder: emb, pair: pair, budget: budget, cut: cut}, nil
+	return &reranker{embedder: emb, pair: pair, budget: budget, cut: cut, pad: pad}, nil
 }
 
 // pairBudget is the most tokens of a query and a document together that
@@ -178,6 +188,9 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string, trun
 	if len(docs) > npu.MaxRerankDocuments {
 		return npu.Reranked{}, fmt.Errorf("%d documents, more than %d", len(docs), npu.MaxRerankDocuments)
 	}
+	if r.qwen3 {
+		return r.rerankQwen3(ctx, query, docs, truncate)
+	}
 	q, err := r.tok.Encode(ctx, query)
 	if err != nil {
 		return npu.Reranked{}, fmt.Errorf("query: %w", err)
@@ -208,7 +221,17 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string, trun
 		}
 		total += len(seqs[i])
 	}
-	results := make([]npu.RerankResult, 0, len(docs))
+	results, err := r.scoreAll(ctx, seqs, kinds)
+	if err != nil {
+		return npu.Reranked{}, err
+	}
+	return npu.Reranked{Results: results, PromptTokens: total, Truncated: truncated}, nil
+}
+
+// scoreAll scores every sequence in batches and sorts them best first (a
+// stable sort: equal scores keep the documents' order).
+func (r *reranker) scoreAll(ctx context.Context, seqs, kinds [][]int64) ([]npu.RerankResult, error) {
+	results := make([]npu.RerankResult, 0, len(seqs))
 	for start := 0; start < len(seqs); {
 		end, longest := start, 0
 		for end < len(seqs) && end-start < maxRerankBatch && (end-start+1)*max(longest, len(seqs[end])) <= maxRerankBatchTokens {
@@ -218,9 +241,13 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string, trun
 		if end == start { // one pair over the token budget alone: run it alone
 			longest, end = len(seqs[start]), start+1
 		}
-		scores, err := r.score(ctx, seqs[start:end], kinds[start:end], longest)
+		var batchKinds [][]int64 // none for a Qwen3 reranker
+		if kinds != nil {
+			batchKinds = kinds[start:end]
+		}
+		scores, err := r.score(ctx, seqs[start:end], batchKinds, longest)
 		if err != nil {
-			return npu.Reranked{}, err
+			return nil, err
 		}
 		for i, s := range scores {
 			results = append(results, npu.RerankResult{Index: start + i, Score: s})
@@ -228,14 +255,15 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string, trun
 		start = end
 	}
 	slices.SortStableFunc(results, func(a, b npu.RerankResult) int { return cmp.Compare(b.Score, a.Score) })
-	return npu.Reranked{Results: results, PromptTokens: total, Truncated: truncated}, nil
+	return results, nil
 }
 
-// score runs one batch: pairs padded on the right to length with id 0 and
-// mask 0 (the model ignores them, as it does GenAI's padding), their
-// token types where the model takes them, and turns the logits into
-// scores as TextRerankPipeline's post-processing does: the sigmoid of a
-// single logit, else the softmax's second class.
+// score runs one batch: sequences padded to length as the tokenizer pads
+// a batch (its side and pad id, mask 0: GenAI's tokenizer pads the batch
+// it gives the model so, and a Qwen3 classifier finds its last token by
+// the pad id), their token types where the model takes them, and turns
+// the logits into scores as TextRerankPipeline's post-processing does: the
+// sigmoid of a single logit, else the softmax's second class.
 func (r *reranker) score(ctx context.Context, seqs, kinds [][]int64, length int) ([]float32, error) {
 	rows := len(seqs)
 	ids := make([]int64, rows*length)
@@ -245,12 +273,19 @@ func (r *reranker) score(ctx context.Context, seqs, kinds [][]int64, length int)
 		types = make([]int64, rows*length)
 	}
 	for row, s := range seqs {
-		copy(ids[row*length:], s)
-		if types != nil {
-			copy(types[row*length:], kinds[row])
+		at := row * length // where the row's tokens start
+		if r.pad.Left {
+			at += length - len(s)
+		}
+		for c := row * length; c < (row+1)*length; c++ {
+			ids[c] = r.pad.ID
+		}
+		copy(ids[at:], s)
+		if types != nil && kinds != nil {
+			copy(types[at:], kinds[row])
 		}
 		for c := range s {
-			mask[row*length+c] = 1
+			mask[at+c] = 1
 		}
 	}
 	logits, dims, err := r.infer(ctx, ids, mask, types, rows, length, modelstore.RerankOutput, 2)
