@@ -9,9 +9,9 @@ import (
 )
 
 // examineRerankModel checks a cross-encoder's folder: the files an
-// embedding model needs, a tokenizer that can pair a query with a document
-// (its pair template), and not a Qwen3 reranker, which npud does not serve
-// yet.
+// embedding model needs, and a tokenizer that can pair a query with a
+// document (its pair template) or, for a Qwen3 reranker (whose query and
+// document are one text), one that pads and truncates as npud can read.
 func examineRerankModel(folder, model string, r *doctorReport, good *int) {
 	name := "model " + model
 	var missing []string
@@ -26,11 +26,16 @@ func examineRerankModel(folder, model string, r *doctorReport, good *int) {
 		return
 	}
 	if modelstore.RerankModelType(folder) == "qwen3" {
-		r.add(name, checkFail, "a Qwen3 reranker, which npud does not serve yet",
-			"use a BERT or XLM-RoBERTa cross-encoder such as bge-reranker-base")
-		return
-	}
-	if _, err := modelstore.ReadPairTemplate(folder); err != nil {
+		_, err := modelstore.ReadPadding(folder)
+		if err == nil {
+			_, err = modelstore.ReadTruncation(folder)
+		}
+		if err != nil {
+			r.add(name, checkFail, "a Qwen3 reranker whose tokenizer npud cannot read: "+err.Error(),
+				"convert the tokenizer again with openvino-tokenizers")
+			return
+		}
+	} else if _, err := modelstore.ReadPairTemplate(folder); err != nil {
 		r.add(name, checkFail, "a rerank model whose tokenizer cannot pair a query with a document: "+err.Error(),
 			"convert the tokenizer again with openvino-tokenizers, which writes processed_post_processor_template")
 		return

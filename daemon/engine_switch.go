@@ -253,12 +253,12 @@ func (e *switchingEngine) Embed(ctx context.Context, model string, inputs []stri
 }
 
 // Rerank implements npu.Reranker: the model's engine reranks, if it can.
-func (e *switchingEngine) Rerank(ctx context.Context, model, query string, documents []string) ([]npu.RerankResult, int, error) {
+func (e *switchingEngine) Rerank(ctx context.Context, model, query string, documents []string, truncate bool) (npu.Reranked, error) {
 	r, ok := e.engineFor(model).(npu.Reranker)
 	if !ok {
-		return nil, 0, fmt.Errorf("model %q does not support rerank: %w", model, npu.ErrNotSupported)
+		return npu.Reranked{}, fmt.Errorf("model %q does not support rerank: %w", model, npu.ErrNotSupported)
 	}
-	return r.Rerank(ctx, model, query, documents)
+	return r.Rerank(ctx, model, query, documents, truncate)
 }
 
 func (e *switchingEngine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {

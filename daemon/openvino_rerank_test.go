@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,10 +25,17 @@ import (
 // and the tokens of all its pairs.
 func genaiRanking(t *testing.T, venv, query string, docs []string) (ranking [][2]float64, tokens int) {
 	t.Helper()
+	return genaiRankingOf(t, venv, "tinyrerank", query, docs)
+}
+
+// genaiRankingOf is genaiRanking on the tiny model testdata/openvino/NAME.
+func genaiRankingOf(t *testing.T, venv, name, query string, docs []string) (ranking [][2]float64, tokens int) {
+	t.Helper()
 	in, err := json.Marshal(map[string]any{"query": query, "documents": docs})
 	require.NoError(t, err)
 	dir := filepath.Join("..", "testdata", "openvino", "tinyrerank")
-	cmd := exec.CommandContext(context.Background(), filepath.Join(venv, "bin", "python"), filepath.Join(dir, "genai_rerank.py"), filepath.Join(dir, "model"))
+	folder := filepath.Join("..", "testdata", "openvino", name, "model")
+	cmd := exec.CommandContext(context.Background(), filepath.Join(venv, "bin", "python"), filepath.Join(dir, "genai_rerank.py"), folder)
 	cmd.Stdin = bytes.NewReader(in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -66,7 +74,7 @@ type rerankResponse struct {
 func TestOfficialRerankThroughTheAPI(t *testing.T) {
 	venv, lib := officialCore(t)
 	models := t.TempDir()
-	for name, src := range map[string]string{"tinyrerank": "tinyrerank", "tinyembed": "tinyembed"} {
+	for name, src := range map[string]string{"tinyrerank": "tinyrerank", "tinyembed": "tinyembed", "tinyqwen3rerank": "tinyqwen3rerank"} {
 		require.NoError(t, os.CopyFS(filepath.Join(models, name), os.DirFS(filepath.Join("..", "testdata", "openvino", src, "model"))))
 	}
 	engine, err := openvino.New(openvino.Config{Library: lib, ModelsDir: models, Device: "CPU"}, slog.New(slog.DiscardHandler))
@@ -74,8 +82,6 @@ func TestOfficialRerankThroughTheAPI(t *testing.T) {
 	srv := daemontest.Start(t, daemontest.Defaults(t), engine)
 	c := daemontest.NewClient(t, srv.URL)
 	query := "Which runtime runs the model?"
-	// Four: five pairs of these crash GenAI 2026.4.1's paired tokenizer
-	// (CombineSegments: out_offset <= flat_out_size), in Python too.
 	docs := []string{"OpenVINO runs the model on the NPU.", "a", "hello world", "Tools are functions a model may call."}
 	want, tokens := genaiRanking(t, venv, query, docs)
 
@@ -102,8 +108,64 @@ func TestOfficialRerankThroughTheAPI(t *testing.T) {
 			}
 			assert.Equal(t, tokens, got.Usage.PromptTokens, "the tokens of every pair")
 			assert.Equal(t, tokens, got.Usage.TotalTokens)
+			assert.Empty(t, resp.Header.Values("X-Npud-Truncated-Documents"), "no truncation asked for")
 		})
 	}
+	t.Run("truncate", func(t *testing.T) {
+		long := []string{longText, "a", strings.Repeat(" a", 200), "Tools are functions a model may call."}
+		want, tokens := genaiRanking(t, venv, query, long)
+		body, err := json.Marshal(map[string]any{"model": "tinyrerank", "query": query, "documents": long, "truncate": true})
+		require.NoError(t, err)
+		resp, b := c.Do(t, "POST", "/v1/rerank", string(body))
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		assert.Equal(t, "2", resp.Header.Get("X-Npud-Truncated-Documents"), "two pairs were cut to the model's length")
+		var got rerankResponse
+		require.NoError(t, json.Unmarshal(b, &got))
+		require.Len(t, got.Results, len(long))
+		for i, r := range got.Results {
+			assert.Equal(t, int(want[i][0]), r.Index, "rank %d", i)
+			assert.InDelta(t, want[i][1], r.RelevanceScore, 1e-5, "rank %d", i)
+		}
+		assert.Equal(t, tokens, got.Usage.PromptTokens, "the tokens the model was given, after truncation")
+
+		// Without truncate the same request is a 400 that names it.
+		body, err = json.Marshal(map[string]any{"model": "tinyrerank", "query": query, "documents": long})
+		require.NoError(t, err)
+		resp, b = c.Do(t, "POST", "/rerank", string(body))
+		require.Equal(t, 400, resp.StatusCode, "%s", b)
+		assert.Contains(t, string(b), "truncate")
+		assert.Contains(t, string(b), "document 0")
+
+		// Asked for, with nothing to cut: the header says 0.
+		body, err = json.Marshal(map[string]any{"model": "tinyrerank", "query": query, "documents": docs, "truncate": true})
+		require.NoError(t, err)
+		resp, b = c.Do(t, "POST", "/rerank", string(body))
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		assert.Equal(t, "0", resp.Header.Get("X-Npud-Truncated-Documents"))
+	})
+	t.Run("a Qwen3 reranker", func(t *testing.T) {
+		// Raw query and documents: npud frames them with the Qwen3-Reranker
+		// prompt, as GenAI's tests do before TextRerankPipeline.
+		qdocs := []string{"OpenVINO runs the model on the NPU.", "a", "Tools are functions a model may call."}
+		want, tokens := genaiRankingOf(t, venv, "tinyqwen3rerank", query, qdocs)
+		body, err := json.Marshal(map[string]any{"model": "tinyqwen3rerank", "query": query, "documents": qdocs})
+		require.NoError(t, err)
+		resp, b := c.Do(t, "POST", "/v1/rerank", string(body))
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		var got rerankResponse
+		require.NoError(t, json.Unmarshal(b, &got))
+		require.Len(t, got.Results, len(qdocs))
+		for i, r := range got.Results {
+			assert.Equal(t, int(want[i][0]), r.Index, "rank %d", i)
+			assert.InDelta(t, want[i][1], r.RelevanceScore, 1e-5, "rank %d", i)
+		}
+		assert.Equal(t, tokens, got.Usage.PromptTokens, "the framed texts' tokens")
+		resp, b = c.Do(t, "POST", "/api/show", `{"model":"tinyqwen3rerank"}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		var show struct{ Capabilities []string }
+		require.NoError(t, json.Unmarshal(b, &show))
+		assert.Equal(t, []string{"rerank"}, show.Capabilities)
+	})
 	t.Run("top_n and return_documents", func(t *testing.T) {
 		body, err := json.Marshal(map[string]any{"model": "tinyrerank", "query": query, "documents": docs, "top_n": 2, "return_documents": true})
 		require.NoError(t, err)

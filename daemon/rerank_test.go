@@ -21,8 +21,9 @@ func TestRerankAPIOnTheSimulator(t *testing.T) {
 	srv := daemontest.StartSim(t, nil, nil)
 	c := daemontest.NewClient(t, srv.URL)
 	docs := []string{"alpha", "beta gamma", "delta", "epsilon zeta eta"}
-	want, tokens, err := sim.New(sim.Config{}).Rerank(t.Context(), sim.ModelID, "the query", docs)
+	out, err := sim.New(sim.Config{}).Rerank(t.Context(), sim.ModelID, "the query", docs, false)
 	require.NoError(t, err)
+	want, tokens := out.Results, out.PromptTokens
 
 	for _, tc := range []struct {
 		path    string
@@ -68,8 +69,14 @@ func TestRerankAPIOnTheSimulator(t *testing.T) {
 			}
 			assert.Equal(t, tokens, got.Usage.PromptTokens)
 			assert.Equal(t, tokens, got.Usage.TotalTokens)
+			assert.Empty(t, resp.Header.Values("X-Npud-Truncated-Documents"), "no truncation asked for")
 		})
 	}
+	t.Run("truncate asked for", func(t *testing.T) {
+		resp, b := c.Do(t, "POST", "/v1/rerank", `{"model":"`+sim.ModelID+`","query":"q","documents":["a"],"truncate":true}`)
+		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		assert.Equal(t, "0", resp.Header.Get("X-Npud-Truncated-Documents"), "the simulator's context is long")
+	})
 
 	tooMany, err := json.Marshal(map[string]any{"model": sim.ModelID, "query": "q", "documents": make([]string, npu.MaxRerankDocuments+1)})
 	require.NoError(t, err)
@@ -82,6 +89,7 @@ func TestRerankAPIOnTheSimulator(t *testing.T) {
 		{"too many documents", string(tooMany), "documents"},
 		{"a document too large", `{"model":"sim","query":"q","documents":["` + strings.Repeat("x", 256<<10+1) + `"]}`, "documents"},
 		{"a negative top_n", `{"model":"sim","query":"q","documents":["a"],"top_n":-1}`, "top_n"},
+		{"truncate not a bool", `{"model":"sim","query":"q","documents":["a"],"truncate":"yes"}`, "truncate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := c.Do(t, "POST", "/v1/rerank", tc.body)

@@ -74,7 +74,7 @@ type Router interface {
 	Models() []npu.ModelInfo
 	Simulated() bool
 	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
-	Rerank(ctx context.Context, req npu.RerankRequest) (results []npu.RerankResult, promptTokens int, err error)
+	Rerank(ctx context.Context, req npu.RerankRequest) (npu.Reranked, error)
 	Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error)
 	Wait(ctx context.Context) error
 	Abort()

@@ -3,6 +3,7 @@ package openaiapi
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -17,14 +18,23 @@ import (
 // more is a mistake (the body limit bounds the whole request).
 const maxRerankText = 256 << 10
 
+// truncatedHeader is the response header that says, when a request asked
+// for truncation, how many of its documents were cut with the query to
+// the model's length (0 too): nothing is truncated without the client
+// asking, and knowing.
+const truncatedHeader = "X-Npud-Truncated-Documents"
+
 // rerankRequest is POST /v1/rerank (and /rerank): the shape Jina's,
-// Cohere's, llama.cpp's and vLLM's rerank APIs share.
+// Cohere's, llama.cpp's and vLLM's rerank APIs share, with Hugging Face
+// text-embeddings-inference's truncate (default false: a pair longer than
+// the model takes is a 400).
 type rerankRequest struct {
 	Model           string          `json:"model"`
 	Query           *string         `json:"query"`
 	Documents       json.RawMessage `json:"documents"`
 	TopN            *int            `json:"top_n"`
 	ReturnDocuments bool            `json:"return_documents"`
+	Truncate        bool            `json:"truncate"`
 }
 
 // ModelName is the model the request asks for (reqinfo.Named).
@@ -106,7 +116,8 @@ func (a *API) rerank(c *gin.Context) {
 		}
 		topN = min(topN, *req.TopN)
 	}
-	ranked, tokens, err := a.router.Rerank(c.Request.Context(), npu.RerankRequest{Model: req.Model, Query: *req.Query, Documents: docs, Tenant: info.Tenant})
+	out, err := a.router.Rerank(c.Request.Context(), npu.RerankRequest{Model: req.Model, Query: *req.Query, Documents: docs,
+		Truncate: req.Truncate, Tenant: info.Tenant})
 	if err != nil {
 		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
@@ -114,6 +125,10 @@ func (a *API) rerank(c *gin.Context) {
 	if a.router.Simulated() {
 		c.Header("X-Npud-Simulated", "true")
 	}
+	if req.Truncate {
+		c.Header(truncatedHeader, strconv.Itoa(out.Truncated))
+	}
+	ranked, tokens := out.Results, out.PromptTokens
 	results := make([]rerankResult, 0, topN)
 	for _, r := range ranked[:min(topN, len(ranked))] {
 		out := rerankResult{Index: r.Index, RelevanceScore: r.Score}

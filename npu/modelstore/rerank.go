@@ -44,7 +44,14 @@ func ReadRerankIR(dir string) (EmbeddingIR, error) {
 type PairTemplate struct {
 	Ids     []int64 `json:"ids"`
 	TypeIDs []int64 `json:"type_ids"`
+	// SingleSpecials is how many special tokens the tokenizer adds around
+	// one text (its single template's): its truncation length leaves room
+	// for them (Truncation.MaxLength).
+	SingleSpecials int `json:"-"`
 }
+
+// Specials is how many special tokens the template adds around a pair.
+func (p PairTemplate) Specials() int { return len(p.Ids) - 2 }
 
 // ReadPairTemplate reads the pair entry of the processed_post_processor_template
 // that openvino-tokenizers writes into the rt_info of the folder dir's
@@ -73,7 +80,10 @@ func ReadPairTemplate(dir string) (PairTemplate, error) {
 			continue
 		}
 		var tmpl struct {
-			Pair *PairTemplate `json:"pair"`
+			Pair   *PairTemplate `json:"pair"`
+			Single *struct {
+				Ids []int64 `json:"ids"`
+			} `json:"single"`
 		}
 		if err := json.Unmarshal([]byte(attr(el, "value")), &tmpl); err != nil {
 			return PairTemplate{}, fmt.Errorf("%s: processed_post_processor_template: %w", path, err)
@@ -81,6 +91,9 @@ func ReadPairTemplate(dir string) (PairTemplate, error) {
 		p := tmpl.Pair
 		if p == nil || len(p.TypeIDs) != len(p.Ids) || count(p.Ids, -1) != 1 || count(p.Ids, -2) != 1 {
 			return PairTemplate{}, fmt.Errorf("%s: processed_post_processor_template has no pair of one query and one document with their type ids", path)
+		}
+		if tmpl.Single != nil && count(tmpl.Single.Ids, -1) == 1 {
+			p.SingleSpecials = len(tmpl.Single.Ids) - 1
 		}
 		return *p, nil
 	}

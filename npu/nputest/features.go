@@ -35,7 +35,7 @@ func AssertFeatures(t testing.TB, engine npu.Engine, model string) {
 	_, _, err := engine.Embed(ctx, model, []string{"features"})
 	check("Embeds", f.Embeds, err)
 	if r, ok := engine.(npu.Reranker); ok {
-		_, _, err = r.Rerank(ctx, model, "features", []string{"features"})
+		_, err = r.Rerank(ctx, model, "features", []string{"features"}, false)
 		check("Reranks", f.Reranks, err)
 	} else if f.Reranks {
 		t.Errorf("engine %s: Describe says Reranks=true, but it is no npu.Reranker", engine.Name())

@@ -47,8 +47,8 @@ func (r *RefusingRouter) Embed(_ context.Context, req npu.EmbedRequest) ([][]flo
 	return nil, 0, r.refuse(req.Model)
 }
 
-func (r *RefusingRouter) Rerank(_ context.Context, req npu.RerankRequest) ([]npu.RerankResult, int, error) {
-	return nil, 0, r.refuse(req.Model)
+func (r *RefusingRouter) Rerank(_ context.Context, req npu.RerankRequest) (npu.Reranked, error) {
+	return npu.Reranked{}, r.refuse(req.Model)
 }
 
 func (r *RefusingRouter) Transcribe(_ context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {

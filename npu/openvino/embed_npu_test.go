@@ -58,8 +58,9 @@ func TestEncoderModelsOnTheNPUGiveWhatTheCPUGives(t *testing.T) {
 			assert.Equal(t, want, tokens, "texts past 6 tokens are cut at 6")
 			assert.Equal(t, tc.runsOn, e.DeviceOf("embed"))
 
-			results, tokens, err := r.Rerank(context.Background(), npu.RerankRequest{Model: "rerank", Query: "which device", Documents: docs})
+			reranked, err := r.Rerank(context.Background(), npu.RerankRequest{Model: "rerank", Query: "which device", Documents: docs})
 			require.NoError(t, err)
+			results, tokens := reranked.Results, reranked.PromptTokens
 			require.Len(t, results, len(docs))
 			want = 0
 			for _, d := range docs {
@@ -73,7 +74,7 @@ func TestEncoderModelsOnTheNPUGiveWhatTheCPUGives(t *testing.T) {
 			}
 			assert.Equal(t, tc.runsOn, e.DeviceOf("rerank"))
 
-			_, _, err = r.Rerank(context.Background(), npu.RerankRequest{Model: "rerank", Query: "q", Documents: []string{"one two three four five six seven eight nine"}})
+			_, err = r.Rerank(context.Background(), npu.RerankRequest{Model: "rerank", Query: "q", Documents: []string{"one two three four five six seven eight nine"}})
 			var invalid *npu.InvalidRequestError
 			require.ErrorAs(t, err, &invalid, "a pair of 13 tokens, past the model's 12")
 			assert.Equal(t, "documents", invalid.Param)
@@ -113,7 +114,8 @@ func TestNPUStaticShapeIsTheModelsLengthBounded(t *testing.T) {
 				assert.Equal(t, embedShape{rows: npuEmbedBatch, length: tc.want}, p.embed.static, m)
 				assert.Equal(t, tc.want, p.embed.cfg.MaxLength, "%s: texts are cut at the static length", m)
 			}
-			assert.Equal(t, tc.want, e.pipelines["rerank"].rerank.maxLength, "a longer pair is refused")
+			rr := e.pipelines["rerank"].rerank
+			assert.Equal(t, tc.want, rr.budget+rr.specials(), "a longer pair is refused")
 		})
 	}
 }

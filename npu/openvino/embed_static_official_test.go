@@ -84,10 +84,11 @@ func TestOfficialStaticShapesGiveWhatDynamicOnesGive(t *testing.T) {
 		defer func() { require.NoError(t, static.close()) }()
 		require.Equal(t, npuEmbedBatch, static.static.rows)
 		docs := []string{"OpenVINO runs the model on the NPU.", "a", "hello world", "Tools are functions a model may call.", "the NPU", "b c"}
-		want, _, err := dynamic.rerank(ctx, "which device runs the model?", docs)
+		dynamicRanked, err := dynamic.rerank(ctx, "which device runs the model?", docs, false)
 		require.NoError(t, err)
-		got, _, err := static.rerank(ctx, "which device runs the model?", docs)
+		staticRanked, err := static.rerank(ctx, "which device runs the model?", docs, false)
 		require.NoError(t, err)
+		want, got := dynamicRanked.Results, staticRanked.Results
 		require.Len(t, got, len(want))
 		for i := range want {
 			require.Equal(t, want[i].Index, got[i].Index, fmt.Sprintf("rank %d", i))

@@ -28,27 +28,89 @@ const (
 type reranker struct {
 	*embedder // the compiled IR, its tokenizer and its infer request
 	pair      modelstore.PairTemplate
-	maxLength int // the most tokens of one pair; 0: no bound but the batch's
+	// budget is the most tokens of query and document together, the
+	// pair's special tokens not counted; 0: no bound but the batch's.
+	budget int
+	// cut is how the tokenizer truncates a pair when asked to (its side
+	// and mode; budget is its length).
+	cut modelstore.Truncation
+	// pad is how the tokenizer pads a batch, which npud's batches follow.
+	pad modelstore.Padding
+	// qwen3: a Qwen3 reranker (sequence-classification form), whose query
+	// and document are one text (rerank_qwen3.go); pair and cut's mode are
+	// unused, and budget bounds the text.
+	qwen3 bool
 }
 
 // openReranker compiles the cross-encoder in dir for device, and its
 // tokenizer on the CPU. TextRerankPipeline pairs a query with a document
 // in the tokenizer (add_second_input, from the tokenizer's
 // processed_post_processor_template) for every model but Qwen3, whose
-// prompts it concatenates instead: npud does not do Qwen3's yet.
+// query and document it concatenates instead (openQwen3Reranker).
 func (l *Library) openReranker(ctx context.Context, dir, device string, ir modelstore.EmbeddingIR) (*reranker, error) {
-	if t := modelstore.RerankModelType(dir); t == "qwen3" {
-		return nil, fmt.Errorf("%s: a Qwen3 reranker, whose query and document TextRerankPipeline concatenates: npud does not serve those yet", dir)
+	if modelstore.RerankModelType(dir) == "qwen3" {
+		return l.openQwen3Reranker(ctx, dir, device, ir)
 	}
 	pair, err := modelstore.ReadPairTemplate(dir)
 	if err != nil {
 		return nil, err
 	}
+	budget, cut, err := pairBudget(dir, pair)
+	if err != nil {
+		return nil, err
+	}
+	pad, err := modelstore.ReadPadding(dir)
+	if err != nil { // a cross-encoder's padding is masked out: any will do
+		pad = modelstore.Padding{}
+	}
 	emb, err := l.openEmbedder(ctx, dir, device, ir)
 	if err != nil {
 		return nil, err
 	}
-	return &reranker{embedder: emb, pair: pair, maxLength: modelstore.RerankMaxLength(dir)}, nil
+	return &reranker{embedder: emb, pair: pair, budget: budget, cut: cut, pad: pad}, nil
+}
+
+// specials are the special tokens every scored sequence has besides the
+// budget's text: the pair template's, or a Qwen3 reranker's one text's.
+func (r *reranker) specials() int {
+	if r.qwen3 {
+		return len(r.tok.prefix) + len(r.tok.suffix)
+	}
+	return r.pair.Specials()
+}
+
+// pairBudget is the most tokens of a query and a document together that
+// the cross-encoder in dir is given, and how its tokenizer cuts a pair to
+// that. TextRerankPipeline tokenizes with truncation on
+// (text_rerank_pipeline.cpp: m_tokenization_params truncation=true, no
+// max_length), so the bound is the tokenizer's own: the length of its
+// Truncate operation (model_max_length less the special tokens around one
+// text, as openvino-tokenizers converts it), less the further special
+// tokens of a pair, which GenAI's AddSecondInputPass subtracts when it
+// adds the second input (add_second_input_pass.cpp, "Adjust truncation
+// values"). Positions bound it too (config.json's max_position_embeddings,
+// less the pair's special tokens), for a tokenizer with no length or one
+// longer than the model; a tokenizer with no Truncate npud can read cuts
+// as Hugging Face's default does (the longest first, on the right).
+func pairBudget(dir string, pair modelstore.PairTemplate) (int, modelstore.Truncation, error) {
+	cut, err := modelstore.ReadTruncation(dir)
+	if errors.Is(err, modelstore.ErrNoTruncation) {
+		cut, err = modelstore.Truncation{Mode: "longest_first"}, nil
+	}
+	if err != nil {
+		return 0, cut, err
+	}
+	budget, bounded := 0, false
+	if cut.MaxLength > 0 {
+		budget, bounded = cut.MaxLength-(pair.Specials()-pair.SingleSpecials), true
+	}
+	if positions := modelstore.RerankMaxLength(dir); positions > 0 && (!bounded || positions-pair.Specials() < budget) {
+		budget, bounded = positions-pair.Specials(), true
+	}
+	if bounded && budget < 2 {
+		return 0, cut, fmt.Errorf("%s: the model takes %d tokens of a query and a document: too few for both", dir, budget)
+	}
+	return budget, cut, nil
 }
 
 // pairTokens are the ids and token types of query and document joined as
@@ -74,46 +136,111 @@ func (r *reranker) pairTokens(query, doc []int64) (ids, types []int64) {
 	return ids, types
 }
 
-// TooLongPairError is a query/document pair over the model's length:
-// TextRerankPipeline would truncate it in the tokenizer; npud refuses it
-// rather than guess how.
+// TooLongPairError is a query/document pair over the model's length when
+// the client did not ask for truncation (npu.RerankRequest.Truncate).
 type TooLongPairError struct {
 	Index, Tokens, Max int
 }
 
 func (e *TooLongPairError) Error() string {
-	return fmt.Sprintf("document %d with the query is %d tokens, more than the model's %d", e.Index, e.Tokens, e.Max)
+	return fmt.Sprintf("document %d with the query is %d tokens, more than the model's %d: "+
+		"shorten it, or set truncate to true to have it cut as the model's tokenizer cuts a pair", e.Index, e.Tokens, e.Max)
+}
+
+// truncatePair cuts query and document so that together they are at most
+// budget tokens, as openvino-tokenizers' Truncate cuts a pair
+// (src/truncate.cpp): "longest_first" leaves a part shorter than half
+// whole and gives the other the rest, else halves the budget, the odd
+// token to the longer part (to the query on a tie); "only_first" and
+// "only_second" cut only that part, and only when it alone is over.
+// cut.Left keeps each part's end instead of its start.
+func truncatePair(q, d []int64, budget int, cut modelstore.Truncation) ([]int64, []int64) {
+	nq, nd := len(q), len(d)
+	if nq+nd <= budget {
+		return q, d
+	}
+	half, odd := budget/2, budget%2
+	switch cut.Mode {
+	case "only_first":
+		nq = min(nq, budget)
+	case "only_second":
+		nd = min(nd, budget)
+	default: // longest_first
+		switch {
+		case nq >= half+odd && nd <= half:
+			nq = budget - nd
+		case nq < half+odd && nd > half:
+			nd = budget - nq
+		default:
+			extraQ, extraD := 0, 0
+			if nq >= nd {
+				extraQ = odd
+			} else {
+				extraD = odd
+			}
+			nq, nd = half+extraQ, half+extraD
+		}
+	}
+	keep := func(s []int64, n int) []int64 {
+		if cut.Left {
+			return s[len(s)-n:]
+		}
+		return s[:n]
+	}
+	return keep(q, nq), keep(d, nd)
 }
 
 // rerank scores every document against query and returns them best
 // first (a stable sort: equal scores keep the documents' order), and the
 // tokens the model was given (every pair's, special tokens included).
-func (r *reranker) rerank(ctx context.Context, query string, docs []string) ([]npu.RerankResult, int, error) {
+func (r *reranker) rerank(ctx context.Context, query string, docs []string, truncate bool) (npu.Reranked, error) {
 	if len(docs) > npu.MaxRerankDocuments {
-		return nil, 0, fmt.Errorf("%d documents, more than %d", len(docs), npu.MaxRerankDocuments)
+		return npu.Reranked{}, fmt.Errorf("%d documents, more than %d", len(docs), npu.MaxRerankDocuments)
+	}
+	if r.qwen3 {
+		return r.rerankQwen3(ctx, query, docs, truncate)
 	}
 	q, err := r.tok.Encode(ctx, query)
 	if err != nil {
-		return nil, 0, fmt.Errorf("query: %w", err)
+		return npu.Reranked{}, fmt.Errorf("query: %w", err)
 	}
 	seqs := make([][]int64, len(docs))
 	kinds := make([][]int64, len(docs))
-	total := 0
+	total, truncated := 0, 0
 	for i, doc := range docs {
 		d, err := r.tok.Encode(ctx, doc)
 		if err != nil {
-			return nil, 0, fmt.Errorf("document %d: %w", i, err)
+			return npu.Reranked{}, fmt.Errorf("document %d: %w", i, err)
 		}
-		seqs[i], kinds[i] = r.pairTokens(q, d)
-		if r.maxLength > 0 && len(seqs[i]) > r.maxLength {
-			return nil, 0, &TooLongPairError{Index: i, Tokens: len(seqs[i]), Max: r.maxLength}
+		if r.budget > 0 && len(q)+len(d) > r.budget {
+			if !truncate {
+				return npu.Reranked{}, &TooLongPairError{Index: i, Tokens: len(q) + len(d) + r.pair.Specials(), Max: r.budget + r.pair.Specials()}
+			}
+			qi, di := truncatePair(q, d, r.budget, r.cut)
+			if len(qi)+len(di) > r.budget { // only_first or only_second could not cut enough
+				return npu.Reranked{}, &TooLongPairError{Index: i, Tokens: len(qi) + len(di) + r.pair.Specials(), Max: r.budget + r.pair.Specials()}
+			}
+			seqs[i], kinds[i] = r.pairTokens(qi, di)
+			truncated++
+		} else {
+			seqs[i], kinds[i] = r.pairTokens(q, d)
 		}
 		if len(seqs[i]) == 0 {
-			return nil, 0, &emptyInputError{index: i}
+			return npu.Reranked{}, &emptyInputError{index: i}
 		}
 		total += len(seqs[i])
 	}
-	results := make([]npu.RerankResult, 0, len(docs))
+	results, err := r.scoreAll(ctx, seqs, kinds)
+	if err != nil {
+		return npu.Reranked{}, err
+	}
+	return npu.Reranked{Results: results, PromptTokens: total, Truncated: truncated}, nil
+}
+
+// scoreAll scores every sequence in batches and sorts them best first (a
+// stable sort: equal scores keep the documents' order).
+func (r *reranker) scoreAll(ctx context.Context, seqs, kinds [][]int64) ([]npu.RerankResult, error) {
+	results := make([]npu.RerankResult, 0, len(seqs))
 	for start := 0; start < len(seqs); {
 		end, longest := start, 0
 		for end < len(seqs) && end-start < maxRerankBatch && (end-start+1)*max(longest, len(seqs[end])) <= maxRerankBatchTokens {
@@ -123,9 +250,13 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string) ([]n
 		if end == start { // one pair over the token budget alone: run it alone
 			longest, end = len(seqs[start]), start+1
 		}
-		scores, err := r.score(ctx, seqs[start:end], kinds[start:end], longest)
+		var batchKinds [][]int64 // none for a Qwen3 reranker
+		if kinds != nil {
+			batchKinds = kinds[start:end]
+		}
+		scores, err := r.score(ctx, seqs[start:end], batchKinds, longest)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		for i, s := range scores {
 			results = append(results, npu.RerankResult{Index: start + i, Score: s})
@@ -133,14 +264,15 @@ func (r *reranker) rerank(ctx context.Context, query string, docs []string) ([]n
 		start = end
 	}
 	slices.SortStableFunc(results, func(a, b npu.RerankResult) int { return cmp.Compare(b.Score, a.Score) })
-	return results, total, nil
+	return results, nil
 }
 
-// score runs one batch: pairs padded on the right to length with id 0 and
-// mask 0 (the model ignores them, as it does GenAI's padding), their
-// token types where the model takes them, and turns the logits into
-// scores as TextRerankPipeline's post-processing does: the sigmoid of a
-// single logit, else the softmax's second class.
+// score runs one batch: sequences padded to length as the tokenizer pads
+// a batch (its side and pad id, mask 0: GenAI's tokenizer pads the batch
+// it gives the model so, and a Qwen3 classifier finds its last token by
+// the pad id), their token types where the model takes them, and turns
+// the logits into scores as TextRerankPipeline's post-processing does: the
+// sigmoid of a single logit, else the softmax's second class.
 func (r *reranker) score(ctx context.Context, seqs, kinds [][]int64, length int) ([]float32, error) {
 	rows := len(seqs)
 	ids := make([]int64, rows*length)
@@ -150,12 +282,19 @@ func (r *reranker) score(ctx context.Context, seqs, kinds [][]int64, length int)
 		types = make([]int64, rows*length)
 	}
 	for row, s := range seqs {
-		copy(ids[row*length:], s)
-		if types != nil {
-			copy(types[row*length:], kinds[row])
+		at := row * length // where the row's tokens start
+		if r.pad.Left {
+			at += length - len(s)
+		}
+		for c := row * length; c < (row+1)*length; c++ {
+			ids[c] = r.pad.ID
+		}
+		copy(ids[at:], s)
+		if types != nil && kinds != nil {
+			copy(types[at:], kinds[row])
 		}
 		for c := range s {
-			mask[row*length+c] = 1
+			mask[at+c] = 1
 		}
 	}
 	logits, dims, err := r.infer(ctx, ids, mask, types, rows, length, modelstore.RerankOutput, 2)
@@ -197,8 +336,12 @@ func (e *Engine) compileReranker(ctx context.Context, dir, device string, ir mod
 	if err != nil {
 		return nil, err
 	}
-	if n := rr.static.length; n > 0 && (rr.maxLength == 0 || rr.maxLength > n) {
-		rr.maxLength = n
+	if n := rr.static.length - rr.specials(); rr.static.length > 0 && (rr.budget == 0 || rr.budget > n) {
+		if n < 2 {
+			_ = rr.close()
+			return nil, fmt.Errorf("%s: the NPU's static length %d leaves %d tokens for a query and a document", dir, rr.static.length, n)
+		}
+		rr.budget = n
 	}
 	return &pipeline{api: e.cfg.Library.api, embed: rr.embedder, rerank: rr, model: dir, device: device}, nil
 }
@@ -206,34 +349,34 @@ func (e *Engine) compileReranker(ctx context.Context, dir, device string, ir mod
 // Rerank implements npu.Reranker for rerank models (the router has loaded
 // the model): every document's relevance to query, best first, and the
 // tokens the model was given.
-func (e *Engine) Rerank(ctx context.Context, model, query string, documents []string) ([]npu.RerankResult, int, error) {
+func (e *Engine) Rerank(ctx context.Context, model, query string, documents []string, truncate bool) (npu.Reranked, error) {
 	if err := e.cfg.Library.embeddingSupport(); err != nil {
-		return nil, 0, fmt.Errorf("model %q does not support rerank (%w): %w", model, err, npu.ErrNotSupported)
+		return npu.Reranked{}, fmt.Errorf("model %q does not support rerank (%w): %w", model, err, npu.ErrNotSupported)
 	}
 	e.mu.Lock()
 	p, ok := e.pipelines[model]
 	e.mu.Unlock()
 	if !ok {
-		return nil, 0, fmt.Errorf("model %q is not loaded: %w", model, npu.ErrModelNotFound)
+		return npu.Reranked{}, fmt.Errorf("model %q is not loaded: %w", model, npu.ErrModelNotFound)
 	}
 	if p.rerank == nil {
-		return nil, 0, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+		return npu.Reranked{}, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
 			"model %q is not a rerank model: its folder's openvino_model.xml does not take input_ids and attention_mask and give %s", model, modelstore.RerankOutput)}
 	}
 	if !p.busy.CompareAndSwap(false, true) {
-		return nil, 0, fmt.Errorf("openvino: the model %q is being freed or is reranking already", model)
+		return npu.Reranked{}, fmt.Errorf("openvino: the model %q is being freed or is reranking already", model)
 	}
 	defer p.busy.Store(false)
-	results, tokens, err := p.rerank.rerank(ctx, query, documents)
+	out, err := p.rerank.rerank(ctx, query, documents, truncate)
 	var empty *emptyInputError
 	var long *TooLongPairError
 	switch {
 	case err == nil:
-		return results, tokens, nil
+		return out, nil
 	case errors.As(err, &empty), errors.As(err, &long), errors.Is(err, ErrTextTooLong):
-		return nil, 0, &npu.InvalidRequestError{Param: "documents", Message: err.Error()}
+		return npu.Reranked{}, &npu.InvalidRequestError{Param: "documents", Message: err.Error()}
 	case ctx.Err() != nil:
-		return nil, 0, err
+		return npu.Reranked{}, err
 	}
-	return nil, 0, &npu.EngineError{Engine: "openvino", Cause: err}
+	return npu.Reranked{}, &npu.EngineError{Engine: "openvino", Cause: err}
 }

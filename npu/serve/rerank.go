@@ -11,21 +11,21 @@ import (
 // admitted and run as Embed is (its tenant's stream cap, the engine's
 // slot, the model's lifecycle). Engines that cannot rerank give an error
 // wrapping ErrNotSupported.
-func (r *Router) Rerank(ctx context.Context, req npu.RerankRequest) (results []npu.RerankResult, promptTokens int, err error) {
+func (r *Router) Rerank(ctx context.Context, req npu.RerankRequest) (npu.Reranked, error) {
 	if r.closing.Load() {
-		return nil, 0, npu.ErrShuttingDown
+		return npu.Reranked{}, npu.ErrShuttingDown
 	}
 	res, err := r.resolve(req.Model)
 	if err != nil {
-		return nil, 0, err
+		return npu.Reranked{}, err
 	}
 	reranker, ok := res.pool.engine.(npu.Reranker)
 	if !ok || !res.pool.engine.Describe().Reranks {
-		return nil, 0, fmt.Errorf("model %q does not support rerank: %w", req.Model, npu.ErrNotSupported)
+		return npu.Reranked{}, fmt.Errorf("model %q does not support rerank: %w", req.Model, npu.ErrNotSupported)
 	}
 	release, err := r.admit(req.Tenant)
 	if err != nil {
-		return nil, 0, err
+		return npu.Reranked{}, err
 	}
 	defer release()
 	return res.pool.rerank(ctx, reranker, res.model, req)
@@ -33,19 +33,19 @@ func (r *Router) Rerank(ctx context.Context, req npu.RerankRequest) (results []n
 
 // rerank runs a rerank on m, the model held through the lifecycle as for
 // an embedding (Pool.embed).
-func (p *Pool) rerank(ctx context.Context, reranker npu.Reranker, m npu.ModelInfo, req npu.RerankRequest) (results []npu.RerankResult, promptTokens int, err error) {
+func (p *Pool) rerank(ctx context.Context, reranker npu.Reranker, m npu.ModelInfo, req npu.RerankRequest) (out npu.Reranked, err error) {
 	release, err := p.holdFor(ctx, m, req.KeepAlive, req.MayUnpin)
 	if err != nil {
-		return nil, 0, err
+		return npu.Reranked{}, err
 	}
 	defer release()
 	err = p.withSlot(ctx, func() error {
 		return p.resident(m.ID,
 			func() error {
-				results, promptTokens, err = reranker.Rerank(ctx, m.ID, req.Query, req.Documents)
+				out, err = reranker.Rerank(ctx, m.ID, req.Query, req.Documents, req.Truncate)
 				return err
 			},
 			func() error { return p.reacquireFor(ctx, m) })
 	})
-	return results, promptTokens, err
+	return out, err
 }

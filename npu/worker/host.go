@@ -336,31 +336,34 @@ func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]
 
 // Rerank implements npu.Reranker: a rerank in the model's worker. A
 // worker that dies during it is a fault like an embedding's.
-func (e *Engine) Rerank(ctx context.Context, model, query string, documents []string) ([]npu.RerankResult, int, error) {
+func (e *Engine) Rerank(ctx context.Context, model, query string, documents []string, truncate bool) (npu.Reranked, error) {
 	if !e.features.Reranks {
-		return nil, 0, fmt.Errorf("engine %s does not rerank: %w", e.cfg.Name, npu.ErrNotSupported)
+		return npu.Reranked{}, fmt.Errorf("engine %s does not rerank: %w", e.cfg.Name, npu.ErrNotSupported)
 	}
 	if len(documents) > npu.MaxRerankDocuments {
-		return nil, 0, fmt.Errorf("%d documents, more than %d: %w", len(documents), npu.MaxRerankDocuments, npu.ErrInvalidRequest)
+		return npu.Reranked{}, fmt.Errorf("%d documents, more than %d: %w", len(documents), npu.MaxRerankDocuments, npu.ErrInvalidRequest)
 	}
 	p, err := e.running(model)
 	if err != nil {
-		return nil, 0, err
+		return npu.Reranked{}, err
 	}
 	device := e.DeviceOf(model)
-	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobRerank, Model: model, Query: query, Inputs: documents})
+	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobRerank, Model: model, Query: query, Inputs: documents, Truncate: truncate})
 	var fault *FaultError
 	if errors.As(err, &fault) {
 		fault.Device = device
-		return nil, 0, e.jobFault(model, p, fault)
+		return npu.Reranked{}, e.jobFault(model, p, fault)
 	}
 	if err != nil {
-		return nil, 0, err
+		return npu.Reranked{}, err
 	}
 	if len(done.Ranked) != len(documents) {
-		return nil, 0, fmt.Errorf("the worker ranked %d of %d documents", len(done.Ranked), len(documents))
+		return npu.Reranked{}, fmt.Errorf("the worker ranked %d of %d documents", len(done.Ranked), len(documents))
 	}
-	return done.Ranked, done.Tokens, nil
+	if done.Truncated < 0 || done.Truncated > len(documents) {
+		return npu.Reranked{}, fmt.Errorf("the worker truncated %d of %d documents", done.Truncated, len(documents))
+	}
+	return npu.Reranked{Results: done.Ranked, PromptTokens: done.Tokens, Truncated: done.Truncated}, nil
 }
 
 // Transcribe runs a transcription in the model's worker. A worker that

@@ -56,9 +56,12 @@ type Job struct {
 	// Request is a generation's (or a count's) request as JSON: gob drops
 	// a pointer to a zero value (think: false would arrive as "unset").
 	Request []byte
-	Inputs  []string               // embed; rerank: the documents
-	Query   string                 // rerank
-	Audio   *npu.TranscribeRequest // transcribe
+	Inputs  []string // embed; rerank: the documents
+	Query   string   // rerank
+	// Truncate: rerank truncates pairs over the model's length
+	// (npu.RerankRequest.Truncate).
+	Truncate bool
+	Audio    *npu.TranscribeRequest // transcribe
 }
 
 // Done is a job's outcome.
@@ -79,6 +82,8 @@ type Done struct {
 	Tokens   int         // an embedding's or a rerank's input tokens, a count's prompt tokens
 	// Ranked is a rerank's results, best first.
 	Ranked []npu.RerankResult
+	// Truncated is how many of a rerank's pairs were truncated.
+	Truncated int
 	// Transcript is a transcription's result.
 	Transcript npu.Transcript
 	Err        *WireError

@@ -149,7 +149,9 @@ func run(ctx context.Context, out *frameWriter, engine npu.Engine, job Job, stat
 			err = fmt.Errorf("model %q: this engine does not rerank: %w", job.Model, npu.ErrNotSupported)
 			break
 		}
-		done.Ranked, done.Tokens, err = r.Rerank(ctx, job.Model, job.Query, job.Inputs)
+		var out npu.Reranked
+		out, err = r.Rerank(ctx, job.Model, job.Query, job.Inputs, job.Truncate)
+		done.Ranked, done.Tokens, done.Truncated = out.Results, out.PromptTokens, out.Truncated
 	case jobCount:
 		done.Tokens, err = countPrompt(ctx, engine, job)
 	case jobTranscribe:

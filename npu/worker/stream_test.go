@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +47,7 @@ func (stdio) Close() error { return nil }
 
 func runTestWorker(mode string) int {
 	conn := stdio{os.Stdin, os.Stdout}
-	if mode == "sim" || strings.HasPrefix(mode, "clock-") || countingEngines[mode] != nil {
+	if mode == "sim" || mode == shortSim || strings.HasPrefix(mode, "clock-") || countingEngines[mode] != nil {
 		err := Serve(context.Background(), conn, func(func(model, device string)) (npu.Engine, error) {
 			if engine := countingEngines[mode]; engine != nil {
 				return engine(), nil
@@ -54,6 +55,9 @@ func runTestWorker(mode string) int {
 			if pace, ok := strings.CutPrefix(mode, "clock-"); ok {
 				us, err := strconv.Atoi(pace)
 				return clockEngine{sim.New(sim.Config{}), time.Duration(us) * time.Microsecond}, err
+			}
+			if mode == shortSim {
+				return sim.New(sim.Config{ContextLength: shortSimContext}), nil
 			}
 			return sim.New(sim.Config{}), nil
 		})
@@ -278,22 +282,42 @@ func TestEmbeddingsCrossInFrames(t *testing.T) {
 	assert.Equal(t, wantTokens, tokens)
 }
 
+// shortSim is the test workers' mode that serves the simulator with a
+// context of shortSimContext tokens, which rerank pairs pass easily.
+const (
+	shortSim        = "sim-short"
+	shortSimContext = 8
+)
+
 // Issue 40: a rerank crosses the worker as a rerank job: the worker's
-// engine's results, best first, and its token count.
+// engine's results, best first, its token count, and the client's truncate
+// with the count of pairs truncated.
 func TestRerankCrossesTheWorker(t *testing.T) {
-	e, err := engineOfTestWorkers(t, "sim")
+	e, err := engineOfTestWorkers(t, shortSim)
 	require.NoError(t, err)
 	defer e.Close()
 	require.True(t, e.Describe().Reranks, "the worker's engine reranks")
 	require.NoError(t, e.Load(t.Context(), sim.ModelID))
 	docs := []string{"one", "two", "three", "four"}
-	want, wantTokens, err := sim.New(sim.Config{}).Rerank(t.Context(), sim.ModelID, "query", docs)
+	local := sim.New(sim.Config{ContextLength: shortSimContext})
+	want, err := local.Rerank(t.Context(), sim.ModelID, "query", docs, false)
 	require.NoError(t, err)
-	got, tokens, err := e.Rerank(t.Context(), sim.ModelID, "query", docs)
+	got, err := e.Rerank(t.Context(), sim.ModelID, "query", docs, false)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
-	assert.Equal(t, wantTokens, tokens)
-	_, _, err = e.Rerank(t.Context(), sim.ModelID, "query", make([]string, npu.MaxRerankDocuments+1))
+
+	long := append(slices.Clone(docs), strings.Repeat("many words here ", 8))
+	_, err = e.Rerank(t.Context(), sim.ModelID, "query", long, false)
+	require.ErrorIs(t, err, npu.ErrInvalidRequest, "a pair over the context without truncate")
+	require.ErrorContains(t, err, "truncate")
+	want, err = local.Rerank(t.Context(), sim.ModelID, "query", long, true)
+	require.NoError(t, err)
+	require.Equal(t, 1, want.Truncated)
+	got, err = e.Rerank(t.Context(), sim.ModelID, "query", long, true)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "truncate crosses to the worker, and its count back")
+
+	_, err = e.Rerank(t.Context(), sim.ModelID, "query", make([]string, npu.MaxRerankDocuments+1), false)
 	require.ErrorIs(t, err, npu.ErrInvalidRequest)
 }
 

@@ -2,16 +2,20 @@
 """Makes npud's tiny OpenVINO cross-encoder (rerank model): a random-weight
 encoder with the inputs and output of optimum-intel's text-classification
 exports of XLM-RoBERTa cross-encoders such as bge-reranker-base (input_ids
-and attention_mask in, no token_type_ids; logits [batch, 1] out), and the tiny chat model's tokenizer
-(../tinymodel/model, copied).
+and attention_mask in, no token_type_ids; logits [batch, 1] out), and a
+tokenizer made from the tiny chat model's (../tinymodel/model/tokenizer.json)
+that frames texts and pairs as XLM-RoBERTa's does (<s> A </s> and
+<s> A </s></s> B </s>, with <|im_start|> and <|im_end|> standing for <s> and
+</s>) and truncates at the model's 64 positions (model_max_length), converted
+by openvino-tokenizers.
 
 Run once by a developer (see README.md); the output folder is committed.
-Needs openvino (the version of ../requirements.txt) and numpy.
+Needs openvino and openvino-tokenizers (the versions of ../requirements.txt),
+numpy, tokenizers and transformers (for the tokenizer).
 
     python3 make_tinyrerank.py OUT_DIR
 """
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -23,7 +27,8 @@ SEED = 41
 HIDDEN = 32
 VOCAB = 406  # the tiny chat model's tokenizer: 400 learned entries and 6 added tokens
 MAX_POSITIONS = 64  # short, so that the model's length is easy to reach
-TOKENIZER = Path(__file__).resolve().parent.parent / "tinymodel" / "model"
+TOKENIZER = Path(__file__).resolve().parent.parent / "tinymodel" / "model" / "tokenizer.json"
+CLS, SEP = "<|im_start|>", "<|im_end|>"  # XLM-RoBERTa's <s> and </s>
 
 
 def make_model() -> ov.Model:
@@ -56,11 +61,24 @@ def make_model() -> ov.Model:
     return ov.Model([op.result(logits)], [ids, mask], "tinyrerank")
 
 
+def make_tokenizer() -> ov.Model:
+    from openvino_tokenizers import convert_tokenizer
+    from tokenizers import Tokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer.from_file(str(TOKENIZER))
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{CLS} $A {SEP}", pair=f"{CLS} $A {SEP} {SEP} $B {SEP}",
+        special_tokens=[(CLS, tok.token_to_id(CLS)), (SEP, tok.token_to_id(SEP))])
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=MAX_POSITIONS,
+                                 pad_token="<|endoftext|>", truncation_side="right")
+    return convert_tokenizer(hf)
+
+
 def main(folder: Path):
     folder.mkdir(parents=True, exist_ok=True)
     ov.save_model(make_model(), folder / "openvino_model.xml", compress_to_fp16=False)
-    for name in ("openvino_tokenizer.xml", "openvino_tokenizer.bin"):
-        shutil.copyfile(TOKENIZER / name, folder / name)
+    ov.save_model(make_tokenizer(), folder / "openvino_tokenizer.xml")
     config = {"architectures": ["XLMRobertaForSequenceClassification"], "model_type": "xlm-roberta", "hidden_size": HIDDEN,
               "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": VOCAB,
               "max_position_embeddings": MAX_POSITIONS, "type_vocab_size": 1,
