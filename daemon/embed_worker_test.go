@@ -41,7 +41,7 @@ func TestEmbeddingModelInAWorker(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	}()
-	post := func(path, body string, into any) {
+	post := func(path, body string, into any) http.Header {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(body))
 		require.NoError(t, err)
@@ -51,6 +51,7 @@ func TestEmbeddingModelInAWorker(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 		require.NoError(t, json.Unmarshal(b, into))
+		return resp.Header
 	}
 	ps := func() []string {
 		t.Helper()
@@ -75,7 +76,8 @@ func TestEmbeddingModelInAWorker(t *testing.T) {
 			PromptTokens int `json:"prompt_tokens"`
 		}
 	}
-	post("/v1/embeddings", `{"model":"embed","input":["the NPU","one two three four five six seven eight nine ten"]}`, &openai)
+	h := post("/v1/embeddings", `{"model":"embed","input":["the NPU","one two three four five six seven eight nine ten"],"truncate":true}`, &openai)
+	assert.Equal(t, "1", h.Get("X-Npud-Truncated-Inputs"), "the worker says what it cut")
 	require.Len(t, openai.Data, 2)
 	for i, text := range texts {
 		assert.InDeltaSlice(t, ovtestlib.Embedding(text, 8), openai.Data[i].Embedding, 1e-6, "input %d", i)
@@ -99,8 +101,11 @@ func TestEmbeddingModelInAWorker(t *testing.T) {
 // Qwen3-Embedding's query instruction) before each input, on
 // /v1/embeddings and /api/embed alike: the vectors and token counts are
 // those of the prompted text. A kind the model has no prompt for is a 400
-// naming input_type, never an embedding without the instruction.
-func TestEmbeddingInputTypePutsTheModelsPromptFirst(t *testing.T) {
+// naming input_type, never an embedding without the instruction. A text
+// past the model's length is refused on OpenAI's API unless truncate asks
+// for the cut, and cut on Ollama's unless truncate is false; a cut is
+// counted in X-Npud-Truncated-Inputs whenever one was allowed.
+func TestEmbeddingPromptsAndTruncationOnEveryAPI(t *testing.T) {
 	lib := ovtestlib.Require(t, ovtestlib.Current)
 	models := t.TempDir()
 	ovtestlib.WriteEmbeddingModel(t, models, "e5", 8)
@@ -124,7 +129,7 @@ func TestEmbeddingInputTypePutsTheModelsPromptFirst(t *testing.T) {
 		cancel()
 		require.NoError(t, <-done)
 	}()
-	post := func(path, body string) (int, []byte) {
+	post := func(path, body string) (int, http.Header, []byte) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(body))
 		require.NoError(t, err)
@@ -133,29 +138,43 @@ func TestEmbeddingInputTypePutsTheModelsPromptFirst(t *testing.T) {
 		defer func() { _ = resp.Body.Close() }()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
-		return resp.StatusCode, b
+		return resp.StatusCode, resp.Header, b
 	}
+	long := "one two three four five six seven eight nine ten"
 	for _, tc := range []struct {
 		name, path, body string
 		embedded         string // the text the vector must be of; "" for a refusal
 		refusal          string
+		truncated        string // X-Npud-Truncated-Inputs: "" absent
 	}{
-		{"openai query", "/v1/embeddings", `{"model":"e5","input":"the NPU","input_type":"query"}`, "query: the NPU", ""},
-		{"openai document", "/v1/embeddings", `{"model":"e5","input":["the NPU"],"input_type":"document"}`, "passage: the NPU", ""},
-		{"openai none", "/v1/embeddings", `{"model":"e5","input":"the NPU"}`, "the NPU", ""},
-		{"ollama query", "/api/embed", `{"model":"e5","input":"the NPU","input_type":"query"}`, "query: the NPU", ""},
-		{"ollama none", "/api/embed", `{"model":"e5","input":"the NPU"}`, "the NPU", ""},
+		{"openai query", "/v1/embeddings", `{"model":"e5","input":"the NPU","input_type":"query"}`, "query: the NPU", "", ""},
+		{"openai document", "/v1/embeddings", `{"model":"e5","input":["the NPU"],"input_type":"document"}`, "passage: the NPU", "", ""},
+		{"openai none", "/v1/embeddings", `{"model":"e5","input":"the NPU"}`, "the NPU", "", ""},
+		{"ollama query", "/api/embed", `{"model":"e5","input":"the NPU","input_type":"query"}`, "query: the NPU", "", "0"},
+		{"ollama none", "/api/embed", `{"model":"e5","input":"the NPU"}`, "the NPU", "", "0"},
+		// Past the model's 8 tokens: OpenAI's API refuses unless asked to cut,
+		// Ollama's cuts unless asked not to; a cut is always said.
+		{"openai too long", "/v1/embeddings", `{"model":"e5","input":["the NPU","` + long + `"]}`, "",
+			"input 1 is 10 tokens, more than the model's 8 (allow truncation to cut it)", ""},
+		{"openai truncate", "/v1/embeddings", `{"model":"e5","input":"` + long + `","truncate":true}`, long, "", "1"},
+		{"openai truncate, nothing cut", "/v1/embeddings", `{"model":"e5","input":"the NPU","truncate":true}`, "the NPU", "", "0"},
+		{"openai prompt past the length", "/v1/embeddings", `{"model":"e5","input":"two three four five six seven eight nine","input_type":"query"}`, "",
+			"input 0 is 9 tokens, more than the model's 8", ""},
+		{"ollama cuts by default", "/api/embed", `{"model":"e5","input":"` + long + `"}`, long, "", "1"},
+		{"ollama truncate false", "/api/embed", `{"model":"e5","input":["` + long + `"],"truncate":false}`, "",
+			"input 0 is 10 tokens, more than the model's 8", ""},
 		{"unknown kind", "/v1/embeddings", `{"model":"e5","input":"the NPU","input_type":"search_query"}`, "",
-			`model "e5" has no prompt for input_type "search_query"; it has document, query`},
+			`model "e5" has no prompt for input_type "search_query"; it has document, query`, ""},
 		{"unknown kind, ollama", "/api/embed", `{"model":"e5","input":"the NPU","input_type":"passage"}`, "",
-			`model "e5" has no prompt for input_type "passage"; it has document, query`},
+			`model "e5" has no prompt for input_type "passage"; it has document, query`, ""},
 		{"no prompts", "/v1/embeddings", `{"model":"plain","input":"the NPU","input_type":"query"}`, "",
-			`model "plain" has no prompt for input_type "query": its folder defines none; leave input_type out`},
+			`model "plain" has no prompt for input_type "query": its folder defines none; leave input_type out`, ""},
 		{"unreadable prompts", "/v1/embeddings", `{"model":"broken","input":"the NPU","input_type":"query"}`, "",
-			`its folder's prompts are unreadable (config_sentence_transformers.json: prompt "query" is not a string)`},
+			`its folder's prompts are unreadable (config_sentence_transformers.json: prompt "query" is not a string)`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body := post(tc.path, tc.body)
+			status, header, body := post(tc.path, tc.body)
+			assert.Equal(t, tc.truncated, header.Get("X-Npud-Truncated-Inputs"))
 			if tc.refusal != "" {
 				require.Equal(t, http.StatusBadRequest, status, "%s", body)
 				if tc.path == "/api/embed" { // Ollama's shape: the message alone
@@ -169,7 +188,11 @@ func TestEmbeddingInputTypePutsTheModelsPromptFirst(t *testing.T) {
 				}
 				require.NoError(t, json.Unmarshal(body, &e))
 				assert.Contains(t, e.Error.Message, tc.refusal)
-				assert.Equal(t, "input_type", e.Error.Param)
+				param := "input_type"
+				if strings.Contains(tc.refusal, "tokens, more than") {
+					param = "input"
+				}
+				assert.Equal(t, param, e.Error.Param)
 				return
 			}
 			require.Equal(t, http.StatusOK, status, "%s", body)
@@ -189,7 +212,7 @@ func TestEmbeddingInputTypePutsTheModelsPromptFirst(t *testing.T) {
 			}
 			require.Len(t, vector, 1)
 			assert.InDeltaSlice(t, ovtestlib.Embedding(tc.embedded, 8), vector[0], 1e-6)
-			assert.Equal(t, len(ovtestlib.Tokens(tc.embedded)), tokens)
+			assert.Equal(t, min(len(ovtestlib.Tokens(tc.embedded)), 8), tokens)
 		})
 	}
 }

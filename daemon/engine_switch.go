@@ -248,8 +248,8 @@ func (e *switchingEngine) Reload(ctx context.Context, model string) error {
 	return e.engineFor(model).Reload(ctx, model)
 }
 
-func (e *switchingEngine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
-	return e.engineFor(model).Embed(ctx, model, inputs)
+func (e *switchingEngine) Embed(ctx context.Context, model string, inputs []string, truncate bool) (npu.Embedded, error) {
+	return e.engineFor(model).Embed(ctx, model, inputs, truncate)
 }
 
 // Rerank implements npu.Reranker: the model's engine reranks, if it can.

@@ -116,7 +116,9 @@ func TestOfficialEmbeddingsThroughTheAPIs(t *testing.T) {
 	c := daemontest.NewClient(t, srv.URL)
 	texts := []string{"hello world", "npud serves local language models.", strings.Repeat("tiny model ", 40)}
 	want, tokens := genaiVectors(t, venv, texts)
-	body, err := json.Marshal(map[string]any{"model": "tinyembed", "input": texts})
+	// The last text is past the model's 64 tokens: GenAI's pipeline cuts it,
+	// and so does npud when the request allows it (truncate).
+	body, err := json.Marshal(map[string]any{"model": "tinyembed", "input": texts, "truncate": true})
 	require.NoError(t, err)
 
 	t.Run("show", func(t *testing.T) {
@@ -126,9 +128,21 @@ func TestOfficialEmbeddingsThroughTheAPIs(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &show))
 		assert.Equal(t, []string{"embedding"}, show.Capabilities)
 	})
+	t.Run("openai refuses the long text without truncate", func(t *testing.T) {
+		req, err := json.Marshal(map[string]any{"model": "tinyembed", "input": texts})
+		require.NoError(t, err)
+		resp, b := c.Do(t, "POST", "/v1/embeddings", string(req))
+		require.Equal(t, 400, resp.StatusCode, "%s", b)
+		var e struct{ Error struct{ Message, Param string } }
+		require.NoError(t, json.Unmarshal(b, &e))
+		assert.Equal(t, "input", e.Error.Param)
+		assert.Contains(t, e.Error.Message, "input 2 is")
+		assert.Contains(t, e.Error.Message, "more than the model's 64")
+	})
 	t.Run("openai float", func(t *testing.T) {
 		resp, b := c.Do(t, "POST", "/v1/embeddings", string(body))
 		require.Equal(t, 200, resp.StatusCode, "%s", b)
+		assert.Equal(t, "1", resp.Header.Get("X-Npud-Truncated-Inputs"))
 		var got struct {
 			Data []struct {
 				Index     int
@@ -149,7 +163,7 @@ func TestOfficialEmbeddingsThroughTheAPIs(t *testing.T) {
 		assert.Equal(t, tokens, got.Usage.TotalTokens)
 	})
 	t.Run("openai base64 with dimensions", func(t *testing.T) {
-		req, err := json.Marshal(map[string]any{"model": "tinyembed", "input": texts, "encoding_format": "base64", "dimensions": 8})
+		req, err := json.Marshal(map[string]any{"model": "tinyembed", "input": texts, "encoding_format": "base64", "dimensions": 8, "truncate": true})
 		require.NoError(t, err)
 		resp, b := c.Do(t, "POST", "/v1/embeddings", string(req))
 		require.Equal(t, 200, resp.StatusCode, "%s", b)

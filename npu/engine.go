@@ -99,8 +99,10 @@ type Engine interface {
 	// serving. Features.Reloads.
 	Reload(ctx context.Context, model string) error
 	// Embed returns one vector per input and the number of input tokens.
-	// Features.Embeds.
-	Embed(ctx context.Context, model string, inputs []string) (vectors [][]float32, promptTokens int, err error)
+	// An input longer than the model takes is cut to fit when truncate is
+	// set (and counted in Embedded.Truncated), else refused with an
+	// InvalidRequestError. Features.Embeds.
+	Embed(ctx context.Context, model string, inputs []string, truncate bool) (Embedded, error)
 	// Transcribe turns speech into text. Features.Transcribes.
 	Transcribe(ctx context.Context, req *TranscribeRequest) (Transcript, error)
 	// PromptTokens counts a request's prompt tokens before generating
@@ -166,8 +168,8 @@ func (Unsupported) Reload(_ context.Context, model string) error {
 	return fmt.Errorf("model %q: this engine cannot reload a model: %w", model, ErrNotSupported)
 }
 
-func (Unsupported) Embed(_ context.Context, model string, _ []string) ([][]float32, int, error) {
-	return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", model, ErrNotSupported)
+func (Unsupported) Embed(_ context.Context, model string, _ []string, _ bool) (Embedded, error) {
+	return Embedded{}, fmt.Errorf("model %q does not support embeddings: %w", model, ErrNotSupported)
 }
 
 func (Unsupported) Transcribe(_ context.Context, req *TranscribeRequest) (Transcript, error) {

@@ -58,6 +58,13 @@ type UnservedLister interface {
 	Unserved() []UnservedModel
 }
 
+// Embedded is an embedding's outcome.
+type Embedded struct {
+	Vectors      [][]float32 // one per input, in order
+	PromptTokens int         // the tokens the model was given (after truncation)
+	Truncated    int         // the inputs cut to fit the model
+}
+
 // EmbedRequest is one embedding job.
 type EmbedRequest struct {
 	Model  string
@@ -66,6 +73,9 @@ type EmbedRequest struct {
 	// model's prompt for that kind goes before each (ModelDetails.
 	// EmbeddingPrompts); "" puts none.
 	InputType string
+	// Truncate cuts an input longer than the model takes to fit (Ollama's
+	// default); without it such an input is refused (OpenAI's behaviour).
+	Truncate bool
 	// Tenant is who the work counts against, with its generations and
 	// transcriptions ("" counts against nobody).
 	Tenant string

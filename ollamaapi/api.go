@@ -46,7 +46,7 @@ type Router interface {
 	RetryAfter() time.Duration
 	Simulated() bool
 	EngineName() string
-	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
+	Embed(ctx context.Context, req npu.EmbedRequest) (npu.Embedded, error)
 	Pull(ctx context.Context, name string, progress func(npu.PullProgress)) error
 	Delete(ctx context.Context, name string) error
 	Copy(ctx context.Context, source, destination string) error

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -295,7 +296,14 @@ type embedRequest struct {
 	// InputType is npud's, as on /v1/embeddings: the kind of the inputs,
 	// whose prompt the model's folder puts before each.
 	InputType string `json:"input_type"`
+	// Truncate is Ollama's: cut an input longer than the model takes to
+	// fit (nil: true, Ollama's default); false refuses such an input.
+	Truncate *bool `json:"truncate"`
 }
+
+// truncatedInputsHeader counts the inputs an embedding cut to fit its
+// model, on every request that allowed it (as on /v1/embeddings).
+const truncatedInputsHeader = "X-Npud-Truncated-Inputs"
 
 func (r *embedRequest) model() string {
 	if r.Model != "" {
@@ -314,8 +322,10 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	start := time.Now()
-	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, InputType: req.InputType, Tenant: info.Tenant,
-		KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels})
+	truncate := req.Truncate == nil || *req.Truncate
+	embedded, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.model(), Inputs: inputs, InputType: req.InputType,
+		Truncate: truncate, Tenant: info.Tenant, KeepAlive: req.KeepAlive.duration(), MayUnpin: info.ManagesModels})
+	vectors, tokens := embedded.Vectors, embedded.PromptTokens
 	if errors.Is(err, npu.ErrNotSupported) {
 		a.fail(c.Writer, info, badRequest("%v", err)) // the model cannot do this: a bad request, not a server fault
 		return nil, 0, 0, false
@@ -329,6 +339,9 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 		return nil, 0, 0, false
 	}
 	npu.ShortenEmbeddings(vectors, req.Dimensions)
+	if truncate {
+		c.Header(truncatedInputsHeader, strconv.Itoa(embedded.Truncated))
+	}
 	if a.router.Simulated() {
 		// Say so where a client can see it: the vectors carry no meaning.
 		c.Header("X-Npud-Simulated", "true")

@@ -306,8 +306,8 @@ func (e noEmbedEngine) Describe() npu.Features {
 	return f
 }
 
-func (noEmbedEngine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
-	return npu.Unsupported{}.Embed(ctx, model, inputs)
+func (noEmbedEngine) Embed(ctx context.Context, model string, inputs []string, truncate bool) (npu.Embedded, error) {
+	return npu.Unsupported{}.Embed(ctx, model, inputs, truncate)
 }
 
 func TestWireEmbeddings(t *testing.T) {

@@ -73,7 +73,7 @@ type Router interface {
 	Start(req *npu.Request) (npu.Stream, error)
 	Models() []npu.ModelInfo
 	Simulated() bool
-	Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error)
+	Embed(ctx context.Context, req npu.EmbedRequest) (npu.Embedded, error)
 	Rerank(ctx context.Context, req npu.RerankRequest) (npu.Reranked, error)
 	Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error)
 	Wait(ctx context.Context) error

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -26,7 +27,15 @@ type embeddingsRequest struct {
 	// whose prompt the model's folder puts before each (Qwen3-Embedding's
 	// query instruction); as Cohere's and Voyage's input_type.
 	InputType string `json:"input_type"`
+	// Truncate is npud's (as text-embeddings-inference's): cut an input
+	// longer than the model takes to fit. Without it such an input is a
+	// 400, as OpenAI answers one past its model's context.
+	Truncate bool `json:"truncate"`
 }
+
+// truncatedInputsHeader counts the inputs an embedding cut to fit its
+// model, on every request that allowed it: nothing is cut unsaid.
+const truncatedInputsHeader = "X-Npud-Truncated-Inputs"
 
 // ModelName is the model the request asks for (reqinfo.Named).
 func (r *embeddingsRequest) ModelName() string { return r.Model }
@@ -101,10 +110,15 @@ func (a *API) embeddings(c *gin.Context) {
 		a.fail(c.Writer, info, invalid("dimensions", "invalid_value", "'dimensions' must be at least 1, got %d", *req.Dimensions))
 		return
 	}
-	vectors, tokens, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.Model, Inputs: inputs, InputType: req.InputType, Tenant: info.Tenant})
+	embedded, err := a.router.Embed(c.Request.Context(), npu.EmbedRequest{Model: req.Model, Inputs: inputs, InputType: req.InputType,
+		Truncate: req.Truncate, Tenant: info.Tenant})
 	if err != nil {
 		a.fail(c.Writer, info, a.modelWorkError(err))
 		return
+	}
+	vectors, tokens := embedded.Vectors, embedded.PromptTokens
+	if req.Truncate {
+		c.Header(truncatedInputsHeader, strconv.Itoa(embedded.Truncated))
 	}
 	if req.Dimensions != nil {
 		if len(vectors) > 0 && *req.Dimensions > len(vectors[0]) {

@@ -32,7 +32,7 @@ func AssertFeatures(t testing.TB, engine npu.Engine, model string) {
 		check("LoadsModels", false, engine.Unload(model))
 	}
 	check("Reloads", f.Reloads, engine.Reload(ctx, model))
-	_, _, err := engine.Embed(ctx, model, []string{"features"})
+	_, err := engine.Embed(ctx, model, []string{"features"}, false)
 	check("Embeds", f.Embeds, err)
 	if r, ok := engine.(npu.Reranker); ok {
 		_, err = r.Rerank(ctx, model, "features", []string{"features"}, false)

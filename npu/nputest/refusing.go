@@ -43,8 +43,8 @@ func (r *RefusingRouter) CountPrompt(_ context.Context, req *npu.Request) (int, 
 	return 0, r.refuse(req.Model)
 }
 
-func (r *RefusingRouter) Embed(_ context.Context, req npu.EmbedRequest) ([][]float32, int, error) {
-	return nil, 0, r.refuse(req.Model)
+func (r *RefusingRouter) Embed(_ context.Context, req npu.EmbedRequest) (npu.Embedded, error) {
+	return npu.Embedded{}, r.refuse(req.Model)
 }
 
 func (r *RefusingRouter) Rerank(_ context.Context, req npu.RerankRequest) (npu.Reranked, error) {

@@ -194,6 +194,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/modelstore"
 )
 
@@ -408,35 +409,61 @@ func (e *embedder) close() error {
 // tokens are the ids the model is given for text: the tokenizer's, with
 // the special tokens it adds around every text (GenAI's
 // TextEmbeddingPipeline encodes with add_special_tokens left at its
-// default, true), the text's own cut so that all fit maxLength, as a
-// tokenizer truncating on the right does (GenAI passes truncation=true).
-func (e *embedder) tokens(ctx context.Context, text string) ([]int64, error) {
+// default, true). A text whose ids do not fit maxLength is cut to fit, as
+// a tokenizer truncating on the right does (GenAI passes truncation=true),
+// when truncate is set, and refused (a TooLongInputError) when not.
+func (e *embedder) tokens(ctx context.Context, text string, truncate bool) (ids []int64, cut bool, err error) {
 	content, err := e.tok.Encode(ctx, text)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	room := e.cfg.MaxLength - len(e.tok.prefix) - len(e.tok.suffix)
+	specials := len(e.tok.prefix) + len(e.tok.suffix)
+	room := e.cfg.MaxLength - specials
 	if room < 0 {
-		return nil, fmt.Errorf("%s: the model takes %d tokens, fewer than the %d special tokens its tokenizer adds", e.dir, e.cfg.MaxLength, len(e.tok.prefix)+len(e.tok.suffix))
+		return nil, false, fmt.Errorf("%s: the model takes %d tokens, fewer than the %d special tokens its tokenizer adds", e.dir, e.cfg.MaxLength, specials)
 	}
-	content = content[:min(len(content), room)]
-	ids := make([]int64, 0, len(e.tok.prefix)+len(content)+len(e.tok.suffix))
+	if len(content) > room {
+		if !truncate {
+			return nil, false, &TooLongInputError{Tokens: len(content) + specials, Max: e.cfg.MaxLength}
+		}
+		content, cut = content[:room], true
+	}
+	ids = make([]int64, 0, len(content)+specials)
 	ids = append(append(append(ids, e.tok.prefix...), content...), e.tok.suffix...)
-	return ids, nil
+	return ids, cut, nil
 }
 
-// embed returns one vector per input, in order, and the tokens the model
-// was given (after truncation, special tokens included).
-func (e *embedder) embed(ctx context.Context, inputs []string) ([][]float32, int, error) {
+// TooLongInputError is an input longer than the embedding model takes,
+// which the request did not allow npud to cut.
+type TooLongInputError struct {
+	Index, Tokens, Max int
+}
+
+func (e *TooLongInputError) Error() string {
+	return fmt.Sprintf("input %d is %d tokens, more than the model's %d (allow truncation to cut it)", e.Index, e.Tokens, e.Max)
+}
+
+// embed returns one vector per input, in order, the tokens the model was
+// given (after truncation, special tokens included) and how many inputs
+// were cut (only when truncate allows it).
+func (e *embedder) embed(ctx context.Context, inputs []string, truncate bool) (npu.Embedded, error) {
 	seqs := make([][]int64, len(inputs))
-	total := 0
+	total, truncated := 0, 0
 	for i, text := range inputs {
-		ids, err := e.tokens(ctx, text)
+		ids, cut, err := e.tokens(ctx, text, truncate)
+		var long *TooLongInputError
+		if errors.As(err, &long) {
+			long.Index = i
+			return npu.Embedded{}, long
+		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("input %d: %w", i, err)
+			return npu.Embedded{}, fmt.Errorf("input %d: %w", i, err)
 		}
 		if len(ids) == 0 {
-			return nil, 0, &emptyInputError{index: i}
+			return npu.Embedded{}, &emptyInputError{index: i}
+		}
+		if cut {
+			truncated++
 		}
 		seqs[i] = ids
 		total += len(ids)
@@ -453,12 +480,12 @@ func (e *embedder) embed(ctx context.Context, inputs []string) ([][]float32, int
 		}
 		vecs, err := e.run(ctx, seqs[start:end], longest)
 		if err != nil {
-			return nil, 0, err
+			return npu.Embedded{}, err
 		}
 		out = append(out, vecs...)
 		start = end
 	}
-	return out, total, nil
+	return npu.Embedded{Vectors: out, PromptTokens: total, Truncated: truncated}, nil
 }
 
 // emptyInputError is a text that the tokenizer turns into no tokens: the

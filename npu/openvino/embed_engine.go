@@ -32,39 +32,38 @@ func (e *Engine) embeddingLibrary() *Library {
 // Embed implements npu.Engine for embedding models (the router has loaded
 // the model): one vector per input, in order, and the tokens the model
 // was given.
-func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+func (e *Engine) Embed(ctx context.Context, model string, inputs []string, truncate bool) (npu.Embedded, error) {
 	if err := e.cfg.Library.embeddingSupport(); err != nil {
-		return nil, 0, fmt.Errorf("model %q does not support embeddings (%w): %w", model, err, npu.ErrNotSupported)
+		return npu.Embedded{}, fmt.Errorf("model %q does not support embeddings (%w): %w", model, err, npu.ErrNotSupported)
 	}
 	e.mu.Lock()
 	p, ok := e.pipelines[model]
 	e.mu.Unlock()
 	if !ok {
-		return nil, 0, fmt.Errorf("model %q is not loaded: %w", model, npu.ErrModelNotFound)
+		return npu.Embedded{}, fmt.Errorf("model %q is not loaded: %w", model, npu.ErrModelNotFound)
 	}
 	if p.rerank != nil {
-		return nil, 0, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+		return npu.Embedded{}, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
 			"model %q is a rerank model (its openvino_model.xml gives %s): it reranks documents at /v1/rerank", model, modelstore.RerankOutput)}
 	}
 	if p.embed == nil {
-		return nil, 0, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
+		return npu.Embedded{}, &npu.InvalidRequestError{Param: "model", Message: fmt.Sprintf(
 			"model %q is not an embedding model: its folder's openvino_model.xml does not take input_ids and attention_mask and give %s", model, modelstore.EmbeddingOutput)}
 	}
 	if !p.busy.CompareAndSwap(false, true) {
-		return nil, 0, fmt.Errorf("openvino: the model %q is being freed or is embedding already", model)
+		return npu.Embedded{}, fmt.Errorf("openvino: the model %q is being freed or is embedding already", model)
 	}
 	defer p.busy.Store(false)
-	vectors, tokens, err := p.embed.embed(ctx, inputs)
+	out, err := p.embed.embed(ctx, inputs, truncate)
 	var empty *emptyInputError
+	var long *TooLongInputError
 	switch {
 	case err == nil:
-		return vectors, tokens, nil
-	case errors.As(err, &empty):
-		return nil, 0, &npu.InvalidRequestError{Param: "input", Message: err.Error()}
-	case errors.Is(err, ErrTextTooLong):
-		return nil, 0, &npu.InvalidRequestError{Param: "input", Message: err.Error()}
+		return out, nil
+	case errors.As(err, &empty), errors.As(err, &long), errors.Is(err, ErrTextTooLong):
+		return npu.Embedded{}, &npu.InvalidRequestError{Param: "input", Message: err.Error()}
 	case ctx.Err() != nil:
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
-	return nil, 0, &npu.EngineError{Engine: "openvino", Cause: err}
+	return npu.Embedded{}, &npu.EngineError{Engine: "openvino", Cause: err}
 }

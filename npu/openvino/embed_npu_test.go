@@ -47,8 +47,9 @@ func TestEncoderModelsOnTheNPUGiveWhatTheCPUGives(t *testing.T) {
 			ovtestlib.WriteRerankModel(t, dir, "rerank", 12)
 			e, r := newTestEngine(t, tc.devices, Config{Device: tc.device, ModelsDir: dir, CacheDir: t.TempDir()})
 
-			vectors, tokens, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: texts})
+			embedded, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: texts, Truncate: true})
 			require.NoError(t, err)
+			vectors, tokens := embedded.Vectors, embedded.PromptTokens
 			require.Len(t, vectors, len(texts))
 			want := 0
 			for i, text := range texts {

@@ -132,8 +132,10 @@ func TestOfficialEmbeddingsMatchTextEmbeddingPipeline(t *testing.T) {
 			require.Equal(t, tc.normalize, emb.cfg.Normalize)
 			require.Equal(t, 64, emb.cfg.MaxLength, "config.json's max_position_embeddings")
 
-			got, total, err := emb.embed(context.Background(), embedTexts)
+			embedded, err := emb.embed(context.Background(), embedTexts, true)
 			require.NoError(t, err)
+			got, total := embedded.Vectors, embedded.PromptTokens
+			require.Equal(t, 1, embedded.Truncated, "the text past the model's length")
 			want, tokens := genaiEmbeddings(t, venv, dir, emb.cfg, embedTexts)
 			sum := 0
 			for _, n := range tokens {
@@ -149,9 +151,9 @@ func TestOfficialEmbeddingsMatchTextEmbeddingPipeline(t *testing.T) {
 			}
 			// One at a time (no padding) gives the same vectors as the batch.
 			for i, text := range embedTexts {
-				alone, _, err := emb.embed(context.Background(), []string{text})
+				alone, err := emb.embed(context.Background(), []string{text}, true)
 				require.NoError(t, err)
-				requireSameVector(t, want[i], alone[0], "input %d alone", i)
+				requireSameVector(t, want[i], alone.Vectors[0], "input %d alone", i)
 			}
 		})
 	}

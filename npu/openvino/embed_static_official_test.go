@@ -58,11 +58,12 @@ func TestOfficialStaticShapesGiveWhatDynamicOnesGive(t *testing.T) {
 			static.slot <- native
 			require.ErrorContains(t, err, "Can't set the input tensor with index: 0, because the model input (shape=[4,64]) and the tensor (shape=(2.3)) are incompatible")
 
-			want, wantTokens, err := dynamic.embed(ctx, embedTexts)
+			dynamicOut, err := dynamic.embed(ctx, embedTexts, true)
 			require.NoError(t, err)
-			got, tokens, err := static.embed(ctx, embedTexts)
+			staticOut, err := static.embed(ctx, embedTexts, true)
 			require.NoError(t, err)
-			require.Equal(t, wantTokens, tokens)
+			require.Equal(t, dynamicOut.PromptTokens, staticOut.PromptTokens)
+			want, got := dynamicOut.Vectors, staticOut.Vectors
 			for i := range embedTexts {
 				w := make([]float64, len(want[i]))
 				for j, v := range want[i] {

@@ -35,13 +35,21 @@ func TestEmbeddingModelOnTheTestLibrary(t *testing.T) {
 	assert.Equal(t, []string{"embedding"}, npu.Capabilities(embed))
 
 	texts := []string{"the NPU", "streams tokens to every client", "one two three four five six seven eight"}
-	vectors, tokens, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: texts})
+	_, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: texts})
+	var invalid *npu.InvalidRequestError
+	require.ErrorAs(t, err, &invalid, "past the model's length, without truncate")
+	assert.Equal(t, "input", invalid.Param)
+	assert.Equal(t, "input 2 is 8 tokens, more than the model's 6 (allow truncation to cut it)", invalid.Message)
+
+	embedded, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: texts, Truncate: true})
 	require.NoError(t, err)
+	vectors, tokens := embedded.Vectors, embedded.PromptTokens
 	require.Len(t, vectors, len(texts))
 	for i, text := range texts {
 		assert.InDeltaSlice(t, ovtestlib.Embedding(text, 6), vectors[i], 1e-6, "input %d", i)
 	}
 	assert.Equal(t, 2+5+6, tokens, "the last text is cut at the model's 6 positions")
+	assert.Equal(t, 1, embedded.Truncated)
 	assert.Equal(t, "CPU", e.DeviceOf("embed"))
 
 	// More texts than one inference takes (maxEmbedBatch): several, in order.
@@ -49,19 +57,19 @@ func TestEmbeddingModelOnTheTestLibrary(t *testing.T) {
 	for i := range many {
 		many[i] = strings.Repeat("word ", 1+i%7) + strconv.Itoa(i)
 	}
-	vectors, _, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: many})
+	embedded, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: many, Truncate: true})
 	require.NoError(t, err)
+	vectors = embedded.Vectors
 	require.Len(t, vectors, len(many))
 	for i, text := range many {
 		assert.InDeltaSlice(t, ovtestlib.Embedding(text, 6), vectors[i], 1e-6, "input %d", i)
 	}
 
-	_, _, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: []string{"a", "  "}})
-	var invalid *npu.InvalidRequestError
+	_, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "embed", Inputs: []string{"a", "  "}})
 	require.ErrorAs(t, err, &invalid, "a text of no tokens")
 	assert.Equal(t, "input", invalid.Param)
 
-	_, _, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "tiny", Inputs: []string{"a"}})
+	_, err = r.Embed(context.Background(), npu.EmbedRequest{Model: "tiny", Inputs: []string{"a"}})
 	require.ErrorAs(t, err, &invalid, "a chat model")
 	assert.Contains(t, invalid.Message, "not an embedding model")
 

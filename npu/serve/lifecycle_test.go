@@ -361,8 +361,8 @@ func (e *embeddingLoader) Describe() npu.Features {
 	return npu.Features{LoadsModels: true, Embeds: true}
 }
 
-func (e *embeddingLoader) Embed(_ context.Context, _ string, inputs []string) ([][]float32, int, error) {
-	return make([][]float32, len(inputs)), len(inputs), nil
+func (e *embeddingLoader) Embed(_ context.Context, _ string, inputs []string, _ bool) (npu.Embedded, error) {
+	return npu.Embedded{Vectors: make([][]float32, len(inputs)), PromptTokens: len(inputs)}, nil
 }
 
 // An embedding loads its model through the lifecycle, as a generation
@@ -373,9 +373,9 @@ func TestEmbedLoadsThroughTheLifecycle(t *testing.T) {
 	e := &embeddingLoader{}
 	r := newTestRouter(t, e, PoolConfig{MaxQueue: 4, DefaultKeepAlive: time.Hour})
 	for range 2 {
-		vectors, _, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "m", Inputs: []string{"a", "b"}})
+		embedded, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "m", Inputs: []string{"a", "b"}})
 		require.NoError(t, err)
-		require.Len(t, vectors, 2)
+		require.Len(t, embedded.Vectors, 2)
 	}
 	loads, _ := e.counts()
 	assert.Equal(t, 1, loads, "loaded once, then kept")

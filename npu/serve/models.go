@@ -14,23 +14,23 @@ import (
 // stream cap, while holding the engine's slot, so it never overlaps a
 // generation. Engines that cannot embed give an error wrapping
 // ErrNotSupported.
-func (r *Router) Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error) {
+func (r *Router) Embed(ctx context.Context, req npu.EmbedRequest) (npu.Embedded, error) {
 	if r.closing.Load() {
-		return nil, 0, npu.ErrShuttingDown
+		return npu.Embedded{}, npu.ErrShuttingDown
 	}
 	res, err := r.resolve(req.Model)
 	if err != nil {
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
 	if !res.pool.engine.Describe().Embeds {
-		return nil, 0, fmt.Errorf("model %q does not support embeddings: %w", req.Model, npu.ErrNotSupported)
+		return npu.Embedded{}, fmt.Errorf("model %q does not support embeddings: %w", req.Model, npu.ErrNotSupported)
 	}
 	if req.Inputs, err = promptedInputs(res.model, req); err != nil {
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
 	release, err := r.admit(req.Tenant)
 	if err != nil {
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
 	defer release()
 	return res.pool.embed(ctx, res.model, req)
@@ -40,17 +40,17 @@ func (r *Router) Embed(ctx context.Context, req npu.EmbedRequest) (vectors [][]f
 // lifecycle, as for a generation: outside the slot, kept until the
 // embedding ends, then the request's keep-alive starts (and /api/ps shows
 // it; 0 unloads it).
-func (p *Pool) embed(ctx context.Context, m npu.ModelInfo, req npu.EmbedRequest) (vectors [][]float32, promptTokens int, err error) {
+func (p *Pool) embed(ctx context.Context, m npu.ModelInfo, req npu.EmbedRequest) (out npu.Embedded, err error) {
 	release, err := p.holdFor(ctx, m, req.KeepAlive, req.MayUnpin)
 	if err != nil {
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
 	defer release()
 	err = p.withSlot(ctx, func() error {
-		vectors, promptTokens, err = p.embedResident(ctx, m, req.Inputs)
+		out, err = p.embedResident(ctx, m, req.Inputs, req.Truncate)
 		return err
 	})
-	return vectors, promptTokens, err
+	return out, err
 }
 
 // promptedInputs are req's inputs with the model's prompt for

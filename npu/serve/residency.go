@@ -94,14 +94,14 @@ func (p *Pool) generateResident(s *Stream, model npu.ModelInfo, loadTime *time.D
 
 // embedResident is Embed's call of the engine (model acquired, the engine
 // slot held), run once more on the model loaded again if it was found gone.
-func (p *Pool) embedResident(ctx context.Context, model npu.ModelInfo, inputs []string) (vectors [][]float32, tokens int, err error) {
+func (p *Pool) embedResident(ctx context.Context, model npu.ModelInfo, inputs []string, truncate bool) (out npu.Embedded, err error) {
 	err = p.resident(model.ID,
 		func() error {
-			vectors, tokens, err = p.engine.Embed(ctx, model.ID, inputs)
+			out, err = p.engine.Embed(ctx, model.ID, inputs, truncate)
 			return err
 		},
 		func() error { return p.reacquireFor(ctx, model) })
-	return vectors, tokens, err
+	return out, err
 }
 
 // transcribeResident is Transcribe's call of the engine (model acquired,

@@ -106,11 +106,11 @@ func (e *losingEngine) Generate(ctx context.Context, req *npu.Request, sink npu.
 	return npu.Result{FinishReason: npu.FinishStop, CompletionTokens: 1}, nil
 }
 
-func (e *losingEngine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+func (e *losingEngine) Embed(ctx context.Context, model string, inputs []string, _ bool) (npu.Embedded, error) {
 	if err := e.job(nil); err != nil {
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
-	return [][]float32{{1}}, 1, nil
+	return npu.Embedded{Vectors: [][]float32{{1}}, PromptTokens: 1}, nil
 }
 
 func (e *losingEngine) Transcribe(ctx context.Context, req *npu.TranscribeRequest) (npu.Transcript, error) {
@@ -248,7 +248,7 @@ func TestOtherJobsLoadALostModelAgain(t *testing.T) {
 		run  func(*Router) error
 	}{
 		{"embed", func(r *Router) error {
-			_, _, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "m", Inputs: []string{"x"}})
+			_, err := r.Embed(context.Background(), npu.EmbedRequest{Model: "m", Inputs: []string{"x"}})
 			return err
 		}},
 		{"transcribe", func(r *Router) error {

@@ -108,14 +108,14 @@ type workEngine struct {
 
 func (e *workEngine) Describe() npu.Features { return npu.Features{Transcribes: true, Embeds: true} }
 
-func (e *workEngine) Embed(ctx context.Context, _ string, inputs []string) ([][]float32, int, error) {
+func (e *workEngine) Embed(ctx context.Context, _ string, inputs []string, _ bool) (npu.Embedded, error) {
 	e.entered <- struct{}{}
 	select {
 	case <-e.release:
 	case <-ctx.Done():
-		return nil, 0, ctx.Err()
+		return npu.Embedded{}, ctx.Err()
 	}
-	return make([][]float32, len(inputs)), len(inputs), nil
+	return npu.Embedded{Vectors: make([][]float32, len(inputs)), PromptTokens: len(inputs)}, nil
 }
 
 // refusals records the tenants the router refused.
@@ -156,7 +156,7 @@ func TestRouterAdmitsEveryKindOfWorkOnEveryEngine(t *testing.T) {
 		return r.Start(&npu.Request{Model: model, Tenant: tenant, Messages: []npu.Message{{Role: "user", Content: "x"}}})
 	}
 	embed := func(tenant string) error {
-		_, _, err := r.Embed(ctx, npu.EmbedRequest{Model: "m", Inputs: []string{"x"}, Tenant: tenant})
+		_, err := r.Embed(ctx, npu.EmbedRequest{Model: "m", Inputs: []string{"x"}, Tenant: tenant})
 		return err
 	}
 	transcribe := func(tenant string) error {

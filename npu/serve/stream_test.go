@@ -540,11 +540,11 @@ func TestRouterWithoutRegistryOrEmbedder(t *testing.T) {
 		{"copy", func() error { return r.Copy(ctx, "m", "n") }, npu.ErrNotSupported},
 		{"copy unknown", func() error { return r.Copy(ctx, "other", "n") }, npu.ErrModelNotFound},
 		{"embed", func() error {
-			_, _, err := r.Embed(ctx, npu.EmbedRequest{Model: "m", Inputs: []string{"x"}})
+			_, err := r.Embed(ctx, npu.EmbedRequest{Model: "m", Inputs: []string{"x"}})
 			return err
 		}, npu.ErrNotSupported},
 		{"embed unknown", func() error {
-			_, _, err := r.Embed(ctx, npu.EmbedRequest{Model: "other", Inputs: []string{"x"}})
+			_, err := r.Embed(ctx, npu.EmbedRequest{Model: "other", Inputs: []string{"x"}})
 			return err
 		}, npu.ErrModelNotFound},
 	}

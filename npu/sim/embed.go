@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+
+	"github.com/npud/npud/npu"
 )
 
 // EmbeddingDims is the length of the simulated embedding vectors.
@@ -13,14 +15,15 @@ const EmbeddingDims = 256
 // Embed implements npu.Engine with made-up vectors: deterministic for a
 // text, L2-normalized, and meaningless. They let clients and tests exercise
 // the embedding endpoints; they carry no semantics.
-func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+// The simulated models take any length: nothing is ever cut.
+func (e *Engine) Embed(ctx context.Context, model string, inputs []string, truncate bool) (npu.Embedded, error) {
 	out := make([][]float32, len(inputs))
 	tokens := 0
 	for i, text := range inputs {
 		out[i] = Embedding(text)
 		tokens += CountTokens(text)
 	}
-	return out, tokens, nil
+	return npu.Embedded{Vectors: out, PromptTokens: tokens}, nil
 }
 
 // Embedding is the simulated embedding of text.

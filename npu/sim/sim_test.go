@@ -449,8 +449,9 @@ func TestDescribesItselfAsSimulated(t *testing.T) {
 }
 
 func TestEmbedding(t *testing.T) {
-	vecs, tokens, err := New(Config{}).Embed(context.Background(), ModelID, []string{"a b", "日本", "a b"})
+	embedded, err := New(Config{}).Embed(context.Background(), ModelID, []string{"a b", "日本", "a b"}, false)
 	require.NoError(t, err)
+	vecs, tokens := embedded.Vectors, embedded.PromptTokens
 	require.Len(t, vecs, 3)
 	assert.Equal(t, CountTokens("a b")*2+CountTokens("日本"), tokens)
 	assert.Equal(t, vecs[0], vecs[2], "the same text, the same vector")

@@ -313,25 +313,25 @@ func (e *Engine) Generate(ctx context.Context, req *npu.Request, sink npu.Sink) 
 
 // Embed runs an embedding in the model's worker. A worker that dies
 // during it is a fault like a generation's, and the model is lost.
-func (e *Engine) Embed(ctx context.Context, model string, inputs []string) ([][]float32, int, error) {
+func (e *Engine) Embed(ctx context.Context, model string, inputs []string, truncate bool) (npu.Embedded, error) {
 	if !e.features.Embeds {
-		return nil, 0, fmt.Errorf("engine %s does not embed: %w", e.cfg.Name, npu.ErrNotSupported)
+		return npu.Embedded{}, fmt.Errorf("engine %s does not embed: %w", e.cfg.Name, npu.ErrNotSupported)
 	}
 	p, err := e.running(model)
 	if err != nil {
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
 	device := e.DeviceOf(model)
-	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobEmbed, Model: model, Inputs: inputs})
+	done, err := p.do(ctx, Job{ID: e.jobIDs.Add(1), Kind: jobEmbed, Model: model, Inputs: inputs, Truncate: truncate})
 	var fault *FaultError
 	if errors.As(err, &fault) {
 		fault.Device = device
-		return nil, 0, e.jobFault(model, p, fault)
+		return npu.Embedded{}, e.jobFault(model, p, fault)
 	}
 	if err != nil {
-		return nil, 0, err
+		return npu.Embedded{}, err
 	}
-	return done.Vectors, done.Tokens, nil
+	return npu.Embedded{Vectors: done.Vectors, PromptTokens: done.Tokens, Truncated: done.Truncated}, nil
 }
 
 // Rerank implements npu.Reranker: a rerank in the model's worker. A

@@ -58,8 +58,8 @@ type Job struct {
 	Request []byte
 	Inputs  []string // embed; rerank: the documents
 	Query   string   // rerank
-	// Truncate: rerank truncates pairs over the model's length
-	// (npu.RerankRequest.Truncate).
+	// Truncate: embed truncates inputs, rerank pairs, over the model's
+	// length (npu.EmbedRequest.Truncate, npu.RerankRequest.Truncate).
 	Truncate bool
 	Audio    *npu.TranscribeRequest // transcribe
 }
@@ -82,7 +82,8 @@ type Done struct {
 	Tokens   int         // an embedding's or a rerank's input tokens, a count's prompt tokens
 	// Ranked is a rerank's results, best first.
 	Ranked []npu.RerankResult
-	// Truncated is how many of a rerank's pairs were truncated.
+	// Truncated is how many of an embedding's inputs or a rerank's pairs
+	// were truncated.
 	Truncated int
 	// Transcript is a transcription's result.
 	Transcript npu.Transcript

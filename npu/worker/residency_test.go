@@ -58,7 +58,7 @@ func TestJobsReportALostModelInsteadOfLoadingIt(t *testing.T) {
 	ctx := context.Background()
 	for _, job := range []func() error{
 		func() error { _, err := e.Generate(ctx, &npu.Request{Model: "m", Prompt: "hi"}, nil); return err },
-		func() error { _, _, err := e.Embed(ctx, "m", []string{"x"}); return err },
+		func() error { _, err := e.Embed(ctx, "m", []string{"x"}, false); return err },
 		func() error { _, err := e.Transcribe(ctx, &npu.TranscribeRequest{Model: "m"}); return err },
 		func() error { return e.Reload(ctx, "m") },
 		func() error { _, err := e.CountPrompt(ctx, &npu.Request{Model: "m", Prompt: "hi"}); return err },
@@ -190,7 +190,7 @@ func TestAWorkerDeadBeforeItsJobReachedItLosesTheModelAlone(t *testing.T) {
 			_, err := e.Generate(ctx, &npu.Request{Model: "m", Prompt: "hi"}, func(string) npu.Status { return npu.Running })
 			return err
 		},
-		"embed":      func(e *Engine) error { _, _, err := e.Embed(ctx, "m", []string{"x"}); return err },
+		"embed":      func(e *Engine) error { _, err := e.Embed(ctx, "m", []string{"x"}, false); return err },
 		"transcribe": func(e *Engine) error { _, err := e.Transcribe(ctx, &npu.TranscribeRequest{Model: "m"}); return err },
 		"reload":     func(e *Engine) error { return e.Reload(ctx, "m") },
 		"count": func(e *Engine) error {

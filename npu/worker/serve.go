@@ -138,10 +138,11 @@ func run(ctx context.Context, out *frameWriter, engine npu.Engine, job Job, stat
 	case jobGenerate:
 		done.Result, done.Chunks, done.StoppedAt, err = generate(ctx, out, engine, job, status)
 	case jobEmbed:
-		var vectors [][]float32
-		vectors, done.Tokens, err = engine.Embed(ctx, job.Model, job.Inputs)
+		var embedded npu.Embedded
+		embedded, err = engine.Embed(ctx, job.Model, job.Inputs, job.Truncate)
 		if err == nil {
-			err = sendVectors(out, job.ID, vectors)
+			done.Tokens, done.Truncated = embedded.PromptTokens, embedded.Truncated
+			err = sendVectors(out, job.ID, embedded.Vectors)
 		}
 	case jobRerank:
 		r, ok := engine.(npu.Reranker)
