@@ -133,7 +133,9 @@ func TestOfficialEmbeddingsThroughTheAPIs(t *testing.T) {
 		require.NoError(t, err)
 		resp, b := c.Do(t, "POST", "/v1/embeddings", string(req))
 		require.Equal(t, 400, resp.StatusCode, "%s", b)
-		var e struct{ Error struct{ Message, Param string } }
+		var e struct {
+			Error struct{ Message, Param string }
+		}
 		require.NoError(t, json.Unmarshal(b, &e))
 		assert.Equal(t, "input", e.Error.Param)
 		assert.Contains(t, e.Error.Message, "input 2 is")
