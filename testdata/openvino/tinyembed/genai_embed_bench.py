@@ -12,8 +12,12 @@ word list and generator (splitmix64), the same seed. They are embedded
 with embed_documents, --batch texts a call, --requests calls cycling
 through the batches (default: one pass), after one call (the first batch)
 that warms the pipeline and is not timed. The pipeline takes the folder's
-own pooling (1_Pooling/config.json), normalisation (modules.json) and
-length (config.json's max_position_embeddings), as npud does.
+own pooling (1_Pooling/config.json) and normalisation (modules.json), as
+npud does, and no max_length unless --max-length gives one: with one,
+GenAI reshapes the model to a bounded length (text_embedding_utils.cpp,
+reshape_model), which is slower on CPU, and texts shorter than the
+model's length (config.json's max_position_embeddings, where npud cuts)
+are not cut either way.
 --print-inputs prints the texts as a JSON array and needs no OpenVINO.
 """
 import argparse
@@ -53,7 +57,7 @@ def inputs(count: int, words: int, seed: int) -> list[str]:
 
 
 def folder_config(folder: Path):
-    """The pooling, normalisation and length the folder configures."""
+    """The pooling and normalisation the folder configures, and its length."""
     import openvino_genai as genai
 
     kinds = genai.TextEmbeddingPipeline.PoolingType
@@ -81,6 +85,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--requests", type=int, default=0, help="embed_documents calls (0: one pass)")
+    p.add_argument("--max-length", type=int, default=0, help="the pipeline's max_length (0: unset)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--print-inputs", action="store_true")
     args = p.parse_args()
@@ -95,8 +100,10 @@ def main():
 
     folder = Path(args.folder)
     pooling, normalize, max_length = folder_config(folder)
-    pipe = genai.TextEmbeddingPipeline(str(folder), args.device, pooling_type=pooling,
-                                       normalize=normalize, max_length=max_length)
+    options = {"pooling_type": pooling, "normalize": normalize}
+    if args.max_length:
+        options["max_length"] = args.max_length
+    pipe = genai.TextEmbeddingPipeline(str(folder), args.device, **options)
     batches = [texts[i:i + args.batch] for i in range(0, len(texts), args.batch)]
     requests = args.requests or len(batches)
     tok = genai.Tokenizer(str(folder))
