@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/npud/npud/cli/bench"
 	"github.com/npud/npud/daemon/daemontest"
@@ -54,9 +56,11 @@ func BenchmarkOfficialEmbeddings(b *testing.B) {
 		b.Fatalf("warm-up: %v %v", err, samples)
 	}
 	run.Requests = b.N * ((run.Inputs + run.Batch - 1) / run.Batch)
+	cpu := processCPU(b)
 	b.ResetTimer()
 	samples, elapsed, err := bench.Run(b.Context(), run, nil)
 	b.StopTimer()
+	cpu = processCPU(b) - cpu
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,6 +73,19 @@ func BenchmarkOfficialEmbeddings(b *testing.B) {
 	b.Log("\n" + table.String())
 	b.ReportMetric(r.InputsPerS, "inputs/s")
 	b.ReportMetric(r.InputTokensPerS, "tokens/s")
+	// The CPU time of the whole process (client, daemon, OpenVINO's
+	// threads) per input: what the work costs, less swayed than inputs/s
+	// by other programs on the machine.
+	b.ReportMetric(cpu.Seconds()*1000/float64(r.InputsEmbedded), "cpu-ms/input")
+}
+
+// processCPU is the user and system time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func envInt(b *testing.B, name string, def int) int {
