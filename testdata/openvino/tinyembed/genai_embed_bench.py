@@ -74,7 +74,8 @@ def folder_config(folder: Path):
     modules = folder / "modules.json"
     normalize = modules.exists() and any(m.get("type", "").endswith("Normalize")
                                          for m in json.loads(modules.read_text()))
-    max_length = json.loads((folder / "config.json").read_text()).get("max_position_embeddings")
+    config = folder / "config.json"
+    max_length = json.loads(config.read_text()).get("max_position_embeddings") if config.exists() else None
     return pooling, normalize, max_length
 
 
@@ -109,8 +110,8 @@ def main():
     batches = [texts[i:i + args.batch] for i in range(0, len(texts), args.batch)]
     requests = args.requests or len(batches)
     tok = genai.Tokenizer(str(folder))
-    tokens = [int(tok.encode(b, max_length=max_length, truncation=True).attention_mask.data.sum())
-              for b in batches]
+    cut = {"max_length": max_length} if max_length else {}
+    tokens = [int(tok.encode(b, truncation=True, **cut).attention_mask.data.sum()) for b in batches]
 
     pipe.embed_documents(batches[0])  # warm-up, not timed
     latencies, embedded, counted = [], 0, 0
