@@ -17,7 +17,10 @@ const benchUsage = `usage: npud bench [--preset quick|standard|soak] [flags]
 
 Drives an OpenAI-compatible (SSE) or Ollama-compatible (NDJSON) streaming
 endpoint and reports TTFT, inter-token latency, TPOT and end-to-end time
-(p50/p90/p99/max), throughput and errors by kind. Definitions:
+(p50/p90/p99/max), throughput and errors by kind. With --endpoint
+embeddings it drives OpenAI's /v1/embeddings with a fixed set of inputs
+(--inputs, --batch, --prompt-tokens words each, --seed) and reports
+inputs/s, input tokens/s and end-to-end time. Definitions:
 docs/PERFORMANCE.md.
 `
 
@@ -34,13 +37,17 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.IntVar(&cfg.Requests, "requests", 64, "requests in all (0: run for --duration)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "run this long instead of a number of requests")
 	fs.DurationVar(&cfg.Ramp, "ramp", 0, "start the streams evenly over this long")
-	fs.IntVar(&cfg.PromptTokens, "prompt-tokens", 64, "approximate prompt length in tokens")
+	fs.IntVar(&cfg.PromptTokens, "prompt-tokens", 64, "approximate prompt length in tokens (--endpoint embeddings: words per input)")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 128, "output tokens asked for per request")
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "per-request limit")
 	fs.IntVar(&cfg.Turns, "turns", 0, "multi-turn conversations of this many turns per stream, each sending the whole history back (--api openai); each stream has its share of --requests; reports TTFT of first and later turns")
 	fs.DurationVar(&cfg.ThinkTime, "think", 0, "pause between a conversation's turns")
 	fs.IntVar(&cfg.TurnTokens, "turn-tokens", 0, "with --turns: approximate size of every question after the first (an agent's tool results); 0 = --prompt-tokens")
 	fs.IntVar(&cfg.SystemTokens, "system-tokens", 0, "with --turns: a system message of about this many tokens, the same in every conversation")
+	fs.StringVar(&cfg.Endpoint, "endpoint", bench.EndpointChat, "chat (streaming generation) or embeddings (/v1/embeddings, --api openai)")
+	fs.IntVar(&cfg.Inputs, "inputs", 256, "with --endpoint embeddings: texts in the fixed set; a run of --requests cycles through them (default: one pass)")
+	fs.IntVar(&cfg.Batch, "batch", 32, "with --endpoint embeddings: texts per request")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "with --endpoint embeddings: seed of the texts' generator (the same as genai_embed_bench.py's)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	rest, code := parseCommandFlags(fs, "npud bench", args, stdout, stderr, func() { fmt.Fprint(stdout, benchUsage) })
 	if code >= 0 {
@@ -72,6 +79,13 @@ func benchCommand(ctx context.Context, args []string, getenv func(string) string
 		}
 		if !set["max-tokens"] {
 			cfg.MaxTokens = p.MaxTokens
+		}
+	}
+	if cfg.Endpoint == bench.EndpointEmbeddings && cfg.Batch > 0 {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["requests"] && *preset == "" {
+			cfg.Requests = (cfg.Inputs + cfg.Batch - 1) / cfg.Batch // one pass over the inputs
 		}
 	}
 	if cfg.Duration > 0 {

@@ -45,6 +45,7 @@ func TestFlagsAnywhereInEveryCommand(t *testing.T) {
 		{"transcribe", []string{"transcribe", audio, "--host", srv.URL, "--format", "json"}, 1, "", "npud transcribe: "},
 		{"launch", []string{"launch", "claude", "--print", "--host", srv.URL, "--model", "sim"}, 0, "ANTHROPIC_BASE_URL=" + srv.URL, ""},
 		{"bench", []string{"bench", "--json", "--url", srv.URL, "--requests", "1", "--concurrency", "1", "--max-tokens", "2"}, 0, `"requests"`, ""},
+		{"bench embeddings, one pass", []string{"bench", "--endpoint", "embeddings", "--json", "--url", srv.URL, "--inputs", "5", "--batch", "2"}, 0, `"inputs": 5,`, ""},
 		{"config check", []string{"config", "check", "--listen", "127.0.0.1:7", "--engine", "sim"}, 0, `listen = "127.0.0.1:7"`, ""},
 		{"doctor", []string{"doctor", "--engine", "sim", "--json"}, 1, `"ready": false`, ""},
 

@@ -45,7 +45,7 @@ func officialEmbedEngine(t *testing.T) (venv string, engine *openvino.Engine) {
 
 // officialCore is the real core C library of the pinned wheel with its
 // openvino-tokenizers, skipping as the other official tests do.
-func officialCore(t *testing.T) (venv string, lib *openvino.Library) {
+func officialCore(t testing.TB) (venv string, lib *openvino.Library) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the tests against the official OpenVINO runtime are integration tests: not with -short")

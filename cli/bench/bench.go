@@ -15,6 +15,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,13 @@ type Config struct {
 	// same system message of about this many tokens (an agent's
 	// instructions and tool definitions), shared by all conversations.
 	SystemTokens int
+	// Endpoint is EndpointChat ("" too) or EndpointEmbeddings. An
+	// embeddings run sends Inputs texts of about PromptTokens words each
+	// (made by Inputs with Seed), Batch texts a request.
+	Endpoint string
+	Inputs   int
+	Batch    int
+	Seed     uint64
 }
 
 // Preset returns a named configuration: quick, standard or soak. Flags
@@ -85,6 +93,7 @@ type Sample struct {
 	Turn   int    // the turn of its conversation (multi-turn workloads), from 1
 	Cached int    // prompt tokens the server took from its cache (usage.prompt_tokens_details)
 	Prompt int    // prompt tokens the server counted (usage.prompt_tokens)
+	Inputs int    // texts embedded (embeddings runs)
 	text   string // the answer, kept for multi-turn workloads' histories
 }
 
@@ -97,16 +106,18 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 	if cfg.Concurrency <= 0 || (cfg.Requests <= 0 && cfg.Duration <= 0) {
 		return nil, 0, errors.New("need --concurrency > 0 and --requests or --duration")
 	}
+	switch cfg.Endpoint {
+	case "", EndpointChat:
+	case EndpointEmbeddings:
+		return runEmbeddings(ctx, cfg, progress)
+	default:
+		return nil, 0, fmt.Errorf("--endpoint %q: want chat or embeddings", cfg.Endpoint)
+	}
 	if cfg.Turns > 0 && cfg.API != "openai" {
 		return nil, 0, errors.New("--turns needs --api openai (chat messages)")
 	}
-	transport := &http.Transport{
-		MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency,
-		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		DisableCompression: true,
-	}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport}
+	client, closeIdle := httpClient(cfg)
+	defer closeIdle()
 	body := requestBody(cfg)
 
 	runCtx := ctx
@@ -204,6 +215,17 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 	}
 	wg.Wait()
 	return samples, time.Since(start), ctx.Err()
+}
+
+// httpClient is the client of a run, keeping a connection per worker, and
+// what closes its idle connections.
+func httpClient(cfg Config) (*http.Client, func()) {
+	transport := &http.Transport{
+		MaxIdleConns: cfg.Concurrency, MaxIdleConnsPerHost: cfg.Concurrency,
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableCompression: true,
+	}
+	return &http.Client{Transport: transport}, transport.CloseIdleConnections
 }
 
 // question is a prompt of about n tokens.
@@ -428,6 +450,14 @@ type Report struct {
 	// history each time): mean and largest.
 	LaterPromptMean int `json:"later_turn_prompt_tokens_mean,omitempty"`
 	LaterPromptMax  int `json:"later_turn_prompt_tokens_max,omitempty"`
+	// Embeddings runs: the texts embedded and their tokens (the server's
+	// usage.prompt_tokens), in all and per second, and the batch size.
+	Endpoint        string  `json:"endpoint"`
+	Batch           int     `json:"batch,omitempty"`
+	InputsEmbedded  int     `json:"inputs,omitempty"`
+	InputsPerS      float64 `json:"inputs_per_second,omitempty"`
+	InputTokens     int     `json:"input_tokens,omitempty"`
+	InputTokensPerS float64 `json:"input_tokens_per_second,omitempty"`
 }
 
 // Summarise computes the report of samples taken over elapsed.
@@ -435,6 +465,10 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 	r := Report{Requests: len(samples), Errors: map[string]int{}, Seconds: elapsed.Seconds(),
 		Concurrency: cfg.Concurrency, API: cfg.API, URL: cfg.URL, MaxTokens: cfg.MaxTokens, PromptTokens: cfg.PromptTokens}
 	r.Turns = cfg.Turns
+	r.Endpoint = cmp.Or(cfg.Endpoint, EndpointChat)
+	if r.Endpoint == EndpointEmbeddings {
+		r.Batch, r.MaxTokens = cfg.Batch, 0
+	}
 	var ttft, itl, tpot, e2e, first, later []time.Duration
 	laterPrompts := 0
 	for _, s := range samples {
@@ -443,6 +477,10 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 			continue
 		}
 		r.Succeeded++
+		r.InputsEmbedded += s.Inputs
+		if r.Endpoint == EndpointEmbeddings {
+			r.InputTokens += s.Prompt
+		}
 		r.OutputTokens += s.Tokens
 		r.CachedTokens += s.Cached
 		if s.TTFT > 0 {
@@ -465,6 +503,8 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 	if elapsed > 0 {
 		r.RequestsPerS = float64(r.Succeeded) / elapsed.Seconds()
 		r.TokensPerS = float64(r.OutputTokens) / elapsed.Seconds()
+		r.InputsPerS = float64(r.InputsEmbedded) / elapsed.Seconds()
+		r.InputTokensPerS = float64(r.InputTokens) / elapsed.Seconds()
 	}
 	r.TTFT, r.ITL, r.TPOT, r.EndToEnd = stats(ttft), stats(itl), stats(tpot), stats(e2e)
 	r.TTFTFirst, r.TTFTLater = stats(first), stats(later)
@@ -472,6 +512,19 @@ func Summarise(cfg Config, samples []Sample, elapsed time.Duration) Report {
 		r.LaterPromptMean = laterPrompts / len(later)
 	}
 	return r
+}
+
+// writeOutcomes writes the count of requests, successes and errors by kind.
+func (r Report) writeOutcomes(w io.Writer) {
+	fmt.Fprintf(w, "requests %d  ok %d  errors %d", r.Requests, r.Succeeded, r.Requests-r.Succeeded)
+	if len(r.Errors) > 0 {
+		kinds := make([]string, 0, len(r.Errors))
+		for k, n := range r.Errors {
+			kinds = append(kinds, fmt.Sprintf("%s: %d", k, n))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+	}
 }
 
 func stats(d []time.Duration) Stats {
@@ -490,16 +543,12 @@ func stats(d []time.Duration) Stats {
 
 // WriteTable writes the report for people.
 func (r Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "%s %s  concurrency %d  prompt ~%d tokens  max_tokens %d\n", r.API, r.URL, r.Concurrency, r.PromptTokens, r.MaxTokens)
-	fmt.Fprintf(w, "requests %d  ok %d  errors %d", r.Requests, r.Succeeded, r.Requests-r.Succeeded)
-	if len(r.Errors) > 0 {
-		kinds := make([]string, 0, len(r.Errors))
-		for k, n := range r.Errors {
-			kinds = append(kinds, fmt.Sprintf("%s: %d", k, n))
-		}
-		sort.Strings(kinds)
-		fmt.Fprintf(w, " (%s)", strings.Join(kinds, ", "))
+	if r.Endpoint == EndpointEmbeddings {
+		r.writeEmbeddingsTable(w)
+		return
 	}
+	fmt.Fprintf(w, "%s %s  concurrency %d  prompt ~%d tokens  max_tokens %d\n", r.API, r.URL, r.Concurrency, r.PromptTokens, r.MaxTokens)
+	r.writeOutcomes(w)
 	fmt.Fprintf(w, "\n%.1f s  %.2f req/s  %.1f output tokens/s  (%d tokens)\n\n", r.Seconds, r.RequestsPerS, r.TokensPerS, r.OutputTokens)
 	fmt.Fprintf(w, "%-6s %10s %10s %10s %10s %10s %8s\n", "ms", "p50", "p90", "p99", "max", "mean", "n")
 	for _, row := range []struct {
