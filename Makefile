@@ -75,7 +75,8 @@ check: ## gofmt, go vet with npud's linter (errcheck, errorlint, staticcheck, ..
 test: ## vet, then every test under the race detector
 	@$(MAKE) --no-print-directory test-tools
 	@# make check and the installs at once: the one is CPU, the others mostly network.
-	@$(MAKE) --no-print-directory -j5 --output-sync=line check js-clients agent-clis python-venv openvino-venv
+	@# No --output-sync: it would hold each command's lines until it ends.
+	@$(MAKE) --no-print-directory -j5 check js-clients agent-clis python-venv openvino-venv
 	@# Vetted once, by make check: -vet=off from here on. The root package's
 	@# tests ran in make check. A timeout of our own for each package's test binary:
 	@# Go's default 10 minutes is too tight for the daemon's suite under -race on a
