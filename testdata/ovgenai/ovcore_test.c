@@ -778,6 +778,19 @@ static void note_row0(const ov_infer_request_t* r) {
     atomic_store(&row0_last, r->emb_ids[r->cols - 1]);
 }
 
+/* publish_output ends an encoder's inference with its output (owned by
+ * the request from here on) and wakes whoever waits for it. */
+static void publish_output(ov_infer_request_t* r, float* out) {
+    pthread_mutex_lock(&r->mu);
+    free(r->hidden);
+    r->hidden = out;
+    r->result = OK;
+    r->running = 0;
+    atomic_fetch_sub(&tokenizer_running, 1);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* cross_thread runs a cross-encoder: one logit a row, from the tokens its
  * mask keeps (with their types when set); the mask must be as long as the
  * ids, as the model's shape inference would insist. */
@@ -795,14 +808,7 @@ static void cross_thread(ov_infer_request_t* r) {
         }
         logits[row] = n ? (float)(sum / (double)n) : 0.0f;
     }
-    pthread_mutex_lock(&r->mu);
-    free(r->hidden);
-    r->hidden = logits;
-    r->result = OK;
-    r->running = 0;
-    atomic_fetch_sub(&tokenizer_running, 1);
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
+    publish_output(r, logits);
 }
 
 /* embed_thread runs an embedding model: each token's hidden state. */
@@ -812,14 +818,7 @@ static void embed_thread(ov_infer_request_t* r) {
     float* hidden = malloc((n ? n : 1) * OVTEST_EMBED_WIDTH * sizeof(float));
     for (size_t i = 0; i < n; i++)
         for (int k = 0; k < OVTEST_EMBED_WIDTH; k++) hidden[i * OVTEST_EMBED_WIDTH + k] = ovtest_hidden(r->emb_ids[i], k);
-    pthread_mutex_lock(&r->mu);
-    free(r->hidden);
-    r->hidden = hidden;
-    r->result = OK;
-    r->running = 0;
-    atomic_fetch_sub(&tokenizer_running, 1);
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
+    publish_output(r, hidden);
 }
 
 static void* infer_thread(void* arg) {
