@@ -3,10 +3,8 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -30,19 +28,7 @@ func TestEncoderModelsOnTheNPUInAWorker(t *testing.T) {
 	ovtestlib.WriteEmbeddingModel(t, models, "embed", 8)
 	ovtestlib.WriteRerankModel(t, models, "rerank", 16)
 	t.Setenv("OVTEST_DEVICES", "NPU,CPU")
-	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "openvino", "--isolation", "process",
-		"--openvino-lib", lib, "--models-dir", models, "--cache-dir", cache, "--device", "AUTO"}, env(), io.Discard)
-	require.NoError(t, err)
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	base := "http://" + srv.Addr().String()
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	base := serveOpenVINO(t, "--isolation", "process", "--openvino-lib", lib, "--models-dir", models, "--cache-dir", cache, "--device", "AUTO")
 	call := func(method, path, body string, into any) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), method, base+path, strings.NewReader(body))

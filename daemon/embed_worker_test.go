@@ -3,10 +3,8 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,19 +26,7 @@ func TestEmbeddingModelInAWorker(t *testing.T) {
 	models := t.TempDir()
 	ovtestlib.WriteEmbeddingModel(t, models, "embed", 8)
 	t.Setenv("OVTEST_DEVICES", "CPU")
-	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "openvino", "--isolation", "process",
-		"--openvino-lib", lib, "--models-dir", models, "--cache-dir", "", "--device", "CPU"}, env(), io.Discard)
-	require.NoError(t, err)
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	base := "http://" + srv.Addr().String()
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	base := serveOpenVINO(t, "--isolation", "process", "--openvino-lib", lib, "--models-dir", models, "--cache-dir", "", "--device", "CPU")
 	post := func(path, body string, into any) http.Header {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(body))
@@ -116,19 +102,7 @@ func TestEmbeddingPromptsAndTruncationOnEveryAPI(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(models, "broken", "config_sentence_transformers.json"),
 		[]byte(`{"prompts": {"query": 7}}`), 0o644))
 	t.Setenv("OVTEST_DEVICES", "CPU")
-	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "openvino", "--isolation", "none",
-		"--openvino-lib", lib, "--models-dir", models, "--cache-dir", "", "--device", "CPU"}, env(), io.Discard)
-	require.NoError(t, err)
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	base := "http://" + srv.Addr().String()
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	base := serveOpenVINO(t, "--isolation", "none", "--openvino-lib", lib, "--models-dir", models, "--cache-dir", "", "--device", "CPU")
 	post := func(path, body string) (int, http.Header, []byte) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(body))

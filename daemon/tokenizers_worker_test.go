@@ -3,9 +3,7 @@
 package daemon
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -37,19 +35,7 @@ func TestWorkersFindTheTokenizers(t *testing.T) {
 	models := t.TempDir()
 	ovtestlib.WriteModel(t, models, "tiny")
 	t.Setenv("OVTEST_DEVICES", "CPU")
-	cfg, err := ParseServe([]string{"--listen", "127.0.0.1:0", "--engine", "openvino", "--isolation", "process",
-		"--openvino-lib", alone, "--models-dir", models, "--cache-dir", "", "--device", "CPU"}, env(), io.Discard)
-	require.NoError(t, err)
-	srv, err := New(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	base := "http://" + srv.Addr().String()
-	done := make(chan error, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		require.NoError(t, <-done)
-	}()
+	base := serveOpenVINO(t, "--isolation", "process", "--openvino-lib", alone, "--models-dir", models, "--cache-dir", "", "--device", "CPU")
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/api/generate",
 		strings.NewReader(`{"model":"tiny","prompt":"hello","stream":false,"options":{"num_predict":4}}`))
 	require.NoError(t, err)
