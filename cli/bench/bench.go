@@ -119,18 +119,12 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 	client, closeIdle := httpClient(cfg)
 	defer closeIdle()
 	body := requestBody(cfg)
-
-	runCtx := ctx
-	if cfg.Requests == 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
-		defer cancel()
-	}
+	runCtx, cancel := runContext(ctx, cfg)
+	defer cancel()
 	var (
-		issued  atomic.Int64
-		mu      sync.Mutex
-		samples []Sample
-		wg      sync.WaitGroup
+		issued atomic.Int64
+		got    = samples{progress: progress}
+		wg     sync.WaitGroup
 	)
 	start := time.Now()
 	for w := range cfg.Concurrency {
@@ -204,17 +198,12 @@ func Run(ctx context.Context, cfg Config, progress func(done int)) ([]Sample, ti
 				if cfg.Requests == 0 && runCtx.Err() != nil && s.Err != "" {
 					return // cut by the end of the run, not a failure
 				}
-				mu.Lock()
-				samples = append(samples, s)
-				if progress != nil {
-					progress(len(samples)) // one call at a time
-				}
-				mu.Unlock()
+				got.add(s)
 			}
 		}()
 	}
 	wg.Wait()
-	return samples, time.Since(start), ctx.Err()
+	return got.list, time.Since(start), ctx.Err()
 }
 
 // httpClient is the client of a run, keeping a connection per worker, and
@@ -256,33 +245,17 @@ func requestBody(cfg Config) []byte {
 
 // one runs a request and measures it.
 func one(ctx context.Context, client *http.Client, cfg Config, body []byte) Sample {
-	if cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := requestContext(ctx, cfg)
+	defer cancel()
 	path := "/v1/chat/completions"
 	if cfg.API == "ollama" {
 		path = "/api/generate"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.URL, "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return Sample{Err: "request"}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
-	}
-	sent := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return Sample{Err: transportKind(err)}
+	resp, sent, failed := post(ctx, client, cfg, path, body)
+	if resp == nil {
+		return failed
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return Sample{Err: fmt.Sprintf("http_%d", resp.StatusCode)}
-	}
 	var s Sample
 	if cfg.API == "openai" {
 		s = readSSE(resp.Body, sent)
@@ -293,6 +266,65 @@ func one(ctx context.Context, client *http.Client, cfg Config, body []byte) Samp
 		s.Err = "timeout"
 	}
 	return s
+}
+
+// requestContext bounds one request by the run's --timeout, if any.
+func requestContext(ctx context.Context, cfg Config) (context.Context, context.CancelFunc) {
+	if cfg.Timeout > 0 {
+		return context.WithTimeout(ctx, cfg.Timeout)
+	}
+	return ctx, func() {}
+}
+
+// post sends body to path with the run's key: a 200's response (its body
+// for the caller to read and close) and when it was sent, or nil and the
+// Sample that names the failure.
+func post(ctx context.Context, client *http.Client, cfg Config, path string, body []byte) (*http.Response, time.Time, Sample) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.URL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, time.Time{}, Sample{Err: "request"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	sent := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, sent, Sample{Err: transportKind(err)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		_ = resp.Body.Close()
+		return nil, sent, Sample{Err: fmt.Sprintf("http_%d", resp.StatusCode)}
+	}
+	return resp, sent, Sample{}
+}
+
+// samples collects a run's samples from its workers, telling progress
+// (one call at a time) of each.
+type samples struct {
+	mu       sync.Mutex
+	list     []Sample
+	progress func(done int)
+}
+
+func (c *samples) add(s Sample) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = append(c.list, s)
+	if c.progress != nil {
+		c.progress(len(c.list))
+	}
+}
+
+// runContext is the run's context: cut at cfg.Duration when the run is
+// not a number of requests.
+func runContext(ctx context.Context, cfg Config) (context.Context, context.CancelFunc) {
+	if cfg.Requests == 0 {
+		return context.WithTimeout(ctx, cfg.Duration)
+	}
+	return ctx, func() {}
 }
 
 func transportKind(err error) string {

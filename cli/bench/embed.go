@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,17 +97,12 @@ func runEmbeddings(ctx context.Context, cfg Config, progress func(done int)) ([]
 	client, closeIdle := httpClient(cfg)
 	defer closeIdle()
 	batches := embeddingBatches(cfg)
-	runCtx := ctx
-	if cfg.Requests == 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
-		defer cancel()
-	}
+	runCtx, cancel := runContext(ctx, cfg)
+	defer cancel()
 	var (
-		issued  atomic.Int64
-		mu      sync.Mutex
-		samples []Sample
-		wg      sync.WaitGroup
+		issued atomic.Int64
+		got    = samples{progress: progress}
+		wg     sync.WaitGroup
 	)
 	start := time.Now()
 	for range cfg.Concurrency {
@@ -122,17 +116,12 @@ func runEmbeddings(ctx context.Context, cfg Config, progress func(done int)) ([]
 				if cfg.Requests == 0 && runCtx.Err() != nil && s.Err != "" {
 					return // cut by the end of the run, not a failure
 				}
-				mu.Lock()
-				samples = append(samples, s)
-				if progress != nil {
-					progress(len(samples))
-				}
-				mu.Unlock()
+				got.add(s)
 			}
 		})
 	}
 	wg.Wait()
-	return samples, time.Since(start), ctx.Err()
+	return got.list, time.Since(start), ctx.Err()
 }
 
 // embeddingsResponse is what an embeddings run reads of an answer.
@@ -149,29 +138,13 @@ type embeddingsResponse struct {
 // embedOne sends one embeddings request and measures it: E2E, the inputs
 // embedded and the server's count of their tokens.
 func embedOne(ctx context.Context, client *http.Client, cfg Config, batch embeddingBatch) Sample {
-	if cfg.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
-		defer cancel()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(cfg.URL, "/")+"/v1/embeddings", bytes.NewReader(batch.body))
-	if err != nil {
-		return Sample{Err: "request"}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
-	}
-	sent := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		return Sample{Err: transportKind(err)}
+	ctx, cancel := requestContext(ctx, cfg)
+	defer cancel()
+	resp, sent, failed := post(ctx, client, cfg, "/v1/embeddings", batch.body)
+	if resp == nil {
+		return failed
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-		return Sample{Err: fmt.Sprintf("http_%d", resp.StatusCode)}
-	}
 	var out embeddingsResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		if ctx.Err() != nil {
