@@ -301,10 +301,6 @@ type embedRequest struct {
 	Truncate *bool `json:"truncate"`
 }
 
-// truncatedInputsHeader counts the inputs an embedding cut to fit its
-// model, on every request that allowed it (as on /v1/embeddings).
-const truncatedInputsHeader = "X-Npud-Truncated-Inputs"
-
 func (r *embedRequest) model() string {
 	if r.Model != "" {
 		return r.Model
@@ -340,7 +336,7 @@ func (a *API) embedWith(c *gin.Context, req *embedRequest, inputs []string) ([][
 	}
 	npu.ShortenEmbeddings(vectors, req.Dimensions)
 	if truncate {
-		c.Header(truncatedInputsHeader, strconv.Itoa(embedded.Truncated))
+		c.Header(reqinfo.TruncatedInputsHeader, strconv.Itoa(embedded.Truncated))
 	}
 	if a.router.Simulated() {
 		// Say so where a client can see it: the vectors carry no meaning.

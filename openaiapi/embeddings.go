@@ -33,10 +33,6 @@ type embeddingsRequest struct {
 	Truncate bool `json:"truncate"`
 }
 
-// truncatedInputsHeader counts the inputs an embedding cut to fit its
-// model, on every request that allowed it: nothing is cut unsaid.
-const truncatedInputsHeader = "X-Npud-Truncated-Inputs"
-
 // ModelName is the model the request asks for (reqinfo.Named).
 func (r *embeddingsRequest) ModelName() string { return r.Model }
 
@@ -118,7 +114,7 @@ func (a *API) embeddings(c *gin.Context) {
 	}
 	vectors, tokens := embedded.Vectors, embedded.PromptTokens
 	if req.Truncate {
-		c.Header(truncatedInputsHeader, strconv.Itoa(embedded.Truncated))
+		c.Header(reqinfo.TruncatedInputsHeader, strconv.Itoa(embedded.Truncated))
 	}
 	if req.Dimensions != nil {
 		if len(vectors) > 0 && *req.Dimensions > len(vectors[0]) {

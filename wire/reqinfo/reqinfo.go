@@ -104,6 +104,11 @@ func (i *Info) MarkFirstTokenAt(at time.Time) {
 	}
 }
 
+// TruncatedInputsHeader is the response header that counts the inputs an
+// embedding cut to fit its model, on every request that allowed the cut
+// (/v1/embeddings' truncate, /api/embed's): nothing is cut unsaid.
+const TruncatedInputsHeader = "X-Npud-Truncated-Inputs"
+
 // MaxTokensClampedHeader is the response header that says the request's
 // completion limit was lowered to the room its prompt left in the context
 // (npu.CompletionLimit): its value is the limit the generation ran with.
