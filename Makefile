@@ -5,6 +5,10 @@ BINARY  ?= npud
 VERSION ?= $(shell bash packaging/version.sh 2>/dev/null || echo 0.1.0~unknown)
 LDFLAGS := -s -w -X github.com/npud/npud/daemon.Version=$(VERSION)
 export GOTOOLCHAIN ?= local
+# npud speaks JSON: every build leaves out gin's msgpack binding (its
+# nomsgpack tag), the shipped binary's and the tests' alike, so the tests
+# build what ships, and none compiles ugorji's codec (tens of seconds each).
+export GOFLAGS := -tags=nomsgpack $(GOFLAGS)
 
 # npud's OpenVINO GenAI test library (testdata/ovgenai): the tests build it
 # themselves (npu/openvino/ovtestlib) and load it at run time, as npud
@@ -30,7 +34,7 @@ PYPINS := $(CURDIR)/testdata/python/requirements.txt
 # after it; each target alone keeps go test's own vet.
 TESTVET ?=
 
-.PHONY: help build run test test-tools js-clients agent-clis test-openvino test-openvino-real openvino-venv python-venv test-openvino-asan fuzz soak check bench package clean
+.PHONY: help build run test test-race test-engines test-tools js-clients agent-clis test-openvino test-openvino-real openvino-venv python-venv test-openvino-asan fuzz soak check bench package clean
 
 help: ## list the targets
 	@# Two passes: the widest target name sets the column.
@@ -77,18 +81,28 @@ test: ## vet, then every test under the race detector
 	@# make check and the installs at once: the one is CPU, the others mostly network.
 	@# No --output-sync: it would hold each command's lines until it ends.
 	@$(MAKE) --no-print-directory -j5 check js-clients agent-clis python-venv openvino-venv
-	@# Vetted once, by make check: -vet=off from here on. The root package's
-	@# tests ran in make check. A timeout of our own for each package's test binary:
-	@# Go's default 10 minutes is too tight for the daemon's suite under -race on a
-	@# loaded machine.
+	@# Vetted once, by make check: -vet=off from here on. Then two streams at once:
+	@# the race run, whose test binaries spend about half their time waiting on
+	@# servers, clients and child processes (half of two cores idle, measured), and
+	@# the engine checks, whose builds of their own (ASan, fuzz) fill that time.
+	@$(MAKE) --no-print-directory -j2 test-race test-engines TESTVET=-vet=off
+
+test-race: ## every package's tests under the race detector, but the root package's (make check runs those)
+	@# A timeout of our own for each package's test binary: Go's default 10 minutes
+	@# is too tight for the daemon's suite under -race on a loaded machine.
 	@echo "== go test -race: every package but the root one"
-	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race -vet=off -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(MODULE)')
-	$(MAKE) --no-print-directory test-openvino-real TESTVET=-vet=off
-	$(MAKE) --no-print-directory test-openvino TESTVET=-vet=off
-	$(MAKE) --no-print-directory test-openvino-asan TESTVET=-vet=off
+	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race $(TESTVET) -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(MODULE)')
+
+# The checks against OpenVINO (the official wheels, the test library under
+# ASan, the OpenVINO engine under the API suites) and fuzzing, one after the
+# other. The race build last: by then the race run has compiled it.
+test-engines:
+	$(MAKE) --no-print-directory test-openvino-real
+	$(MAKE) --no-print-directory test-openvino-asan
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a duration
 	@# run at its deadline with no crasher on a loaded machine (go.dev/issue/75804).
-	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x TESTVET=-vet=off
+	$(MAKE) --no-print-directory fuzz FUZZTIME=20000x
+	$(MAKE) --no-print-directory test-openvino
 
 test-tools: ## the Debian packages the tests need (apt-get, as root), when the machine lacks them
 	@# -race needs a C compiler, the proxy tests nginx and HAProxy, the JS client tests Node,
