@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npud/npud/npu"
+	"github.com/npud/npud/npu/wirefmt/openaiwire"
 	"github.com/npud/npud/wire/relay"
 	"github.com/npud/npud/wire/reqinfo"
 )
@@ -160,7 +161,7 @@ func (f *transcriptFraming) Terminator() []byte  { return nil }
 
 func (f *transcriptFraming) Text(ev *npu.Event) []byte {
 	b := []byte(`data: {"type":"transcript.text.delta","delta":`)
-	b = appendJSONString(b, ev.Text)
+	b = openaiwire.AppendJSONString(b, ev.Text)
 	return append(b, "}\n\n"...)
 }
 
@@ -170,7 +171,7 @@ func (f *transcriptFraming) Heartbeat(*npu.LoadStatus) []byte { return heartbeat
 // unit npud counts audio in (as the whole response's `usage`): seconds.
 func (f *transcriptFraming) End(npu.Result) ([]byte, string) {
 	b := []byte(`data: {"type":"transcript.text.done","text":`)
-	b = appendJSONString(b, f.src.transcript().Text)
+	b = openaiwire.AppendJSONString(b, f.src.transcript().Text)
 	b = append(b, `,"usage":{"type":"duration","seconds":`...)
 	b = strconv.AppendInt(b, int64(math.Ceil(f.seconds)), 10)
 	return append(b, "}}\n\n"...), "stop"

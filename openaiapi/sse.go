@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/npud/npud/npu"
 	"github.com/npud/npud/npu/wirefmt/openaiwire"
@@ -26,55 +25,6 @@ var (
 	doneFrame      = []byte("data: [DONE]\n\n")
 )
 
-// appendJSONString appends s as a JSON string. s must be valid UTF-8 (the
-// bridge guarantees it); U+2028 and U+2029 are escaped so the JSON is also
-// safe to embed in JavaScript.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default: // control characters and <, >, & as encoding/json writes them
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // chunkEncoder writes the chunks of one completion. Every chunk carries the
 // same id, object, created and model, so that prefix is encoded once.
 type chunkEncoder struct {
@@ -93,11 +43,11 @@ func newChunkEncoder(ep endpoint, id string, created int64, model string) *chunk
 		object = "chat.completion.chunk"
 	}
 	head := []byte(`{"id":`)
-	head = appendJSONString(head, id)
+	head = openaiwire.AppendJSONString(head, id)
 	head = append(head, `,"object":"`+object+`","created":`...)
 	head = strconv.AppendInt(head, created, 10)
 	head = append(head, `,"model":`...)
-	head = appendJSONString(head, model)
+	head = openaiwire.AppendJSONString(head, model)
 	e := &chunkEncoder{chat: ep == chatEndpoint, head: head}
 	e.setChoice(0)
 	return e
@@ -125,22 +75,22 @@ func (e *chunkEncoder) text(reasoning, s string) []byte {
 		e.buf = append(e.buf, `"delta":{`...)
 		if reasoning != "" {
 			e.buf = append(e.buf, `"reasoning_content":`...)
-			e.buf = appendJSONString(e.buf, reasoning)
+			e.buf = openaiwire.AppendJSONString(e.buf, reasoning)
 			if s != "" {
 				e.buf = append(e.buf, ',')
 			}
 		}
 		if s != "" || reasoning == "" {
 			e.buf = append(e.buf, `"content":`...)
-			e.buf = appendJSONString(e.buf, s)
+			e.buf = openaiwire.AppendJSONString(e.buf, s)
 		}
 		e.buf = append(e.buf, '}')
 	} else {
 		e.buf = append(e.buf, `"text":`...)
-		e.buf = appendJSONString(e.buf, s)
+		e.buf = openaiwire.AppendJSONString(e.buf, s)
 		if reasoning != "" {
 			e.buf = append(e.buf, `,"reasoning_content":`...)
-			e.buf = appendJSONString(e.buf, reasoning)
+			e.buf = openaiwire.AppendJSONString(e.buf, reasoning)
 		}
 	}
 	e.buf = append(e.buf, `,"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
@@ -195,7 +145,7 @@ func (e *chunkEncoder) finish(reason string) []byte {
 		e.buf = append(e.buf, `"text":""`...)
 	}
 	e.buf = append(e.buf, `,"logprobs":null,"finish_reason":`...)
-	e.buf = appendJSONString(e.buf, reason)
+	e.buf = openaiwire.AppendJSONString(e.buf, reason)
 	e.buf = append(e.buf, "}]}\n\n"...)
 	return e.buf
 }

@@ -1,8 +1,9 @@
 // Package openaiwire declares OpenAI's chat completion wire (the request,
 // its messages and tools, the stream's chunks, tool-call deltas, usage and
-// finish reasons) for every side of npud that reads or writes it: the API
-// that serves it (openaiapi, and the WebSocket that speaks its deltas) and
-// the upstream engine that is its client (npu/upstream). One declaration,
+// finish reasons, and the JSON strings its chunks carry) for every side of
+// npud that reads or writes it: the API that serves it (openaiapi, and the
+// WebSocket that speaks its deltas) and the upstream engine that is its
+// client (npu/upstream). One declaration,
 // so that what npud sends and what it accepts cannot drift apart. It
 // imports nothing of npud's but npu/wirefmt/jsonbody (for its decoding errors),
 // which imports nothing, so every layer may use it.

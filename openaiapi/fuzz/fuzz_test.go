@@ -1,4 +1,9 @@
-package openaiapi_test
+// Package fuzz_test fuzzes openaiapi's request decoding through its HTTP
+// handler on the simulated engine. It is a package of its own because go
+// test -fuzz instruments every package of the test binary: here that is
+// the API and the engine, not the official client SDKs and the daemon that
+// openaiapi's other tests bring in (half the instrumented build's time).
+package fuzz_test
 
 import (
 	"bytes"

@@ -1,4 +1,9 @@
-package ollamaapi_test
+// Package fuzz_test fuzzes ollamaapi's request decoding through its HTTP
+// handler on the simulated engine. It is a package of its own because go
+// test -fuzz instruments every package of the test binary: here that is
+// the API and the engine, not the official client SDKs and the daemon that
+// ollamaapi's other tests bring in (half the instrumented build's time).
+package fuzz_test
 
 import (
 	"bufio"
