@@ -96,10 +96,8 @@ test-race: ## every package's tests under the race detector, but the root packag
 	@echo "== go test -race: every package but the root one"
 	NPUD_PYTHON_VENV=$(PYVENV) CGO_ENABLED=1 $(GO) test -race $(TESTVET) -count=1 -timeout 30m $$($(GO) list ./... | grep -vx '$(MODULE)')
 
-# The checks against OpenVINO (the official wheels, the test library under
-# ASan, the OpenVINO engine under the API suites) and fuzzing, one after the
-# other. The race build last: by then the race run has compiled it.
-test-engines:
+# The race build last: by then the race run has compiled it.
+test-engines: ## the checks against OpenVINO (the official wheels, ASan, the API suites on the OpenVINO engine) and fuzzing, one after the other
 	$(MAKE) --no-print-directory test-openvino-real
 	$(MAKE) --no-print-directory test-openvino-asan
 	@# A count, not a duration: Go 1.26's fuzz coordinator can fail a duration
