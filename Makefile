@@ -8,10 +8,9 @@ export GOTOOLCHAIN ?= local
 # npud speaks JSON: every build leaves out gin's msgpack binding (its
 # nomsgpack tag), the shipped binary's and the tests' alike, so the tests
 # build what ships, and none compiles ugorji's codec (tens of seconds each).
-# No DWARF: the shipped binary is stripped (-s -w), and Go's stacks and race
-# reports come from its own symbol and line tables, which stay. Without it
-# make test compiles about an eighth faster and links a third. The ASan run
-# keeps it (test-openvino-asan): ASan's symbolizer reads lines from DWARF.
+# No DWARF: the shipped binary is stripped (-s -w), and the tests' stacks,
+# race and ASan reports come from the symbol and line tables, which stay.
+# Without it make test compiles about an eighth faster and links a third.
 export GOFLAGS := -tags=nomsgpack -gcflags=all=-dwarf=false -ldflags=-w $(GOFLAGS)
 
 # npud's OpenVINO GenAI test library (testdata/ovgenai): the tests build it
@@ -205,14 +204,11 @@ test-openvino: ## the API suites on the OpenVINO engine through npud's GenAI tes
 # a use of a freed pipeline, config or history aborts the run. go test -asan
 # instruments the Go side too; it does not combine with -race, so this run is
 # the binding's tests and the daemon's OpenVINO suites once more, without it.
-# With DWARF (-gcflags=all= -ldflags= undo GOFLAGS' -dwarf=false and -w), so
-# that a report gives the Go frames' files and lines.
-ASANFLAGS := -asan -gcflags=all= -ldflags=
 OVASAN := $(OVTEST)/build-asan
 test-openvino-asan: ## the cgo binding and the daemon's OpenVINO suites under AddressSanitizer
 	$(MAKE) --no-print-directory -C testdata/ovgenai OUT=build-asan EXTRA_CFLAGS="-fsanitize=address -fno-omit-frame-pointer"
-	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test $(TESTVET) $(ASANFLAGS) -count=1 -timeout 20m ./npu/openvino/
-	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test $(TESTVET) $(ASANFLAGS) -count=1 -timeout 20m -run OpenVINO ./daemon/
+	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test $(TESTVET) -asan -count=1 -timeout 20m ./npu/openvino/
+	NPUD_OVTEST_LIB=$(OVASAN) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 CGO_ENABLED=1 $(GO) test $(TESTVET) -asan -count=1 -timeout 20m -run OpenVINO ./daemon/
 
 SOAK_STREAMS ?= 5000
 SOAK_WORKER_STREAMS ?= 600
