@@ -8,9 +8,11 @@ export GOTOOLCHAIN ?= local
 # npud speaks JSON: every build leaves out gin's msgpack binding (its
 # nomsgpack tag), the shipped binary's and the tests' alike, so the tests
 # build what ships, and none compiles ugorji's codec (tens of seconds each).
-# No DWARF: the shipped binary is stripped (-s -w), and the tests' stacks,
-# race and ASan reports come from the symbol and line tables, which stay.
-# Without it make test compiles about an eighth faster and links a third.
+# No DWARF: the shipped binary is stripped (-s -w), and Go's stacks and race
+# reports take files and lines from Go's own tables, which stay; an ASan
+# report names the Go functions from the symbol table, and the Go traceback
+# printed when it aborts gives their lines. Without DWARF make test compiles
+# about an eighth faster and links a third.
 export GOFLAGS := -tags=nomsgpack -gcflags=all=-dwarf=false -ldflags=-w $(GOFLAGS)
 
 # npud's OpenVINO GenAI test library (testdata/ovgenai): the tests build it
