@@ -8,7 +8,6 @@ package fuzz_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -20,8 +19,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/npu/serve"
-	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/npu/serve/servetest"
 	"github.com/npud/npud/ollamaapi"
 )
 
@@ -77,17 +75,9 @@ func FuzzGenerateAndChat(f *testing.F) {
 		f.Add(s, false)
 		f.Add(s, true)
 	}
-	router := serve.NewEngineRouter(sim.New(sim.Config{}), serve.PoolConfig{MaxQueue: 64, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}},
-		slog.New(slog.DiscardHandler))
-	f.Cleanup(func() {
-		router.Abort()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = router.Wait(ctx)
-	})
 	gin.SetMode(gin.ReleaseMode)
 	h := gin.New()
-	ollamaapi.New(router, ollamaapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(h)
+	ollamaapi.New(servetest.SimRouter(f, 64), ollamaapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(h)
 	f.Fuzz(func(t *testing.T, body string, chat bool) {
 		path := "/api/generate"
 		if chat {

@@ -7,7 +7,6 @@ package fuzz_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -19,24 +18,16 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npud/npud/npu/serve"
-	"github.com/npud/npud/npu/sim"
+	"github.com/npud/npud/npu/serve/servetest"
 	"github.com/npud/npud/openaiapi"
 )
 
 // fuzzHandler is the API on a fast simulated engine, served in-process.
-func fuzzHandler(f *testing.F) (http.Handler, func()) {
-	router := serve.NewEngineRouter(sim.New(sim.Config{}), serve.PoolConfig{MaxQueue: 64, Stream: serve.StreamLimits{MaxPendingBytes: 1 << 20}},
-		slog.New(slog.DiscardHandler))
+func fuzzHandler(f *testing.F) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	openaiapi.New(router, openaiapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(r)
-	return r, func() {
-		router.Abort()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = router.Wait(ctx)
-	}
+	openaiapi.New(servetest.SimRouter(f, 64), openaiapi.Config{DefaultTimeout: 2 * time.Second}, slog.New(slog.DiscardHandler)).Register(r)
+	return r
 }
 
 // checkOpenAIResponse fails unless the response is correct framing: a 4xx
@@ -104,8 +95,7 @@ func fuzzSeeds(f *testing.F) {
 // gets a correct answer or a 4xx in the right shape, never a panic or 5xx.
 func FuzzChatCompletions(f *testing.F) {
 	fuzzSeeds(f)
-	h, stop := fuzzHandler(f)
-	f.Cleanup(stop)
+	h := fuzzHandler(f)
 	f.Fuzz(func(t *testing.T, body string, legacy bool) {
 		path := "/v1/chat/completions"
 		if legacy {
